@@ -1,0 +1,122 @@
+import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import type { DestinationStream } from "pino";
+import pkg from "../package.json" with { type: "json" };
+import type { Config } from "./config.ts";
+import { docs } from "./http/docs.ts";
+import { ApiError, type ErrorCode } from "./http/errors.ts";
+import { health } from "./http/health.ts";
+import { sendApi } from "./http/send-api.ts";
+import { loggerOptions } from "./log.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+import type { Db } from "./store/db.ts";
+import { DockRepository } from "./store/docks.ts";
+import { MessageRepository } from "./store/messages.ts";
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  encryptionKey: Buffer;
+  /** Where log lines go; stdout when omitted. */
+  logStream?: DestinationStream;
+  now?: () => number;
+}
+
+export interface App {
+  server: FastifyInstance;
+  docks: DockRepository;
+  messages: MessageRepository;
+  metrics: Metrics;
+}
+
+interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** A schema validation failure, said in terms of the field the client got wrong. */
+function describeValidation(issue: ValidationIssue | undefined, context: string | undefined): string {
+  if (!issue) return "The request is not valid.";
+  const where = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
+  if (issue.keyword === "required") return `${String(issue.params.missingProperty)} is required.`;
+  if (issue.keyword === "type") {
+    return where === ""
+      ? `The ${context ?? "body"} must be a JSON object.`
+      : `${where} must be a ${String(issue.params.type)}.`;
+  }
+  return `${where || context || "request"} ${issue.message ?? "is not valid"}.`;
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  404: "not_found",
+  405: "method_not_allowed",
+  413: "payload_too_large",
+  415: "unsupported_media_type",
+};
+
+/** Maps anything thrown while handling a request to the catalogue's error format. */
+function toApiError(
+  error: FastifyError & { validation?: ValidationIssue[] },
+  maxBodyBytes: number,
+): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error.validation) {
+    return new ApiError("invalid_request", describeValidation(error.validation[0], error.validationContext));
+  }
+  switch (error.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError("payload_too_large", `The request body is larger than ${maxBodyBytes} bytes.`);
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError("unsupported_media_type");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new ApiError("invalid_json");
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return new ApiError(STATUS_CODES[status] ?? "invalid_request");
+  return new ApiError("internal_error");
+}
+
+/** Builds the service from its parts; the caller owns the database and decides when to listen. */
+export async function createApp(deps: AppDeps): Promise<App> {
+  const { config, db } = deps;
+  const now = deps.now ?? Date.now;
+  const metrics = createMetrics();
+  const docks = new DockRepository(db, deps.encryptionKey, now);
+  const messages = new MessageRepository(db, now);
+
+  const server = Fastify({
+    logger: loggerOptions(config.logLevel, deps.logStream),
+    bodyLimit: config.maxBodyBytes,
+    trustProxy: config.trustProxy,
+    // Strict types: a number is not a message, and "1" is not a number.
+    ajv: { customOptions: { coerceTypes: false, allErrors: false } },
+  });
+
+  server.setErrorHandler((error: FastifyError, request, reply) => {
+    const apiError = toApiError(error, config.maxBodyBytes);
+    if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
+    metrics.requestsRejected.inc({ code: apiError.code });
+    return reply.code(apiError.status).headers(apiError.headers).send(apiError.body);
+  });
+  server.setNotFoundHandler(async (_request, reply) => {
+    const error = new ApiError("not_found", "No such endpoint; the API reference is at /docs.");
+    return reply.code(error.status).send(error.body);
+  });
+
+  await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
+  await server.register(health, { db, metrics });
+  await server.register(sendApi, {
+    docks,
+    messages,
+    metrics,
+    maxBodyBytes: config.maxBodyBytes,
+    maxMessageLength: config.maxMessageLength,
+    authFailuresPerMinute: config.authFailuresPerMinute,
+    dockRateBurst: config.dockRateBurst,
+    dockRatePerSecond: config.dockRatePerSecond,
+  });
+
+  return { server, docks, messages, metrics };
+}

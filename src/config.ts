@@ -1,0 +1,160 @@
+import { isAbsolute, resolve } from "node:path";
+
+/** Every setting of the service, read once from the environment and validated. */
+export interface Config {
+  port: number;
+  host: string;
+  /** External base URL, without a trailing slash; used in every link the service produces. */
+  publicUrl: string;
+  databaseUrl: string;
+  /** Where the default SQLite file and the generated encryption key live. */
+  dataDir: string;
+  /** 32-byte key that encrypts Dock secret keys at rest; null = read or generate `<dataDir>/encryption.key`. */
+  encryptionKey: Buffer | null;
+  telegramBotToken: string | null;
+  telegramApiRoot: string;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** Largest accepted request body in bytes. */
+  maxBodyBytes: number;
+  /** Longest accepted `msg`, in UTF-16 code units (the unit Telegram counts in). */
+  maxMessageLength: number;
+  /** Failed authentications allowed per client address per minute; 0 switches the limit off. */
+  authFailuresPerMinute: number;
+  /** Messages a Dock may send at once; 0 switches the per-Dock limit off. */
+  dockRateBurst: number;
+  /** Messages per second that refill a Dock's allowance. */
+  dockRatePerSecond: number;
+  /** Honour `X-Forwarded-For` from a reverse proxy when telling clients apart. */
+  trustProxy: boolean;
+  /** How long SIGTERM waits for in-flight work before closing anyway. */
+  shutdownTimeoutMs: number;
+  /** SQLite `synchronous` pragma: `normal` survives process crashes, `full` also power loss. */
+  sqliteSynchronous: "normal" | "full";
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === "" ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new ConfigError(`${name} must be a number greater than 0, got "${raw}"`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (["1", "true", "yes", "on"].includes(raw)) return true;
+  if (["0", "false", "no", "off"].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function httpUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, "");
+}
+
+function databaseUrl(raw: string | undefined, dataDir: string): string {
+  if (raw === undefined) return `sqlite:${resolve(dataDir, "dock-notify.db")}`;
+  if (raw.startsWith("sqlite:")) {
+    const path = raw.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
+    if (path === "") throw new ConfigError(`DATABASE_URL must name a file after "sqlite:"`);
+    return `sqlite:${path === ":memory:" || isAbsolute(path) ? path : resolve(path)}`;
+  }
+  if (raw.startsWith("postgres://") || raw.startsWith("postgresql://")) return raw;
+  throw new ConfigError(
+    `DATABASE_URL must start with "sqlite:" or "postgres://" (got a value of another kind)`,
+  );
+}
+
+function encryptionKey(raw: string | undefined): Buffer | null {
+  if (raw === undefined) return null;
+  const key = Buffer.from(raw, "base64");
+  if (key.length !== 32 || !/^[A-Za-z0-9+/=_-]+$/.test(raw)) {
+    throw new ConfigError(
+      "ENCRYPTION_KEY must be 32 bytes in base64 (generate one with `openssl rand -base64 32`)",
+    );
+  }
+  return key;
+}
+
+const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{30,}$/;
+
+/** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, "PORT", 8080, 0, 65535);
+  const host = text(env, "HOST") ?? "127.0.0.1";
+  const dataDir = resolve(text(env, "DATA_DIR") ?? "data");
+  const publicHost =
+    host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  const publicUrl = httpUrl("PUBLIC_URL", text(env, "PUBLIC_URL") ?? `http://${publicHost}:${port}`);
+  const token = text(env, "TELEGRAM_BOT_TOKEN") ?? null;
+  if (token !== null && !BOT_TOKEN.test(token)) {
+    // Never echo the token itself: it is a secret even when malformed.
+    throw new ConfigError(
+      "TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<letters, digits, _ or ->)",
+    );
+  }
+  return {
+    port,
+    host,
+    publicUrl,
+    databaseUrl: databaseUrl(text(env, "DATABASE_URL"), dataDir),
+    dataDir,
+    encryptionKey: encryptionKey(text(env, "ENCRYPTION_KEY")),
+    telegramBotToken: token,
+    telegramApiRoot: httpUrl(
+      "TELEGRAM_API_ROOT",
+      text(env, "TELEGRAM_API_ROOT") ?? "https://api.telegram.org",
+    ),
+    logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    maxBodyBytes: integer(env, "MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+    maxMessageLength: integer(env, "MAX_MESSAGE_LENGTH", 16_384, 1, 1_000_000),
+    authFailuresPerMinute: integer(env, "AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
+    dockRateBurst: integer(env, "DOCK_RATE_BURST", 60, 0, 1_000_000),
+    dockRatePerSecond: positiveNumber(env, "DOCK_RATE_PER_SECOND", 1),
+    trustProxy: boolean(env, "TRUST_PROXY", false),
+    shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
+  };
+}

@@ -1,0 +1,82 @@
+/** Bounds of a Dock's fields, documented in docs/api.md. */
+export const DOCK_NAME_MAX = 64;
+export const DOCK_DESCRIPTION_MAX = 512;
+export const DOCK_LINK_MAX = 2048;
+
+export interface DockFields {
+  name: string;
+  link: string | null;
+  description: string | null;
+}
+
+export interface FieldError {
+  field: keyof DockFields;
+  message: string;
+}
+
+export type DockValidation = { ok: true; value: DockFields } | { ok: false; errors: FieldError[] };
+
+/** Counts user-perceived characters as code points, so an emoji is one character, not two. */
+function length(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
+}
+
+/**
+ * Validates and normalises a Dock's editable fields: trims, turns empty optional fields into null,
+ * accepts only absolute http(s) links.
+ */
+export function validateDockFields(input: {
+  name?: unknown;
+  link?: unknown;
+  description?: unknown;
+}): DockValidation {
+  const errors: FieldError[] = [];
+  const str = (field: keyof DockFields, value: unknown): string | null => {
+    if (value === undefined || value === null) return null;
+    if (typeof value !== "string") {
+      errors.push({ field, message: `${field} must be a string` });
+      return null;
+    }
+    if (!value.isWellFormed()) {
+      errors.push({ field, message: `${field} contains invalid Unicode` });
+      return null;
+    }
+    const trimmed = value.trim();
+    return trimmed === "" ? null : trimmed;
+  };
+
+  const name = str("name", input.name);
+  if (name === null && !errors.some((e) => e.field === "name")) {
+    errors.push({ field: "name", message: "name is required" });
+  } else if (name !== null && length(name) > DOCK_NAME_MAX) {
+    errors.push({ field: "name", message: `name must be at most ${DOCK_NAME_MAX} characters` });
+  }
+
+  const link = str("link", input.link);
+  if (link !== null) {
+    let url: URL | null = null;
+    try {
+      url = new URL(link);
+    } catch {
+      url = null;
+    }
+    if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+      errors.push({ field: "link", message: "link must be an absolute http:// or https:// URL" });
+    } else if (link.length > DOCK_LINK_MAX) {
+      errors.push({ field: "link", message: `link must be at most ${DOCK_LINK_MAX} characters` });
+    }
+  }
+
+  const description = str("description", input.description);
+  if (description !== null && length(description) > DOCK_DESCRIPTION_MAX) {
+    errors.push({
+      field: "description",
+      message: `description must be at most ${DOCK_DESCRIPTION_MAX} characters`,
+    });
+  }
+
+  if (errors.length > 0) return { ok: false, errors };
+  return { ok: true, value: { name: name as string, link, description } };
+}

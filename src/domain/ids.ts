@@ -1,0 +1,31 @@
+import { randomBytes } from "node:crypto";
+
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/**
+ * A uniformly random string over [0-9A-Za-z] carrying at least `bits` bits of entropy.
+ * Rejection sampling keeps every character equally likely (no modulo bias).
+ */
+export function randomBase62(bits: number): string {
+  const length = Math.ceil(bits / Math.log2(ALPHABET.length));
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248) out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Dock IDs: 22 characters (131 bits), fit Telegram's `start=` payload `[A-Za-z0-9_-]{1,64}`. */
+export function newDockId(): string {
+  return randomBase62(128);
+}
+
+export const DOCK_ID_PATTERN = /^[A-Za-z0-9]{22}$/;
+
+/** Message IDs are returned to clients and used in `GET /messages/<id>`. */
+export function newMessageId(): string {
+  return `msg_${randomBase62(128)}`;
+}

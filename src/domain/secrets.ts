@@ -1,0 +1,44 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBase62 } from "./ids.ts";
+
+/**
+ * Secret keys start with a fixed prefix so that secret scanners (and people) recognise a leaked one.
+ * 33 base62 characters carry 196 bits.
+ */
+export const SECRET_KEY_PREFIX = "dnsk_";
+
+export function newSecretKey(): string {
+  return SECRET_KEY_PREFIX + randomBase62(192);
+}
+
+/**
+ * Lookup hash of a secret key. Plain SHA-256 is enough: the key is high-entropy random, so there is
+ * nothing to brute-force that a slow hash would protect.
+ */
+export function hashSecret(secret: string): Buffer {
+  return createHash("sha256").update(secret, "utf8").digest();
+}
+
+/** Constant-time check of a presented secret against a stored hash. */
+export function secretMatches(presented: string, storedHash: Buffer): boolean {
+  const hash = hashSecret(presented);
+  return hash.length === storedHash.length && timingSafeEqual(hash, storedHash);
+}
+
+/**
+ * The console must show the secret again (spec), so it is kept encrypted (AES-256-GCM) with the
+ * server's key rather than only hashed. Format: base64url(iv ‖ tag ‖ ciphertext).
+ */
+export function encryptSecret(secret: string, key: Buffer): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  const ciphertext = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString("base64url");
+}
+
+export function decryptSecret(sealed: string, key: Buffer): string {
+  const raw = Buffer.from(sealed, "base64url");
+  const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+}

@@ -1,0 +1,51 @@
+/**
+ * Token buckets keyed by a string (a client address, a Dock, later a chat), bounded in memory.
+ * A bucket that has refilled completely is indistinguishable from a new one, so it is dropped.
+ */
+export class TokenBuckets {
+  readonly capacity: number;
+  readonly refillPerSecond: number;
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  readonly #now: () => number;
+  #lastSweep = 0;
+
+  constructor(options: { capacity: number; refillPerSecond: number; now?: () => number }) {
+    this.capacity = options.capacity;
+    this.refillPerSecond = options.refillPerSecond;
+    this.#now = options.now ?? Date.now;
+  }
+
+  #level(key: string, now: number): number {
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return this.capacity;
+    return Math.min(this.capacity, bucket.tokens + ((now - bucket.at) / 1000) * this.refillPerSecond);
+  }
+
+  /** Seconds until one token is available for `key` (0 when one is available now). */
+  waitSeconds(key: string): number {
+    const level = this.#level(key, this.#now());
+    return level >= 1 ? 0 : (1 - level) / this.refillPerSecond;
+  }
+
+  /** Takes one token if available; otherwise returns the seconds to wait and takes nothing. */
+  take(key: string): number {
+    const now = this.#now();
+    this.#sweep(now);
+    const level = this.#level(key, now);
+    if (level < 1) return (1 - level) / this.refillPerSecond;
+    this.#buckets.set(key, { tokens: level - 1, at: now });
+    return 0;
+  }
+
+  get size(): number {
+    return this.#buckets.size;
+  }
+
+  #sweep(now: number): void {
+    if (now - this.#lastSweep < 10_000) return;
+    this.#lastSweep = now;
+    for (const key of this.#buckets.keys()) {
+      if (this.#level(key, now) >= this.capacity) this.#buckets.delete(key);
+    }
+  }
+}

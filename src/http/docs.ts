@@ -1,0 +1,38 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { ERRORS } from "./errors.ts";
+
+const errorTable = Object.entries(ERRORS)
+  .map(([code, { status, message }]) => `| \`${code}\` | ${status} | ${message} |`)
+  .join("\n");
+
+/**
+ * The OpenAPI 3.1 document, generated from the route schemas, at /openapi.json, and a browsable
+ * reference at /docs. Registered before the routes so it sees them all.
+ */
+export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string; version: string }) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Dock Notify",
+        version: options.version,
+        description: [
+          "Send notifications to the Telegram subscribers of a Dock.",
+          "",
+          'Every error answers `{"ok": false, "error": {"code": "…", "message": "…"}}` with one of these codes:',
+          "",
+          "| code | status | meaning |",
+          "|---|---|---|",
+          errorTable,
+        ].join("\n"),
+      },
+      servers: [{ url: options.publicUrl }],
+      components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+});

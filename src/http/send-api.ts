@@ -1,0 +1,291 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { TokenBuckets } from "../domain/token-bucket.ts";
+import type { Metrics } from "../metrics.ts";
+import type { DockRepository } from "../store/docks.ts";
+import type { MessageRepository } from "../store/messages.ts";
+import { ApiError, errorBodySchema } from "./errors.ts";
+
+export interface SendApiOptions {
+  docks: DockRepository;
+  messages: MessageRepository;
+  metrics: Metrics;
+  maxBodyBytes: number;
+  maxMessageLength: number;
+  authFailuresPerMinute: number;
+  dockRateBurst: number;
+  dockRatePerSecond: number;
+}
+
+const MAX_IDEMPOTENCY_KEY = 255;
+
+const accepted = Type.Object(
+  {
+    ok: Type.Literal(true),
+    message_id: Type.String({ description: "Identifies the message; use it to ask for its delivery state." }),
+    subscribers: Type.Integer({ description: "Active subscribers the message was queued for." }),
+  },
+  { description: "The message is durably stored and will be delivered to every subscriber." },
+);
+
+const errorResponses = {
+  400: { description: "Malformed body or field.", ...errorBodySchema },
+  401: { description: "Unknown Dock or wrong secret key (one answer for both).", ...errorBodySchema },
+  405: { description: "Any method but POST.", ...errorBodySchema },
+  413: { description: "Body or message over the limit.", ...errorBodySchema },
+  415: { description: "Content-Type not accepted.", ...errorBodySchema },
+  422: { description: "Idempotency-Key reused with a different message.", ...errorBodySchema },
+  429: { description: "Too many failed authentications, or the Dock is over its rate.", ...errorBodySchema },
+};
+
+const idempotencyHeader = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({
+      description: `Repeat a send safely: within 24 h the same key returns the first answer and sends nothing. At most ${MAX_IDEMPOTENCY_KEY} characters.`,
+    }),
+  ),
+});
+
+const pingBody = Type.Object({
+  dock_id: Type.String({ description: "The Dock ID." }),
+  secret_key: Type.String({ description: "The Dock's secret key." }),
+  msg: Type.String({ description: "The notification text. Newlines and any Unicode are kept." }),
+});
+
+const webhookBody = Type.Object({
+  msg: Type.String({
+    description: "The notification text. With Content-Type text/plain the raw body is the text.",
+  }),
+});
+
+/** The body as a client sent it, before we know which form it takes. */
+type RawBody = Buffer | undefined;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+function mediaTypeOf(request: FastifyRequest): string {
+  return (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+}
+
+function decode(raw: RawBody): string {
+  if (raw === undefined) return "";
+  try {
+    return utf8.decode(raw);
+  } catch {
+    throw new ApiError("invalid_request", "The request body is not valid UTF-8.");
+  }
+}
+
+const JSON_LIKE = new Set(["", "application/json", "application/x-www-form-urlencoded", "text/json"]);
+
+/**
+ * Turns the raw body into an object. Forgiving about harmless habits: `curl -d '{…}'` sends JSON
+ * labelled as a form, and some clients send no Content-Type at all; real form fields work too.
+ */
+function parseObject(request: FastifyRequest, allowText: boolean): Record<string, unknown> {
+  const mediaType = mediaTypeOf(request);
+  if (allowText && mediaType.startsWith("text/") && mediaType !== "text/json") {
+    return { msg: decode(request.body as RawBody) };
+  }
+  if (!JSON_LIKE.has(mediaType) && !mediaType.endsWith("+json")) {
+    const accepted = allowText ? "application/json or text/plain" : "application/json";
+    throw new ApiError(
+      "unsupported_media_type",
+      `Content-Type "${mediaType.slice(0, 100)}" is not accepted here; send ${accepted}.`,
+    );
+  }
+  const text = decode(request.body as RawBody).trim();
+  if (text === "") throw new ApiError("invalid_json", "The request body is empty; send a JSON object.");
+  if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
+    return Object.fromEntries(new URLSearchParams(text));
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // JSON.parse's own message quotes the body, which may hold a secret key: never pass it on.
+    throw new ApiError("invalid_json", "The request body is not valid JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ApiError("invalid_json", "The request body must be a JSON object.");
+  }
+  return value as Record<string, unknown>;
+}
+
+function checkMessage(msg: string, maxLength: number): void {
+  if (!msg.isWellFormed()) {
+    throw new ApiError("invalid_request", "msg contains invalid Unicode (an unpaired surrogate).");
+  }
+  if (msg.trim() === "") throw new ApiError("invalid_request", "msg must not be empty.");
+  // String length is in UTF-16 code units, the unit Telegram's limits are written in.
+  const length = msg.length;
+  if (length > maxLength) {
+    throw new ApiError(
+      "message_too_long",
+      `msg is ${length} UTF-16 code units long; the limit is ${maxLength}.`,
+    );
+  }
+}
+
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const raw = request.headers["idempotency-key"];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (key === undefined || key.trim() === "") {
+    throw new ApiError("invalid_request", "Idempotency-Key must not be empty.");
+  }
+  if (key.length > MAX_IDEMPOTENCY_KEY) {
+    throw new ApiError(
+      "invalid_request",
+      `Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters.`,
+    );
+  }
+  return key;
+}
+
+/** `Authorization: Basic base64(dock_id:secret_key)`, or null when absent or malformed. */
+export function parseBasicAuth(header: string | undefined): { user: string; password: string } | null {
+  const match = /^Basic[ \t]+([A-Za-z0-9+/=_-]+)[ \t]*$/i.exec(header ?? "");
+  if (!match?.[1]) return null;
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon <= 0) return null;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", charset="UTF-8"' };
+
+declare module "fastify" {
+  interface FastifyRequest {
+    dock: { id: string; name: string } | null;
+  }
+}
+
+/** POST /ping and POST /webhook: authenticate, store durably, answer 202. */
+export async function sendApi(app: FastifyInstance, options: SendApiOptions): Promise<void> {
+  const server = app.withTypeProvider<TypeBoxTypeProvider>();
+  const authFailures =
+    options.authFailuresPerMinute > 0
+      ? new TokenBuckets({
+          capacity: options.authFailuresPerMinute,
+          refillPerSecond: options.authFailuresPerMinute / 60,
+        })
+      : null;
+  const dockRate =
+    options.dockRateBurst > 0
+      ? new TokenBuckets({ capacity: options.dockRateBurst, refillPerSecond: options.dockRatePerSecond })
+      : null;
+
+  // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, (_req, body, done) =>
+    done(null, body),
+  );
+  app.decorateRequest("dock", null);
+
+  const refuseIfBlocked = async (request: FastifyRequest) => {
+    const wait = authFailures?.waitSeconds(request.ip) ?? 0;
+    if (wait > 0) {
+      throw new ApiError("too_many_auth_failures", undefined, { "Retry-After": String(Math.ceil(wait)) });
+    }
+  };
+
+  const unauthorized = (request: FastifyRequest, headers: Record<string, string> = {}) => {
+    authFailures?.take(request.ip);
+    return new ApiError("unauthorized", undefined, headers);
+  };
+
+  const accept = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    dock: { id: string },
+    msg: string,
+    endpoint: "ping" | "webhook",
+  ) => {
+    const idempotencyKey = idempotencyKeyOf(request);
+    const wait = dockRate?.take(dock.id) ?? 0;
+    if (wait > 0) throw new ApiError("rate_limited", undefined, { "Retry-After": String(Math.ceil(wait)) });
+    const result = await options.messages.accept({ dockId: dock.id, text: msg, idempotencyKey });
+    if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
+    if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
+    else {
+      options.metrics.messagesAccepted.inc({ endpoint });
+      options.metrics.deliveriesQueued.inc(result.subscribers);
+    }
+    request.log.info(
+      { messageId: result.messageId, dockId: dock.id, subscribers: result.subscribers },
+      "accepted",
+    );
+    return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
+  };
+
+  server.post(
+    "/ping",
+    {
+      schema: {
+        summary: "Send a message (credentials in the JSON body)",
+        tags: ["send"],
+        headers: idempotencyHeader,
+        body: pingBody,
+        response: { 202: accepted, ...errorResponses },
+      },
+      onRequest: refuseIfBlocked,
+      preValidation: async (request) => {
+        request.body = parseObject(request, false) as typeof request.body;
+      },
+    },
+    async (request, reply) => {
+      const { dock_id, secret_key, msg } = request.body;
+      checkMessage(msg, options.maxMessageLength);
+      const dock = await options.docks.authenticate(dock_id, secret_key);
+      if (!dock) throw unauthorized(request);
+      return accept(request, reply, dock, msg, "ping");
+    },
+  );
+
+  server.post(
+    "/webhook",
+    {
+      schema: {
+        summary: "Send a message (credentials in HTTP Basic authentication)",
+        description:
+          'User name: the Dock ID; password: the secret key. Body: `{"msg": "…"}`, or the raw text with Content-Type text/plain.',
+        tags: ["send"],
+        security: [{ basic: [] }],
+        headers: idempotencyHeader,
+        body: webhookBody,
+        response: { 202: accepted, ...errorResponses },
+      },
+      onRequest: async (request) => {
+        await refuseIfBlocked(request);
+        // Authenticate before reading the body: a wrong key costs us no parsing.
+        const credentials = parseBasicAuth(request.headers.authorization);
+        const dock =
+          credentials && (await options.docks.authenticate(credentials.user, credentials.password));
+        if (!dock) throw unauthorized(request, WWW_AUTHENTICATE);
+        request.dock = dock;
+      },
+      preValidation: async (request) => {
+        request.body = parseObject(request, true) as typeof request.body;
+      },
+    },
+    async (request, reply) => {
+      const { msg } = request.body;
+      checkMessage(msg, options.maxMessageLength);
+      return accept(request, reply, request.dock as { id: string }, msg, "webhook");
+    },
+  );
+
+  for (const url of ["/ping", "/webhook"]) {
+    app.route({
+      method: ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"],
+      url,
+      exposeHeadRoute: false,
+      schema: { hide: true },
+      handler: async () => {
+        throw new ApiError("method_not_allowed", "Use POST.", { Allow: "POST" });
+      },
+    });
+  }
+}

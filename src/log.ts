@@ -1,0 +1,40 @@
+import type { FastifyServerOptions } from "fastify";
+import type { DestinationStream } from "pino";
+
+/**
+ * Paths pino blanks out wherever they appear in a log line. Secrets never reach the log: Dock
+ * secret keys, Authorization headers, session cookies and bot tokens.
+ */
+export const REDACT_PATHS = [
+  "req.headers.authorization",
+  "req.headers.cookie",
+  'req.headers["x-telegram-bot-api-secret-token"]',
+  'res.headers["set-cookie"]',
+  "secret_key",
+  "secretKey",
+  "*.secret_key",
+  "*.secretKey",
+  "token",
+  "*.token",
+  "botToken",
+];
+
+/** Bot API paths carry the token (`/bot<token>/method`): keep the shape, drop the secret. */
+export function maskUrl(url: string): string {
+  return url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>");
+}
+
+export function loggerOptions(level: string, stream?: DestinationStream): FastifyServerOptions["logger"] {
+  return {
+    level,
+    ...(stream ? { stream } : {}),
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
+        method: req.method,
+        url: maskUrl(req.url),
+        remoteAddress: req.ip,
+      }),
+    },
+  };
+}

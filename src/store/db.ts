@@ -1,0 +1,54 @@
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+} from "kysely";
+import pg from "pg";
+import { initial } from "./migrations/0001-initial.ts";
+import type { Database } from "./schema.ts";
+import { openSqlite } from "./sqlite-driver.ts";
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+// 64-bit integers (our millisecond times and Telegram ids) fit safely in a JS number; without this
+// pg would hand them back as strings and the repositories would need dialect-specific code.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+/** Opens the database named by DATABASE_URL (`sqlite:<path>` or `postgres://…`). */
+export function openDb(
+  url: string,
+  options: { sqliteSynchronous?: "normal" | "full"; poolSize?: number } = {},
+): Db {
+  if (url.startsWith("sqlite:")) {
+    const database = openSqlite(url.slice("sqlite:".length), {
+      synchronous: options.sqliteSynchronous ?? "normal",
+    });
+    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
+  }
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { kysely, dialect: "postgres", close: () => kysely.destroy() };
+}
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  return { "0001-initial": initial(dialect) };
+}
+
+/** Applies every pending migration; returns the names applied now. Safe to run concurrently. */
+export async function migrate(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(db.dialect) };
+  const migrator = new Migrator({ db: db.kysely, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}

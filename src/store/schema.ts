@@ -1,0 +1,77 @@
+import type { Generated } from "kysely";
+
+/** Times are milliseconds since the Unix epoch, stored as 64-bit integers in both dialects. */
+type Millis = number;
+
+export interface UsersTable {
+  telegram_id: number;
+  first_name: string | null;
+  username: string | null;
+  created_at: Millis;
+}
+
+export interface DocksTable {
+  id: string;
+  owner_id: number;
+  name: string;
+  link: string | null;
+  description: string | null;
+  /** Hex SHA-256 of the secret key, for constant-time comparison. */
+  secret_hash: string;
+  /** The secret key sealed with the server's encryption key (AES-256-GCM). */
+  secret_sealed: string;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export type SubscriptionState = "active" | "blocked" | "removed";
+
+export interface SubscriptionsTable {
+  id: Generated<number>;
+  dock_id: string;
+  chat_id: number;
+  /** Telegram's chat type: private, group, supergroup or channel (pacing differs). */
+  chat_type: string;
+  state: SubscriptionState;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface MessagesTable {
+  id: string;
+  dock_id: string;
+  text: string;
+  /** Active subscribers the message was queued for when accepted. */
+  subscribers: number;
+  idempotency_key: string | null;
+  /** Hex SHA-256 of the message text, to tell an idempotent replay from a conflicting reuse. */
+  request_hash: string | null;
+  created_at: Millis;
+}
+
+export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
+
+export interface DeliveriesTable {
+  /** Increasing id: the order deliveries were queued in, which keeps each chat first-in first-out. */
+  id: Generated<number>;
+  message_id: string;
+  dock_id: string;
+  chat_id: number;
+  state: DeliveryState;
+  attempts: number;
+  next_attempt_at: Millis;
+  lease_until: Millis | null;
+  last_error: string | null;
+  /** Telegram message ids of the sent parts, comma-separated. */
+  telegram_message_ids: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface Database {
+  users: UsersTable;
+  docks: DocksTable;
+  subscriptions: SubscriptionsTable;
+  messages: MessagesTable;
+  deliveries: DeliveriesTable;
+}

@@ -1,0 +1,52 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { SqliteDatabase, SqliteStatement } from "kysely";
+
+/**
+ * Adapts Node's built-in `node:sqlite` (no native build step) to the better-sqlite3-shaped interface
+ * that Kysely's SqliteDialect expects. This file is the only SQLite-specific I/O in the project.
+ */
+class Statement implements SqliteStatement {
+  readonly #statement: StatementSync;
+  readonly reader: boolean;
+
+  constructor(statement: StatementSync) {
+    this.#statement = statement;
+    this.reader = statement.columns().length > 0;
+  }
+
+  all(parameters: ReadonlyArray<unknown>): unknown[] {
+    return this.#statement.all(...(parameters as never[]));
+  }
+
+  run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint } {
+    return this.#statement.run(...(parameters as never[]));
+  }
+
+  iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
+    return this.#statement.iterate(...(parameters as never[]));
+  }
+}
+
+export interface SqliteOptions {
+  synchronous: "normal" | "full";
+}
+
+/** Opens (creating the file and its folder if needed) a SQLite database in WAL mode. */
+export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path);
+  // WAL lets readers proceed during a write; busy_timeout makes a second process (the CLI while
+  // the server runs) wait for the lock instead of failing at once.
+  db.exec(`
+    PRAGMA journal_mode = WAL;
+    PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"};
+    PRAGMA foreign_keys = ON;
+    PRAGMA busy_timeout = 5000;
+  `);
+  return {
+    close: () => db.close(),
+    prepare: (sql: string) => new Statement(db.prepare(sql)),
+  };
+}
