@@ -87,22 +87,22 @@ export class MessageRepository {
       const inserted = await tx
         .insertInto("deliveries")
         .columns(["message_id", "dock_id", "chat_id", "state", "next_attempt_at", "created_at", "updated_at"])
-        .expression((eb) =>
-          eb
+        .expression(
+          tx
             .selectFrom("subscriptions")
-            .select(() => [
+            .select([
               // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
               sql<string>`cast(${messageId} as text)`.as("message_id"),
-              "dock_id",
-              "chat_id",
+              "subscriptions.dock_id",
+              "subscriptions.chat_id",
               sql<"queued">`cast(${"queued"} as text)`.as("state"),
               sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
               sql<number>`cast(${now} as bigint)`.as("created_at"),
               sql<number>`cast(${now} as bigint)`.as("updated_at"),
             ])
-            .where("dock_id", "=", input.dockId)
-            .where("state", "=", "active")
-            .orderBy("id"),
+            .where("subscriptions.dock_id", "=", input.dockId)
+            .where("subscriptions.state", "=", "active")
+            .orderBy("subscriptions.id"),
         )
         .executeTakeFirst();
       const subscribers = Number(inserted.numInsertedOrUpdatedRows ?? 0n);
