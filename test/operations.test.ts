@@ -1,0 +1,69 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ERRORS } from "../src/http/errors.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
+  let service: RunningService;
+  beforeAll(async () => {
+    service = await startService(dialect);
+  });
+  afterAll(async () => service.close());
+
+  it("/healthz and /readyz answer 200", async () => {
+    expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ ok: true });
+  });
+
+  it("/openapi.json is OpenAPI 3.1 describing both send endpoints", async () => {
+    const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, { post?: { requestBody?: unknown; responses?: Record<string, unknown> } }>;
+    };
+    expect(doc.openapi).toBe("3.1.0");
+    for (const path of ["/ping", "/webhook"]) {
+      expect(doc.paths[path]?.post?.requestBody).toBeDefined();
+      expect(Object.keys(doc.paths[path]?.post?.responses ?? {})).toEqual(
+        expect.arrayContaining(["202", "400", "401", "413", "415", "422", "429"]),
+      );
+    }
+  });
+
+  it("/docs serves the human-readable reference", async () => {
+    const response = await fetch(`${service.url}/docs`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain("<html");
+  });
+
+  it("/metrics counts accepted messages in Prometheus format", async () => {
+    const dock = await service.app.docks.create(3, { name: "Metered", link: null, description: null });
+    await fetch(`${service.url}/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg: "count me" }),
+    });
+    const text = await (await fetch(`${service.url}/metrics`)).text();
+    expect(text).toMatch(/dock_notify_messages_accepted_total\{endpoint="ping"\} 1/);
+  });
+
+  it("/readyz answers 503 in the error format when the database is gone", async () => {
+    const other = await startService(dialect);
+    await other.db.close();
+    const response = await fetch(`${other.url}/readyz`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ ok: false, error: { code: "not_ready" } });
+    await other.app.server.close();
+  });
+});
+
+describe("error catalogue", () => {
+  it("docs/api.md lists every error code with its status", () => {
+    const doc = readFileSync(join(import.meta.dirname, "..", "docs", "api.md"), "utf8");
+    for (const [code, { status }] of Object.entries(ERRORS)) {
+      expect(doc).toMatch(new RegExp(`\\| \`${code}\` \\| ${status} \\|`));
+    }
+  });
+});
