@@ -6,7 +6,7 @@ import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { sendApi } from "./http/send-api.ts";
-import { loggerOptions } from "./log.ts";
+import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import type { Db } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -90,6 +90,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     logger: loggerOptions(config.logLevel, deps.logStream),
     bodyLimit: config.maxBodyBytes,
     trustProxy: config.trustProxy,
+    logController: new RequestLog(),
     // Strict types: a number is not a message, and "1" is not a number.
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
   });

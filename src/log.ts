@@ -1,4 +1,4 @@
-import type { FastifyServerOptions } from "fastify";
+import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
 import type { DestinationStream } from "pino";
 
 /**
@@ -37,4 +37,21 @@ export function loggerOptions(level: string, stream?: DestinationStream): Fastif
       }),
     },
   };
+}
+
+/** One log line per request, when it completes, instead of Fastify's two (incoming + completed). */
+export class RequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      url: maskUrl(request.url),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+      ip: request.ip,
+    };
+    if (error) reply.log.error({ ...line, err: error }, "request failed");
+    else reply.log.info(line, "request");
+  }
 }

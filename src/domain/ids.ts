@@ -1,4 +1,16 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
+
+/** Random bytes drawn in bulk: one system call serves many IDs (IDs are made on the hot path). */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomByte(): number {
+  if (poolOffset === pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++] as number;
+}
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -10,10 +22,8 @@ export function randomBase62(bits: number): string {
   const length = Math.ceil(bits / Math.log2(ALPHABET.length));
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248) out += ALPHABET[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
 }

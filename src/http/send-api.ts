@@ -213,10 +213,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       options.metrics.messagesAccepted.inc({ endpoint });
       options.metrics.deliveriesQueued.inc(result.subscribers);
     }
-    request.log.info(
-      { messageId: result.messageId, dockId: dock.id, subscribers: result.subscribers },
-      "accepted",
-    );
+    // Context for the request's one log line, written when the response is sent.
+    reply.log = reply.log.child({
+      messageId: result.messageId,
+      dockId: dock.id,
+      subscribers: result.subscribers,
+    });
     return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
   };
 

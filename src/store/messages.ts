@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { sql } from "kysely";
+import { sql, type Transaction } from "kysely";
 import { newMessageId } from "../domain/ids.ts";
 import type { Db } from "./db.ts";
+import type { Database } from "./schema.ts";
 
 /** How long an `Idempotency-Key` protects against a repeated send. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -17,6 +18,16 @@ export interface AcceptInput {
   idempotencyKey?: string | undefined;
 }
 
+/** At most this many messages share one transaction. */
+const MAX_BATCH = 256;
+
+interface Pending {
+  input: AcceptInput;
+  hash: string | null;
+  resolve: (result: AcceptResult) => void;
+  reject: (error: unknown) => void;
+}
+
 function requestHash(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
@@ -25,6 +36,8 @@ function requestHash(text: string): string {
 export class MessageRepository {
   readonly #db: Db;
   readonly #now: () => number;
+  readonly #pending: Pending[] = [];
+  #flushing = false;
 
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
@@ -32,59 +45,102 @@ export class MessageRepository {
   }
 
   /**
-   * Stores the message and one queued delivery per active subscriber in one transaction. When this
-   * resolves the message is committed: a crash afterwards cannot lose it.
+   * Stores the message and one queued delivery per active subscriber. When this resolves the message
+   * is committed: a crash afterwards cannot lose it.
+   *
+   * Group commit: messages that arrive while a transaction is being written wait and are then
+   * committed together in the next one. A transaction's cost is mostly fixed (its pages, its WAL
+   * write), so under load this multiplies throughput without weakening the guarantee.
    */
-  async accept(input: AcceptInput): Promise<AcceptResult> {
+  accept(input: AcceptInput): Promise<AcceptResult> {
     const hash = input.idempotencyKey === undefined ? null : requestHash(input.text);
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ input, hash, resolve, reject });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      try {
+        const results = await this.#db.kysely.transaction().execute(async (tx) => {
+          const out: AcceptResult[] = [];
+          for (const item of batch) out.push(await this.#acceptIn(tx, item.input, item.hash));
+          return out;
+        });
+        batch.forEach((item, i) => item.resolve(results[i] as AcceptResult));
+      } catch {
+        // One message's failure must not fail its neighbours: commit each on its own.
+        await Promise.all(batch.map((item) => this.#acceptAlone(item)));
+      }
+    }
+    this.#flushing = false;
+  }
+
+  async #acceptAlone(item: Pending): Promise<void> {
+    const once = () =>
+      this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash));
     try {
-      return await this.#acceptOnce(input, hash);
+      item.resolve(await once());
     } catch (error) {
-      // Two requests with the same key raced and the other one committed first: answer as a replay.
-      if (input.idempotencyKey !== undefined && isUniqueViolation(error))
-        return this.#acceptOnce(input, hash);
-      throw error;
+      // Two requests with the same key raced (another instance committed first): a replay.
+      if (item.input.idempotencyKey !== undefined && isUniqueViolation(error)) {
+        await once().then(item.resolve, item.reject);
+      } else {
+        item.reject(error);
+      }
     }
   }
 
-  async #acceptOnce(input: AcceptInput, hash: string | null): Promise<AcceptResult> {
+  async #acceptIn(tx: Transaction<Database>, input: AcceptInput, hash: string | null): Promise<AcceptResult> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
-      if (input.idempotencyKey !== undefined) {
-        const earlier = await tx
-          .selectFrom("messages")
-          .select(["id", "subscribers", "request_hash", "created_at"])
-          .where("dock_id", "=", input.dockId)
-          .where("idempotency_key", "=", input.idempotencyKey)
-          .executeTakeFirst();
-        if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
-          if (earlier.request_hash !== hash) return { kind: "conflict" } as const;
-          return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers } as const;
-        }
-        if (earlier) {
-          // The window has passed: the key is free again.
-          await tx
-            .updateTable("messages")
-            .set({ idempotency_key: null })
-            .where("id", "=", earlier.id)
-            .execute();
-        }
+    if (input.idempotencyKey !== undefined) {
+      const earlier = await tx
+        .selectFrom("messages")
+        .select(["id", "subscribers", "request_hash", "created_at"])
+        .where("dock_id", "=", input.dockId)
+        .where("idempotency_key", "=", input.idempotencyKey)
+        .executeTakeFirst();
+      if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
+        if (earlier.request_hash !== hash) return { kind: "conflict" } as const;
+        return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers } as const;
       }
+      if (earlier) {
+        // The window has passed: the key is free again.
+        await tx
+          .updateTable("messages")
+          .set({ idempotency_key: null })
+          .where("id", "=", earlier.id)
+          .execute();
+      }
+    }
 
-      const messageId = newMessageId();
+    const messageId = newMessageId();
+    const { n } = await tx
+      .selectFrom("subscriptions")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("dock_id", "=", input.dockId)
+      .where("state", "=", "active")
+      .executeTakeFirstOrThrow();
+    const subscribers = Number(n);
+    await tx
+      .insertInto("messages")
+      .values({
+        id: messageId,
+        dock_id: input.dockId,
+        text: input.text,
+        subscribers,
+        idempotency_key: input.idempotencyKey ?? null,
+        request_hash: hash,
+        created_at: now,
+      })
+      .execute();
+    if (subscribers > 0) {
       await tx
-        .insertInto("messages")
-        .values({
-          id: messageId,
-          dock_id: input.dockId,
-          text: input.text,
-          subscribers: 0,
-          idempotency_key: input.idempotencyKey ?? null,
-          request_hash: hash,
-          created_at: now,
-        })
-        .execute();
-      const inserted = await tx
         .insertInto("deliveries")
         .columns(["message_id", "dock_id", "chat_id", "state", "next_attempt_at", "created_at", "updated_at"])
         .expression(
@@ -104,13 +160,9 @@ export class MessageRepository {
             .where("subscriptions.state", "=", "active")
             .orderBy("subscriptions.id"),
         )
-        .executeTakeFirst();
-      const subscribers = Number(inserted.numInsertedOrUpdatedRows ?? 0n);
-      if (subscribers > 0) {
-        await tx.updateTable("messages").set({ subscribers }).where("id", "=", messageId).execute();
-      }
-      return { kind: "accepted", messageId, subscribers } as const;
-    });
+        .execute();
+    }
+    return { kind: "accepted", messageId, subscribers } as const;
   }
 
   async get(id: string) {

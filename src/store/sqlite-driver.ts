@@ -39,6 +39,9 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
   const db = new DatabaseSync(path);
   // WAL lets readers proceed during a write; busy_timeout makes a second process (the CLI while
   // the server runs) wait for the lock instead of failing at once.
+  // Kysely prepares every query it runs; preparing is a large share of a small query's cost, and
+  // the service runs the same few statements over and over, so prepared statements are reused.
+  const statements = new Map<string, Statement>();
   db.exec(`
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"};
@@ -47,6 +50,14 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
   `);
   return {
     close: () => db.close(),
-    prepare: (sql: string) => new Statement(db.prepare(sql)),
+    prepare: (sql: string) => {
+      let statement = statements.get(sql);
+      if (statement === undefined) {
+        if (statements.size >= 500) statements.clear();
+        statement = new Statement(db.prepare(sql));
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
   };
 }

@@ -51,7 +51,14 @@ export function initial(dialect: Dialect) {
         .addColumn("idempotency_key", "text")
         .addColumn("request_hash", "text")
         .addColumn("created_at", "bigint", (c) => c.notNull())
-        .addUniqueConstraint("messages_dock_idempotency", ["dock_id", "idempotency_key"])
+        .execute();
+      // Partial: most messages carry no key and need no entry in this index.
+      await db.schema
+        .createIndex("messages_dock_idempotency")
+        .on("messages")
+        .columns(["dock_id", "idempotency_key"])
+        .unique()
+        .where(sql.ref("idempotency_key"), "is not", null)
         .execute();
       await db.schema
         .createIndex("messages_created")
