@@ -25,8 +25,10 @@ export async function runSandbox(config: Config): Promise<void> {
   process.once("SIGINT", () => void stop("SIGINT"));
 
   await server.listen({ port: config.port, host: config.host });
+  const address = server.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
   server.log.info(
-    { bot: SANDBOX_BOT_USERNAME, rateLimits: config.sandboxRateLimits },
+    { bot: SANDBOX_BOT_USERNAME, rateLimits: config.sandboxRateLimits, port },
     `Telegram sandbox is ready: chat page ${config.publicUrl}/sandbox · Bot API root ${config.publicUrl}/sandbox`,
   );
 }
