@@ -137,7 +137,8 @@ describe("dock-notify sandbox", () => {
       expect((await new Api(SANDBOX_BOT_TOKEN, { apiRoot: root }).getMe()).username).toBe(
         SANDBOX_BOT_USERNAME,
       );
-      expect((await fetch(`${root}/api/limits`).then((r) => r.json())).rate_limits).toBe(false);
+      const limits = (await (await fetch(`${root}/api/limits`)).json()) as { rate_limits: boolean };
+      expect(limits.rate_limits).toBe(false);
       // Only the sandbox: the service's API is not here.
       expect((await fetch(`http://127.0.0.1:${port}/ping`, { method: "POST" })).status).toBe(404);
     } finally {
