@@ -8,9 +8,11 @@ import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 /** Debian's Chromium; never a downloaded browser. CI installs it with apt-get. */
 const executablePath =
-  spawnSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], { encoding: "utf8" }).stdout.trim() ||
-  undefined;
-if (!executablePath) console.warn("sandbox chat page tests skipped: no chromium here (apt-get install chromium)");
+  spawnSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], {
+    encoding: "utf8",
+  }).stdout.trim() || undefined;
+if (!executablePath)
+  console.warn("sandbox chat page tests skipped: no chromium here (apt-get install chromium)");
 
 describe.skipIf(!executablePath)("sandbox chat page in Chromium", () => {
   let sandbox: RunningSandbox;
@@ -92,7 +94,10 @@ describe.skipIf(!executablePath)("sandbox chat page in Chromium", () => {
     await page.goto(sandbox.root);
     await page.getByRole("textbox", { name: "Message" }).fill("hello from the page");
     await page.getByRole("button", { name: "Send" }).click();
-    await page.getByRole("log", { name: "Messages" }).locator("li", { hasText: "hello from the page" }).waitFor();
+    await page
+      .getByRole("log", { name: "Messages" })
+      .locator("li", { hasText: "hello from the page" })
+      .waitFor();
 
     await page.getByRole("checkbox", { name: "Block bot" }).check();
     const me = ((await sandbox.control("GET", "/users")).body as { id: number }[])[0]?.id;
