@@ -101,7 +101,9 @@ describe.skipIf(!executablePath)("sandbox chat page in Chromium", () => {
 
     await page.getByRole("checkbox", { name: "Block bot" }).check();
     const me = ((await sandbox.control("GET", "/users")).body as { id: number }[])[0]?.id;
-    await expect.poll(async () => (await sandbox.control("GET", `/chats/${me}`)).body.blocked).toBe(true);
+    await expect
+      .poll(async () => (await sandbox.control("GET", `/chats/${me}`)).body.blocked, { timeout: 20_000 })
+      .toBe(true);
     await page.getByRole("button", { name: "Restart bot" }).waitFor();
   });
 });

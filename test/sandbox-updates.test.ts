@@ -102,7 +102,12 @@ describe("sandbox webhook", () => {
         secret: request.headers["x-telegram-bot-api-secret-token"] as string | undefined,
         update,
       });
-      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+      // Telegram lets a webhook answer with one method call; "ping" gets a "pong" that way.
+      const reply =
+        update.message?.text === "ping"
+          ? { method: "sendMessage", chat_id: update.message.chat.id, text: "pong" }
+          : {};
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply));
       waiting?.();
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
@@ -147,6 +152,20 @@ describe("sandbox webhook", () => {
     const info = await sandbox.api.getWebhookInfo();
     expect(info.last_error_message).toBe("Wrong response from the webhook: 500 Internal Server Error");
     expect(info.pending_update_count).toBe(0);
+  });
+
+  it("a method call in the webhook's answer is carried out", async () => {
+    const alice = await sandbox.person();
+    await sandbox.control("POST", `/chats/${alice}/messages`, { text: "ping" });
+    await expect
+      .poll(
+        async () =>
+          (await sandbox.control("GET", `/chats/${alice}/messages`)).body.map(
+            (m: { text: string }) => m.text,
+          ),
+        { timeout: 20_000 },
+      )
+      .toEqual(["ping", "pong"]);
   });
 
   it("a bad secret token is refused; deleteWebhook returns to polling", async () => {

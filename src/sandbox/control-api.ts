@@ -51,7 +51,7 @@ const NewUser = Type.Object({
   id: Type.Optional(UserId),
   first_name: Type.String({ minLength: 1, maxLength: 64 }),
   last_name: Type.Optional(Type.String({ maxLength: 64 })),
-  username: Type.Optional(Type.String({ pattern: "^[A-Za-z][A-Za-z0-9_]{3,31}$" })),
+  username: Type.Optional(Type.String({ pattern: "^[A-Za-z][A-Za-z0-9_]{4,31}$" })),
   language_code: Type.Optional(Type.String({ pattern: "^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$" })),
 });
 
