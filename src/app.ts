@@ -8,9 +8,11 @@ import { health } from "./http/health.ts";
 import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
+import { sandbox } from "./sandbox/plugin.ts";
 import type { Db } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
 
 export interface AppDeps {
   config: Config;
@@ -26,6 +28,8 @@ export interface App {
   docks: DockRepository;
   messages: MessageRepository;
   metrics: Metrics;
+  /** Where the bot's grammY client must point: Telegram, or the sandbox mounted at /sandbox. */
+  telegram: TelegramTarget;
 }
 
 interface ValidationIssue {
@@ -119,5 +123,14 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dockRatePerSecond: config.dockRatePerSecond,
   });
 
-  return { server, docks, messages, metrics };
+  const telegram = telegramTarget(config);
+  if (telegram.sandbox) {
+    await server.register(sandbox, {
+      prefix: "/sandbox",
+      rateLimits: config.sandboxRateLimits,
+      historyLimit: config.sandboxHistoryLimit,
+    });
+  }
+
+  return { server, docks, messages, metrics, telegram };
 }

@@ -4,6 +4,7 @@ import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { openMigratedDb, serve } from "./main.ts";
+import { runSandbox } from "./sandbox/standalone.ts";
 import { migrate, openDb } from "./store/db.ts";
 import { type Dock, DockRepository, type DockWithSecret } from "./store/docks.ts";
 
@@ -81,6 +82,13 @@ export function buildCli(): Command {
     .command("serve", { isDefault: true })
     .description("run the service (HTTP API, console, bot, delivery)")
     .action(async () => serve(loadConfig()));
+
+  program
+    .command("sandbox")
+    .description(
+      "run only the Telegram sandbox (Bot API emulator and chat page) on PORT, for several instances to share",
+    )
+    .action(async () => runSandbox(loadConfig()));
 
   program
     .command("migrate")

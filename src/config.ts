@@ -30,6 +30,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** SQLite `synchronous` pragma: `normal` survives process crashes, `full` also power loss. */
   sqliteSynchronous: "normal" | "full";
+
+  // Telegram sandbox: used when TELEGRAM_BOT_TOKEN is unset, and by `dock-notify sandbox`.
+  /** Answer 429 like Telegram when the bot sends too fast; switch off for load tests. */
+  sandboxRateLimits: boolean;
+  /** Messages the sandbox keeps per chat; older ones are trimmed. */
+  sandboxHistoryLimit: number;
 }
 
 export class ConfigError extends Error {
@@ -156,5 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean(env, "TRUST_PROXY", false),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
+
+    sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
+    sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
   };
 }

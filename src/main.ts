@@ -69,6 +69,8 @@ export async function serve(config: Config): Promise<void> {
       telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
       port,
     },
-    `Dock Notify is ready: API ${config.publicUrl}/ping · reference ${config.publicUrl}/docs`,
+    `Dock Notify is ready: API ${config.publicUrl}/ping · reference ${config.publicUrl}/docs${
+      config.telegramBotToken ? "" : ` · Telegram sandbox ${config.publicUrl}/sandbox`
+    }`,
   );
 }

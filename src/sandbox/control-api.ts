@@ -1,0 +1,335 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { Type } from "typebox";
+import {
+  type BotStatus,
+  type Emulator,
+  historyView,
+  MAX_CHATS,
+  MAX_USERS,
+  type SandboxEvent,
+} from "./emulator.ts";
+import { FaultSpecError } from "./faults.ts";
+import { SANDBOX_BOT_TOKEN } from "./identity.ts";
+import { SEND_LIMITS } from "./limits.ts";
+import {
+  ActionError,
+  openStartLink,
+  pressInlineButton,
+  pressKeyboardButton,
+  sendText,
+  setBlocked,
+  setBotStatus,
+} from "./people.ts";
+
+export interface ControlApiOptions {
+  emulator: Emulator;
+  /** Aborted when the server closes: event streams end. */
+  closing: AbortSignal;
+}
+
+const CODES: Record<number, string> = {
+  400: "invalid_request",
+  403: "forbidden",
+  404: "not_found",
+  409: "conflict",
+  413: "payload_too_large",
+  415: "unsupported_media_type",
+};
+
+/** A control API error body: the same shape as the service's own errors. */
+function errorBody(status: number, message: string) {
+  return { ok: false, error: { code: CODES[status] ?? "internal_error", message } };
+}
+
+const Id = Type.String({ pattern: "^-?[0-9]{1,16}$" });
+const IdParams = Type.Object({ id: Id });
+const MessageParams = Type.Object({ id: Id, messageId: Type.String({ pattern: "^[0-9]{1,10}$" }) });
+const UserId = Type.Integer({ minimum: 1, maximum: 2 ** 52 });
+
+const NewUser = Type.Object({
+  id: Type.Optional(UserId),
+  first_name: Type.String({ minLength: 1, maxLength: 64 }),
+  last_name: Type.Optional(Type.String({ maxLength: 64 })),
+  username: Type.Optional(Type.String({ pattern: "^[A-Za-z][A-Za-z0-9_]{4,31}$" })),
+  language_code: Type.Optional(Type.String({ pattern: "^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$" })),
+});
+
+const NewGroup = Type.Object({
+  id: Type.Optional(Type.Integer({ maximum: -1, minimum: -(2 ** 52) })),
+  title: Type.String({ minLength: 1, maxLength: 128 }),
+  type: Type.Optional(Type.Union([Type.Literal("group"), Type.Literal("supergroup")])),
+  members: Type.Array(UserId, { minItems: 1, maxItems: 1000 }),
+  admins: Type.Optional(Type.Array(UserId, { maxItems: 1000 })),
+  creator_id: Type.Optional(UserId),
+});
+
+const From = Type.Optional(UserId);
+
+/** Turns an id path parameter into a number (path parameters always arrive as strings). */
+const num = (raw: string) => Number(raw);
+
+/**
+ * The sandbox's own JSON API under `/sandbox/api/`: create people and groups, act as them, read
+ * chats, watch events, arm faults and switch limits. Tests and the chat page use it; every route
+ * is documented in docs/sandbox.md.
+ */
+export async function controlApi(app: FastifyInstance, options: ControlApiOptions): Promise<void> {
+  const { emulator, closing } = options;
+  const server = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setErrorHandler((error: Error & { statusCode?: number; validation?: unknown }, request, reply) => {
+    if (error instanceof ActionError)
+      return reply.code(error.status).send(errorBody(error.status, error.message));
+    if (error instanceof FaultSpecError) return reply.code(400).send(errorBody(400, error.message));
+    if (error.validation) return reply.code(400).send(errorBody(400, error.message));
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) return reply.code(status).send(errorBody(status, error.message));
+    request.log.error({ err: error }, "sandbox control API failed");
+    return reply.code(500).send(errorBody(500, "the sandbox failed; see the service log"));
+  });
+  app.setNotFoundHandler((_request, reply) =>
+    reply.code(404).send(errorBody(404, "no such sandbox API route; see docs/sandbox.md")),
+  );
+
+  const user = (id: number) => {
+    const found = emulator.users.get(id);
+    if (found === undefined) throw new ActionError(404, `no person with id ${id}`);
+    return found;
+  };
+  const chat = (id: number) => {
+    const found = emulator.chats.get(id);
+    if (found === undefined) throw new ActionError(404, `no chat with id ${id}`);
+    return found;
+  };
+
+  server.get("/bot", async () => ({
+    ...emulator.bot,
+    token: SANDBOX_BOT_TOKEN,
+  }));
+
+  server.get("/users", async () => [...emulator.users.values()]);
+
+  server.post("/users", { schema: { body: NewUser } }, async (request, reply) => {
+    const body = request.body;
+    if (body.id !== undefined && emulator.users.has(body.id))
+      throw new ActionError(409, `person ${body.id} exists`);
+    if (body.id !== undefined && emulator.chats.has(body.id))
+      throw new ActionError(409, `id ${body.id} is taken`);
+    if (emulator.users.size >= MAX_USERS)
+      throw new ActionError(409, `the sandbox holds at most ${MAX_USERS} people`);
+    return reply.code(201).send(emulator.addUser(body));
+  });
+
+  server.get("/users/:id", { schema: { params: IdParams } }, async (request) => user(num(request.params.id)));
+
+  server.post("/users/:id/start", { schema: { params: IdParams } }, async (request, reply) => {
+    // The body is optional here (a plain start has no payload), so it is checked by hand.
+    const payload = (request.body as { payload?: unknown } | undefined)?.payload;
+    if (payload !== undefined && typeof payload !== "string")
+      throw new ActionError(400, "payload must be a string");
+    return reply.code(201).send(openStartLink(emulator, num(request.params.id), payload));
+  });
+
+  for (const [action, blocked] of [
+    ["block", true],
+    ["unblock", false],
+  ] as const) {
+    server.post(`/users/:id/${action}`, { schema: { params: IdParams } }, async (request) =>
+      emulator.chatView(setBlocked(emulator, num(request.params.id), blocked)),
+    );
+  }
+
+  server.get("/chats", async () => [...emulator.chats.values()].map((c) => emulator.chatView(c)));
+
+  server.post("/groups", { schema: { body: NewGroup } }, async (request, reply) => {
+    const body = request.body;
+    const members = [...new Set(body.members)];
+    for (const id of members) user(id);
+    const admins = [...new Set(body.admins ?? [])];
+    const creatorId = body.creator_id ?? admins[0] ?? (members[0] as number);
+    if (!admins.every((id) => members.includes(id)) || !members.includes(creatorId)) {
+      throw new ActionError(400, "admins and creator_id must be members");
+    }
+    if (body.id !== undefined && emulator.chats.has(body.id))
+      throw new ActionError(409, `chat ${body.id} exists`);
+    if (emulator.chats.size >= MAX_CHATS)
+      throw new ActionError(409, `the sandbox holds at most ${MAX_CHATS} chats`);
+    const group = emulator.addGroup({
+      title: body.title,
+      type: body.type ?? "group",
+      members,
+      admins,
+      creatorId,
+      ...(body.id !== undefined ? { id: body.id } : {}),
+    });
+    return reply.code(201).send(emulator.chatView(group));
+  });
+
+  server.get("/chats/:id", { schema: { params: IdParams } }, async (request) =>
+    emulator.chatView(chat(num(request.params.id))),
+  );
+
+  server.get(
+    "/chats/:id/messages",
+    {
+      schema: {
+        params: IdParams,
+        querystring: Type.Object({ limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,6}$" })) }),
+      },
+    },
+    async (request) => {
+      const messages = chat(num(request.params.id)).messages.map(historyView);
+      const limit = request.query.limit === undefined ? messages.length : Number(request.query.limit);
+      return messages.slice(Math.max(0, messages.length - limit));
+    },
+  );
+
+  server.post(
+    "/chats/:id/messages",
+    {
+      schema: {
+        params: IdParams,
+        body: Type.Object({
+          from: From,
+          text: Type.String(),
+          reply_to_message_id: Type.Optional(Type.Integer()),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { from, text, reply_to_message_id } = request.body;
+      const message = sendText(emulator, num(request.params.id), {
+        text,
+        ...(from !== undefined ? { from } : {}),
+        ...(reply_to_message_id !== undefined ? { replyTo: reply_to_message_id } : {}),
+      });
+      return reply.code(201).send(message);
+    },
+  );
+
+  server.post(
+    "/chats/:id/messages/:messageId/press",
+    {
+      schema: {
+        params: MessageParams,
+        body: Type.Object({
+          from: From,
+          callback_data: Type.Optional(Type.String()),
+          row: Type.Optional(Type.Integer({ minimum: 0 })),
+          column: Type.Optional(Type.Integer({ minimum: 0 })),
+        }),
+      },
+    },
+    async (request) => {
+      const { from, callback_data, row, column } = request.body;
+      if (callback_data === undefined && (row === undefined || column === undefined)) {
+        throw new ActionError(400, "give callback_data, or row and column, of the button to press");
+      }
+      return pressInlineButton(emulator, num(request.params.id), num(request.params.messageId), {
+        ...(from !== undefined ? { from } : {}),
+        ...(callback_data !== undefined ? { callbackData: callback_data } : { row, column }),
+      });
+    },
+  );
+
+  server.post(
+    "/chats/:id/keyboard",
+    { schema: { params: IdParams, body: Type.Object({ from: From, text: Type.String() }) } },
+    async (request, reply) => {
+      const { from, text } = request.body;
+      const message = pressKeyboardButton(emulator, num(request.params.id), {
+        text,
+        ...(from !== undefined ? { from } : {}),
+      });
+      return reply.code(201).send(message);
+    },
+  );
+
+  server.post(
+    "/chats/:id/bot",
+    {
+      schema: {
+        params: IdParams,
+        body: Type.Object({
+          from: From,
+          status: Type.Union(["member", "administrator", "left", "kicked"].map((s) => Type.Literal(s))),
+        }),
+      },
+    },
+    async (request) =>
+      emulator.chatView(
+        setBotStatus(emulator, num(request.params.id), request.body.status as BotStatus, request.body.from),
+      ),
+  );
+
+  server.get(
+    "/callback-queries/:id",
+    { schema: { params: Type.Object({ id: Type.String() }) } },
+    async (request) => {
+      const record = emulator.callbackQueries.get(request.params.id);
+      if (record === undefined) throw new ActionError(404, "no such callback query");
+      return {
+        id: record.id,
+        chat_id: record.chatId,
+        data: record.data,
+        answered: record.answer !== undefined,
+        answer: record.answer ?? null,
+      };
+    },
+  );
+
+  server.get("/events", async (request, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    reply.raw.write(": connected\n\n");
+    const onEvent = (event: SandboxEvent) => {
+      reply.raw.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    };
+    // A comment every 15 s keeps proxies from closing an idle stream.
+    const heartbeat = setInterval(() => reply.raw.write(": ping\n\n"), 15_000);
+    const end = () => {
+      clearInterval(heartbeat);
+      emulator.events.off("event", onEvent);
+      closing.removeEventListener("abort", end);
+      reply.raw.end();
+    };
+    emulator.events.on("event", onEvent);
+    closing.addEventListener("abort", end);
+    request.raw.once("close", end);
+  });
+
+  server.get("/stats", async () => emulator.stats);
+  server.delete("/stats", async () => {
+    emulator.stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+    return emulator.stats;
+  });
+
+  server.get("/faults", async () => emulator.faults.list());
+  server.post("/faults", async (request, reply) => reply.code(201).send(emulator.faults.add(request.body)));
+  server.delete("/faults", async () => {
+    emulator.faults.clear();
+    return [];
+  });
+
+  const limits = () => ({ rate_limits: emulator.limiter.enabled, ...SEND_LIMITS });
+  server.get("/limits", async () => limits());
+  server.put(
+    "/limits",
+    { schema: { body: Type.Object({ rate_limits: Type.Boolean() }) } },
+    async (request) => {
+      emulator.limiter.enabled = request.body.rate_limits;
+      return limits();
+    },
+  );
+
+  server.post("/reset", async (_request, reply: FastifyReply) => {
+    emulator.reset();
+    return reply.code(204).send();
+  });
+}

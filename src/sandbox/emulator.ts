@@ -1,0 +1,333 @@
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import type { MessageEntity } from "./entities.ts";
+import { Faults } from "./faults.ts";
+import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "./identity.ts";
+import { SendLimiter } from "./limits.ts";
+import { isInlineKeyboard, type ReplyMarkup } from "./markup.ts";
+import { UpdateQueue } from "./updates.ts";
+import { type WebhookReplyHandler, WebhookSender } from "./webhook.ts";
+
+/** A simulated person. */
+export interface SimUser {
+  id: number;
+  is_bot: false;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+  language_code?: string;
+}
+
+/** Where the bot stands in a chat; in a private chat "kicked" means the person blocked the bot. */
+export type BotStatus = "member" | "administrator" | "left" | "kicked";
+
+/** A private chat with one person, or a group of people the bot may be in. */
+export interface SimChat {
+  id: number;
+  type: "private" | "group" | "supergroup";
+  title?: string;
+  /** The person of a private chat (its id equals the chat id, as on Telegram). */
+  userId?: number;
+  creatorId?: number;
+  members: number[];
+  admins: number[];
+  botStatus: BotStatus;
+  /** Identifies the chat in callback queries (Telegram's `chat_instance`). */
+  instance: string;
+  nextMessageId: number;
+  messages: StoredMessage[];
+  /** The reply keyboard the bot last put up here, until removed. */
+  keyboard: ReplyMarkup | null;
+}
+
+/** A Bot API Message object; the fields we produce are listed, the rest pass through. */
+export interface Message {
+  message_id: number;
+  from: SimUser | BotUser;
+  chat: Record<string, unknown>;
+  date: number;
+  text?: string;
+  entities?: MessageEntity[];
+  reply_markup?: ReplyMarkup;
+  edit_date?: number;
+  reply_to_message?: Message;
+  [field: string]: unknown;
+}
+
+/** A message in a chat's history, and the reply markup the bot sent with it whatever its kind. */
+export interface StoredMessage {
+  message: Message;
+  markup?: ReplyMarkup;
+  disableNotification?: boolean;
+}
+
+export interface BotUser {
+  id: number;
+  is_bot: true;
+  first_name: string;
+  username: string;
+}
+
+/** Something that happened in the sandbox, for the event stream and the chat page. */
+export type SandboxEvent =
+  | { type: "message" | "message_edited"; chat_id: number; message: Message }
+  | { type: "message_deleted"; chat_id: number; message_id: number }
+  | {
+      type: "callback_answer";
+      callback_query_id: string;
+      chat_id: number | null;
+      text?: string;
+      show_alert: boolean;
+      url?: string;
+    }
+  | { type: "chat_updated" | "chat_created"; chat: ChatView }
+  | { type: "user_created"; user: SimUser }
+  | { type: "reset" };
+
+/** A chat as the control API shows it. */
+export interface ChatView {
+  id: number;
+  type: SimChat["type"];
+  title?: string;
+  user_id?: number;
+  creator_id?: number;
+  members: number[];
+  admins: number[];
+  bot_status: BotStatus;
+  blocked: boolean;
+  reply_keyboard: ReplyMarkup | null;
+  message_count: number;
+}
+
+/** A callback query the bot was sent, and the answer it gave. */
+export interface CallbackQueryRecord {
+  id: string;
+  chatId: number | null;
+  data?: string;
+  answer?: { text?: string; show_alert: boolean; url?: string };
+}
+
+/** Counters for tests and benchmarks ("no 429 was ever answered"). */
+export interface Stats {
+  calls: Record<string, number>;
+  send_message: number;
+  too_many_requests: number;
+  errors: number;
+}
+
+export interface EmulatorOptions {
+  /** Answer 429 when the bot sends faster than Telegram allows. */
+  rateLimits: boolean;
+  /** Messages kept per chat; older ones are trimmed. */
+  historyLimit: number;
+  /** Clock for dates and rate limits (milliseconds). */
+  now?: () => number;
+  /** Random source for fault rates. */
+  random?: () => number;
+}
+
+/** Users and chats the sandbox keeps at most, so a runaway script cannot exhaust memory. */
+export const MAX_USERS = 10_000;
+export const MAX_CHATS = 20_000;
+const MAX_CALLBACK_QUERIES = 1_000;
+
+const FIRST_USER_ID = 100_000_001;
+const FIRST_GROUP_ID = 4_000_000_001;
+const FIRST_SUPERGROUP_ID = -1_001_000_000_001;
+
+/**
+ * The whole simulated Telegram behind the sandbox: people, chats with their history, the bot's
+ * update queue and webhook, limits, faults and counters. The Bot API (bot-methods.ts) and the
+ * people's actions (people.ts) change it; the control API and chat page read it.
+ */
+export class Emulator {
+  readonly users = new Map<number, SimUser>();
+  readonly chats = new Map<number, SimChat>();
+  readonly updates = new UpdateQueue();
+  readonly webhook: WebhookSender;
+  readonly limiter: SendLimiter;
+  readonly faults: Faults;
+  readonly callbackQueries = new Map<string, CallbackQueryRecord>();
+  /** Commands per scope and language (`scope|language`). */
+  readonly commands = new Map<string, { command: string; description: string }[]>();
+  readonly events = new EventEmitter<{ event: [SandboxEvent] }>();
+  readonly historyLimit: number;
+  readonly now: () => number;
+  stats: Stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+  #nextUserId = FIRST_USER_ID;
+  #nextGroupId = FIRST_GROUP_ID;
+  #nextSupergroupId = FIRST_SUPERGROUP_ID;
+
+  constructor(options: EmulatorOptions, onWebhookReply: WebhookReplyHandler) {
+    this.now = options.now ?? Date.now;
+    this.historyLimit = options.historyLimit;
+    this.limiter = new SendLimiter({ enabled: options.rateLimits, now: this.now });
+    this.faults = new Faults(options.random);
+    this.webhook = new WebhookSender(this.updates, onWebhookReply);
+    // Every SSE client listens; the default limit of 10 would warn about a leak that is not one.
+    this.events.setMaxListeners(0);
+  }
+
+  /** Unix time in seconds, the unit of every Bot API date. */
+  date(): number {
+    return Math.floor(this.now() / 1000);
+  }
+
+  get bot(): BotUser {
+    return { id: SANDBOX_BOT_ID, is_bot: true, first_name: SANDBOX_BOT_NAME, username: SANDBOX_BOT_USERNAME };
+  }
+
+  emit(event: SandboxEvent): void {
+    this.events.emit("event", event);
+  }
+
+  /** Forgets every person, chat, update, fault and counter; the webhook is removed. */
+  reset(): void {
+    this.users.clear();
+    this.chats.clear();
+    this.updates.drop();
+    this.updates.setAllowed([]);
+    this.webhook.set(null);
+    this.faults.clear();
+    this.callbackQueries.clear();
+    this.commands.clear();
+    this.stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+    this.emit({ type: "reset" });
+  }
+
+  addUser(fields: Omit<SimUser, "id" | "is_bot"> & { id?: number }): SimUser {
+    const id = fields.id ?? this.#freeUserId();
+    const user: SimUser = { id, is_bot: false, first_name: fields.first_name };
+    if (fields.last_name) user.last_name = fields.last_name;
+    if (fields.username) user.username = fields.username;
+    if (fields.language_code) user.language_code = fields.language_code;
+    this.users.set(id, user);
+    this.emit({ type: "user_created", user });
+    return user;
+  }
+
+  #freeUserId(): number {
+    while (this.users.has(this.#nextUserId)) this.#nextUserId++;
+    return this.#nextUserId++;
+  }
+
+  /** The person's private chat with the bot; created on first contact when `create` is set. */
+  privateChat(userId: number, create: boolean): SimChat | undefined {
+    const existing = this.chats.get(userId);
+    if (existing || !create) return existing;
+    const chat = this.#newChat({
+      id: userId,
+      type: "private",
+      userId,
+      members: [userId],
+      admins: [],
+      botStatus: "member",
+    });
+    return chat;
+  }
+
+  addGroup(fields: {
+    title: string;
+    type: "group" | "supergroup";
+    members: number[];
+    admins: number[];
+    creatorId: number;
+    id?: number;
+  }): SimChat {
+    let id = fields.id;
+    if (id === undefined) {
+      if (fields.type === "group") {
+        while (this.chats.has(-this.#nextGroupId)) this.#nextGroupId++;
+        id = -this.#nextGroupId++;
+      } else {
+        while (this.chats.has(this.#nextSupergroupId)) this.#nextSupergroupId--;
+        id = this.#nextSupergroupId--;
+      }
+    }
+    return this.#newChat({ ...fields, id, botStatus: "left" });
+  }
+
+  #newChat(
+    fields: Pick<SimChat, "id" | "type" | "members" | "admins" | "botStatus"> & Partial<SimChat>,
+  ): SimChat {
+    const chat: SimChat = {
+      instance: randomBytes(8).readBigUInt64BE().toString(),
+      nextMessageId: 1,
+      messages: [],
+      keyboard: null,
+      ...fields,
+    };
+    this.chats.set(chat.id, chat);
+    this.emit({ type: "chat_created", chat: this.chatView(chat) });
+    return chat;
+  }
+
+  /** The `chat` field of messages and updates. */
+  chatObject(chat: SimChat): Record<string, unknown> {
+    if (chat.type !== "private") return { id: chat.id, title: chat.title, type: chat.type };
+    const user = this.users.get(chat.userId as number);
+    return {
+      id: chat.id,
+      first_name: user?.first_name,
+      ...(user?.last_name ? { last_name: user.last_name } : {}),
+      ...(user?.username ? { username: user.username } : {}),
+      type: "private",
+    };
+  }
+
+  chatView(chat: SimChat): ChatView {
+    return {
+      id: chat.id,
+      type: chat.type,
+      ...(chat.title !== undefined ? { title: chat.title } : {}),
+      ...(chat.userId !== undefined ? { user_id: chat.userId } : {}),
+      ...(chat.creatorId !== undefined ? { creator_id: chat.creatorId } : {}),
+      members: chat.members,
+      admins: chat.admins,
+      bot_status: chat.botStatus,
+      blocked: chat.type === "private" && chat.botStatus === "kicked",
+      reply_keyboard: chat.keyboard,
+      message_count: chat.messages.length,
+    };
+  }
+
+  /** Adds a message to a chat's history (trimming the oldest) and tells the event stream. */
+  appendMessage(
+    chat: SimChat,
+    from: SimUser | BotUser,
+    fields: Partial<Message>,
+    extra: Omit<StoredMessage, "message"> = {},
+  ): StoredMessage {
+    const message: Message = {
+      message_id: chat.nextMessageId++,
+      from,
+      chat: this.chatObject(chat),
+      date: this.date(),
+      ...fields,
+    };
+    const stored: StoredMessage = { message, ...extra };
+    chat.messages.push(stored);
+    if (chat.messages.length > this.historyLimit)
+      chat.messages.splice(0, chat.messages.length - this.historyLimit);
+    this.emit({ type: "message", chat_id: chat.id, message: historyView(stored) });
+    return stored;
+  }
+
+  findMessage(chat: SimChat, messageId: number): StoredMessage | undefined {
+    return chat.messages.find((stored) => stored.message.message_id === messageId);
+  }
+
+  rememberCallbackQuery(record: CallbackQueryRecord): void {
+    this.callbackQueries.set(record.id, record);
+    if (this.callbackQueries.size > MAX_CALLBACK_QUERIES) {
+      const oldest = this.callbackQueries.keys().next().value as string;
+      this.callbackQueries.delete(oldest);
+    }
+  }
+}
+
+/** A message as history shows it: the Bot API form plus any reply keyboard it carried. */
+export function historyView(stored: StoredMessage): Message {
+  if (stored.markup === undefined || isInlineKeyboard(stored.markup)) return stored.message;
+  return { ...stored.message, reply_markup: stored.markup };
+}

@@ -1,0 +1,510 @@
+// The sandbox chat page: plays the Telegram app for the simulated people, through the control API.
+const ROOT = location.pathname.replace(/\/+$/, "");
+const API = `${ROOT}/api`;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  bot: null,
+  users: [],
+  chats: [],
+  me: Number(localStorage.getItem("sandbox.person")) || null,
+  chatId: null,
+  messages: [],
+  replyTo: null,
+};
+
+async function api(method, path, body) {
+  const response = await fetch(`${API}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = response.status === 204 ? null : await response.json();
+  if (!response.ok) throw new Error(data?.error?.message ?? `HTTP ${response.status}`);
+  return data;
+}
+
+function toast(text) {
+  const box = $("toast");
+  box.textContent = text;
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => {
+    box.hidden = true;
+  }, 4000);
+}
+
+const currentChat = () => state.chats.find((chat) => chat.id === state.chatId);
+const isPrivate = () => state.chatId === state.me;
+
+// ------------------------------------------------------------------ entities → DOM
+
+function elementFor(entity, text) {
+  const tag = {
+    bold: "strong",
+    italic: "em",
+    underline: "u",
+    strikethrough: "s",
+    code: "code",
+    blockquote: "blockquote",
+    expandable_blockquote: "blockquote",
+  }[entity.type];
+  if (tag) return document.createElement(tag);
+  if (entity.type === "pre") {
+    const pre = document.createElement("pre");
+    const code = document.createElement("code");
+    if (entity.language) code.className = `language-${entity.language}`;
+    pre.append(code);
+    return { outer: pre, inner: code };
+  }
+  if (entity.type === "spoiler") {
+    const span = document.createElement("span");
+    span.className = "spoiler";
+    span.tabIndex = 0;
+    span.setAttribute("role", "button");
+    span.setAttribute("aria-label", "Hidden text, press to reveal");
+    span.addEventListener("click", () => span.classList.add("revealed"));
+    return span;
+  }
+  if (entity.type === "text_link" || entity.type === "url") {
+    const a = document.createElement("a");
+    a.href = localLink(entity.type === "url" ? withScheme(text) : entity.url);
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+    return a;
+  }
+  if (entity.type === "bot_command") {
+    const a = document.createElement("a");
+    a.href = "#";
+    a.addEventListener("click", (event) => {
+      event.preventDefault();
+      send(text);
+    });
+    return a;
+  }
+  return document.createElement("span");
+}
+
+const withScheme = (url) => (/^[a-z]+:\/\//i.test(url) ? url : `https://${url}`);
+
+/** A t.me start link for this bot opens this page instead, as Telegram would open the app. */
+function localLink(url) {
+  try {
+    const parsed = new URL(url);
+    const bot = state.bot?.username?.toLowerCase();
+    if (parsed.hostname === "t.me" && parsed.pathname.slice(1).toLowerCase() === bot) {
+      const start = parsed.searchParams.get("start");
+      return start === null ? ROOT : `${ROOT}?start=${encodeURIComponent(start)}`;
+    }
+  } catch {}
+  return url;
+}
+
+/** Renders `text[start, end)` with the entities inside it, nesting them as Telegram apps do. */
+function renderText(parent, text, entities, start = 0, end = text.length) {
+  let position = start;
+  const inside = entities
+    .filter((e) => e.offset >= start && e.offset + e.length <= end)
+    .sort((a, b) => a.offset - b.offset || b.length - a.length);
+  for (const entity of inside) {
+    if (entity.offset < position) continue;
+    parent.append(text.slice(position, entity.offset));
+    const entityEnd = entity.offset + entity.length;
+    const made = elementFor(entity, text.slice(entity.offset, entityEnd));
+    const outer = made.outer ?? made;
+    const inner = made.inner ?? made;
+    renderText(
+      inner,
+      text,
+      entities.filter((e) => e !== entity),
+      entity.offset,
+      entityEnd,
+    );
+    parent.append(outer);
+    position = entityEnd;
+  }
+  parent.append(text.slice(position, end));
+}
+
+// ------------------------------------------------------------------ rendering
+
+function personName(id) {
+  if (state.bot && id === state.bot.id) return state.bot.first_name;
+  const user = state.users.find((u) => u.id === id);
+  return user ? [user.first_name, user.last_name].filter(Boolean).join(" ") : String(id);
+}
+
+function renderPeople() {
+  const select = $("person");
+  select.replaceChildren(
+    ...state.users.map((user) => {
+      const option = document.createElement("option");
+      option.value = String(user.id);
+      option.textContent = `${personName(user.id)}${user.username ? ` (@${user.username})` : ""}`;
+      option.selected = user.id === state.me;
+      return option;
+    }),
+  );
+}
+
+function renderChatList() {
+  const entries = [{ id: state.me, label: `${state.bot?.first_name ?? "Bot"}` }];
+  for (const chat of state.chats) {
+    if (chat.type !== "private" && chat.members.includes(state.me))
+      entries.push({ id: chat.id, label: chat.title });
+  }
+  $("chat-list").replaceChildren(
+    ...entries.map((entry) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = entry.label;
+      if (entry.id === state.chatId) button.setAttribute("aria-current", "true");
+      button.addEventListener("click", () => openChat(entry.id));
+      item.append(button);
+      return item;
+    }),
+  );
+}
+
+function serviceText(message) {
+  if (message.new_chat_members) {
+    return `${personName(message.from.id)} added ${message.new_chat_members.map((u) => u.first_name).join(", ")}`;
+  }
+  if (message.left_chat_member) return `${message.left_chat_member.first_name} left the group`;
+  return null;
+}
+
+function renderMessage(message) {
+  const item = document.createElement("li");
+  item.dataset.messageId = String(message.message_id);
+  const service = serviceText(message);
+  if (service !== null) {
+    item.className = "service";
+    item.textContent = service;
+    return item;
+  }
+  const mine = message.from.id === state.me;
+  item.className = `message${mine ? " mine" : ""}`;
+  const bubble = document.createElement("div");
+  bubble.className = "bubble";
+  if (!mine && !isPrivate()) {
+    const sender = document.createElement("div");
+    sender.className = "sender";
+    sender.textContent = personName(message.from.id);
+    bubble.append(sender);
+  }
+  if (message.reply_to_message) {
+    const quote = document.createElement("div");
+    quote.className = "quote";
+    quote.textContent = `${personName(message.reply_to_message.from.id)}: ${(message.reply_to_message.text ?? "").slice(0, 80)}`;
+    bubble.append(quote);
+  }
+  const body = document.createElement("div");
+  body.className = "text";
+  renderText(body, message.text ?? "", message.entities ?? []);
+  bubble.append(body);
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const time = new Date(message.date * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  meta.textContent = `${message.edit_date ? "edited " : ""}${time}`;
+  const reply = document.createElement("button");
+  reply.type = "button";
+  reply.textContent = "Reply";
+  reply.setAttribute("aria-label", `Reply to message ${message.message_id}`);
+  reply.addEventListener("click", () => setReplyTo(message));
+  meta.append(reply);
+  bubble.append(meta);
+  item.append(bubble);
+  const keyboard = message.reply_markup?.inline_keyboard;
+  if (keyboard) item.append(renderInlineKeyboard(message, keyboard));
+  return item;
+}
+
+function renderInlineKeyboard(message, keyboard) {
+  const box = document.createElement("div");
+  box.className = "inline-keyboard";
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", "Message buttons");
+  keyboard.forEach((row, rowIndex) => {
+    const line = document.createElement("div");
+    line.className = "row";
+    row.forEach((button, column) => {
+      const element = document.createElement("button");
+      element.type = "button";
+      element.textContent = button.url ? `${button.text} ↗` : button.text;
+      element.addEventListener("click", () => press(message.message_id, rowIndex, column));
+      line.append(element);
+    });
+    box.append(line);
+  });
+  return box;
+}
+
+function renderMessages() {
+  const list = $("messages");
+  list.replaceChildren(...state.messages.map(renderMessage));
+  list.scrollTop = list.scrollHeight;
+}
+
+function renderChrome() {
+  const chat = currentChat();
+  const privateChat = isPrivate();
+  $("chat-title").textContent = privateChat ? state.bot?.first_name : (chat?.title ?? "");
+  $("chat-subtitle").textContent = privateChat
+    ? `@${state.bot?.username} · bot`
+    : `${chat?.members.length ?? 0} members · bot ${chat?.bot_status ?? "left"}`;
+  const blocked = Boolean(chat?.blocked);
+  $("block-label").hidden = !privateChat;
+  $("block-toggle").checked = blocked;
+  $("member-label").hidden = privateChat;
+  $("member-toggle").checked = chat?.bot_status === "member" || chat?.bot_status === "administrator";
+  const needsStart = privateChat && (blocked || state.messages.length === 0);
+  $("start-bar").hidden = !needsStart;
+  $("start").textContent = blocked ? "Restart bot" : "Start";
+  $("composer").hidden = needsStart;
+  const keyboard = chat?.reply_keyboard?.keyboard;
+  const box = $("keyboard");
+  box.hidden = !keyboard || needsStart;
+  box.replaceChildren(
+    ...(keyboard ?? []).map((row) => {
+      const line = document.createElement("div");
+      line.className = "row";
+      for (const button of row) {
+        const element = document.createElement("button");
+        element.type = "button";
+        element.textContent = button.text;
+        element.addEventListener("click", () => pressKeyboard(button.text));
+        line.append(element);
+      }
+      return line;
+    }),
+  );
+  $("text").placeholder = chat?.reply_keyboard?.input_field_placeholder ?? "Message";
+  const last = state.messages.at(-1);
+  if (last?.reply_markup?.force_reply && last.from.id === state.bot?.id && state.replyTo === null)
+    setReplyTo(last);
+  renderReplyBar();
+}
+
+function renderReplyBar() {
+  const bar = $("reply-bar");
+  bar.hidden = state.replyTo === null;
+  if (state.replyTo !== null) {
+    $("reply-text").textContent =
+      `Replying to ${personName(state.replyTo.from.id)}: ${(state.replyTo.text ?? "").slice(0, 60)}`;
+    if (state.replyTo.reply_markup?.input_field_placeholder) {
+      $("text").placeholder = state.replyTo.reply_markup.input_field_placeholder;
+    }
+  }
+}
+
+function setReplyTo(message) {
+  state.replyTo = message;
+  renderReplyBar();
+  $("text").focus();
+}
+
+// ------------------------------------------------------------------ actions
+
+async function refresh() {
+  [state.users, state.chats] = await Promise.all([api("GET", "/users"), api("GET", "/chats")]);
+  renderPeople();
+  renderChatList();
+}
+
+async function openChat(chatId) {
+  state.chatId = chatId;
+  state.replyTo = null;
+  localStorage.setItem("sandbox.chat", String(chatId));
+  const known = state.chats.some((chat) => chat.id === chatId);
+  state.messages = known ? await api("GET", `/chats/${chatId}/messages?limit=200`) : [];
+  renderChatList();
+  renderMessages();
+  renderChrome();
+}
+
+async function act(work) {
+  try {
+    await work();
+  } catch (error) {
+    toast(error.message);
+  }
+}
+
+function send(text) {
+  return act(async () => {
+    const body = { from: state.me, text };
+    if (state.replyTo) body.reply_to_message_id = state.replyTo.message_id;
+    await api("POST", `/chats/${state.chatId}/messages`, body);
+    state.replyTo = null;
+    renderReplyBar();
+  });
+}
+
+function press(messageId, row, column) {
+  return act(async () => {
+    const result = await api("POST", `/chats/${state.chatId}/messages/${messageId}/press`, {
+      from: state.me,
+      row,
+      column,
+    });
+    if (result.url) window.open(localLink(result.url), "_blank", "noopener");
+  });
+}
+
+function pressKeyboard(text) {
+  return act(() => api("POST", `/chats/${state.chatId}/keyboard`, { from: state.me, text }));
+}
+
+function start(payload) {
+  return act(() => api("POST", `/users/${state.me}/start`, payload ? { payload } : {}));
+}
+
+// ------------------------------------------------------------------ live events
+
+function onEvent(event) {
+  switch (event.type) {
+    case "message":
+      if (
+        event.chat_id === state.chatId &&
+        !state.messages.some((m) => m.message_id === event.message.message_id)
+      ) {
+        state.messages.push(event.message);
+        renderMessages();
+        renderChrome();
+      }
+      break;
+    case "message_edited":
+      if (event.chat_id === state.chatId) {
+        state.messages = state.messages.map((m) =>
+          m.message_id === event.message.message_id ? event.message : m,
+        );
+        renderMessages();
+      }
+      break;
+    case "message_deleted":
+      if (event.chat_id === state.chatId) {
+        state.messages = state.messages.filter((m) => m.message_id !== event.message_id);
+        renderMessages();
+      }
+      break;
+    case "callback_answer":
+      if (event.chat_id === state.chatId && event.text) {
+        if (event.show_alert) alert(event.text);
+        else toast(event.text);
+      }
+      if (event.url) window.open(localLink(event.url), "_blank", "noopener");
+      break;
+    case "chat_updated":
+    case "chat_created":
+      state.chats = [...state.chats.filter((c) => c.id !== event.chat.id), event.chat];
+      renderChatList();
+      if (event.chat.id === state.chatId) renderChrome();
+      break;
+    case "user_created":
+      state.users = [...state.users.filter((u) => u.id !== event.user.id), event.user];
+      renderPeople();
+      break;
+    case "reset":
+      location.reload();
+      break;
+  }
+}
+
+function listen() {
+  const source = new EventSource(`${API}/events`);
+  for (const type of [
+    "message",
+    "message_edited",
+    "message_deleted",
+    "callback_answer",
+    "chat_updated",
+    "chat_created",
+    "user_created",
+    "reset",
+  ]) {
+    source.addEventListener(type, (event) => onEvent(JSON.parse(event.data)));
+  }
+  return new Promise((resolve) => source.addEventListener("open", resolve, { once: true }));
+}
+
+// ------------------------------------------------------------------ start-up
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const input = $("text");
+  const text = input.value;
+  if (text.trim() === "") return;
+  input.value = "";
+  send(text);
+});
+$("reply-cancel").addEventListener("click", () => {
+  state.replyTo = null;
+  renderReplyBar();
+});
+$("start").addEventListener("click", () => start());
+$("block-toggle").addEventListener("change", (event) =>
+  act(() => api("POST", `/users/${state.me}/${event.target.checked ? "block" : "unblock"}`)),
+);
+$("member-toggle").addEventListener("change", (event) =>
+  act(() =>
+    api("POST", `/chats/${state.chatId}/bot`, {
+      from: state.me,
+      status: event.target.checked ? "member" : "left",
+    }),
+  ),
+);
+$("person").addEventListener("change", (event) => {
+  state.me = Number(event.target.value);
+  localStorage.setItem("sandbox.person", String(state.me));
+  renderChatList();
+  openChat(state.me);
+});
+$("new-person").addEventListener("click", () =>
+  act(async () => {
+    const name = prompt("First name of the new person");
+    if (!name) return;
+    const user = await api("POST", "/users", { first_name: name });
+    state.me = user.id;
+    localStorage.setItem("sandbox.person", String(user.id));
+    await refresh();
+    await openChat(user.id);
+  }),
+);
+$("new-group").addEventListener("click", () =>
+  act(async () => {
+    const title = prompt("Title of the new group (every person joins it)");
+    if (!title) return;
+    const members = [state.me, ...state.users.map((u) => u.id).filter((id) => id !== state.me)];
+    const group = await api("POST", "/groups", { title, members });
+    await refresh();
+    await openChat(group.id);
+  }),
+);
+
+async function main() {
+  state.bot = await api("GET", "/bot");
+  $("api-root").textContent = `${location.origin}${ROOT}`;
+  await listen();
+  await refresh();
+  if (state.users.length === 0) {
+    await api("POST", "/users", { first_name: "Alice", username: "alice_sandbox", language_code: "en" });
+    await refresh();
+  }
+  if (!state.users.some((user) => user.id === state.me)) state.me = state.users[0].id;
+  localStorage.setItem("sandbox.person", String(state.me));
+  renderPeople();
+  const params = new URLSearchParams(location.search);
+  const payload = params.get("start");
+  const saved = Number(localStorage.getItem("sandbox.chat"));
+  const chatId = params.has("start") ? state.me : state.chats.some((c) => c.id === saved) ? saved : state.me;
+  await openChat(chatId);
+  if (params.has("start")) {
+    // Drop ?start= so a reload does not send /start again.
+    history.replaceState(null, "", ROOT);
+    await start(payload || undefined);
+  }
+}
+
+main().catch((error) => toast(`The sandbox did not load: ${error.message}`));

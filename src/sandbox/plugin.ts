@@ -1,0 +1,48 @@
+import type { FastifyInstance } from "fastify";
+import { botApi } from "./bot-api.ts";
+import { callMethod } from "./bot-methods.ts";
+import { chatPage } from "./chat-page.ts";
+import { controlApi } from "./control-api.ts";
+import { Emulator } from "./emulator.ts";
+import { Params } from "./params.ts";
+
+export interface SandboxOptions {
+  /** Answer 429 like Telegram when the bot sends too fast (SANDBOX_RATE_LIMITS). */
+  rateLimits: boolean;
+  /** Messages kept per chat (SANDBOX_HISTORY_LIMIT). */
+  historyLimit: number;
+  /** Clock in milliseconds; tests freeze it to make rate limits exact. */
+  now?: () => number;
+}
+
+/**
+ * The Telegram sandbox as one Fastify plugin; register it with `{ prefix: "/sandbox" }`. Serves the
+ * Bot API emulator (`/bot<token>/<method>`), the control API (`/api/…`) and the chat page (`/`).
+ * Everything lives in memory and ends when the server closes.
+ */
+export async function sandbox(app: FastifyInstance, options: SandboxOptions): Promise<void> {
+  const closing = new AbortController();
+  const emulator: Emulator = new Emulator(
+    {
+      rateLimits: options.rateLimits,
+      historyLimit: options.historyLimit,
+      ...(options.now ? { now: options.now } : {}),
+    },
+    async (method, params) => {
+      await callMethod(emulator, method, new Params(params), closing.signal);
+    },
+  );
+
+  // The sandbox is not part of the service's API: keep it out of the OpenAPI document.
+  app.addHook("onRoute", (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  app.addHook("preClose", async () => {
+    closing.abort();
+    emulator.webhook.close();
+  });
+
+  await app.register(botApi, { emulator, closing: closing.signal });
+  await app.register(controlApi, { emulator, closing: closing.signal, prefix: "/api" });
+  await app.register(chatPage);
+}

@@ -1,0 +1,31 @@
+import type { Config } from "./config.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "./sandbox/identity.ts";
+
+/** Which Telegram the service talks to; point grammY at it with `client: { apiRoot }`. */
+export interface TelegramTarget {
+  /** Bot API root without a trailing slash, e.g. `https://api.telegram.org` or `<PUBLIC_URL>/sandbox`. */
+  apiRoot: string;
+  token: string;
+  /** Known up front only in the sandbox; on Telegram ask getMe. */
+  botUsername: string | null;
+  /** True when no TELEGRAM_BOT_TOKEN is set and the built-in sandbox plays Telegram. */
+  sandbox: boolean;
+}
+
+/** The real Telegram when a bot token is configured, otherwise the sandbox served by this service. */
+export function telegramTarget(config: Config): TelegramTarget {
+  if (config.telegramBotToken === null) {
+    return {
+      apiRoot: `${config.publicUrl}/sandbox`,
+      token: SANDBOX_BOT_TOKEN,
+      botUsername: SANDBOX_BOT_USERNAME,
+      sandbox: true,
+    };
+  }
+  return {
+    apiRoot: config.telegramApiRoot,
+    token: config.telegramBotToken,
+    botUsername: null,
+    sandbox: false,
+  };
+}
