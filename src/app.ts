@@ -11,7 +11,9 @@ import { createMetrics, type Metrics } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
 import type { Db } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
+import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
 
 export interface AppDeps {
@@ -30,6 +32,25 @@ export interface App {
   metrics: Metrics;
   /** Where the bot's grammY client must point: Telegram, or the sandbox mounted at /sandbox. */
   telegram: TelegramTarget;
+  subscriptions: SubscriptionRepository;
+  loginTokens: LoginTokenRepository;
+  /**
+   * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
+   * they reach the sandbox through the server's own address.
+   */
+  start(): Promise<void>;
+  /** Stops the background workers, letting in-flight work finish. Call before closing the server. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A part of the service that runs in the background (the bot, the delivery dispatcher). It gets
+ * the Telegram target resolved to an address it can reach.
+ */
+export interface BackgroundWorker {
+  readonly name: string;
+  start(telegram: TelegramTarget): Promise<void>;
+  stop(): Promise<void>;
 }
 
 interface ValidationIssue {
@@ -89,6 +110,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const metrics = createMetrics();
   const docks = new DockRepository(db, deps.encryptionKey, now);
   const messages = new MessageRepository(db, now);
+  const subscriptions = new SubscriptionRepository(db, now);
+  const loginTokens = new LoginTokenRepository(db, now);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -132,5 +155,44 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  return { server, docks, messages, metrics, telegram };
+  const workers: BackgroundWorker[] = [];
+  let started: BackgroundWorker[] = [];
+
+  return {
+    server,
+    docks,
+    messages,
+    metrics,
+    telegram,
+    subscriptions,
+    loginTokens,
+    async start() {
+      const reachable = telegram.sandbox
+        ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }
+        : telegram;
+      for (const worker of workers) {
+        await worker.start(reachable);
+        started.push(worker);
+        server.log.debug({ worker: worker.name }, "worker started");
+      }
+    },
+    async stop() {
+      const running = started.reverse();
+      started = [];
+      for (const worker of running) await worker.stop();
+    },
+  };
+}
+
+/** The server's own loopback URL once it listens (what in-process clients of the sandbox use). */
+function ownAddress(server: FastifyInstance): string {
+  const address = server.server.address();
+  if (typeof address !== "object" || address === null) throw new Error("the server is not listening yet");
+  const host =
+    address.family === "IPv6"
+      ? `[${address.address === "::" ? "::1" : address.address}]`
+      : address.address === "0.0.0.0"
+        ? "127.0.0.1"
+        : address.address;
+  return `http://${host}:${address.port}`;
 }

@@ -34,7 +34,8 @@ export function describeDatabase(url: string): string {
 export async function serve(config: Config): Promise<void> {
   const db = await openMigratedDb(config);
   const { key, generated } = loadEncryptionKey(config.encryptionKey, config.dataDir);
-  const { server } = await createApp({ config, db, encryptionKey: key });
+  const app = await createApp({ config, db, encryptionKey: key });
+  const { server } = app;
   if (generated) {
     server.log.warn(
       { path: `${config.dataDir}/encryption.key` },
@@ -52,6 +53,8 @@ export async function serve(config: Config): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs);
     timer.unref();
+    // Workers first (the dispatcher finishes its in-flight sends), then HTTP, then the database.
+    await app.stop();
     await server.close();
     await db.close();
     server.log.info("stopped");
@@ -61,6 +64,7 @@ export async function serve(config: Config): Promise<void> {
   process.once("SIGINT", () => void stop("SIGINT"));
 
   await server.listen({ port: config.port, host: config.host });
+  await app.start();
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   server.log.info(

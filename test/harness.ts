@@ -7,7 +7,6 @@ import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
 import { type Db, migrate, openDb } from "../src/store/db.ts";
-import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 
 /** Where the PostgreSQL tests create their throwaway databases. */
 export const POSTGRES_ADMIN_URL =
@@ -92,7 +91,7 @@ export interface RunningService {
   db: Db;
   config: Config;
   logs: LogCapture;
-  subscriptions: SubscriptionRepository;
+  subscriptions: App["subscriptions"];
   close(): Promise<void>;
 }
 
@@ -114,6 +113,7 @@ export async function startService(
   const logs = new LogCapture();
   const app = await createApp({ config, db, encryptionKey: randomBytes(32), logStream: logs });
   await app.server.listen({ port: 0, host: "127.0.0.1" });
+  await app.start();
   const address = app.server.server.address();
   if (typeof address !== "object" || address === null) throw new Error("server did not bind");
   return {
@@ -122,8 +122,9 @@ export async function startService(
     db,
     config,
     logs,
-    subscriptions: new SubscriptionRepository(db),
+    subscriptions: app.subscriptions,
     close: async () => {
+      await app.stop();
       await app.server.close();
       await db.close();
       await database.drop();

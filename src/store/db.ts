@@ -8,6 +8,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import { initial } from "./migrations/0001-initial.ts";
+import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-driver.ts";
 
@@ -41,7 +42,7 @@ export function openDb(
 }
 
 function migrations(dialect: Dialect): Record<string, Migration> {
-  return { "0001-initial": initial(dialect) };
+  return { "0001-initial": initial(dialect), "0002-sign-in-and-bot": signInAndBot() };
 }
 
 /** Applies every pending migration; returns the names applied now. Safe to run concurrently. */

@@ -68,10 +68,43 @@ export interface DeliveriesTable {
   updated_at: Millis;
 }
 
+export interface LoginTokensTable {
+  token_hash: string;
+  created_at: Millis;
+  expires_at: Millis;
+  /** Telegram user who confirmed the sign-in in the bot. */
+  confirmed_by: number | null;
+  confirmed_at: Millis | null;
+  /** Set when the console exchanged the confirmed token for a session: a token works once. */
+  consumed_at: Millis | null;
+}
+
+export interface SessionsTable {
+  token_hash: string;
+  user_id: number;
+  created_at: Millis;
+  expires_at: Millis;
+  last_seen_at: Millis;
+  revoked_at: Millis | null;
+}
+
+/** What the bot is waiting for from a person in a chat (e.g. a pasted Dock ID). */
+export interface BotStatesTable {
+  chat_id: number;
+  user_id: number;
+  state: string;
+  /** JSON with whatever the state needs. */
+  data: string | null;
+  expires_at: Millis;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
   subscriptions: SubscriptionsTable;
   messages: MessagesTable;
   deliveries: DeliveriesTable;
+  login_tokens: LoginTokensTable;
+  sessions: SessionsTable;
+  bot_states: BotStatesTable;
 }

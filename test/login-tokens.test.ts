@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOGIN_TOKEN_TTL_MS, LoginTokenRepository } from "../src/store/login-tokens.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
+  let service: RunningService;
+  let clock = Date.now();
+  let tokens: LoginTokenRepository;
+
+  beforeAll(async () => {
+    service = await startService(dialect);
+    tokens = new LoginTokenRepository(service.db, () => clock);
+  });
+  afterAll(async () => service.close());
+
+  it("pending → confirmed in the bot → exchanged once for the user", async () => {
+    const { token } = await tokens.create();
+    expect(token).toMatch(/^[A-Za-z0-9]{22}$/);
+    expect(await tokens.state(token)).toBe("pending");
+    expect(await tokens.consume(token)).toBeNull();
+    expect(await tokens.confirm(token, { id: 777, first_name: "Ada", username: "ada" })).toBe("confirmed");
+    expect(await tokens.state(token)).toBe("confirmed");
+    expect(await tokens.consume(token)).toBe(777);
+    expect(await tokens.consume(token)).toBeNull();
+    expect(await tokens.state(token)).toBe("used");
+    expect(await tokens.confirm(token, { id: 778 })).toBe("used");
+    const user = await service.db.kysely
+      .selectFrom("users")
+      .selectAll()
+      .where("telegram_id", "=", 777)
+      .executeTakeFirst();
+    expect(user).toMatchObject({ first_name: "Ada", username: "ada" });
+  });
+
+  it("a second confirmation does not change who confirmed", async () => {
+    const { token } = await tokens.create();
+    await tokens.confirm(token, { id: 1 });
+    expect(await tokens.confirm(token, { id: 2 })).toBe("confirmed");
+    expect(await tokens.consume(token)).toBe(1);
+  });
+
+  it("expired and unknown tokens are refused", async () => {
+    const { token } = await tokens.create();
+    clock += LOGIN_TOKEN_TTL_MS + 1;
+    expect(await tokens.state(token)).toBe("expired");
+    expect(await tokens.confirm(token, { id: 5 })).toBe("expired");
+    expect(await tokens.consume(token)).toBeNull();
+    expect(await tokens.state("nope")).toBe("unknown");
+    expect(await tokens.confirm("nope", { id: 5 })).toBe("unknown");
+  });
+
+  it("only the token's hash is stored", async () => {
+    const { token } = await tokens.create();
+    const rows = await service.db.kysely.selectFrom("login_tokens").select("token_hash").execute();
+    expect(rows.some((r) => r.token_hash.includes(token))).toBe(false);
+  });
+});
