@@ -2,14 +2,18 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import type { Config } from "./config.ts";
+import { Dispatcher } from "./delivery/dispatcher.ts";
+import { Pacer, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
+import { Retention } from "./delivery/retention.ts";
 import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
-import { createMetrics, type Metrics } from "./metrics.ts";
+import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
 import type { Db } from "./store/db.ts";
+import { DeliveryRepository } from "./store/deliveries.ts";
 import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
@@ -34,6 +38,9 @@ export interface App {
   telegram: TelegramTarget;
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
+  deliveries: DeliveryRepository;
+  /** Telegram's flood limits on our side; whatever sends to Telegram paces itself through it. */
+  pacer: Pacer;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -112,6 +119,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const messages = new MessageRepository(db, now);
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
+  const deliveries = new DeliveryRepository(db, now);
+  registerBacklogGauges(metrics, () => deliveries.backlog(), now);
+  // One pacer for every message the bot sends: deliveries and the bot's own replies.
+  const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: config.telegramRateLimit }, now);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -138,6 +149,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(sendApi, {
     docks,
     messages,
+    deliveries,
     metrics,
     maxBodyBytes: config.maxBodyBytes,
     maxMessageLength: config.maxMessageLength,
@@ -155,7 +167,30 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  const workers: BackgroundWorker[] = [];
+  const dispatcher = new Dispatcher({
+    deliveries,
+    pacer,
+    log: server.log.child({ worker: "delivery" }),
+    metrics: metrics.delivery,
+    maxAgeMs: config.deliveryMaxAgeMs,
+    leaseMs: config.deliveryLeaseMs,
+    concurrency: config.deliveryConcurrency,
+    windowPerDock: 500,
+    sweepMs: 2000,
+    soleDispatcher: db.dialect === "sqlite",
+    paidBroadcast: config.telegramPaidBroadcast,
+    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    now,
+  });
+  messages.onAccepted(() => dispatcher.wake());
+  const retention = new Retention({
+    deliveries,
+    loginTokens,
+    retentionMs: config.retentionMs,
+    log: server.log.child({ worker: "retention" }),
+    now,
+  });
+  const workers: BackgroundWorker[] = [dispatcher, retention];
   let started: BackgroundWorker[] = [];
 
   return {
@@ -166,6 +201,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     telegram,
     subscriptions,
     loginTokens,
+    deliveries,
+    pacer,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

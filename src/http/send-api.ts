@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import type { Metrics } from "../metrics.ts";
+import type { DeliveryRepository } from "../store/deliveries.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { MessageRepository } from "../store/messages.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
@@ -10,6 +11,7 @@ import { ApiError, errorBodySchema } from "./errors.ts";
 export interface SendApiOptions {
   docks: DockRepository;
   messages: MessageRepository;
+  deliveries: DeliveryRepository;
   metrics: Metrics;
   maxBodyBytes: number;
   maxMessageLength: number;
@@ -38,6 +40,50 @@ const errorResponses = {
   422: { description: "Idempotency-Key reused with a different message.", ...errorBodySchema },
   429: { description: "Too many failed authentications, or the Dock is over its rate.", ...errorBodySchema },
 };
+
+const deliveryState = Type.Union([
+  Type.Literal("queued"),
+  Type.Literal("sent"),
+  Type.Literal("failed"),
+  Type.Literal("gone"),
+]);
+
+const messageStatus = Type.Object({
+  ok: Type.Literal(true),
+  message: Type.Object({
+    id: Type.String(),
+    state: Type.Union(
+      [
+        Type.Literal("pending"),
+        Type.Literal("delivered"),
+        Type.Literal("partially_delivered"),
+        Type.Literal("undelivered"),
+      ],
+      {
+        description:
+          "pending while any delivery is queued; then delivered, partially_delivered or undelivered.",
+      },
+    ),
+    created_at: Type.String({ format: "date-time" }),
+    subscribers: Type.Integer(),
+    counts: Type.Object({
+      queued: Type.Integer(),
+      sent: Type.Integer(),
+      failed: Type.Integer(),
+      gone: Type.Integer(),
+    }),
+    deliveries: Type.Array(
+      Type.Object({
+        chat_id: Type.Number({ description: "Telegram chat of the subscriber." }),
+        state: deliveryState,
+        attempts: Type.Integer(),
+        last_error: Type.Union([Type.String(), Type.Null()]),
+        telegram_message_ids: Type.Array(Type.Integer()),
+        updated_at: Type.String({ format: "date-time" }),
+      }),
+    ),
+  }),
+});
 
 const idempotencyHeader = Type.Object({
   "idempotency-key": Type.Optional(
@@ -162,7 +208,7 @@ declare module "fastify" {
   }
 }
 
-/** POST /ping and POST /webhook: authenticate, store durably, answer 202. */
+/** The clients' API: POST /ping and POST /webhook (authenticate, store durably, answer 202), and GET /messages/:id. */
 export async function sendApi(app: FastifyInstance, options: SendApiOptions): Promise<void> {
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
   const authFailures =
@@ -194,6 +240,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   const unauthorized = (request: FastifyRequest, headers: Record<string, string> = {}) => {
     authFailures?.take(request.ip);
     return new ApiError("unauthorized", undefined, headers);
+  };
+
+  const basicAuth = async (request: FastifyRequest) => {
+    await refuseIfBlocked(request);
+    const credentials = parseBasicAuth(request.headers.authorization);
+    const dock = credentials && (await options.docks.authenticate(credentials.user, credentials.password));
+    if (!dock) throw unauthorized(request, WWW_AUTHENTICATE);
+    request.dock = dock;
   };
 
   const accept = async (
@@ -259,15 +313,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         body: webhookBody,
         response: { 202: accepted, ...errorResponses },
       },
-      onRequest: async (request) => {
-        await refuseIfBlocked(request);
-        // Authenticate before reading the body: a wrong key costs us no parsing.
-        const credentials = parseBasicAuth(request.headers.authorization);
-        const dock =
-          credentials && (await options.docks.authenticate(credentials.user, credentials.password));
-        if (!dock) throw unauthorized(request, WWW_AUTHENTICATE);
-        request.dock = dock;
-      },
+      // Authenticate before reading the body: a wrong key costs us no parsing.
+      onRequest: basicAuth,
       preValidation: async (request) => {
         request.body = parseObject(request, true) as typeof request.body;
       },
@@ -276,6 +323,59 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       const { msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
       return accept(request, reply, request.dock as { id: string }, msg, "webhook");
+    },
+  );
+
+  server.get(
+    "/messages/:message_id",
+    {
+      schema: {
+        summary: "A message's delivery state (credentials in HTTP Basic authentication, as for /webhook)",
+        tags: ["send"],
+        security: [{ basic: [] }],
+        params: Type.Object({ message_id: Type.String() }),
+        response: {
+          200: messageStatus,
+          401: errorResponses[401],
+          404: { description: "No such message for this Dock.", ...errorBodySchema },
+        },
+      },
+      onRequest: basicAuth,
+    },
+    async (request) => {
+      const status = await options.deliveries.status(
+        request.params.message_id,
+        (request.dock as { id: string }).id,
+      );
+      // Another Dock's message is answered exactly like a missing one.
+      if (!status) throw new ApiError("not_found", "No message with this ID for this Dock.");
+      const { counts } = status;
+      const state: "pending" | "delivered" | "partially_delivered" | "undelivered" =
+        counts.queued > 0
+          ? "pending"
+          : counts.failed + counts.gone === 0
+            ? "delivered"
+            : counts.sent > 0
+              ? "partially_delivered"
+              : "undelivered";
+      return {
+        ok: true as const,
+        message: {
+          id: status.id,
+          state,
+          created_at: new Date(status.createdAt).toISOString(),
+          subscribers: status.subscribers,
+          counts,
+          deliveries: status.deliveries.map((d) => ({
+            chat_id: d.chatId,
+            state: d.state === "sending" ? ("queued" as const) : d.state,
+            attempts: d.attempts,
+            last_error: d.lastError,
+            telegram_message_ids: d.telegramMessageIds,
+            updated_at: new Date(d.updatedAt).toISOString(),
+          })),
+        },
+      };
     },
   );
 

@@ -37,6 +37,7 @@ export class MessageRepository {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #pending: Pending[] = [];
+  readonly #listeners = new Set<() => void>();
   #flushing = false;
 
   constructor(db: Db, now: () => number = Date.now) {
@@ -73,6 +74,7 @@ export class MessageRepository {
           return out;
         });
         batch.forEach((item, i) => item.resolve(results[i] as AcceptResult));
+        this.#notify();
       } catch {
         // One message's failure must not fail its neighbours: commit each on its own.
         await Promise.all(batch.map((item) => this.#acceptAlone(item)));
@@ -86,6 +88,7 @@ export class MessageRepository {
       this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash));
     try {
       item.resolve(await once());
+      this.#notify();
     } catch (error) {
       // Two requests with the same key raced (another instance committed first): a replay.
       if (item.input.idempotencyKey !== undefined && isUniqueViolation(error)) {
@@ -94,6 +97,16 @@ export class MessageRepository {
         item.reject(error);
       }
     }
+  }
+
+  /** Calls `listener` after each commit of new messages (the dispatcher wakes on it). */
+  onAccepted(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #notify(): void {
+    for (const listener of this.#listeners) listener();
   }
 
   async #acceptIn(tx: Transaction<Database>, input: AcceptInput, hash: string | null): Promise<AcceptResult> {

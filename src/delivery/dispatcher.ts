@@ -1,0 +1,329 @@
+import type { FastifyBaseLogger } from "fastify";
+import { Api } from "grammy";
+import { renderNotification } from "../domain/render.ts";
+import type { DeliveryMetrics } from "../metrics.ts";
+import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
+import type { TelegramTarget } from "../telegram-target.ts";
+import { chatKind, type Pacer } from "./pacer.ts";
+import { backoffMs, classify } from "./retry-policy.ts";
+
+export interface DispatcherOptions {
+  deliveries: DeliveryRepository;
+  pacer: Pacer;
+  log: FastifyBaseLogger;
+  metrics: DeliveryMetrics;
+  /** Give up on a delivery that keeps failing once it is this old. */
+  maxAgeMs: number;
+  /** How long a claimed delivery may stay `sending` before another attempt may take it. */
+  leaseMs: number;
+  /** Sends in flight at once (Telegram answers in ~100 ms; 30/s needs a few in parallel). */
+  concurrency: number;
+  /** Queued deliveries held in memory per Dock. */
+  windowPerDock: number;
+  /** Safety net: look for work this often even when nobody woke us. */
+  sweepMs: number;
+  /** True when this is the only dispatcher (SQLite): `sending` rows at start are from a dead process. */
+  soleDispatcher: boolean;
+  /** Send with `allow_paid_broadcast` (rates above 30/s). */
+  paidBroadcast: boolean;
+  /** A Telegram call that has not answered by then counts as failed (and is retried). */
+  telegramTimeoutSeconds: number;
+  now?: () => number;
+}
+
+/** One Dock's queued deliveries in memory: a FIFO per chat, visited round-robin. */
+interface DockQueues {
+  chats: Map<number, PendingDelivery[]>;
+  order: number[];
+  cursor: number;
+  /** The last window filled this Dock completely: the database may hold more. */
+  more: boolean;
+}
+
+/**
+ * Sends queued deliveries through one paced Telegram client.
+ *
+ * Fairness: Docks are served round-robin, and each Dock's chats round-robin, so a Dock with 10,000
+ * subscribers or a flood of messages does not hold back another Dock's single message. Order: each
+ * Dock's messages reach a chat in the order they were accepted (one send per chat at a time, a
+ * chat's head waits while it is retried). Durability: a delivery is claimed with a lease before the
+ * call and settled after it, so a crash at any moment re-sends at most the sends in flight.
+ */
+export class Dispatcher {
+  readonly name = "delivery";
+  readonly #o: DispatcherOptions;
+  readonly #now: () => number;
+  #api: Api | null = null;
+  readonly #docks = new Map<string, DockQueues>();
+  #dockOrder: string[] = [];
+  #dockCursor = 0;
+  readonly #known = new Set<number>();
+  readonly #busyChats = new Set<number>();
+  #inFlight = 0;
+  #running = false;
+  #timer: NodeJS.Timeout | null = null;
+  #sweep: NodeJS.Timeout | null = null;
+  #refilling: Promise<void> | null = null;
+  #refillAgain = false;
+  #idle: (() => void) | null = null;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async start(telegram: TelegramTarget): Promise<void> {
+    this.#api = new Api(telegram.token, {
+      apiRoot: telegram.apiRoot,
+      timeoutSeconds: this.#o.telegramTimeoutSeconds,
+    });
+    this.#running = true;
+    const requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
+    if (requeued > 0) this.#o.log.warn({ requeued }, "re-queued deliveries left in flight by a previous run");
+    this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
+    this.#sweep.unref();
+    this.wake();
+  }
+
+  /** Stops taking new work and resolves once the sends in flight have settled. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#sweep) clearInterval(this.#sweep);
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#refilling;
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+  }
+
+  /** New messages were accepted (or it is time to sweep): look for work now. */
+  wake(): void {
+    if (!this.#running) return;
+    if (this.#refilling) {
+      this.#refillAgain = true;
+      return;
+    }
+    this.#refilling = this.#refill().finally(() => {
+      this.#refilling = null;
+      if (this.#refillAgain) {
+        this.#refillAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  async #refill(): Promise<void> {
+    let rows: PendingDelivery[];
+    try {
+      if (!this.#o.soleDispatcher) await this.#o.deliveries.requeueAbandoned(false);
+      rows = await this.#o.deliveries.window(this.#o.windowPerDock);
+    } catch (error) {
+      this.#o.log.error({ err: error }, "could not read the delivery queue");
+      return;
+    }
+    const perDock = new Map<string, number>();
+    for (const row of rows) {
+      perDock.set(row.dockId, (perDock.get(row.dockId) ?? 0) + 1);
+      if (this.#known.has(row.id)) continue;
+      this.#known.add(row.id);
+      let dock = this.#docks.get(row.dockId);
+      if (!dock) {
+        dock = { chats: new Map(), order: [], cursor: 0, more: false };
+        this.#docks.set(row.dockId, dock);
+        this.#dockOrder.push(row.dockId);
+      }
+      let queue = dock.chats.get(row.chatId);
+      if (!queue) {
+        queue = [];
+        dock.chats.set(row.chatId, queue);
+        dock.order.push(row.chatId);
+      }
+      queue.push(row);
+    }
+    for (const [dockId, count] of perDock) {
+      const dock = this.#docks.get(dockId);
+      if (dock) dock.more = count >= this.#o.windowPerDock;
+    }
+    this.#pump();
+  }
+
+  /** Starts every send that may go now; arms a timer for the earliest one that may go later. */
+  #pump(): void {
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    while (this.#running && this.#inFlight < this.#o.concurrency) {
+      const next = this.#next();
+      if (next.delivery === null) {
+        if (next.at !== Number.POSITIVE_INFINITY) {
+          this.#timer = setTimeout(() => this.#pump(), Math.max(1, next.at - this.#now()));
+        }
+        return;
+      }
+      void this.#send(next.delivery);
+    }
+  }
+
+  /** The next delivery to send, round-robin over Docks and their chats, or when to look again. */
+  #next(): { delivery: PendingDelivery | null; at: number } {
+    const now = this.#now();
+    let earliest = Number.POSITIVE_INFINITY;
+    for (let d = 0; d < this.#dockOrder.length; d++) {
+      const dockIndex = (this.#dockCursor + d) % this.#dockOrder.length;
+      const dock = this.#docks.get(this.#dockOrder[dockIndex] as string) as DockQueues;
+      for (let c = 0; c < dock.order.length; c++) {
+        const chatIndex = (dock.cursor + c) % dock.order.length;
+        const chatId = dock.order[chatIndex] as number;
+        if (this.#busyChats.has(chatId)) continue;
+        const head = dock.chats.get(chatId)?.[0];
+        if (!head) continue;
+        const kind = chatKind(head.chatType);
+        const at = Math.max(head.nextAttemptAt, this.#o.pacer.readyAt(chatId, kind));
+        if (at <= now) {
+          dock.cursor = chatIndex + 1;
+          this.#dockCursor = dockIndex + 1;
+          this.#o.pacer.take(chatId, kind);
+          return { delivery: head, at: now };
+        }
+        earliest = Math.min(earliest, at);
+      }
+    }
+    return { delivery: null, at: earliest };
+  }
+
+  #remove(delivery: PendingDelivery): void {
+    this.#known.delete(delivery.id);
+    const dock = this.#docks.get(delivery.dockId);
+    const queue = dock?.chats.get(delivery.chatId);
+    if (!dock || !queue) return;
+    const index = queue.indexOf(delivery);
+    if (index >= 0) queue.splice(index, 1);
+    if (queue.length === 0) {
+      dock.chats.delete(delivery.chatId);
+      dock.order = dock.order.filter((id) => id !== delivery.chatId);
+    }
+    if (dock.chats.size === 0) {
+      this.#docks.delete(delivery.dockId);
+      this.#dockOrder = this.#dockOrder.filter((id) => id !== delivery.dockId);
+    }
+    if (dock.more && dock.chats.size < this.#o.windowPerDock / 2) {
+      dock.more = false;
+      this.wake();
+    }
+  }
+
+  /** Drops everything in memory for a chat that has become unreachable. */
+  #dropChat(chatId: number): void {
+    for (const dock of this.#docks.values()) {
+      for (const delivery of dock.chats.get(chatId) ?? []) this.#remove(delivery);
+    }
+  }
+
+  async #send(delivery: PendingDelivery): Promise<void> {
+    const api = this.#api as Api;
+    const { chatId } = delivery;
+    const kind = chatKind(delivery.chatType);
+    this.#busyChats.add(chatId);
+    this.#inFlight++;
+    const sentParts = [...delivery.sentParts];
+    try {
+      const claim = await this.#o.deliveries.claim(delivery.id, this.#o.leaseMs);
+      if (claim !== "claimed") {
+        if (claim === "unsubscribed")
+          this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unsubscribed" });
+        this.#remove(delivery);
+        return;
+      }
+      const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
+      for (let i = sentParts.length; i < parts.length; i++) {
+        // The first part's place was taken when this delivery was picked; later parts wait their turn.
+        if (i > delivery.sentParts.length) await this.#o.pacer.acquire(chatId, kind);
+        const part = parts[i] as (typeof parts)[number];
+        const started = performance.now();
+        try {
+          const message = await api.sendMessage(chatId, part.text, {
+            entities: part.entities,
+            ...(part.reply_markup ? { reply_markup: part.reply_markup } : {}),
+            ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
+          });
+          sentParts.push(message.message_id);
+        } finally {
+          this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+        }
+      }
+      await this.#o.deliveries.sent(delivery.id, sentParts);
+      this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
+      this.#o.metrics.acceptToSend.observe((this.#now() - delivery.createdAt) / 1000);
+      this.#remove(delivery);
+    } catch (error) {
+      await this.#settleFailure(delivery, error, sentParts).catch((settleError: unknown) => {
+        // The database refused the outcome: leave the lease to expire and the delivery to be retried.
+        this.#o.log.error(
+          { err: settleError, deliveryId: delivery.id },
+          "could not record a delivery outcome",
+        );
+        this.#remove(delivery);
+      });
+    } finally {
+      this.#busyChats.delete(chatId);
+      this.#inFlight--;
+      if (this.#inFlight === 0 && this.#idle) this.#idle();
+      if (this.#running) this.#pump();
+    }
+  }
+
+  async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<void> {
+    const outcome = classify(error);
+    const now = this.#now();
+    const context = {
+      deliveryId: delivery.id,
+      messageId: delivery.messageId,
+      chatId: delivery.chatId,
+      reason: outcome.reason,
+    };
+    switch (outcome.kind) {
+      case "rate_limited": {
+        this.#o.metrics.tooManyRequests.inc();
+        this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
+        delivery.nextAttemptAt = now + outcome.retryAfter * 1000;
+        delivery.sentParts = sentParts;
+        await this.#o.deliveries.retry(delivery.id, {
+          nextAttemptAt: delivery.nextAttemptAt,
+          error: outcome.reason,
+          countAttempt: false,
+          sentParts,
+        });
+        this.#o.log.warn(context, "Telegram asked us to slow down");
+        return;
+      }
+      case "gone":
+        await this.#o.deliveries.chatGone(delivery.chatId, outcome.reason);
+        this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unreachable" });
+        this.#o.log.info(context, "chat unreachable; its subscriptions are now inactive");
+        this.#dropChat(delivery.chatId);
+        return;
+      case "transient":
+        if (now - delivery.createdAt >= this.#o.maxAgeMs) break;
+        delivery.attempts++;
+        delivery.nextAttemptAt = now + backoffMs(delivery.attempts);
+        delivery.sentParts = sentParts;
+        await this.#o.deliveries.retry(delivery.id, {
+          nextAttemptAt: delivery.nextAttemptAt,
+          error: outcome.reason,
+          countAttempt: true,
+          sentParts,
+        });
+        this.#o.metrics.outcomes.inc({ outcome: "retried", reason: "transient" });
+        this.#o.log.warn({ ...context, attempts: delivery.attempts }, "delivery will be retried");
+        return;
+      case "permanent":
+        break;
+    }
+    await this.#o.deliveries.failed(delivery.id, outcome.reason, sentParts);
+    this.#o.metrics.outcomes.inc({
+      outcome: "failed",
+      reason: outcome.kind === "permanent" ? "rejected" : "expired",
+    });
+    this.#o.log.warn(context, "delivery failed");
+    this.#remove(delivery);
+  }
+}

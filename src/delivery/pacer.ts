@@ -1,0 +1,140 @@
+/**
+ * Telegram's flood limits, kept on our side so that we never hit them: a global rate for the bot,
+ * about one message a second per private chat (with a small burst), twenty a minute per group.
+ * Each bucket is one token smaller than Telegram's: that reserve absorbs jitter between when we
+ * send and when Telegram counts, which is what keeps `429`s at zero in practice.
+ */
+export interface PacerLimits {
+  /** Messages per second for the whole bot (30 by default; up to 1000 with paid broadcast). */
+  globalPerSecond: number;
+  privatePerSecond: number;
+  privateBurst: number;
+  groupPerMinute: number;
+}
+
+export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
+  privatePerSecond: 1,
+  privateBurst: 3,
+  groupPerMinute: 20,
+};
+
+class Bucket {
+  readonly capacity: number;
+  readonly perMs: number;
+  tokens: number;
+  at: number;
+  /** No sending before this time (a `retry_after` from Telegram). */
+  pausedUntil = 0;
+
+  constructor(capacity: number, perSecond: number, now: number) {
+    this.capacity = Math.max(1, capacity);
+    this.perMs = perSecond / 1000;
+    this.tokens = this.capacity;
+    this.at = now;
+  }
+
+  #refill(now: number): void {
+    this.tokens = Math.min(this.capacity, this.tokens + (now - this.at) * this.perMs);
+    this.at = now;
+  }
+
+  /** When one token will be available (now or later). */
+  readyAt(now: number): number {
+    this.#refill(now);
+    const tokenAt = this.tokens >= 1 ? now : now + (1 - this.tokens) / this.perMs;
+    return Math.max(tokenAt, this.pausedUntil);
+  }
+
+  take(now: number): void {
+    this.#refill(now);
+    this.tokens -= 1;
+  }
+
+  full(now: number): boolean {
+    this.#refill(now);
+    return this.tokens >= this.capacity && this.pausedUntil <= now;
+  }
+}
+
+export type ChatKind = "private" | "group";
+
+/** Decides when the next message to a chat may go out; shared by deliveries and bot replies. */
+export class Pacer {
+  readonly #limits: PacerLimits;
+  readonly #now: () => number;
+  readonly #global: Bucket;
+  readonly #chats = new Map<number, Bucket>();
+  #lastSweep = 0;
+
+  constructor(limits: PacerLimits, now: () => number = Date.now) {
+    this.#limits = limits;
+    this.#now = now;
+    this.#global = new Bucket(Math.ceil(limits.globalPerSecond) - 1, limits.globalPerSecond, now());
+  }
+
+  #chat(chatId: number, kind: ChatKind, now: number): Bucket {
+    let bucket = this.#chats.get(chatId);
+    if (bucket === undefined) {
+      bucket =
+        kind === "private"
+          ? new Bucket(this.#limits.privateBurst - 1, this.#limits.privatePerSecond, now)
+          : new Bucket(this.#limits.groupPerMinute - 1, this.#limits.groupPerMinute / 60, now);
+      this.#chats.set(chatId, bucket);
+    }
+    return bucket;
+  }
+
+  /** The earliest time (ms) a message to this chat may be sent. */
+  readyAt(chatId: number, kind: ChatKind): number {
+    const now = this.#now();
+    return Math.max(this.#global.readyAt(now), this.#chat(chatId, kind, now).readyAt(now));
+  }
+
+  /** Records a send to this chat now. Call only when `readyAt` is not in the future. */
+  take(chatId: number, kind: ChatKind): void {
+    const now = this.#now();
+    this.#global.take(now);
+    this.#chat(chatId, kind, now).take(now);
+    this.#sweep(now);
+  }
+
+  /** Waits until a message to this chat may go, then takes its place. */
+  async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const wait = this.readyAt(chatId, kind) - this.#now();
+      if (wait <= 0) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      if (signal?.aborted) return;
+    }
+    this.take(chatId, kind);
+  }
+
+  /** Telegram said `retry_after`: nothing goes to this chat, nor (conservatively) anywhere, until then. */
+  pause(chatId: number | null, seconds: number): void {
+    const now = this.#now();
+    const until = now + seconds * 1000;
+    this.#global.pausedUntil = Math.max(this.#global.pausedUntil, until);
+    if (chatId !== null) {
+      const bucket = this.#chats.get(chatId);
+      if (bucket) bucket.pausedUntil = Math.max(bucket.pausedUntil, until);
+    }
+  }
+
+  /** Forget chats whose buckets are full again (they behave exactly like new ones): bounded memory. */
+  #sweep(now: number): void {
+    if (now - this.#lastSweep < 60_000) return;
+    this.#lastSweep = now;
+    for (const [chatId, bucket] of this.#chats) if (bucket.full(now)) this.#chats.delete(chatId);
+  }
+}
+
+/** Private chats and everything else (groups, supergroups, channels) are paced differently. */
+export function chatKind(chatType: string): ChatKind {
+  return chatType === "private" ? "private" : "group";
+}

@@ -1,0 +1,61 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { DeliveryRepository } from "../store/deliveries.ts";
+import type { LoginTokenRepository } from "../store/login-tokens.ts";
+
+/**
+ * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
+ * failed or gone) older than RETENTION_DAYS, and expired sign-in tokens. Queued work is never pruned.
+ */
+export class Retention {
+  readonly name = "retention";
+  readonly #o: {
+    deliveries: DeliveryRepository;
+    loginTokens: LoginTokenRepository;
+    retentionMs: number;
+    log: FastifyBaseLogger;
+    intervalMs?: number;
+    now?: () => number;
+  };
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+
+  constructor(options: {
+    deliveries: DeliveryRepository;
+    loginTokens: LoginTokenRepository;
+    retentionMs: number;
+    log: FastifyBaseLogger;
+    intervalMs?: number;
+    now?: () => number;
+  }) {
+    this.#o = options;
+  }
+
+  async start(): Promise<void> {
+    this.#timer = setInterval(() => void this.prune(), this.#o.intervalMs ?? 60 * 60 * 1000);
+    this.#timer.unref();
+    void this.prune();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  /** One pass; returns the number of messages deleted. */
+  async prune(): Promise<number> {
+    const now = (this.#o.now ?? Date.now)();
+    const pass = async () => {
+      const messages =
+        this.#o.retentionMs > 0 ? await this.#o.deliveries.prune(now - this.#o.retentionMs) : 0;
+      const tokens = await this.#o.loginTokens.prune();
+      if (messages + tokens > 0) this.#o.log.info({ messages, loginTokens: tokens }, "pruned old records");
+      return messages;
+    };
+    const run = pass().catch((error: unknown) => {
+      this.#o.log.error({ err: error }, "pruning failed");
+      return 0;
+    });
+    this.#running = run.then(() => undefined);
+    return run;
+  }
+}

@@ -1,0 +1,41 @@
+import { GrammyError, HttpError } from "grammy";
+
+/** What to do after a failed send, decided from Telegram's answer. */
+export type Outcome =
+  /** `429`: wait `retryAfter` seconds; not a failure. */
+  | { kind: "rate_limited"; retryAfter: number; reason: string }
+  /** The chat is unreachable for good (blocked, kicked, deleted): stop sending to it. */
+  | { kind: "gone"; reason: string }
+  /** Telegram or the network failed: try again later, until the maximum age. */
+  | { kind: "transient"; reason: string }
+  /** Telegram refused this message (other `400`s): retrying would not help. */
+  | { kind: "permanent"; reason: string };
+
+const GONE =
+  /chat not found|user is deactivated|bot was kicked|bot was blocked|PEER_ID_INVALID|group chat was deactivated|bot is not a member|have no rights to send/i;
+
+/** Sorts a failure from grammY into what the dispatcher does next. */
+export function classify(error: unknown): Outcome {
+  if (error instanceof GrammyError) {
+    const reason = `${error.error_code} ${error.description}`;
+    if (error.error_code === 429)
+      return { kind: "rate_limited", retryAfter: error.parameters.retry_after ?? 1, reason };
+    if (error.error_code === 403) return { kind: "gone", reason };
+    if (error.error_code === 400 && GONE.test(error.description)) return { kind: "gone", reason };
+    if (error.error_code >= 500) return { kind: "transient", reason };
+    // 401/404 mean a wrong token or API root: an operator's fix, after which sending should resume.
+    if (error.error_code === 401 || error.error_code === 404) return { kind: "transient", reason };
+    return { kind: "permanent", reason };
+  }
+  if (error instanceof HttpError) return { kind: "transient", reason: `network: ${error.message}` };
+  return { kind: "transient", reason: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * Exponential backoff with jitter: about 1 s, 2 s, 4 s … capped at 5 minutes, each drawn between
+ * half and all of that, so that many deliveries failing together do not retry together.
+ */
+export function backoffMs(attempts: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(5 * 60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}

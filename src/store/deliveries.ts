@@ -1,0 +1,304 @@
+import { sql } from "kysely";
+import type { Db } from "./db.ts";
+import type { DeliveryState } from "./schema.ts";
+
+/** A queued delivery with everything needed to send it. */
+export interface PendingDelivery {
+  id: number;
+  messageId: string;
+  dockId: string;
+  dockName: string;
+  dockLink: string | null;
+  chatId: number;
+  chatType: string;
+  text: string;
+  attempts: number;
+  nextAttemptAt: number;
+  createdAt: number;
+  /** Telegram message ids of the parts already sent (a long text is several messages). */
+  sentParts: number[];
+}
+
+export interface MessageStatus {
+  id: string;
+  createdAt: number;
+  subscribers: number;
+  counts: Record<"queued" | "sent" | "failed" | "gone", number>;
+  deliveries: {
+    chatId: number;
+    state: DeliveryState;
+    attempts: number;
+    lastError: string | null;
+    telegramMessageIds: number[];
+    updatedAt: number;
+  }[];
+}
+
+function parseIds(value: string | null): number[] {
+  return value ? value.split(",").map(Number) : [];
+}
+
+/** The outbox: what the dispatcher claims, and how each attempt ended. Dialect-neutral. */
+export class DeliveryRepository {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /**
+   * Up to `perDock` queued deliveries of every Dock, oldest first. Loading per Dock (not globally
+   * oldest first) is what keeps a Dock with a huge backlog from hiding another Dock's message.
+   * Not-yet-due deliveries are included so that each chat's order is kept while one waits.
+   */
+  async window(perDock: number): Promise<PendingDelivery[]> {
+    const ranked = this.#db.kysely
+      .selectFrom("deliveries")
+      .select([
+        "id",
+        "message_id",
+        "dock_id",
+        "chat_id",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "telegram_message_ids",
+        sql<number>`row_number() over (partition by ${sql.ref("dock_id")} order by ${sql.ref("id")})`.as(
+          "rank",
+        ),
+      ])
+      .where("state", "=", "queued")
+      .as("w");
+    const rows = await this.#db.kysely
+      .selectFrom(ranked)
+      .innerJoin("messages", "messages.id", "w.message_id")
+      .innerJoin("docks", "docks.id", "w.dock_id")
+      .leftJoin("subscriptions", (join) =>
+        join
+          .onRef("subscriptions.dock_id", "=", "w.dock_id")
+          .onRef("subscriptions.chat_id", "=", "w.chat_id"),
+      )
+      .select([
+        "w.id",
+        "w.message_id",
+        "w.dock_id",
+        "w.chat_id",
+        "w.attempts",
+        "w.next_attempt_at",
+        "w.created_at",
+        "w.telegram_message_ids",
+        "messages.text",
+        "docks.name",
+        "docks.link",
+        "subscriptions.chat_type",
+      ])
+      .where("w.rank", "<=", perDock)
+      .orderBy("w.id")
+      .execute();
+    return rows.map((r) => ({
+      id: Number(r.id),
+      messageId: r.message_id,
+      dockId: r.dock_id,
+      dockName: r.name,
+      dockLink: r.link,
+      chatId: r.chat_id,
+      chatType: r.chat_type ?? "private",
+      text: r.text,
+      attempts: r.attempts,
+      nextAttemptAt: r.next_attempt_at,
+      createdAt: r.created_at,
+      sentParts: parseIds(r.telegram_message_ids),
+    }));
+  }
+
+  /**
+   * Claims one delivery for sending, with a lease: if the process dies mid-send, the delivery is
+   * queued again once the lease expires (at-least-once). Refuses, and marks the delivery gone,
+   * when its subscription is no longer active — unsubscribing stops deliveries at once.
+   */
+  async claim(id: number, leaseMs: number): Promise<"claimed" | "unsubscribed" | "missing"> {
+    const now = this.#now();
+    const claimed = await this.#db.kysely
+      .updateTable("deliveries")
+      .set((eb) => ({
+        state: "sending",
+        lease_until: now + leaseMs,
+        attempts: eb("attempts", "+", 1),
+        updated_at: now,
+      }))
+      .where("id", "=", id)
+      .where("state", "=", "queued")
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom("subscriptions")
+            .select("subscriptions.id")
+            .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+            .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
+            .where("subscriptions.state", "=", "active"),
+        ),
+      )
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows > 0n) return "claimed";
+    const gone = await this.#db.kysely
+      .updateTable("deliveries")
+      .set({ state: "gone", last_error: "unsubscribed", updated_at: now })
+      .where("id", "=", id)
+      .where("state", "=", "queued")
+      .executeTakeFirst();
+    return gone.numUpdatedRows > 0n ? "unsubscribed" : "missing";
+  }
+
+  async sent(id: number, telegramIds: number[]): Promise<void> {
+    await this.#db.kysely
+      .updateTable("deliveries")
+      .set({
+        state: "sent",
+        telegram_message_ids: telegramIds.join(","),
+        lease_until: null,
+        last_error: null,
+        updated_at: this.#now(),
+      })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  /**
+   * Back to the queue for another attempt at `nextAttemptAt`. A `429` is not a failed attempt
+   * (`countAttempt` false): the attempt counter is given back.
+   */
+  async retry(
+    id: number,
+    options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
+  ): Promise<void> {
+    await this.#db.kysely
+      .updateTable("deliveries")
+      .set((eb) => ({
+        state: "queued",
+        next_attempt_at: options.nextAttemptAt,
+        last_error: options.error,
+        lease_until: null,
+        telegram_message_ids: options.sentParts.length ? options.sentParts.join(",") : null,
+        attempts: options.countAttempt ? eb.ref("attempts") : eb("attempts", "-", 1),
+        updated_at: this.#now(),
+      }))
+      .where("id", "=", id)
+      .execute();
+  }
+
+  async failed(id: number, error: string, sentParts: number[]): Promise<void> {
+    await this.#db.kysely
+      .updateTable("deliveries")
+      .set({
+        state: "failed",
+        last_error: error,
+        lease_until: null,
+        telegram_message_ids: sentParts.length ? sentParts.join(",") : null,
+        updated_at: this.#now(),
+      })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  /**
+   * The chat cannot be reached any more (blocked the bot, kicked it, deleted): its subscriptions
+   * become `blocked` and everything still queued for it is `gone`. A later /start reactivates.
+   */
+  async chatGone(chatId: number, error: string): Promise<void> {
+    const now = this.#now();
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await tx
+        .updateTable("subscriptions")
+        .set({ state: "blocked", updated_at: now })
+        .where("chat_id", "=", chatId)
+        .where("state", "=", "active")
+        .execute();
+      await tx
+        .updateTable("deliveries")
+        .set({ state: "gone", last_error: error, lease_until: null, updated_at: now })
+        .where("chat_id", "=", chatId)
+        .where("state", "in", ["queued", "sending"])
+        .execute();
+    });
+  }
+
+  /**
+   * Deliveries left `sending` by a process that died: queued again. With `all`, every one (safe
+   * when this process is the only dispatcher, as with SQLite); otherwise only expired leases.
+   */
+  async requeueAbandoned(all: boolean): Promise<number> {
+    let query = this.#db.kysely
+      .updateTable("deliveries")
+      .set({ state: "queued", lease_until: null, updated_at: this.#now() })
+      .where("state", "=", "sending");
+    if (!all) query = query.where("lease_until", "<", this.#now());
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** Queue depth and the age of the oldest queued delivery (for metrics). */
+  async backlog(): Promise<{ queued: number; oldestCreatedAt: number | null }> {
+    const row = await this.#db.kysely
+      .selectFrom("deliveries")
+      .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.min("created_at").as("oldest")])
+      .where("state", "in", ["queued", "sending"])
+      .executeTakeFirstOrThrow();
+    return { queued: Number(row.n), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+  }
+
+  /** A message's delivery state for its Dock; undefined when the message is not that Dock's. */
+  async status(messageId: string, dockId: string): Promise<MessageStatus | undefined> {
+    const message = await this.#db.kysely
+      .selectFrom("messages")
+      .select(["id", "created_at", "subscribers"])
+      .where("id", "=", messageId)
+      .where("dock_id", "=", dockId)
+      .executeTakeFirst();
+    if (!message) return undefined;
+    const rows = await this.#db.kysely
+      .selectFrom("deliveries")
+      .select(["chat_id", "state", "attempts", "last_error", "telegram_message_ids", "updated_at"])
+      .where("message_id", "=", messageId)
+      .orderBy("id")
+      .execute();
+    const counts = { queued: 0, sent: 0, failed: 0, gone: 0 };
+    for (const row of rows) counts[row.state === "sending" ? "queued" : row.state]++;
+    return {
+      id: message.id,
+      createdAt: message.created_at,
+      subscribers: message.subscribers,
+      counts,
+      deliveries: rows.map((r) => ({
+        chatId: r.chat_id,
+        state: r.state,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        telegramMessageIds: parseIds(r.telegram_message_ids),
+        updatedAt: r.updated_at,
+      })),
+    };
+  }
+
+  /**
+   * Deletes messages older than `cutoff` whose deliveries are all finished (sent, failed or gone),
+   * with their deliveries. Nothing still queued is ever pruned.
+   */
+  async prune(cutoff: number): Promise<number> {
+    const result = await this.#db.kysely
+      .deleteFrom("messages")
+      .where("created_at", "<", cutoff)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("deliveries")
+              .select("deliveries.id")
+              .whereRef("deliveries.message_id", "=", "messages.id")
+              .where("deliveries.state", "in", ["queued", "sending"]),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
