@@ -26,10 +26,10 @@ class Bucket {
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
-  constructor(capacity: number, perSecond: number, now: number) {
+  constructor(capacity: number, perSecond: number, now: number, empty = false) {
     this.capacity = Math.max(1, capacity);
     this.perMs = perSecond / 1000;
-    this.tokens = this.capacity;
+    this.tokens = empty ? 0 : this.capacity;
     this.at = now;
   }
 
@@ -65,20 +65,34 @@ export class Pacer {
   readonly #global: Bucket;
   readonly #chats = new Map<number, Bucket>();
   #lastSweep = 0;
+  readonly #coldUntil: number;
 
-  constructor(limits: PacerLimits, now: () => number = Date.now) {
+  /**
+   * `coldStartMs`: Telegram still counts what a previous process sent just before it stopped
+   * (a restart, a crash). For this long after start, buckets begin empty instead of full, so the
+   * first sends after a restart cannot exceed what Telegram allows.
+   */
+  constructor(limits: PacerLimits, now: () => number = Date.now, coldStartMs = 3000) {
     this.#limits = limits;
     this.#now = now;
-    this.#global = new Bucket(Math.ceil(limits.globalPerSecond) - 1, limits.globalPerSecond, now());
+    const start = now();
+    this.#coldUntil = start + coldStartMs;
+    this.#global = new Bucket(
+      Math.ceil(limits.globalPerSecond) - 1,
+      limits.globalPerSecond,
+      start,
+      coldStartMs > 0,
+    );
   }
 
   #chat(chatId: number, kind: ChatKind, now: number): Bucket {
     let bucket = this.#chats.get(chatId);
     if (bucket === undefined) {
+      const cold = now < this.#coldUntil;
       bucket =
         kind === "private"
-          ? new Bucket(this.#limits.privateBurst - 1, this.#limits.privatePerSecond, now)
-          : new Bucket(this.#limits.groupPerMinute - 1, this.#limits.groupPerMinute / 60, now);
+          ? new Bucket(this.#limits.privateBurst - 1, this.#limits.privatePerSecond, now, cold)
+          : new Bucket(this.#limits.groupPerMinute - 1, this.#limits.groupPerMinute / 60, now, cold);
       this.#chats.set(chatId, bucket);
     }
     return bucket;

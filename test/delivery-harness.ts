@@ -1,0 +1,60 @@
+import type { DockWithSecret } from "../src/store/docks.ts";
+import type { RunningService } from "./harness.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the sandbox answered.
+type Json = any;
+
+/** Drives the sandbox mounted in a running service through its control API, as a person would. */
+export function sandboxOf(service: RunningService) {
+  const control = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const response = await fetch(`${service.url}/sandbox/api${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (response.status >= 400) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return text === "" ? null : JSON.parse(text);
+  };
+  return {
+    control,
+    /** A person who has opened the bot, so the bot may write to them. */
+    async person(name: string): Promise<number> {
+      const user = await control("POST", "/users", { first_name: name });
+      await control("POST", `/users/${user.id}/start`);
+      return user.id as number;
+    },
+    /** Texts of the messages the bot sent to a chat, oldest first. */
+    async botTexts(chatId: number): Promise<string[]> {
+      const messages: Json[] = await control("GET", `/chats/${chatId}/messages?limit=100000`);
+      return messages.filter((m) => m.from?.is_bot).map((m) => m.text as string);
+    },
+    async botMessages(chatId: number): Promise<Json[]> {
+      const messages: Json[] = await control("GET", `/chats/${chatId}/messages?limit=100000`);
+      return messages.filter((m) => m.from?.is_bot);
+    },
+    stats: (): Promise<{ send_message: number; too_many_requests: number; errors: number }> =>
+      control("GET", "/stats"),
+  };
+}
+
+export async function ping(url: string, dock: DockWithSecret, msg: string): Promise<string> {
+  const response = await fetch(`${url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg }),
+  });
+  const body = (await response.json()) as { message_id: string };
+  if (response.status !== 202) throw new Error(`ping answered ${response.status}: ${JSON.stringify(body)}`);
+  return body.message_id;
+}
+
+export async function deliveryStates(service: RunningService): Promise<Record<string, number>> {
+  const rows = await service.db.kysely
+    .selectFrom("deliveries")
+    .select(["state", (eb) => eb.fn.countAll<number>().as("n")])
+    .groupBy("state")
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+}

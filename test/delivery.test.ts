@@ -1,0 +1,315 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { basic, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+/**
+ * The delivery engine against the sandbox with Telegram's limits ON (the default): every accepted
+ * message reaches every subscriber, in order, without a single 429.
+ */
+describe("delivery", () => {
+  let service: RunningService;
+  afterEach(async () => service?.close());
+
+  const start = (env: Record<string, string> = {}) =>
+    startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0", ...env });
+
+  it("1,000 messages to 50 chats from 3 Docks: each delivered exactly once, in order, zero 429s", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const docks = await Promise.all(
+      [0, 1, 2].map((i) => service.app.docks.create(1, { name: `Dock ${i}`, link: null, description: null })),
+    );
+    const chats: { id: number; dock: number }[] = [];
+    for (let i = 0; i < 50; i++) {
+      const id = await sandbox.person(`Reader ${i}`);
+      chats.push({ id, dock: i % 3 });
+      await service.subscriptions.subscribe((docks[i % 3] as (typeof docks)[number]).id, id, "private");
+    }
+    // 20 messages per Dock: 17 + 17 + 16 subscribers × 20 = 1,000 Telegram messages.
+    for (let n = 1; n <= 20; n++) {
+      for (const [d, dock] of docks.entries()) await ping(service.url, dock, `dock ${d} message ${n}`);
+    }
+    await waitFor(
+      "1,000 deliveries sent",
+      async () => (await deliveryStates(service)).sent === 1000,
+      120_000,
+      250,
+    );
+
+    for (const chat of chats) {
+      const expected = Array.from(
+        { length: 20 },
+        (_, i) => `Dock ${chat.dock}\ndock ${chat.dock} message ${i + 1}`,
+      );
+      expect(await sandbox.botTexts(chat.id)).toEqual(expected);
+    }
+    const stats = await sandbox.stats();
+    expect(stats.too_many_requests).toBe(0);
+    expect(stats.send_message).toBe(1000);
+  }, 180_000);
+
+  it("a Dock's single message is not stuck behind another Dock's flood", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const flood = await service.app.docks.create(1, { name: "Flood", link: null, description: null });
+    const single = await service.app.docks.create(2, { name: "Single", link: null, description: null });
+    for (let i = 0; i < 30; i++)
+      await service.subscriptions.subscribe(flood.id, await sandbox.person(`F${i}`), "private");
+    const lonely = await sandbox.person("Lonely");
+    await service.subscriptions.subscribe(single.id, lonely, "private");
+
+    for (let n = 0; n < 20; n++) await ping(service.url, flood, `flood ${n}`); // 600 deliveries, ≥ 20 s at 30/s
+    const messageId = await ping(service.url, single, "just one");
+    await waitFor(
+      "the single message delivered",
+      async () => (await sandbox.botTexts(lonely)).length === 1,
+      30_000,
+    );
+    const status = await service.app.deliveries.status(messageId, single.id);
+    expect(status?.counts.sent).toBe(1);
+    // When it arrived, most of the flood was still waiting.
+    expect((await deliveryStates(service)).queued ?? 0).toBeGreaterThan(300);
+  }, 60_000);
+
+  it("Telegram failing for a while, then recovering: everything is delivered afterwards", async () => {
+    service = await start({ TELEGRAM_TIMEOUT_SECONDS: "1", DELIVERY_LEASE_SECONDS: "5" });
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, { name: "Flaky", link: null, description: null });
+    const readers = [await sandbox.person("A"), await sandbox.person("B"), await sandbox.person("C")];
+    for (const reader of readers) await service.subscriptions.subscribe(dock.id, reader, "private");
+
+    await sandbox.control("POST", "/faults", {
+      kind: "server_error",
+      rate: 1,
+      methods: ["sendMessage"],
+      status: 502,
+    });
+    await sandbox.control("POST", "/faults", {
+      kind: "timeout",
+      count: 2,
+      methods: ["sendMessage"],
+      hang_seconds: 3,
+    });
+    const ids = [await ping(service.url, dock, "first"), await ping(service.url, dock, "second")];
+    // Each chat's first message is retried; the second waits behind it (order per chat).
+    await waitFor("retries under way", async () => {
+      const rows = await service.db.kysely
+        .selectFrom("deliveries")
+        .select("attempts")
+        .where("message_id", "=", ids[0] as string)
+        .execute();
+      return rows.length === 3 && rows.every((r) => r.attempts >= 2);
+    });
+    expect((await deliveryStates(service)).sent ?? 0).toBe(0);
+    await sandbox.control("DELETE", "/faults");
+
+    await waitFor(
+      "all delivered after recovery",
+      async () => (await deliveryStates(service)).sent === 6,
+      30_000,
+    );
+    for (const reader of readers) {
+      expect(await sandbox.botTexts(reader)).toEqual(["Flaky\nfirst", "Flaky\nsecond"]);
+    }
+    for (const id of ids) {
+      const status = await service.app.deliveries.status(id, dock.id);
+      expect(status?.counts).toEqual({ queued: 0, sent: 3, failed: 0, gone: 0 });
+    }
+  }, 60_000);
+
+  it("403 for one subscriber deactivates that subscription; the others are unaffected", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, { name: "Alerts", link: null, description: null });
+    const [a, b, c] = [await sandbox.person("A"), await sandbox.person("B"), await sandbox.person("C")];
+    for (const reader of [a, b, c]) await service.subscriptions.subscribe(dock.id, reader, "private");
+    await sandbox.control("POST", `/users/${b}/block`);
+
+    const first = await ping(service.url, dock, "disk full");
+    await waitFor("settled", async () => {
+      const status = await service.app.deliveries.status(first, dock.id);
+      return status?.counts.queued === 0 && status;
+    });
+    const status = await service.app.deliveries.status(first, dock.id);
+    expect(status?.counts).toEqual({ queued: 0, sent: 2, failed: 0, gone: 1 });
+    expect(status?.deliveries.find((d) => d.chatId === b)?.lastError).toMatch(
+      /403 Forbidden: bot was blocked by the user/,
+    );
+    const states = await service.db.kysely
+      .selectFrom("subscriptions")
+      .select(["chat_id", "state"])
+      .orderBy("chat_id")
+      .execute();
+    expect(states).toEqual([
+      { chat_id: a, state: "active" },
+      { chat_id: b, state: "blocked" },
+      { chat_id: c, state: "active" },
+    ]);
+    // The next message is queued only for the two still reachable.
+    const second = await ping(service.url, dock, "disk fine");
+    expect((await service.app.deliveries.status(second, dock.id))?.subscribers).toBe(2);
+  }, 30_000);
+
+  it("renders in Telegram exactly: bold name, literal text, long texts split in order, link button", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, {
+      name: "Render",
+      link: "https://example.com/app",
+      description: null,
+    });
+    const reader = await sandbox.person("R");
+    await service.subscriptions.subscribe(dock.id, reader, "private");
+    const literal = "<b>not bold</b> *not bold* _x_ `y` [z](https://evil.example) &amp;\n🇺🇦 👩‍💻 漢字 שלום";
+    const long = `${"word ".repeat(1000)}\n${"😀".repeat(2000)}`;
+    await ping(service.url, dock, literal);
+    await ping(service.url, dock, long);
+    await waitFor("both delivered", async () => (await deliveryStates(service)).sent === 2);
+    const [first, ...rest] = await sandbox.botMessages(reader);
+    expect(first.text).toBe(`Render\n${literal}`);
+    // Nothing in the text became formatting; only Telegram's own link detection may add entities.
+    const formatting = [
+      "bold",
+      "italic",
+      "underline",
+      "strikethrough",
+      "spoiler",
+      "code",
+      "pre",
+      "text_link",
+    ];
+    const styled = first.entities.filter((e: { type: string }) => formatting.includes(e.type));
+    expect(styled).toEqual([{ type: "bold", offset: 0, length: 6 }]);
+    expect(rest.length).toBeGreaterThan(1);
+    // Telegram drops whitespace at the end of a message, so only the split points' whitespace may differ.
+    const bodies = rest.map((m: { text: string }) => m.text.slice(m.text.indexOf("\n") + 1));
+    expect(bodies.join("").replace(/\s/g, "")).toBe(long.replace(/\s/g, ""));
+    expect(rest.map((m: { text: string }) => m.text.split("\n")[0])).toEqual(
+      rest.map((_: unknown, i: number) => `Render (${i + 1}/${rest.length})`),
+    );
+    expect(rest.at(-1).reply_markup.inline_keyboard[0][0].url).toBe("https://example.com/app");
+  }, 30_000);
+
+  it("GET /messages/:id tells the Dock its message's state, and nothing about other Docks' messages", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, { name: "Status", link: null, description: null });
+    const other = await service.app.docks.create(2, { name: "Other", link: null, description: null });
+    const reader = await sandbox.person("S");
+    await service.subscriptions.subscribe(dock.id, reader, "private");
+    const messageId = await ping(service.url, dock, "check me");
+    const get = (id: string, auth: string) =>
+      fetch(`${service.url}/messages/${id}`, { headers: { authorization: auth } });
+
+    const body = await waitFor("delivered", async () => {
+      const answer = (await (await get(messageId, basic(dock.id, dock.secretKey))).json()) as {
+        message: { state: string };
+      };
+      return answer.message.state === "delivered" && answer;
+    });
+    expect(body).toMatchObject({
+      ok: true,
+      message: {
+        id: messageId,
+        subscribers: 1,
+        counts: { queued: 0, sent: 1, failed: 0, gone: 0 },
+        deliveries: [
+          {
+            chat_id: reader,
+            state: "sent",
+            attempts: 1,
+            last_error: null,
+            telegram_message_ids: [expect.any(Number)],
+          },
+        ],
+      },
+    });
+    const foreign = await get(messageId, basic(other.id, other.secretKey));
+    const missing = await get("msg_nope", basic(other.id, other.secretKey));
+    expect(foreign.status).toBe(404);
+    expect(await foreign.json()).toEqual(await missing.json());
+    expect((await get(messageId, basic(dock.id, "wrong"))).status).toBe(401);
+  }, 30_000);
+
+  it("an unsubscribed chat receives nothing more, even what was already queued", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, { name: "Stop", link: null, description: null });
+    const reader = await sandbox.person("U");
+    await service.subscriptions.subscribe(dock.id, reader, "private");
+    // Beyond the chat's burst, so most of these are still queued when the person leaves.
+    for (let i = 0; i < 8; i++) await ping(service.url, dock, `m${i}`);
+    await service.subscriptions.setState(reader, "removed", dock.id);
+    await waitFor("queue drained", async () => !(await deliveryStates(service)).queued);
+    const received = (await sandbox.botTexts(reader)).length;
+    expect(received).toBeLessThan(8);
+    expect((await deliveryStates(service)).gone).toBe(8 - received);
+  }, 30_000);
+
+  it("prunes finished messages past the retention age, never queued ones", async () => {
+    let clock = Date.now();
+    service = await start();
+    const dock = await service.app.docks.create(1, { name: "Old", link: null, description: null });
+    const sandbox = sandboxOf(service);
+    const reader = await sandbox.person("P");
+    await service.subscriptions.subscribe(dock.id, reader, "private");
+    await ping(service.url, dock, "old and delivered");
+    await waitFor("delivered", async () => (await deliveryStates(service)).sent === 1);
+    await service.db.kysely
+      .updateTable("messages")
+      .set({ created_at: clock - 31 * 86_400_000 })
+      .execute();
+    await service.app.deliveries.retry(
+      (await service.db.kysely
+        .insertInto("messages")
+        .values({
+          id: "msg_queued",
+          dock_id: dock.id,
+          text: "q",
+          subscribers: 0,
+          idempotency_key: null,
+          request_hash: null,
+          created_at: clock - 40 * 86_400_000,
+        })
+        .execute(),
+      0),
+      { nextAttemptAt: clock, error: "", countAttempt: true, sentParts: [] },
+    );
+    await service.db.kysely
+      .insertInto("deliveries")
+      .values({
+        message_id: "msg_queued",
+        dock_id: dock.id,
+        chat_id: 999,
+        state: "queued",
+        attempts: 0,
+        next_attempt_at: clock + 3_600_000,
+        lease_until: null,
+        last_error: null,
+        telegram_message_ids: null,
+        created_at: clock,
+        updated_at: clock,
+      })
+      .execute();
+    clock = Date.now();
+    expect(await service.app.deliveries.prune(clock - 30 * 86_400_000)).toBe(1);
+    const left = await service.db.kysely.selectFrom("messages").select("id").execute();
+    expect(left.map((m) => m.id)).toEqual(["msg_queued"]);
+  }, 30_000);
+
+  it("exports delivery metrics", async () => {
+    service = await start();
+    const sandbox = sandboxOf(service);
+    const dock = await service.app.docks.create(1, { name: "Metrics", link: null, description: null });
+    await service.subscriptions.subscribe(dock.id, await sandbox.person("M"), "private");
+    await ping(service.url, dock, "measure me");
+    await waitFor("delivered", async () => (await deliveryStates(service)).sent === 1);
+    const text = await (await fetch(`${service.url}/metrics`)).text();
+    expect(text).toMatch(/dock_notify_deliveries_total\{outcome="sent",reason="ok"\} 1/);
+    expect(text).toMatch(/dock_notify_queue_depth 0/);
+    expect(text).toMatch(/dock_notify_telegram_send_seconds_count 1/);
+    expect(text).toMatch(/dock_notify_accept_to_send_seconds_count 1/);
+    expect(text).toMatch(/dock_notify_telegram_429_total 0/);
+  }, 30_000);
+});
