@@ -1,0 +1,189 @@
+/**
+ * bench:delivery — the delivery engine against the sandbox with Telegram's limits on.
+ *
+ *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200]
+ *
+ * Phase 1 (throughput): one Dock with --chats subscribers receives --messages/--chats pings, so
+ * --messages Telegram messages must go out; compares the time taken with the theoretical minimum
+ * that Telegram's limits allow, and counts 429s.
+ * Phase 2 (latency under the limit): --probes pings spread over 20 Docks with one subscriber each,
+ * at 20 messages/s (under every limit); measures accept (the 202) to arrival in the chat, as seen
+ * on the sandbox's live event stream.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
+import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { SEND_LIMITS } from "../src/sandbox/limits.ts";
+import { migrate, openDb } from "../src/store/db.ts";
+import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+
+const { values } = parseArgs({
+  options: {
+    messages: { type: "string", default: "900" },
+    chats: { type: "string", default: "30" },
+    probes: { type: "string", default: "200" },
+  },
+});
+const chatsCount = Number(values.chats);
+const perChat = Math.max(1, Math.round(Number(values.messages) / chatsCount));
+const total = perChat * chatsCount;
+const probes = Number(values.probes);
+const root = join(import.meta.dirname, "..");
+const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-bench-delivery-"));
+const rate = 30;
+
+async function startService(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["src/cli.ts", "serve"], {
+    cwd: root,
+    env: { ...process.env, PORT: "0", DATA_DIR: dataDir, DOCK_RATE_BURST: "0", LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  // At LOG_LEVEL=warn the ready line is not printed; wait for /healthz instead.
+  child.stdout?.resume();
+  for (let port = 0; ; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    port = await findPort(child.pid as number);
+    if (port) return { child, url: `http://127.0.0.1:${port}` };
+  }
+}
+
+/** The port a process listens on, read from /proc (no log line needed). */
+async function findPort(pid: number): Promise<number> {
+  const { readFileSync, readdirSync, readlinkSync } = await import("node:fs");
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      const match = /^socket:\[(\d+)\]$/.exec(link);
+      if (match?.[1]) inodes.add(match[1]);
+    } catch {}
+  }
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    if (cols[3] === "0A" && inodes.has(cols[9] as string))
+      return Number.parseInt((cols[1] as string).split(":")[1] as string, 16);
+  }
+  return 0;
+}
+
+const service = await startService();
+const control = async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${service.url}/sandbox/api${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+};
+
+// Watch every message arrive, with our own clock.
+const arrivals = new Map<string, number>();
+const events = await fetch(`${service.url}/sandbox/api/events`);
+void (async () => {
+  const lines = createInterface({
+    input: (await import("node:stream")).Readable.fromWeb(events.body as never),
+  });
+  for await (const line of lines) {
+    if (!line.startsWith("data: ")) continue;
+    const event = JSON.parse(line.slice(6)) as {
+      type: string;
+      message?: { from?: { is_bot: boolean }; text: string };
+    };
+    if (event.type === "message" && event.message?.from?.is_bot)
+      arrivals.set(event.message.text.split("\n")[1] as string, performance.now());
+  }
+})();
+
+const db = openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
+await migrate(db);
+const docks = new DockRepository(db, loadEncryptionKey(null, dataDir).key);
+const subscriptions = new SubscriptionRepository(db);
+const person = async (name: string) => {
+  const user = await control("POST", "/users", { first_name: name });
+  await control("POST", `/users/${user.id}/start`);
+  return user.id as number;
+};
+const ping = async (dock: DockWithSecret, msg: string) => {
+  const response = await fetch(`${service.url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg }),
+  });
+  if (response.status !== 202) throw new Error(`ping answered ${response.status}`);
+  await response.arrayBuffer();
+};
+const waitUntil = async (done: () => boolean) => {
+  while (!done()) await new Promise((r) => setTimeout(r, 5));
+};
+
+// Phase 1: throughput against the limits.
+const flood = await docks.create(1, { name: "Flood", link: null, description: null });
+for (let i = 0; i < chatsCount; i++)
+  await subscriptions.subscribe(flood.id, await person(`Reader ${i}`), "private");
+await new Promise((r) => setTimeout(r, 3500)); // past the pacer's cold start
+await control("DELETE", "/stats");
+const started = performance.now();
+for (let n = 0; n < perChat; n++) await ping(flood, `flood ${n}`);
+await waitUntil(() => arrivals.size >= total);
+const elapsed = (performance.now() - started) / 1000;
+const floodStats = await control("GET", "/stats");
+// Telegram's limits: the bot's first second's allowance, then `rate`/s; each chat a burst, then 1/s.
+const globalMin = Math.max(0, (total - SEND_LIMITS.globalPerSecond) / rate);
+const chatMin = Math.max(0, (perChat - TELEGRAM_LIMITS.privateBurst) / TELEGRAM_LIMITS.privatePerSecond);
+const theoretical = Math.max(globalMin, chatMin);
+
+// Phase 2: accept-to-send latency under the limits.
+arrivals.clear();
+const probeDocks: DockWithSecret[] = [];
+for (let i = 0; i < 20; i++) {
+  const dock = await docks.create(2, { name: `Probe ${i}`, link: null, description: null });
+  await subscriptions.subscribe(dock.id, await person(`Probe reader ${i}`), "private");
+  probeDocks.push(dock);
+}
+await new Promise((r) => setTimeout(r, 1500));
+const accepted = new Map<string, number>();
+const probeStart = performance.now();
+for (let i = 0; i < probes; i++) {
+  const due = probeStart + i * 50; // 20/s overall, 1/s per chat
+  const wait = due - performance.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const msg = `probe ${i}`;
+  await ping(probeDocks[i % 20] as DockWithSecret, msg);
+  accepted.set(msg, performance.now());
+}
+await waitUntil(() => arrivals.size >= probes);
+const latencies = [...accepted].map(([msg, at]) => (arrivals.get(msg) as number) - at).sort((a, b) => a - b);
+const pct = (q: number) =>
+  (latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0).toFixed(1);
+const probeStats = await control("GET", "/stats");
+
+service.child.kill("SIGTERM");
+await db.close();
+await new Promise((r) => service.child.once("exit", r));
+rmSync(dataDir, { recursive: true, force: true });
+
+console.log(
+  `\nbench:delivery on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+);
+console.log(
+  `sandbox limits ON: ${SEND_LIMITS.globalPerSecond}/s per bot, burst ${SEND_LIMITS.privateChatBurst} then ${SEND_LIMITS.privateChatPerSecond}/s per chat\n`,
+);
+console.log(`phase 1: ${total} messages to ${chatsCount} chats (${perChat} each) from one Dock`);
+console.log(
+  `  time ${elapsed.toFixed(2)} s; theoretical minimum ${theoretical.toFixed(2)} s; ${((elapsed / theoretical - 1) * 100).toFixed(1)} % over (target ≤ 5 %)`,
+);
+console.log(`  achieved ${(total / elapsed).toFixed(1)} messages/s against a configured ${rate}/s`);
+console.log(`  429s received: ${floodStats.too_many_requests} (target 0)`);
+console.log(`phase 2: ${probes} messages at 20/s to 20 chats (under every limit)`);
+console.log(
+  `  accept-to-send p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms (target p50 < 20 ms); 429s: ${probeStats.too_many_requests}`,
+);
+process.exit(0);
