@@ -1,6 +1,8 @@
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
+import { BotWorker } from "./bot/bot.ts";
+import { telegramWebhook, webhookSecret } from "./bot/webhook.ts";
 import type { Config } from "./config.ts";
 import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
@@ -9,6 +11,7 @@ import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
+import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
@@ -34,6 +37,12 @@ export interface App {
   telegram: TelegramTarget;
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
+  botStates: BotStateRepository;
+  /**
+   * Who the bot is on Telegram, for "Open in Telegram" links (`telegramLink()`): known at once in
+   * the sandbox, from `getMe` once the bot started otherwise; null until then.
+   */
+  botInfo(): { username: string } | null;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -112,6 +121,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const messages = new MessageRepository(db, now);
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
+  const botStates = new BotStateRepository(db, now);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -155,7 +165,22 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  const workers: BackgroundWorker[] = [];
+  const bot = new BotWorker({
+    docks,
+    subscriptions,
+    loginTokens,
+    states: botStates,
+    log: server.log.child({ worker: "bot" }),
+    webhookUrl: config.telegramWebhookUrl,
+  });
+  if (config.telegramWebhookUrl !== null) {
+    await server.register(telegramWebhook, {
+      secret: webhookSecret(telegram.token),
+      handle: (update) => bot.handleUpdate(update),
+    });
+  }
+
+  const workers: BackgroundWorker[] = [bot];
   let started: BackgroundWorker[] = [];
 
   return {
@@ -166,6 +191,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     telegram,
     subscriptions,
     loginTokens,
+    botStates,
+    botInfo() {
+      const username = bot.botUsername() ?? telegram.botUsername;
+      return username === null ? null : { username };
+    },
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }
