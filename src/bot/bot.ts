@@ -41,6 +41,7 @@ const COMMANDS = (["start", "subscribe", "list", "unsubscribe", "cancel", "help"
   }),
 );
 
+/** The bot worker's dependencies: the store, a logger, and the mode. */
 export interface BotWorkerOptions extends BotDeps {
   log: FastifyBaseLogger;
   /** Webhook mode when set: Telegram posts updates there instead of being polled. */

@@ -13,7 +13,7 @@ const NO = "sub:n:";
 const AWAITING_DOCK_ID = "awaiting_dock_id";
 
 /** How long the bot waits for a Dock ID after Subscribe before it forgets it asked. */
-export const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
+const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
 /** Subscribes the update's chat (a person, or a group) to the Dock; says what happened. */
 async function subscribeChat(ctx: Context, deps: BotDeps, dock: Dock): Promise<string> {

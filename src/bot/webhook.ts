@@ -4,7 +4,7 @@ import type { Update } from "grammy/types";
 import { ApiError } from "../http/errors.ts";
 
 /** Where Telegram posts the bot's updates in webhook mode; TELEGRAM_WEBHOOK_URL must reach it. */
-export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
+const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
 
 /**
  * The `secret_token` given to `setWebhook`, derived from the bot token: every instance that
@@ -15,6 +15,7 @@ export function webhookSecret(botToken: string): string {
   return createHmac("sha256", botToken).update("dock-notify telegram webhook").digest("base64url");
 }
 
+/** What the webhook route needs: the secret to check, and the bot to hand updates to. */
 export interface TelegramWebhookOptions {
   /** The expected `X-Telegram-Bot-Api-Secret-Token`. */
   secret: string;
