@@ -1,6 +1,8 @@
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
+import { BotWorker } from "./bot/bot.ts";
+import { telegramWebhook, webhookSecret } from "./bot/webhook.ts";
 import type { Config } from "./config.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { Pacer, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
@@ -12,6 +14,7 @@ import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
+import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
 import { DeliveryRepository } from "./store/deliveries.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -41,6 +44,12 @@ export interface App {
   deliveries: DeliveryRepository;
   /** Telegram's flood limits on our side; whatever sends to Telegram paces itself through it. */
   pacer: Pacer;
+  botStates: BotStateRepository;
+  /**
+   * Who the bot is on Telegram, for "Open in Telegram" links (`telegramLink()`): known at once in
+   * the sandbox, from `getMe` once the bot started otherwise; null until then.
+   */
+  botInfo(): { username: string } | null;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -123,6 +132,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   registerBacklogGauges(metrics, () => deliveries.backlog(), now);
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
   const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: config.telegramRateLimit }, now);
+  const botStates = new BotStateRepository(db, now);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -190,7 +200,23 @@ export async function createApp(deps: AppDeps): Promise<App> {
     log: server.log.child({ worker: "retention" }),
     now,
   });
-  const workers: BackgroundWorker[] = [dispatcher, retention];
+  const bot = new BotWorker({
+    docks,
+    subscriptions,
+    loginTokens,
+    states: botStates,
+    log: server.log.child({ worker: "bot" }),
+    webhookUrl: config.telegramWebhookUrl,
+    pacer,
+  });
+  if (config.telegramWebhookUrl !== null) {
+    await server.register(telegramWebhook, {
+      secret: webhookSecret(telegram.token),
+      handle: (update) => bot.handleUpdate(update),
+    });
+  }
+
+  const workers: BackgroundWorker[] = [dispatcher, bot, retention];
   let started: BackgroundWorker[] = [];
 
   return {
@@ -203,6 +229,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     deliveries,
     pacer,
+    botStates,
+    botInfo() {
+      const username = bot.botUsername() ?? telegram.botUsername;
+      return username === null ? null : { username };
+    },
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }
@@ -214,9 +245,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
       }
     },
     async stop() {
-      const running = started.reverse();
+      const running = started;
       started = [];
-      for (const worker of running) await worker.stop();
+      // Independent of each other: stopping together keeps shutdown as short as the slowest.
+      await Promise.all(running.map((worker) => worker.stop()));
     },
   };
 }

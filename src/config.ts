@@ -31,6 +31,13 @@ export interface Config {
   /** SQLite `synchronous` pragma: `normal` survives process crashes, `full` also power loss. */
   sqliteSynchronous: "normal" | "full";
 
+  // The bot (src/bot/).
+  /**
+   * Webhook mode when set: the public https URL that reaches `POST /telegram/webhook`, which
+   * Telegram posts updates to. Null = long polling (one instance at a time).
+   */
+  telegramWebhookUrl: string | null;
+
   // Telegram sandbox: used when TELEGRAM_BOT_TOKEN is unset, and by `dock-notify sandbox`.
   /** Answer 429 like Telegram when the bot sends too fast; switch off for load tests. */
   sandboxRateLimits: boolean;
@@ -139,6 +146,18 @@ function encryptionKey(raw: string | undefined): Buffer | null {
 
 const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{30,}$/;
 
+function webhookUrl(raw: string | undefined, sandbox: boolean): string | null {
+  if (raw === undefined) return null;
+  const url = httpUrl("TELEGRAM_WEBHOOK_URL", raw);
+  // Telegram posts only to https; the sandbox also to http, so it can be tried locally.
+  if (!sandbox && !url.startsWith("https:")) {
+    throw new ConfigError(
+      `TELEGRAM_WEBHOOK_URL must be an https URL (Telegram posts only to https), got "${raw}"`,
+    );
+  }
+  return url;
+}
+
 /** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
@@ -175,6 +194,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean(env, "TRUST_PROXY", false),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
+
+    telegramWebhookUrl: webhookUrl(text(env, "TELEGRAM_WEBHOOK_URL"), token === null),
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),

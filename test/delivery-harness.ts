@@ -1,5 +1,6 @@
 import type { DockWithSecret } from "../src/store/docks.ts";
 import type { RunningService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the sandbox answered.
 type Json = any;
@@ -17,22 +18,30 @@ export function sandboxOf(service: RunningService) {
     if (response.status >= 400) throw new Error(`${method} ${path}: ${response.status} ${text}`);
     return text === "" ? null : JSON.parse(text);
   };
+  const fromBot = async (chatId: number): Promise<Json[]> => {
+    const messages: Json[] = await control("GET", `/chats/${chatId}/messages?limit=100000`);
+    return messages.filter((m) => m.from?.is_bot);
+  };
+  /** Per chat, how many bot messages came before any notification (the bot's welcome). */
+  const before = new Map<number, number>();
+  const botMessages = async (chatId: number) => (await fromBot(chatId)).slice(before.get(chatId) ?? 0);
   return {
     control,
-    /** A person who has opened the bot, so the bot may write to them. */
+    /** A person who has opened the bot (so the bot may write to them) and got its welcome. */
     async person(name: string): Promise<number> {
       const user = await control("POST", "/users", { first_name: name });
       await control("POST", `/users/${user.id}/start`);
+      const welcome = await waitFor(
+        `the bot's welcome to ${name}`,
+        async () => (await fromBot(user.id)).length || undefined,
+      );
+      before.set(user.id, welcome);
       return user.id as number;
     },
-    /** Texts of the messages the bot sent to a chat, oldest first. */
+    /** Messages the bot sent to a chat after its welcome (the notifications), oldest first. */
+    botMessages,
     async botTexts(chatId: number): Promise<string[]> {
-      const messages: Json[] = await control("GET", `/chats/${chatId}/messages?limit=100000`);
-      return messages.filter((m) => m.from?.is_bot).map((m) => m.text as string);
-    },
-    async botMessages(chatId: number): Promise<Json[]> {
-      const messages: Json[] = await control("GET", `/chats/${chatId}/messages?limit=100000`);
-      return messages.filter((m) => m.from?.is_bot);
+      return (await botMessages(chatId)).map((m) => m.text as string);
     },
     stats: (): Promise<{ send_message: number; too_many_requests: number; errors: number }> =>
       control("GET", "/stats"),

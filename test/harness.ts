@@ -95,12 +95,32 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-/** The whole service listening on a random local port, over a real database. */
+/** The whole service listening on a random local port, over a fresh database dropped on close. */
 export async function startService(
   dialect: DialectName,
   env: Record<string, string> = {},
 ): Promise<RunningService> {
   const database = await createTestDatabase(dialect);
+  const service = await startServiceOver(database, env);
+  return {
+    ...service,
+    close: async () => {
+      await service.close();
+      await database.drop();
+    },
+  };
+}
+
+/**
+ * The whole service over an existing test database, which outlives it: close, then start again
+ * over the same database to test a restart. Listens on PORT from `env` (default: a random port);
+ * give the same `encryptionKey` to every start that must read the Docks of an earlier one.
+ */
+export async function startServiceOver(
+  database: TestDatabase,
+  env: Record<string, string> = {},
+  encryptionKey: Buffer = randomBytes(32),
+): Promise<RunningService> {
   const config = loadConfig({
     PORT: "0",
     DATABASE_URL: database.url,
@@ -111,8 +131,8 @@ export async function startService(
   const db = openDb(config.databaseUrl);
   await migrate(db);
   const logs = new LogCapture();
-  const app = await createApp({ config, db, encryptionKey: randomBytes(32), logStream: logs });
-  await app.server.listen({ port: 0, host: "127.0.0.1" });
+  const app = await createApp({ config, db, encryptionKey, logStream: logs });
+  await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();
   const address = app.server.server.address();
   if (typeof address !== "object" || address === null) throw new Error("server did not bind");
@@ -127,7 +147,6 @@ export async function startService(
       await app.stop();
       await app.server.close();
       await db.close();
-      await database.drop();
     },
   };
 }

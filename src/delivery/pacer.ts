@@ -1,3 +1,4 @@
+import type { Transformer } from "grammy";
 /**
  * Telegram's flood limits, kept on our side so that we never hit them: a global rate for the bot,
  * about one message a second per private chat (with a small burst), twenty a minute per group.
@@ -151,4 +152,25 @@ export class Pacer {
 /** Private chats and everything else (groups, supergroups, channels) are paced differently. */
 export function chatKind(chatType: string): ChatKind {
   return chatType === "private" ? "private" : "group";
+}
+
+/** Bot API methods that count against Telegram's flood limits and so go through the pacer. */
+const PACED_METHODS = new Set(["sendMessage", "copyMessage", "forwardMessage", "sendPhoto", "sendDocument"]);
+
+/**
+ * A grammY transformer that makes any Api instance (the bot's replies) wait its turn in the same
+ * pacer as deliveries, and tells the pacer when Telegram answers `429` anyway. Install it before
+ * (inside) auto-retry, so each retry is paced too.
+ */
+export function pacedSends(pacer: Pacer): Transformer {
+  return async (prev, method, payload, signal) => {
+    const chatId = (payload as { chat_id?: unknown }).chat_id;
+    if (!PACED_METHODS.has(method) || typeof chatId !== "number") return prev(method, payload, signal);
+    // Telegram's group and channel ids are negative; people's are positive.
+    const kind: ChatKind = chatId > 0 ? "private" : "group";
+    await pacer.acquire(chatId, kind, signal as AbortSignal | undefined);
+    const result = await prev(method, payload, signal);
+    if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);
+    return result;
+  };
 }

@@ -73,7 +73,7 @@ export class MessageRepository {
           for (const item of batch) out.push(await this.#acceptIn(tx, item.input, item.hash));
           return out;
         });
-        batch.forEach((item, i) => item.resolve(results[i] as AcceptResult));
+        for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
         this.#notify();
       } catch {
         // One message's failure must not fail its neighbours: commit each on its own.

@@ -1,6 +1,13 @@
 import type { Db } from "./db.ts";
 import type { SubscriptionState } from "./schema.ts";
 
+/** An active subscription of a chat, with what the bot shows about its Dock. */
+export interface ChatSubscription {
+  dockId: string;
+  dockName: string;
+  subscribedAt: number;
+}
+
 /** Who receives a Dock's messages: one row per Dock × chat. */
 export class SubscriptionRepository {
   readonly #db: Db;
@@ -51,6 +58,52 @@ export class SubscriptionRepository {
       .updateTable("subscriptions")
       .set({ state, updated_at: this.#now() })
       .where("chat_id", "=", chatId);
+    if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** The subscription state of one chat for one Dock, or undefined when it never subscribed. */
+  async state(dockId: string, chatId: number): Promise<SubscriptionState | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("subscriptions")
+      .select("state")
+      .where("dock_id", "=", dockId)
+      .where("chat_id", "=", chatId)
+      .executeTakeFirst();
+    return row?.state;
+  }
+
+  /** What a chat receives: its active subscriptions, oldest first (the order the bot lists them in). */
+  async listActive(chatId: number): Promise<ChatSubscription[]> {
+    const rows = await this.#db.kysely
+      .selectFrom("subscriptions")
+      .innerJoin("docks", "docks.id", "subscriptions.dock_id")
+      .select(["subscriptions.dock_id", "docks.name", "subscriptions.created_at"])
+      .where("subscriptions.chat_id", "=", chatId)
+      .where("subscriptions.state", "=", "active")
+      .orderBy("subscriptions.created_at")
+      .orderBy("subscriptions.id")
+      .execute();
+    return rows.map((row) => ({ dockId: row.dock_id, dockName: row.name, subscribedAt: row.created_at }));
+  }
+
+  /**
+   * Moves a chat's subscriptions from one state to another, leaving the rest alone: blocking the
+   * bot pauses only the active ones, and unblocking resumes only those, never the ones the person
+   * removed. Returns how many changed.
+   */
+  async transition(
+    chatId: number,
+    from: SubscriptionState,
+    to: SubscriptionState,
+    dockId?: string,
+  ): Promise<number> {
+    let query = this.#db.kysely
+      .updateTable("subscriptions")
+      .set({ state: to, updated_at: this.#now() })
+      .where("chat_id", "=", chatId)
+      .where("state", "=", from);
     if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);

@@ -1,0 +1,95 @@
+import { type Context, GrammyError, Keyboard } from "grammy";
+import type { BotStateRepository } from "../store/bot-states.ts";
+import type { DockRepository } from "../store/docks.ts";
+import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { SubscriptionRepository } from "../store/subscriptions.ts";
+import { texts } from "./texts.ts";
+
+/** What the bot's handlers work with: the store, nothing else. Each handler module receives it. */
+export interface BotDeps {
+  docks: DockRepository;
+  subscriptions: SubscriptionRepository;
+  loginTokens: LoginTokenRepository;
+  states: BotStateRepository;
+}
+
+/** The persistent main menu of a private chat: Subscribe, My subscriptions, Help. */
+export function mainMenu(): Keyboard {
+  return new Keyboard()
+    .text(texts.menu.subscribe)
+    .text(texts.menu.subscriptions)
+    .row()
+    .text(texts.menu.help)
+    .resized()
+    .persistent()
+    .placeholder(texts.menu.placeholder);
+}
+
+/** True in groups and supergroups, where the subscriber is the group, not the person. */
+export function inGroup(ctx: Context): boolean {
+  return ctx.chat?.type === "group" || ctx.chat?.type === "supergroup";
+}
+
+/**
+ * Sends a text of the bot. In a private chat it carries the main menu (unless it has buttons of
+ * its own), so the menu is there whatever the person did last; groups get no reply keyboard,
+ * which every member would see.
+ */
+export async function say(
+  ctx: Context,
+  text: string,
+  extra: Parameters<Context["reply"]>[1] = {},
+): Promise<void> {
+  const menu =
+    ctx.chat?.type === "private" && extra.reply_markup === undefined ? { reply_markup: mainMenu() } : {};
+  await ctx.reply(text, {
+    parse_mode: "HTML",
+    link_preview_options: { is_disabled: true },
+    ...menu,
+    ...extra,
+  });
+}
+
+/**
+ * Rewrites the message a button belongs to (its buttons go away unless new ones are given). A
+ * button pressed twice, or under a message that is gone, must not fail the update: those two
+ * answers from Telegram are expected and ignored.
+ */
+export async function edit(
+  ctx: Context,
+  text: string,
+  extra: Parameters<Context["editMessageText"]>[1] = {},
+): Promise<void> {
+  try {
+    await ctx.editMessageText(text, {
+      parse_mode: "HTML",
+      link_preview_options: { is_disabled: true },
+      ...extra,
+    });
+  } catch (error) {
+    if (
+      error instanceof GrammyError &&
+      /message is not modified|message to edit not found|message can't be edited/.test(error.description)
+    ) {
+      return;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Answers a button press (Telegram shows a spinner until then). A press handled late, e.g. queued
+ * across a restart, may be past Telegram's answer window; that refusal is expected and ignored.
+ */
+export async function answer(
+  ctx: Context,
+  options: Parameters<Context["answerCallbackQuery"]>[0] = {},
+): Promise<void> {
+  try {
+    await ctx.answerCallbackQuery(options);
+  } catch (error) {
+    if (error instanceof GrammyError && /query is too old|query ID is invalid/.test(error.description))
+      return;
+    throw error;
+  }
+}

@@ -1,0 +1,70 @@
+import { Composer, type Context, InlineKeyboard } from "grammy";
+import type { User } from "grammy/types";
+import type { LoginTokenState } from "../store/login-tokens.ts";
+import { answer, type BotDeps, edit, say } from "./context.ts";
+import { texts } from "./texts.ts";
+
+/** Callback data of the sign-in Yes button (followed by the token) and of its No button. */
+const YES = "login:y:";
+const NO = "login:n";
+
+/** How the person is named in "Sign in … as <name>?": what they will see in the console. */
+function displayName(user: User): string {
+  const name = [user.first_name, user.last_name].filter(Boolean).join(" ");
+  return user.username ? `${name} (@${user.username})` : name;
+}
+
+/** What to say about a token that cannot be confirmed (any longer). */
+function refusal(state: LoginTokenState): string {
+  switch (state) {
+    case "confirmed":
+      return texts.loginAlreadyConfirmed;
+    case "expired":
+      return texts.loginExpired;
+    case "used":
+      return texts.loginUsed;
+    case "pending":
+    case "unknown":
+      return texts.loginUnknown;
+  }
+}
+
+/**
+ * `/start login_<token>` from the console's sign-in link: asks the person to confirm, so that
+ * opening a link someone else sent cannot sign that someone in as them. Private chats only.
+ */
+export async function askLoginConfirmation(ctx: Context, deps: BotDeps, token: string): Promise<void> {
+  if (ctx.chat?.type !== "private" || ctx.from === undefined) {
+    await say(ctx, texts.privateOnly);
+    return;
+  }
+  const state = await deps.loginTokens.state(token);
+  if (state !== "pending") {
+    await say(ctx, refusal(state));
+    return;
+  }
+  const buttons = new InlineKeyboard().text(texts.buttons.yes, `${YES}${token}`).text(texts.buttons.no, NO);
+  await say(ctx, texts.loginPrompt(displayName(ctx.from)), { reply_markup: buttons });
+}
+
+/**
+ * The sign-in confirmation buttons: Yes marks the console's login token confirmed for the Telegram
+ * user who pressed it (the console then exchanges it for a session); No leaves it unconfirmed.
+ */
+export function login(deps: BotDeps): Composer<Context> {
+  const composer = new Composer<Context>();
+
+  composer.callbackQuery(new RegExp(`^${YES}(.+)$`), async (ctx) => {
+    const { id, first_name, username } = ctx.from;
+    const state = await deps.loginTokens.confirm(ctx.match[1] as string, { id, first_name, username });
+    await answer(ctx);
+    await edit(ctx, state === "confirmed" ? texts.loginConfirmed : refusal(state));
+  });
+
+  composer.callbackQuery(NO, async (ctx) => {
+    await answer(ctx);
+    await edit(ctx, texts.loginDeclined);
+  });
+
+  return composer;
+}

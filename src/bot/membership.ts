@@ -1,0 +1,39 @@
+import { Composer, type Context } from "grammy";
+import type { ChatMember } from "grammy/types";
+import type { BotDeps } from "./context.ts";
+import { texts } from "./texts.ts";
+
+/** Whether the bot, with this membership, can still write in the chat. */
+function present(member: ChatMember): boolean {
+  if (member.status === "restricted") return member.is_member;
+  return member.status === "member" || member.status === "administrator" || member.status === "creator";
+}
+
+/**
+ * The bot's own membership (`my_chat_member`): a person who blocks the bot, or a group that
+ * removes it, can no longer receive messages, so the chat's active subscriptions become
+ * `blocked` (deliveries stop instead of failing). Unblocking or re-adding the bot resumes exactly
+ * those; subscriptions the chat had left stay removed.
+ */
+export function membership(deps: BotDeps): Composer<Context> {
+  const composer = new Composer<Context>();
+
+  composer.on("my_chat_member", async (ctx) => {
+    const update = ctx.myChatMember;
+    const chatId = update.chat.id;
+    const wasPresent = present(update.old_chat_member);
+    const isPresent = present(update.new_chat_member);
+    if (wasPresent && !isPresent) {
+      await deps.subscriptions.transition(chatId, "active", "blocked");
+      return;
+    }
+    if (wasPresent || !isPresent) return;
+    const resumed = await deps.subscriptions.transition(chatId, "blocked", "active");
+    // A private chat comes back with the person's /start, which greets them; a group gets a hello.
+    if (update.chat.type === "group" || update.chat.type === "supergroup") {
+      await ctx.reply(texts.groupWelcome(resumed), { parse_mode: "HTML" });
+    }
+  });
+
+  return composer;
+}

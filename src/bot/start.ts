@@ -1,0 +1,39 @@
+import { Composer, type Context } from "grammy";
+import { LOGIN_PAYLOAD_PREFIX } from "../store/login-tokens.ts";
+import { type BotDeps, say } from "./context.ts";
+import { askLoginConfirmation } from "./login.ts";
+import { offerSubscription } from "./subscribe.ts";
+import { texts } from "./texts.ts";
+
+/**
+ * `/start`, what every Telegram link into the bot sends: `/start <dock_id>` offers the Dock,
+ * `/start login_<token>` confirms a console sign-in, and a plain `/start` greets the person with
+ * the menu. Any `/start` in a private chat also resumes the subscriptions a block had paused:
+ * unblocking a bot in Telegram is pressing its Restart button, which sends `/start`.
+ */
+export function start(deps: BotDeps): Composer<Context> {
+  const composer = new Composer<Context>();
+
+  composer.command("start", async (ctx) => {
+    const payload = ctx.match.trim();
+    const resumed =
+      ctx.chat.type === "private" ? await deps.subscriptions.transition(ctx.chat.id, "blocked", "active") : 0;
+    if (payload.startsWith(LOGIN_PAYLOAD_PREFIX)) {
+      await askLoginConfirmation(ctx, deps, payload.slice(LOGIN_PAYLOAD_PREFIX.length));
+      return;
+    }
+    if (payload !== "") {
+      await offerSubscription(ctx, deps, payload);
+      return;
+    }
+    if (ctx.chat.type !== "private") {
+      await say(ctx, texts.help);
+      return;
+    }
+    await deps.states.clear(ctx.chat.id, ctx.from?.id ?? ctx.chat.id);
+    const welcome = texts.welcome(ctx.me.first_name);
+    await say(ctx, resumed > 0 ? `${welcome}\n\n${texts.welcomeBack(resumed)}` : welcome);
+  });
+
+  return composer;
+}

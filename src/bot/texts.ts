@@ -1,0 +1,127 @@
+/**
+ * Every word the bot says, in one place so it can be translated as a whole. Texts are Telegram
+ * HTML (sent with `parse_mode: "HTML"`); anything that comes from people (Dock names,
+ * descriptions, links, first names) goes through `escapeHtml` so it can never break the formatting.
+ */
+
+/** Makes text safe inside Telegram HTML: only `&`, `<` and `>` are special there. */
+export function escapeHtml(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+/** What the bot shows about a Dock when it asks whether to subscribe. */
+export interface DockCard {
+  id: string;
+  name: string;
+  description: string | null;
+  link: string | null;
+}
+
+function card(dock: DockCard): string {
+  const lines = [`<b>${escapeHtml(dock.name)}</b>`];
+  if (dock.description) lines.push(escapeHtml(dock.description));
+  if (dock.link) lines.push(escapeHtml(dock.link));
+  return lines.join("\n");
+}
+
+function dockName(name: string): string {
+  return `<b>${escapeHtml(name)}</b>`;
+}
+
+/** The bot's texts, English. */
+export const texts = {
+  menu: {
+    subscribe: "Subscribe",
+    subscriptions: "My subscriptions",
+    help: "Help",
+    placeholder: "Choose an action",
+  },
+  buttons: {
+    yes: "Yes",
+    no: "No",
+    unsubscribe: (name: string) => `Unsubscribe from ${name}`,
+  },
+  /** `setMyCommands`: what Telegram lists when a person types `/`. */
+  commands: {
+    start: "Start the bot and show the menu",
+    subscribe: "Subscribe to a Dock by its ID",
+    list: "Show my subscriptions",
+    unsubscribe: "Leave a subscription",
+    cancel: "Stop what the bot is asking for",
+    help: "How this bot works",
+  },
+
+  welcome: (botName: string) =>
+    [
+      `Hi! I am <b>${escapeHtml(botName)}</b>. I deliver notifications from applications to you.`,
+      "",
+      "An application sends its messages to a <b>Dock</b>; subscribe to the Dock and its messages appear here.",
+      "Press <b>Subscribe</b> and send me the Dock ID, or open the Dock's link.",
+    ].join("\n"),
+  welcomeBack: (resumed: number) =>
+    `Welcome back! ${resumed === 1 ? "Your subscription is" : `Your ${resumed} subscriptions are`} active again.`,
+  help: [
+    "<b>How to subscribe</b>",
+    "• Open a Dock's link (from its owner, or the <i>Open in Telegram</i> button in the Dock console) and answer <b>Yes</b>.",
+    "• Or press <b>Subscribe</b> and send me the Dock ID.",
+    "",
+    "<b>Commands</b>",
+    "/subscribe — subscribe to a Dock by its ID",
+    "/list — your subscriptions, each with an Unsubscribe button",
+    "/unsubscribe — leave a subscription",
+    "/cancel — stop what I am asking for",
+    "",
+    "In a group, add me and let an admin send <code>/subscribe</code>: the Dock's messages then go to the group. Only the group's admins can subscribe or unsubscribe it.",
+  ].join("\n"),
+  groupWelcome: (resumed: number) =>
+    [
+      "Hi! I deliver notifications from applications to this group.",
+      resumed > 0
+        ? `${resumed === 1 ? "Its subscription is" : `Its ${resumed} subscriptions are`} active again.`
+        : "A group admin can subscribe the group to a Dock with /subscribe.",
+    ].join("\n"),
+  unknownText: "I did not understand that. Press <b>Subscribe</b> to subscribe to a Dock, or see /help.",
+
+  subscribePrompt: (dock: DockCard, group: boolean) =>
+    `${card(dock)}\n\n${group ? "Subscribe this group to this Dock?" : "Subscribe to this Dock?"}`,
+  subscribed: (name: string, group: boolean) =>
+    `${group ? "This group is" : "You are"} now subscribed to ${dockName(name)}. Its messages will appear here.`,
+  alreadySubscribed: (name: string, group: boolean) =>
+    `${group ? "This group is" : "You are"} already subscribed to ${dockName(name)}.`,
+  declined: (name: string) => `OK, not subscribed to ${dockName(name)}.`,
+  noSuchDock: (id: string) =>
+    `There is no Dock with the ID <code>${escapeHtml(id)}</code>. It may have been deleted; ask its owner for the current link.`,
+  dockGone: "This Dock no longer exists.",
+
+  askDockId: "Send me the Dock ID (or paste the Dock's link).\nSend /cancel to stop.",
+  askDockIdPlaceholder: "Dock ID",
+  notADockId:
+    "That is not a Dock ID. A Dock ID is 22 letters and digits, like <code>4fGh2kLmN8pQrS0tUvWxYz</code>. Check it and send it again, or /cancel.",
+  unknownDockId: (id: string) =>
+    `There is no Dock with the ID <code>${escapeHtml(id)}</code>. Check it and send it again, or /cancel.`,
+  cancelled: "Cancelled.",
+  nothingToCancel: "There is nothing to cancel.",
+
+  subscriptionsHeader: (count: number, group: boolean) =>
+    count === 0
+      ? `${group ? "This group has" : "You have"} no subscriptions. Press <b>Subscribe</b> or open a Dock's link to add one.`
+      : `${group ? "This group is" : "You are"} subscribed to ${count === 1 ? "1 Dock" : `${count} Docks`}:`,
+  subscriptionLine: (name: string) => `• ${escapeHtml(name)}`,
+  unsubscribed: (name: string) => `Unsubscribed from ${name}.`,
+  unsubscribedMessage: (name: string) =>
+    `Unsubscribed from ${dockName(name)}. Its messages will no longer arrive.`,
+  notSubscribed: "Not subscribed to that Dock any more.",
+
+  adminsOnly: "Only this group's admins can change its subscriptions.",
+  privateOnly: "Sign-in works only in a private chat with me. Open the link from the console again.",
+
+  loginPrompt: (name: string) => `Sign in to the Dock console as <b>${escapeHtml(name)}</b>?`,
+  loginConfirmed: "You are signed in. Go back to the Dock console.",
+  loginDeclined: "Sign-in cancelled. Nobody was signed in.",
+  loginExpired: "This sign-in link has expired. Start again from the console's sign-in page.",
+  loginUsed: "This sign-in link was already used. Start again from the console's sign-in page.",
+  loginAlreadyConfirmed: "This sign-in is already confirmed. Go back to the Dock console.",
+  loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
+
+  staleButton: "This button no longer works.",
+};

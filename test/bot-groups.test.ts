@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
+import type { DockWithSecret } from "../src/store/docks.ts";
+import { People, subscriptionRows } from "./bot-harness.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
+  let service: RunningService;
+  let people: People;
+  let dock: DockWithSecret;
+  let other: DockWithSecret;
+
+  beforeAll(async () => {
+    service = await startService(dialect);
+    people = new People(`${service.url}/sandbox`);
+    dock = await service.app.docks.create(1, { name: "Alerts", link: null, description: "Pager alerts" });
+    other = await service.app.docks.create(1, { name: "Builds", link: null, description: null });
+  });
+  afterAll(async () => service.close());
+
+  async function subscriptionsOf(chatId: number) {
+    return (await subscriptionRows(service.db))
+      .filter((row) => row[1] === chatId)
+      .map((row) => [row[0], row[2], row[3]])
+      .sort();
+  }
+
+  /** Waits until the chat's subscriptions are as expected (the bot acts on updates in its own time). */
+  function subscriptionsBecome(chatId: number, expected: unknown[]) {
+    return people.waitFor(
+      `the subscriptions of chat ${chatId} to become ${JSON.stringify(expected)}`,
+      async () => {
+        const rows = await subscriptionsOf(chatId);
+        return JSON.stringify(rows) === JSON.stringify(expected) ? rows : undefined;
+      },
+      () => subscriptionsOf(chatId),
+    );
+  }
+
+  /** A group with an admin and a plain member, with the bot added by the admin. */
+  async function groupWithBot(type: "group" | "supergroup") {
+    const admin = await people.person("Ada");
+    const member = await people.person("Moe");
+    const group = await people.control<{ id: number }>("POST", "/groups", {
+      title: "Ops",
+      type,
+      members: [admin, member],
+      admins: [admin],
+    });
+    const before = { message_id: 0 };
+    await people.control("POST", `/chats/${group.id}/bot`, { from: admin, status: "member" });
+    const hello = await people.botReply(group.id, before, "the bot's hello in the group");
+    expect(hello.text).toContain("A group admin can subscribe the group");
+    return { admin, member, group: group.id };
+  }
+
+  it("an admin subscribes the group with /start@bot <dock_id> and Yes", async () => {
+    const { admin, group } = await groupWithBot("group");
+    const command = await people.say(group, `/start@${SANDBOX_BOT_USERNAME} ${dock.id}`, { from: admin });
+    const prompt = await people.botReply(group, command, "the group subscription prompt");
+    expect(prompt.text).toContain("Subscribe this group to this Dock?");
+    await people.press(group, prompt, "Yes", admin);
+    expect((await people.edited(group, prompt)).text).toContain("This group is now subscribed to Alerts");
+    expect(await subscriptionsOf(group)).toEqual([[dock.id, "group", "active"]]);
+  });
+
+  it("a member who is not an admin can neither subscribe the group nor press the admin's Yes", async () => {
+    const { admin, member, group } = await groupWithBot("group");
+    const command = await people.say(group, `/start@${SANDBOX_BOT_USERNAME} ${dock.id}`, { from: member });
+    expect((await people.botReply(group, command)).text).toBe(
+      "Only this group's admins can change its subscriptions.",
+    );
+
+    const asked = await people.say(group, `/start@${SANDBOX_BOT_USERNAME} ${dock.id}`, { from: admin });
+    const prompt = await people.botReply(group, asked);
+    const press = await people.press(group, prompt, "Yes", member);
+    expect(await people.callbackAnswer(press)).toEqual({
+      text: "Only this group's admins can change its subscriptions.",
+      show_alert: true,
+    });
+    const manual = await people.say(group, `/subscribe@${SANDBOX_BOT_USERNAME}`, { from: member });
+    expect((await people.botReply(group, manual)).text).toBe(
+      "Only this group's admins can change its subscriptions.",
+    );
+    const prompted = (await people.history(group)).find((m) => m.message_id === prompt.message_id);
+    expect(prompted?.edit_date).toBeUndefined();
+    expect(await subscriptionsOf(group)).toEqual([]);
+  });
+
+  it("an admin subscribes a supergroup by /subscribe and replying with the Dock ID; only admins unsubscribe", async () => {
+    const { admin, member, group } = await groupWithBot("supergroup");
+    const command = await people.say(group, "/subscribe", { from: admin });
+    const prompt = await people.botReply(group, command, "the Dock ID prompt");
+    expect(prompt.reply_markup).toMatchObject({ force_reply: true, selective: true });
+    expect(prompt.reply_to_message?.message_id).toBe(command.message_id);
+    const answer = await people.say(group, other.id, { from: admin, replyTo: prompt.message_id });
+    expect((await people.botReply(group, answer)).text).toContain("This group is now subscribed to Builds");
+    expect(await subscriptionsOf(group)).toEqual([[other.id, "supergroup", "active"]]);
+
+    const refused = await people.say(group, `/unsubscribe ${other.id}`, { from: member });
+    expect((await people.botReply(group, refused)).text).toBe(
+      "Only this group's admins can change its subscriptions.",
+    );
+    const list = await people.botReply(group, await people.say(group, "/list", { from: member }));
+    const press = await people.press(group, list, "Unsubscribe from Builds", member);
+    expect((await people.callbackAnswer(press)).show_alert).toBe(true);
+    expect(await subscriptionsOf(group)).toEqual([[other.id, "supergroup", "active"]]);
+
+    await people.press(group, list, "Unsubscribe from Builds", admin);
+    expect((await people.edited(group, list)).text).toContain("This group has no subscriptions");
+    expect(await subscriptionsOf(group)).toEqual([[other.id, "supergroup", "removed"]]);
+  });
+
+  it("removing the bot from a group pauses its subscriptions; adding it back resumes them", async () => {
+    const { admin, group } = await groupWithBot("group");
+    await service.app.subscriptions.subscribe(dock.id, group, "group");
+    await service.app.subscriptions.subscribe(other.id, group, "group");
+    await service.app.subscriptions.transition(group, "active", "removed", other.id);
+
+    await people.control("POST", `/chats/${group}/bot`, { from: admin, status: "left" });
+    await subscriptionsBecome(
+      group,
+      [
+        [dock.id, "group", "blocked"],
+        [other.id, "group", "removed"],
+      ].sort(),
+    );
+
+    const before = (await people.history(group)).at(-1) ?? { message_id: 0 };
+    await people.control("POST", `/chats/${group}/bot`, { from: admin, status: "member" });
+    const hello = await people.botReply(group, before, "the bot's hello when re-added");
+    expect(hello.text).toContain("Its subscription is active again");
+    expect(await subscriptionsOf(group)).toEqual(
+      [
+        [dock.id, "group", "active"],
+        [other.id, "group", "removed"],
+      ].sort(),
+    );
+  });
+
+  it("a person who blocks the bot stops receiving; /start again resumes what they had", async () => {
+    const own = await service.app.docks.create(1, { name: "Pat's", link: null, description: null });
+    const pat = await people.person("Pat");
+    await people.botReply(pat, await people.start(pat), "the welcome");
+    await service.app.subscriptions.subscribe(own.id, pat, "private");
+    await service.app.subscriptions.subscribe(other.id, pat, "private");
+    await people.press(
+      pat,
+      await people.botReply(pat, await people.say(pat, "/list")),
+      "Unsubscribe from Builds",
+    );
+    await subscriptionsBecome(
+      pat,
+      [
+        [own.id, "private", "active"],
+        [other.id, "private", "removed"],
+      ].sort(),
+    );
+
+    await people.control("POST", `/users/${pat}/block`);
+    await subscriptionsBecome(
+      pat,
+      [
+        [own.id, "private", "blocked"],
+        [other.id, "private", "removed"],
+      ].sort(),
+    );
+    // Nothing is queued for a blocked chat.
+    const message = await service.app.messages.accept({ dockId: own.id, text: "while blocked" });
+    expect(message).toMatchObject({ kind: "accepted", subscribers: 0 });
+
+    const restart = await people.start(pat);
+    expect((await people.botReply(pat, restart, "the welcome after restarting")).text).toContain("Dock");
+    expect(await subscriptionsOf(pat)).toEqual(
+      [
+        [own.id, "private", "active"],
+        [other.id, "private", "removed"],
+      ].sort(),
+    );
+  });
+});

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOGIN_TOKEN_TTL_MS, LoginTokenRepository } from "../src/store/login-tokens.ts";
+import { People } from "./bot-harness.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) => {
+  let service: RunningService;
+  let people: People;
+
+  beforeAll(async () => {
+    service = await startService(dialect);
+    people = new People(`${service.url}/sandbox`);
+  });
+  afterAll(async () => service.close());
+
+  /** The person follows the console's sign-in link; returns the bot's answer. */
+  async function openLogin(person: number, token: string) {
+    return people.botReply(person, await people.start(person, `login_${token}`), "the sign-in answer");
+  }
+
+  it("Yes confirms the token for the Telegram user who pressed it, once", async () => {
+    const alice = await people.person("Alice", "alice_s");
+    const { token } = await service.app.loginTokens.create();
+    const prompt = await openLogin(alice, token);
+    expect(prompt.text).toBe("Sign in to the Dock console as Alice (@alice_s)?");
+    expect(await service.app.loginTokens.state(token)).toBe("pending");
+
+    await people.press(alice, prompt, "Yes");
+    expect((await people.edited(alice, prompt)).text).toBe("You are signed in. Go back to the Dock console.");
+    expect(await service.app.loginTokens.state(token)).toBe("confirmed");
+    const user = await service.db.kysely
+      .selectFrom("users")
+      .select(["first_name", "username"])
+      .where("telegram_id", "=", alice)
+      .executeTakeFirst();
+    expect(user).toEqual({ first_name: "Alice", username: "alice_s" });
+    expect(await service.app.loginTokens.consume(token)).toBe(alice);
+
+    // The same link again: the console already used it.
+    expect((await openLogin(alice, token)).text).toContain("already used");
+  });
+
+  it("No leaves the sign-in unconfirmed", async () => {
+    const bob = await people.person("Bob");
+    const { token } = await service.app.loginTokens.create();
+    const prompt = await openLogin(bob, token);
+    await people.press(bob, prompt, "No");
+    expect((await people.edited(bob, prompt)).text).toContain("Sign-in cancelled");
+    expect(await service.app.loginTokens.state(token)).toBe("pending");
+    expect(await service.app.loginTokens.consume(token)).toBeNull();
+  });
+
+  it("an expired or unknown token says so and asks for nothing", async () => {
+    const carol = await people.person("Carol");
+    const past = new LoginTokenRepository(service.db, () => Date.now() - LOGIN_TOKEN_TTL_MS - 1000);
+    const { token: expired } = await past.create();
+    const reply = await openLogin(carol, expired);
+    expect(reply.text).toContain("This sign-in link has expired");
+    expect(reply.reply_markup?.inline_keyboard).toBeUndefined();
+    expect(await service.app.loginTokens.state(expired)).toBe("expired");
+
+    expect((await openLogin(carol, "NotATokenAtAll")).text).toContain("This sign-in link is not valid");
+  });
+
+  it("a Yes pressed after the console already used the token does not confirm it again", async () => {
+    const dan = await people.person("Dan");
+    const eve = await people.person("Eve");
+    const { token } = await service.app.loginTokens.create();
+    const danPrompt = await openLogin(dan, token);
+    const evePrompt = await openLogin(eve, token);
+    await people.press(dan, danPrompt, "Yes");
+    await people.edited(dan, danPrompt);
+    expect(await service.app.loginTokens.consume(token)).toBe(dan);
+    await people.press(eve, evePrompt, "Yes");
+    expect((await people.edited(eve, evePrompt)).text).toContain("already used");
+  });
+});
