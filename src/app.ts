@@ -2,17 +2,23 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import type { Config } from "./config.ts";
+import { botUsernameResolver } from "./http/bot-username.ts";
+import { consoleApi } from "./http/console-api.ts";
+import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
 import type { Db } from "./store/db.ts";
+import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
 
@@ -34,6 +40,8 @@ export interface App {
   telegram: TelegramTarget;
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
+  /** Console sessions (sign-in through the bot or the Login Widget). */
+  sessions: SessionRepository;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -112,6 +120,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const messages = new MessageRepository(db, now);
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
+  const sessions = new SessionRepository(db, now);
+  const telegram = telegramTarget(config);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -133,6 +143,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return reply.code(error.status).send(error.body);
   });
 
+  await server.register(securityHeaders, {
+    https: config.publicUrl.startsWith("https:"),
+    loginWidget: config.telegramLoginDomain !== null,
+  });
   await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
   await server.register(health, { db, metrics });
   await server.register(sendApi, {
@@ -146,7 +160,25 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dockRatePerSecond: config.dockRatePerSecond,
   });
 
-  const telegram = telegramTarget(config);
+  await server.register(consoleApi, {
+    prefix: "/console/api",
+    docks,
+    messages,
+    subscriptions,
+    loginTokens,
+    sessions,
+    report: new DeliveryReport(db),
+    publicUrl: config.publicUrl,
+    sandbox: telegram.sandbox,
+    botUsername: botUsernameResolver(telegram),
+    botToken: telegram.token,
+    loginWidgetDomain: config.telegramLoginDomain,
+    sessionTtlMs: config.sessionTtlMs,
+    signInAttemptsPerMinute: config.signInAttemptsPerMinute,
+    now,
+  });
+  await server.register(consolePage, {});
+
   if (telegram.sandbox) {
     await server.register(sandbox, {
       prefix: "/sandbox",
@@ -166,6 +198,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     telegram,
     subscriptions,
     loginTokens,
+    sessions,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

@@ -72,7 +72,9 @@ export class MessageRepository {
           for (const item of batch) out.push(await this.#acceptIn(tx, item.input, item.hash));
           return out;
         });
-        batch.forEach((item, i) => item.resolve(results[i] as AcceptResult));
+        batch.forEach((item, i) => {
+          item.resolve(results[i] as AcceptResult);
+        });
       } catch {
         // One message's failure must not fail its neighbours: commit each on its own.
         await Promise.all(batch.map((item) => this.#acceptAlone(item)));
