@@ -112,7 +112,7 @@ export async function startService(
   await migrate(db);
   const logs = new LogCapture();
   const app = await createApp({ config, db, encryptionKey: randomBytes(32), logStream: logs });
-  await app.server.listen({ port: 0, host: "127.0.0.1" });
+  await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();
   const address = app.server.server.address();
   if (typeof address !== "object" || address === null) throw new Error("server did not bind");
