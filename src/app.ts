@@ -7,9 +7,12 @@ import type { Config } from "./config.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { Pacer, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { consoleApi } from "./http/console-api.ts";
+import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
@@ -17,9 +20,11 @@ import { sandbox } from "./sandbox/plugin.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
 import { DeliveryRepository } from "./store/deliveries.ts";
+import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
 
@@ -50,6 +55,8 @@ export interface App {
    * the sandbox, from `getMe` once the bot started otherwise; null until then.
    */
   botInfo(): { username: string } | null;
+  /** Console sessions (sign-in through the bot or the Login Widget). */
+  sessions: SessionRepository;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -133,6 +140,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
   const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: config.telegramRateLimit }, now);
   const botStates = new BotStateRepository(db, now);
+  const sessions = new SessionRepository(db, now);
+  const telegram = telegramTarget(config);
 
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
@@ -154,6 +163,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return reply.code(error.status).send(error.body);
   });
 
+  await server.register(securityHeaders, {
+    https: config.publicUrl.startsWith("https:"),
+    loginWidget: config.telegramLoginDomain !== null,
+  });
   await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
   await server.register(health, { db, metrics });
   await server.register(sendApi, {
@@ -168,7 +181,30 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dockRatePerSecond: config.dockRatePerSecond,
   });
 
-  const telegram = telegramTarget(config);
+  await server.register(consoleApi, {
+    prefix: "/console/api",
+    docks,
+    messages,
+    subscriptions,
+    loginTokens,
+    sessions,
+    report: new DeliveryReport(db),
+    publicUrl: config.publicUrl,
+    sandbox: telegram.sandbox,
+    // The bot learns its username from getMe when it starts (known at once in the sandbox).
+    botUsername: async () => {
+      const username = bot.botUsername() ?? telegram.botUsername;
+      if (username === null) throw new ApiError("telegram_unavailable");
+      return username;
+    },
+    botToken: telegram.token,
+    loginWidgetDomain: config.telegramLoginDomain,
+    sessionTtlMs: config.sessionTtlMs,
+    signInAttemptsPerMinute: config.signInAttemptsPerMinute,
+    now,
+  });
+  await server.register(consolePage, {});
+
   if (telegram.sandbox) {
     await server.register(sandbox, {
       prefix: "/sandbox",
@@ -234,6 +270,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       const username = bot.botUsername() ?? telegram.botUsername;
       return username === null ? null : { username };
     },
+    sessions,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

@@ -56,6 +56,16 @@ export interface Config {
   deliveryLeaseMs: number;
   /** Finished messages and their deliveries are deleted after this long; 0 keeps them forever. */
   retentionMs: number;
+  // Control console (the web app at /console/).
+  /** How long a console session lasts after sign-in, in milliseconds. */
+  sessionTtlMs: number;
+  /** Sign-in attempts allowed per client address per minute; 0 switches the limit off. */
+  signInAttemptsPerMinute: number;
+  /**
+   * The domain linked to the bot with BotFather's /setdomain. When set, the console also offers the
+   * Telegram Login Widget, which only works on that domain.
+   */
+  telegramLoginDomain: string | null;
 }
 
 export class ConfigError extends Error {
@@ -158,6 +168,24 @@ function webhookUrl(raw: string | undefined, sandbox: boolean): string | null {
   return url;
 }
 
+/** TELEGRAM_LOGIN_DOMAIN must be PUBLIC_URL's host: Telegram shows the widget only on the bot's domain. */
+function telegramLoginDomain(
+  raw: string | undefined,
+  publicUrl: string,
+  token: string | null,
+): string | null {
+  if (raw === undefined) return null;
+  const domain = raw.toLowerCase();
+  if (token === null) {
+    throw new ConfigError("TELEGRAM_LOGIN_DOMAIN needs TELEGRAM_BOT_TOKEN (the sandbox has no login widget)");
+  }
+  const host = new URL(publicUrl).hostname;
+  if (domain !== host) {
+    throw new ConfigError(`TELEGRAM_LOGIN_DOMAIN must be the host of PUBLIC_URL (${host}), got "${raw}"`);
+  }
+  return domain;
+}
+
 /** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
@@ -200,6 +228,9 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
 
+    sessionTtlMs: integer(env, "SESSION_TTL_HOURS", 168, 1, 8760) * 60 * 60 * 1000,
+    signInAttemptsPerMinute: integer(env, "SIGN_IN_ATTEMPTS_PER_MINUTE", 10, 0, 1_000_000),
+    telegramLoginDomain: telegramLoginDomain(text(env, "TELEGRAM_LOGIN_DOMAIN"), publicUrl, token),
     ...deliveryConfig(env),
   };
 }

@@ -73,7 +73,7 @@ export async function serve(config: Config): Promise<void> {
       telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
       port,
     },
-    `Dock Notify is ready: API ${config.publicUrl}/ping · reference ${config.publicUrl}/docs${
+    `Dock Notify is ready: console ${config.publicUrl}/console/ · API ${config.publicUrl}/ping · reference ${config.publicUrl}/docs${
       config.telegramBotToken ? "" : ` · Telegram sandbox ${config.publicUrl}/sandbox`
     }`,
   );

@@ -34,6 +34,9 @@ export function botHandlers(deps: BotDeps): Composer<Context> {
   return composer;
 }
 
+/** How long starting the service waits for Telegram before the bot goes on connecting in the background. */
+const START_GRACE_MS = 5000;
+
 /** What `setMyCommands` publishes: the commands Telegram suggests when a person types `/`. */
 const COMMANDS = (["start", "subscribe", "list", "unsubscribe", "cancel", "help"] as const).map(
   (command) => ({
@@ -65,6 +68,7 @@ export class BotWorker implements BackgroundWorker {
   #polling: Promise<void> | null = null;
   #username: string | null = null;
   #stopped = false;
+  #abort = new AbortController();
   #retryTimer: NodeJS.Timeout | null = null;
 
   constructor(options: BotWorkerOptions) {
@@ -86,36 +90,40 @@ export class BotWorker implements BackgroundWorker {
     bot.use(botHandlers(this.#options));
     bot.catch((error) => this.#failed(error.error, error.ctx.update));
 
-    // Telegram unreachable or refusing at start must not stop the service (the send API keeps
-    // accepting, deliveries wait): keep trying in the background, backing off up to a minute.
+    // Telegram unreachable, refusing or silent at start must not stop the service (the send API
+    // keeps accepting, deliveries wait): give the first attempt a few seconds, then keep trying in
+    // the background, backing off up to a minute.
     this.#stopped = false;
-    try {
-      await this.#launch(bot, telegram);
-    } catch (error) {
-      log.error({ error: this.#describe(error) }, "bot could not start; retrying");
-      void this.#retryLaunch(bot, telegram);
+    this.#abort = new AbortController();
+    const launched = this.#keepLaunching(bot, telegram);
+    const grace = new Promise<"waiting">((resolve) =>
+      setTimeout(() => resolve("waiting"), START_GRACE_MS).unref(),
+    );
+    if ((await Promise.race([launched, grace])) === "waiting") {
+      log.warn("Telegram has not answered yet; the bot starts once it does");
     }
   }
 
-  async #retryLaunch(bot: Bot, telegram: TelegramTarget): Promise<void> {
+  async #keepLaunching(bot: Bot, telegram: TelegramTarget): Promise<"launched" | "stopped"> {
     for (let attempt = 1; !this.#stopped; attempt++) {
+      try {
+        await this.#launch(bot, telegram);
+        return "launched";
+      } catch (error) {
+        if (this.#stopped) break;
+        this.#options.log.error({ error: this.#describe(error), attempt }, "bot could not start; retrying");
+      }
       await new Promise<void>((resolve) => {
         this.#retryTimer = setTimeout(resolve, Math.min(60_000, 1000 * 2 ** attempt));
       });
-      if (this.#stopped) return;
-      try {
-        await this.#launch(bot, telegram);
-        return;
-      } catch (error) {
-        this.#options.log.error({ error: this.#describe(error), attempt }, "bot could not start; retrying");
-      }
     }
+    return "stopped";
   }
 
   async #launch(bot: Bot, telegram: TelegramTarget): Promise<void> {
     const { log, webhookUrl } = this.#options;
 
-    await bot.init();
+    await bot.init(this.#abort.signal as Parameters<Bot["init"]>[0]);
     this.#username = bot.botInfo.username;
     await bot.api.setMyCommands(COMMANDS);
     await this.#options.states.prune();
@@ -143,6 +151,7 @@ export class BotWorker implements BackgroundWorker {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     const bot = this.#bot;
     const polling = this.#polling;

@@ -17,3 +17,8 @@ export function telegramLink(
   }
   return sandbox ? `${publicUrl}/sandbox?start=${payload}` : `https://t.me/${botUsername}?start=${payload}`;
 }
+
+/** The bot itself, without a payload: `https://t.me/<bot>`, or the sandbox chat page. */
+export function botLink(publicUrl: string, botUsername: string, sandbox: boolean): string {
+  return sandbox ? `${publicUrl}/sandbox` : `https://t.me/${botUsername}`;
+}

@@ -5,7 +5,13 @@
 export const ERRORS = {
   invalid_json: { status: 400, message: "The request body is not a valid JSON object." },
   invalid_request: { status: 400, message: "The request is not valid." },
+  invalid_fields: { status: 400, message: "Some fields are not valid; see error.fields." },
   unauthorized: { status: 401, message: "Unknown Dock or wrong secret key." },
+  not_signed_in: { status: 401, message: "Sign in to the console first." },
+  csrf_rejected: {
+    status: 403,
+    message: "The request lacks a valid X-CSRF-Token header; reload the console and try again.",
+  },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },
   payload_too_large: { status: 413, message: "The request body is too large." },
@@ -20,19 +26,33 @@ export const ERRORS = {
     message: "Too many failed authentications from this address; wait before trying again.",
   },
   rate_limited: { status: 429, message: "This Dock is sending faster than its allowed rate." },
+  too_many_sign_in_attempts: {
+    status: 429,
+    message: "Too many sign-in attempts from this address; wait before trying again.",
+  },
   internal_error: {
     status: 500,
     message: "Something went wrong on our side; the request was not processed.",
   },
   not_ready: { status: 503, message: "The service is not ready." },
+  telegram_unavailable: {
+    status: 503,
+    message: "Telegram cannot be reached to look up the bot; try again shortly.",
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The body of every error answer. */
+/** A problem with one field of a form, shown next to that field. */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+/** The body of every error answer; `fields` only with `invalid_fields`. */
 export interface ErrorBody {
   ok: false;
-  error: { code: ErrorCode; message: string };
+  error: { code: ErrorCode; message: string; fields?: FieldProblem[] };
 }
 
 /** An error meant for the client: thrown anywhere in a route, rendered by the app's error handler. */
@@ -40,17 +60,26 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Record<string, string>;
+  readonly fields: FieldProblem[] | undefined;
 
-  constructor(code: ErrorCode, message?: string, headers: Record<string, string> = {}) {
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    headers: Record<string, string> = {},
+    fields?: FieldProblem[],
+  ) {
     super(message ?? ERRORS[code].message);
     this.name = "ApiError";
     this.code = code;
     this.status = ERRORS[code].status;
     this.headers = headers;
+    this.fields = fields;
   }
 
   get body(): ErrorBody {
-    return { ok: false, error: { code: this.code, message: this.message } };
+    const error: ErrorBody["error"] = { code: this.code, message: this.message };
+    if (this.fields) error.fields = this.fields;
+    return { ok: false, error };
   }
 }
 
@@ -66,6 +95,14 @@ export const errorBodySchema = {
       properties: {
         code: { type: "string", enum: Object.keys(ERRORS) },
         message: { type: "string" },
+        fields: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["field", "message"],
+            properties: { field: { type: "string" }, message: { type: "string" } },
+          },
+        },
       },
     },
   },

@@ -8,6 +8,17 @@ export interface ChatSubscription {
   subscribedAt: number;
 }
 
+/** One chat that receives (or, blocked, no longer can receive) a Dock's messages. */
+export interface Subscriber {
+  chatId: number;
+  chatType: string;
+  state: SubscriptionState;
+  /** Known when the chat is a private chat with someone who signed in to the console. */
+  firstName: string | null;
+  username: string | null;
+  since: number;
+}
+
 /** Who receives a Dock's messages: one row per Dock × chat. */
 export class SubscriptionRepository {
   readonly #db: Db;
@@ -107,5 +118,57 @@ export class SubscriptionRepository {
     if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);
+  }
+
+  /** A Dock's subscribers, active and blocked (removed ones are gone), oldest first. */
+  async list(dockId: string): Promise<Subscriber[]> {
+    const rows = await this.#db.kysely
+      .selectFrom("subscriptions")
+      // A private chat's id is the person's user id, so people who use the console get a name.
+      .leftJoin("users", "users.telegram_id", "subscriptions.chat_id")
+      .select([
+        "subscriptions.chat_id",
+        "subscriptions.chat_type",
+        "subscriptions.state",
+        "subscriptions.created_at",
+        "users.first_name",
+        "users.username",
+      ])
+      .where("subscriptions.dock_id", "=", dockId)
+      .where("subscriptions.state", "!=", "removed")
+      .orderBy("subscriptions.id")
+      .execute();
+    return rows.map((row) => ({
+      chatId: row.chat_id,
+      chatType: row.chat_type,
+      state: row.state,
+      firstName: row.first_name,
+      username: row.username,
+      since: row.created_at,
+    }));
+  }
+
+  /** The owner removes a chat from a Dock: it stops receiving at once. True when it was subscribed. */
+  async remove(dockId: string, chatId: number): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx
+        .updateTable("subscriptions")
+        .set({ state: "removed", updated_at: now })
+        .where("dock_id", "=", dockId)
+        .where("chat_id", "=", chatId)
+        .where("state", "!=", "removed")
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      // Messages already queued for the chat are not sent either: removal takes effect now.
+      await tx
+        .updateTable("deliveries")
+        .set({ state: "gone", last_error: "removed by the Dock's owner", updated_at: now })
+        .where("dock_id", "=", dockId)
+        .where("chat_id", "=", chatId)
+        .where("state", "=", "queued")
+        .execute();
+      return true;
+    });
   }
 }

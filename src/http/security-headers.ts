@@ -1,0 +1,42 @@
+import helmet from "@fastify/helmet";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+
+export interface SecurityHeadersOptions {
+  /** Only over https may the policy ask browsers to upgrade requests and remember https (HSTS). */
+  https: boolean;
+  /** The Telegram Login Widget loads a script from telegram.org and an iframe from oauth.telegram.org. */
+  loginWidget: boolean;
+}
+
+/**
+ * Security headers on every answer (helmet), with a strict Content-Security-Policy made for the
+ * console: only our own scripts, styles and connections, no inline code, no framing. Pages with
+ * other needs set their own policy on their routes: the API reference at /docs (Swagger UI's
+ * `staticCSP`) and the sandbox chat page (hashes of its inline script and style).
+ */
+export const securityHeaders = fp(async (app: FastifyInstance, options: SecurityHeadersOptions) => {
+  const telegram = options.loginWidget ? ["https://telegram.org"] : [];
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", ...telegram],
+        "style-src": ["'self'"],
+        // The sign-in QR code is an SVG data: URL.
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "frame-src": options.loginWidget ? ["https://oauth.telegram.org"] : ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        ...(options.https ? { "upgrade-insecure-requests": [] } : {}),
+      },
+    },
+    strictTransportSecurity: options.https ? { maxAge: 15552000, includeSubDomains: false } : false,
+    referrerPolicy: { policy: "no-referrer" },
+  });
+});

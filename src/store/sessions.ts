@@ -1,0 +1,129 @@
+import { createHash } from "node:crypto";
+import { randomBase62 } from "../domain/ids.ts";
+import type { Db } from "./db.ts";
+import type { TelegramIdentity } from "./login-tokens.ts";
+
+/** `last_seen_at` is written at most this often per session, so browsing costs no write per request. */
+const SEEN_PRECISION_MS = 60_000;
+
+/** The signed-in person behind a valid session. */
+export interface SessionUser {
+  id: number;
+  firstName: string | null;
+  username: string | null;
+}
+
+export interface Session {
+  user: SessionUser;
+  createdAt: number;
+  expiresAt: number;
+}
+
+function hash(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/**
+ * Console sessions. The browser holds a random token in a cookie; the database holds only its hash,
+ * so a copy of the database signs nobody in. A session ends when it expires or is revoked
+ * (sign-out, or sign-out everywhere), and the check happens on every request.
+ */
+export class SessionRepository {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /**
+   * Starts a session for a Telegram user who proved who they are. Names given with the identity
+   * replace the stored ones; an identity with only an id keeps them.
+   */
+  async create(user: TelegramIdentity, ttlMs: number): Promise<{ token: string; expiresAt: number }> {
+    const token = randomBase62(192);
+    const now = this.#now();
+    const expiresAt = now + ttlMs;
+    const userId = user.id;
+    const names = { first_name: user.first_name ?? null, username: user.username ?? null };
+    const known = user.first_name !== undefined || user.username !== undefined;
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await tx
+        .insertInto("users")
+        .values({ telegram_id: userId, ...names, created_at: now })
+        .onConflict((oc) =>
+          known ? oc.column("telegram_id").doUpdateSet(names) : oc.column("telegram_id").doNothing(),
+        )
+        .execute();
+      await tx
+        .insertInto("sessions")
+        .values({
+          token_hash: hash(token),
+          user_id: userId,
+          created_at: now,
+          expires_at: expiresAt,
+          last_seen_at: now,
+          revoked_at: null,
+        })
+        .execute();
+    });
+    return { token, expiresAt };
+  }
+
+  /** The session's user when the token belongs to an unexpired, unrevoked session; otherwise null. */
+  async get(token: string): Promise<Session | null> {
+    const now = this.#now();
+    const row = await this.#db.kysely
+      .selectFrom("sessions")
+      .innerJoin("users", "users.telegram_id", "sessions.user_id")
+      .select([
+        "sessions.token_hash",
+        "sessions.user_id",
+        "sessions.created_at",
+        "sessions.expires_at",
+        "sessions.last_seen_at",
+        "users.first_name",
+        "users.username",
+      ])
+      .where("sessions.token_hash", "=", hash(token))
+      .where("sessions.revoked_at", "is", null)
+      .where("sessions.expires_at", ">", now)
+      .executeTakeFirst();
+    if (!row) return null;
+    if (now - row.last_seen_at >= SEEN_PRECISION_MS) {
+      await this.#db.kysely
+        .updateTable("sessions")
+        .set({ last_seen_at: now })
+        .where("token_hash", "=", row.token_hash)
+        .execute();
+    }
+    return {
+      user: { id: row.user_id, firstName: row.first_name, username: row.username },
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  /** Ends one session at once; true when it was still active. */
+  async revoke(token: string): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("sessions")
+      .set({ revoked_at: this.#now() })
+      .where("token_hash", "=", hash(token))
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Ends every session of a user (sign out everywhere); returns how many were active. */
+  async revokeAll(userId: number): Promise<number> {
+    const result = await this.#db.kysely
+      .updateTable("sessions")
+      .set({ revoked_at: this.#now() })
+      .where("user_id", "=", userId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+}

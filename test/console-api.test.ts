@@ -1,0 +1,483 @@
+import { createHash, createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signLoginWidget, verifyLoginWidget } from "../src/domain/telegram-login-widget.ts";
+import { TEST_MESSAGE } from "../src/http/console-api.ts";
+import { SessionRepository } from "../src/store/sessions.ts";
+import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+/** Where the service says it lives; links it makes start with this, whatever port it listens on. */
+const PUBLIC_URL = "http://console.test:8080";
+
+async function ping(service: RunningService, dockId: string, secretKey: string, msg = "hello") {
+  const response = await fetch(`${service.url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg }),
+  });
+  return response.status;
+}
+
+describe.each(DIALECTS)("console API on %s", (dialect) => {
+  let service: RunningService;
+  let alice: ConsoleClient;
+  let bob: ConsoleClient;
+
+  beforeAll(async () => {
+    service = await startService(dialect, { PUBLIC_URL });
+    alice = await signIn(service, { id: 1001, first_name: "Alice", username: "alice_owner" });
+    bob = await signIn(service, { id: 1002, first_name: "Bob" });
+  });
+  afterAll(async () => service.close());
+
+  const createDock = async (client: ConsoleClient, name = "Deploys") => {
+    const created = await client.call("POST", "/docks", {
+      name,
+      link: "https://ci.example.com",
+      description: "CI results",
+    });
+    expect(created.status).toBe(201);
+    return created.body.dock as { id: string; secret_key: string; name: string };
+  };
+
+  describe("sign-in through the bot", () => {
+    it("makes a single-use link to the bot, pending until confirmed, then a session", async () => {
+      const client = new ConsoleClient(service.url);
+      const started = await client.call("POST", "/sign-in");
+      expect(started.status).toBe(200);
+      expect(started.body.link).toMatch(new RegExp(`^${PUBLIC_URL}/sandbox\\?start=login_[A-Za-z0-9]{22}$`));
+      expect(started.body.qr_svg).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
+      const login = cookieFrom(started.response, "dn_login");
+      expect(login?.header).toMatch(/HttpOnly/);
+      expect(login?.header).toMatch(/SameSite=Lax/);
+      expect(login?.header).toMatch(/Path=\/console\/api/);
+      expect(login?.header).not.toMatch(/Secure/);
+      expect(started.body.link.endsWith(`login_${login?.value}`)).toBe(true);
+      const cookie = `dn_login=${login?.value}`;
+
+      expect((await client.call("POST", "/sign-in/check", undefined, { cookie })).body.state).toBe("pending");
+      await service.app.loginTokens.confirm(login?.value as string, { id: 1003, first_name: "Carol" });
+      const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+      expect(checked.body.state).toBe("signed_in");
+      const session = cookieFrom(checked.response, "dn_session");
+      expect(session?.header).toMatch(/HttpOnly/);
+      expect(session?.header).toMatch(/SameSite=Lax/);
+      expect(session?.header).toMatch(/Expires=/);
+      expect(cookieFrom(checked.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
+
+      // The same confirmed token does not give a second session.
+      const again = await client.call("POST", "/sign-in/check", undefined, { cookie });
+      expect(again.body.state).toBe("used");
+      expect(cookieFrom(again.response, "dn_session")).toBeUndefined();
+
+      const me = await client.call("GET", "/session", undefined, { cookie: `dn_session=${session?.value}` });
+      expect(me.body).toMatchObject({ ok: true, user: { id: 1003, first_name: "Carol", username: null } });
+      expect(me.body.csrf_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    });
+
+    it("a check without a sign-in in progress, or with an unknown token, signs nobody in", async () => {
+      const client = new ConsoleClient(service.url);
+      expect((await client.call("POST", "/sign-in/check")).body).toEqual({ ok: true, state: "none" });
+      const unknown = await client.call("POST", "/sign-in/check", undefined, { cookie: "dn_login=nope" });
+      expect(unknown.body.state).toBe("none");
+      expect(cookieFrom(unknown.response, "dn_session")).toBeUndefined();
+    });
+
+    it("an expired sign-in says so", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      await service.db.kysely
+        .updateTable("login_tokens")
+        .set({ expires_at: Date.now() - 1 })
+        .where("token_hash", "=", createHash("sha256").update(login).digest("hex"))
+        .execute();
+      await service.app.loginTokens.confirm(login, { id: 1004 });
+      const checked = await client.call("POST", "/sign-in/check", undefined, { cookie: `dn_login=${login}` });
+      expect(checked.body.state).toBe("expired");
+      expect(cookieFrom(checked.response, "dn_session")).toBeUndefined();
+    });
+
+    it("never logs session or login tokens", async () => {
+      expect(alice.session).toBeTruthy();
+      expect(service.logs.text).not.toContain(alice.session as string);
+      expect(service.logs.text).not.toContain(alice.csrf as string);
+    });
+  });
+
+  describe("sessions", () => {
+    it("every signed-in route answers 401 not_signed_in without a session, or with a made-up one", async () => {
+      const anonymous = new ConsoleClient(service.url);
+      const forged = new ConsoleClient(service.url);
+      forged.session = "A".repeat(33);
+      const id = "AAAAAAAAAAAAAAAAAAAAAA";
+      for (const client of [anonymous, forged]) {
+        for (const [method, path] of [
+          ["GET", "/session"],
+          ["POST", "/sign-out"],
+          ["GET", "/docks"],
+          ["POST", "/docks"],
+          ["GET", `/docks/${id}`],
+          ["PATCH", `/docks/${id}`],
+          ["DELETE", `/docks/${id}`],
+          ["POST", `/docks/${id}/rotate-secret`],
+          ["GET", `/docks/${id}/subscribers`],
+          ["DELETE", `/docks/${id}/subscribers/5`],
+          ["GET", `/docks/${id}/messages`],
+          ["POST", `/docks/${id}/test-message`],
+        ] as const) {
+          const body = method === "POST" || method === "PATCH" ? { name: "x" } : undefined;
+          const answer = await client.call(method, path, body);
+          expect({ method, path, status: answer.status, code: answer.body.error?.code }).toEqual({
+            method,
+            path,
+            status: 401,
+            code: "not_signed_in",
+          });
+        }
+      }
+    });
+
+    it("an expired session is refused", async () => {
+      const client = await signIn(service, { id: 1005 });
+      expect((await client.call("GET", "/docks")).status).toBe(200);
+      await service.db.kysely
+        .updateTable("sessions")
+        .set({ expires_at: Date.now() - 1 })
+        .where("user_id", "=", 1005)
+        .execute();
+      const answer = await client.call("GET", "/docks");
+      expect(answer.status).toBe(401);
+      expect(answer.body.error.code).toBe("not_signed_in");
+    });
+
+    it("sign-out ends the session on the server: the old cookie no longer works", async () => {
+      const client = await signIn(service, { id: 1006 });
+      const cookie = client.session as string;
+      const out = await client.call("POST", "/sign-out", {});
+      expect(out.status).toBe(200);
+      expect(cookieFrom(out.response, "dn_session")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
+      const replayed = await client.call("GET", "/docks", undefined, { cookie: `dn_session=${cookie}` });
+      expect(replayed.status).toBe(401);
+    });
+
+    it("sign-out everywhere ends every session of the person, and no one else's", async () => {
+      const first = await signIn(service, { id: 1007 });
+      const second = await signIn(service, { id: 1007 });
+      const other = await signIn(service, { id: 1008 });
+      expect((await first.call("POST", "/sign-out", { everywhere: true })).status).toBe(200);
+      expect((await first.call("GET", "/docks")).status).toBe(401);
+      expect((await second.call("GET", "/docks")).status).toBe(401);
+      expect((await other.call("GET", "/docks")).status).toBe(200);
+    });
+
+    it("expiry and revocation in the repository, on a controlled clock", async () => {
+      let clock = 1_000_000;
+      const sessions = new SessionRepository(service.db, () => clock);
+      const { token, expiresAt } = await sessions.create({ id: 1009 }, 60_000);
+      expect(expiresAt).toBe(1_060_000);
+      expect((await sessions.get(token))?.user.id).toBe(1009);
+      clock = 1_059_999;
+      expect(await sessions.get(token)).not.toBeNull();
+      clock = 1_060_000;
+      expect(await sessions.get(token)).toBeNull();
+      const other = await sessions.create({ id: 1009 }, 60_000);
+      expect(await sessions.revoke(other.token)).toBe(true);
+      expect(await sessions.get(other.token)).toBeNull();
+      expect(await sessions.revoke(other.token)).toBe(false);
+      const stored = await service.db.kysely.selectFrom("sessions").select("token_hash").execute();
+      expect(stored.some((row) => row.token_hash.includes(token))).toBe(false);
+    });
+  });
+
+  describe("CSRF", () => {
+    it("every state-changing call without the session's token is refused with 403, and changes nothing", async () => {
+      const dock = await createDock(alice, "CSRF target");
+      const strangerToken = bob.csrf;
+      for (const csrf of [null, "wrong", strangerToken]) {
+        for (const [method, path, body] of [
+          ["POST", "/docks", { name: "Injected" }],
+          ["PATCH", `/docks/${dock.id}`, { name: "Renamed" }],
+          ["POST", `/docks/${dock.id}/rotate-secret`, undefined],
+          ["POST", `/docks/${dock.id}/test-message`, undefined],
+          ["DELETE", `/docks/${dock.id}/subscribers/5`, undefined],
+          ["DELETE", `/docks/${dock.id}`, undefined],
+          ["POST", "/sign-out", {}],
+        ] as const) {
+          const answer = await alice.call(method, path, body, { csrf });
+          expect({ path, method, status: answer.status, code: answer.body.error?.code }).toEqual({
+            path,
+            method,
+            status: 403,
+            code: "csrf_rejected",
+          });
+        }
+      }
+      const after = await alice.call("GET", `/docks/${dock.id}`);
+      expect(after.body.dock).toMatchObject({ name: "CSRF target", secret_key: dock.secret_key });
+      expect((await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages).toEqual([]);
+      expect(
+        (await alice.call("GET", "/docks")).body.docks.map((d: { name: string }) => d.name),
+      ).not.toContain("Injected");
+      expect((await alice.call("GET", "/session")).status).toBe(200);
+    });
+  });
+
+  describe("ownership", () => {
+    it("another owner's Dock is a 404 on every route, exactly like a missing one, and is left untouched", async () => {
+      const dock = await createDock(alice, "Alice's");
+      await service.subscriptions.subscribe(dock.id, 555, "private");
+      for (const id of [dock.id, "AAAAAAAAAAAAAAAAAAAAAA", "not-a-dock-id"]) {
+        for (const [method, path, body] of [
+          ["GET", `/docks/${id}`, undefined],
+          ["PATCH", `/docks/${id}`, { name: "Stolen" }],
+          ["POST", `/docks/${id}/rotate-secret`, undefined],
+          ["GET", `/docks/${id}/subscribers`, undefined],
+          ["DELETE", `/docks/${id}/subscribers/555`, undefined],
+          ["GET", `/docks/${id}/messages`, undefined],
+          ["POST", `/docks/${id}/test-message`, undefined],
+          ["DELETE", `/docks/${id}`, undefined],
+        ] as const) {
+          const answer = await bob.call(method, path, body);
+          expect({ method, path, status: answer.status, body: answer.body }).toEqual({
+            method,
+            path,
+            status: 404,
+            body: { ok: false, error: { code: "not_found", message: "No such Dock." } },
+          });
+        }
+      }
+      expect((await bob.call("GET", "/docks")).body.docks.map((d: { id: string }) => d.id)).not.toContain(
+        dock.id,
+      );
+      const mine = await alice.call("GET", `/docks/${dock.id}`);
+      expect(mine.body.dock).toMatchObject({ name: "Alice's", secret_key: dock.secret_key, subscribers: 1 });
+      expect((await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages).toEqual([]);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+    });
+  });
+
+  describe("Docks", () => {
+    it("create answers the card: ID, secret, Open in Telegram link and runnable curl commands", async () => {
+      const dock = (
+        await alice.call("POST", "/docks", { name: "  Backups  ", link: "", description: "nightly" })
+      ).body.dock;
+      expect(dock).toMatchObject({ name: "Backups", link: null, description: "nightly", subscribers: 0 });
+      expect(dock.id).toMatch(/^[A-Za-z0-9]{22}$/);
+      expect(dock.secret_key).toMatch(/^dnsk_[A-Za-z0-9]{33}$/);
+      expect(dock.open_in_telegram).toBe(`${PUBLIC_URL}/sandbox?start=${dock.id}`);
+      expect(dock.examples.ping).toContain(`'${PUBLIC_URL}/ping'`);
+      expect(dock.examples.ping).toContain(`"dock_id":"${dock.id}","secret_key":"${dock.secret_key}"`);
+      expect(dock.examples.webhook).toContain(`-u '${dock.id}:${dock.secret_key}'`);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+      const listed = (await alice.call("GET", "/docks")).body.docks;
+      expect(listed[0].id).toBe(dock.id);
+    });
+
+    it("field errors come back per field", async () => {
+      const empty = await alice.call("POST", "/docks", { name: "   ", link: "ftp://files", description: 5 });
+      expect(empty.status).toBe(400);
+      expect(empty.body.error.code).toBe("invalid_fields");
+      expect(empty.body.error.fields).toEqual([
+        { field: "name", message: "name is required" },
+        { field: "link", message: "link must be an absolute http:// or https:// URL" },
+        { field: "description", message: "description must be a string" },
+      ]);
+      const long = await alice.call("POST", "/docks", { name: "x".repeat(65) });
+      expect(long.body.error.fields).toEqual([
+        { field: "name", message: "name must be at most 64 characters" },
+      ]);
+    });
+
+    it("a body that is not a JSON object is a 400, never a 5xx", async () => {
+      const array = await alice.call("POST", "/docks", "[1,2]");
+      expect(array.status).toBe(400);
+      expect(array.body.error.code).toBe("invalid_request");
+      const broken = await alice.call("POST", "/docks", "{nope");
+      expect(broken.status).toBe(400);
+      expect(broken.body.error.code).toBe("invalid_json");
+    });
+
+    it("edit changes only the fields sent; bad values change nothing", async () => {
+      const dock = await createDock(alice, "Editable");
+      const edited = await alice.call("PATCH", `/docks/${dock.id}`, { name: "Edited", link: "" });
+      expect(edited.body.dock).toMatchObject({ name: "Edited", link: null, description: "CI results" });
+      const bad = await alice.call("PATCH", `/docks/${dock.id}`, { link: "javascript:alert(1)" });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.fields).toEqual([
+        { field: "link", message: "link must be an absolute http:// or https:// URL" },
+      ]);
+      expect((await alice.call("GET", `/docks/${dock.id}`)).body.dock.name).toBe("Edited");
+    });
+
+    it("rotating the secret stops the old key at once", async () => {
+      const dock = await createDock(alice, "Rotating");
+      const rotated = (await alice.call("POST", `/docks/${dock.id}/rotate-secret`)).body.dock;
+      expect(rotated.secret_key).not.toBe(dock.secret_key);
+      expect(rotated.examples.ping).toContain(rotated.secret_key);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(401);
+      expect(await ping(service, dock.id, rotated.secret_key)).toBe(202);
+    });
+
+    it("delete removes the Dock, its subscribers and its key", async () => {
+      const dock = await createDock(alice, "Doomed");
+      await service.subscriptions.subscribe(dock.id, 556, "private");
+      expect((await alice.call("DELETE", `/docks/${dock.id}`)).status).toBe(200);
+      expect((await alice.call("GET", `/docks/${dock.id}`)).status).toBe(404);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(401);
+      const left = await service.db.kysely
+        .selectFrom("subscriptions")
+        .selectAll()
+        .where("dock_id", "=", dock.id)
+        .execute();
+      expect(left).toEqual([]);
+    });
+
+    it("subscribers are listed and removed; a removed chat's queued messages are not sent", async () => {
+      const dock = await createDock(alice, "Team");
+      await service.subscriptions.subscribe(dock.id, 1001, "private");
+      await service.subscriptions.subscribe(dock.id, -4000000001, "group");
+      const listed = (await alice.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
+      expect(listed).toMatchObject([
+        {
+          chat_id: 1001,
+          chat_type: "private",
+          state: "active",
+          first_name: "Alice",
+          username: "alice_owner",
+        },
+        { chat_id: -4000000001, chat_type: "group", state: "active", first_name: null },
+      ]);
+      expect((await alice.call("GET", `/docks/${dock.id}`)).body.dock.subscribers).toBe(2);
+
+      const test = await alice.call("POST", `/docks/${dock.id}/test-message`);
+      expect(test.status).toBe(202);
+      expect(test.body).toMatchObject({ ok: true, subscribers: 2 });
+      const before = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+      expect(before).toMatchObject([{ text: TEST_MESSAGE, subscribers: 2, states: { queued: 2 } }]);
+
+      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(200);
+      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(404);
+      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/abc`)).status).toBe(404);
+      const after = (await alice.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
+      expect(after.map((s: { chat_id: number }) => s.chat_id)).toEqual([1001]);
+      const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+      expect(messages[0].states).toEqual({ queued: 1, gone: 1 });
+      expect(messages[0].deliveries).toContainEqual(
+        expect.objectContaining({
+          chat_id: -4000000001,
+          state: "gone",
+          last_error: "removed by the Dock's owner",
+        }),
+      );
+    });
+
+    it("recent messages come newest first with their delivery states", async () => {
+      const dock = await createDock(alice, "History");
+      await service.subscriptions.subscribe(dock.id, 777, "private");
+      await ping(service, dock.id, dock.secret_key, "first");
+      await ping(service, dock.id, dock.secret_key, "second");
+      await service.db.kysely
+        .updateTable("deliveries")
+        .set({ state: "failed", last_error: "Bad Request: chat not found" })
+        .where("dock_id", "=", dock.id)
+        .execute();
+      const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+      expect(messages.map((m: { text: string }) => m.text)).toEqual(["second", "first"]);
+      expect(messages[0]).toMatchObject({
+        states: { failed: 1 },
+        deliveries: [{ chat_id: 777, state: "failed", last_error: "Bad Request: chat not found" }],
+      });
+    });
+  });
+
+  it("console API answers are never cached", async () => {
+    const response = (await alice.call("GET", "/docks")).response;
+    expect(response.headers.get("cache-control")).toBe("no-store");
+  });
+});
+
+describe("console sign-in limits, cookies and the Login Widget", () => {
+  const TOKEN = "123456789:AAE-test-token-for-the-login-widget-check";
+  let services: RunningService[] = [];
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.close()));
+    services = [];
+  });
+  const start = async (env: Record<string, string>) => {
+    const service = await startService("sqlite", env);
+    services.push(service);
+    return service;
+  };
+
+  it("too many sign-in attempts from one address get 429 with Retry-After", async () => {
+    const service = await start({ SIGN_IN_ATTEMPTS_PER_MINUTE: "3" });
+    const client = new ConsoleClient(service.url);
+    for (let i = 0; i < 3; i++) expect((await client.call("POST", "/sign-in")).status).toBe(200);
+    const refused = await client.call("POST", "/sign-in");
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("too_many_sign_in_attempts");
+    expect(Number(refused.response.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("cookies are Secure when PUBLIC_URL is https", async () => {
+    const service = await start({ PUBLIC_URL: "https://notify.example.com" });
+    const started = await new ConsoleClient(service.url).call("POST", "/sign-in");
+    expect(started.body.link).toMatch(/^https:\/\/notify\.example\.com\/sandbox\?start=login_/);
+    expect(cookieFrom(started.response, "dn_login")?.header).toMatch(/; Secure/);
+  });
+
+  it("the widget route does not exist without TELEGRAM_LOGIN_DOMAIN", async () => {
+    const service = await start({});
+    const answer = await new ConsoleClient(service.url).call("GET", "/sign-in/telegram-widget?id=1&hash=00");
+    expect(answer.status).toBe(404);
+  });
+
+  it("verified widget data signs in; forged or stale data does not", async () => {
+    const service = await start({
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      // Nothing may reach the real Telegram from a test: point the Bot API at a closed local port.
+      TELEGRAM_API_ROOT: "http://127.0.0.1:9",
+      PUBLIC_URL: "http://127.0.0.1:8080",
+      TELEGRAM_LOGIN_DOMAIN: "127.0.0.1",
+    });
+    const client = new ConsoleClient(service.url);
+    const now = Math.floor(Date.now() / 1000);
+    const fields = { id: "4242", first_name: "Wendy", username: "wendy_w", auth_date: String(now) };
+    const query = (f: Record<string, string>) => `/sign-in/telegram-widget?${new URLSearchParams(f)}`;
+
+    const good = await client.call("GET", query({ ...fields, hash: signLoginWidget(fields, TOKEN) }));
+    expect(good.status).toBe(303);
+    expect(good.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/");
+    const session = cookieFrom(good.response, "dn_session")?.value;
+    const me = await client.call("GET", "/session", undefined, { cookie: `dn_session=${session}` });
+    expect(me.body.user).toEqual({ id: 4242, first_name: "Wendy", username: "wendy_w" });
+
+    const forged = { ...fields, id: "1" };
+    const stale = { ...fields, auth_date: String(now - 3600) };
+    for (const f of [
+      { ...forged, hash: signLoginWidget(fields, TOKEN) },
+      { ...stale, hash: signLoginWidget(stale, TOKEN) },
+      { ...fields, hash: signLoginWidget(fields, "987654321:AAE-some-other-bots-token-entirely-x") },
+      { ...fields },
+    ]) {
+      const bad = await client.call("GET", query(f));
+      expect(bad.status).toBe(303);
+      expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
+      expect(cookieFrom(bad.response, "dn_session")).toBeUndefined();
+    }
+  });
+
+  it("the widget check follows Telegram's recipe: HMAC-SHA-256 keyed with SHA-256 of the token", () => {
+    const fields = { auth_date: "1700000000", first_name: "Ann", id: "7" };
+    const key = createHash("sha256").update(TOKEN).digest();
+    const hash = createHmac("sha256", key).update("auth_date=1700000000\nfirst_name=Ann\nid=7").digest("hex");
+    expect(verifyLoginWidget({ ...fields, hash }, TOKEN, 1_700_000_060_000)).toEqual({
+      id: 7,
+      first_name: "Ann",
+      username: undefined,
+    });
+    expect(verifyLoginWidget({ ...fields, hash }, TOKEN, 1_700_000_000_000 + 11 * 60_000)).toBeNull();
+  });
+});

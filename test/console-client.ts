@@ -1,0 +1,68 @@
+import { expect } from "vitest";
+import type { TelegramIdentity } from "../src/store/login-tokens.ts";
+import type { RunningService } from "./harness.ts";
+
+/** `name=value` of a Set-Cookie header, or undefined when the answer does not set that cookie. */
+export function cookieFrom(response: Response, name: string): { value: string; header: string } | undefined {
+  const header = response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
+  if (!header) return undefined;
+  return { value: header.slice(name.length + 1).split(";")[0] ?? "", header };
+}
+
+/** A console client over real HTTP: carries the session cookie and, unless told not to, the CSRF token. */
+export class ConsoleClient {
+  readonly url: string;
+  session: string | null = null;
+  csrf: string | null = null;
+
+  constructor(url: string) {
+    this.url = url;
+  }
+
+  async call(
+    method: string,
+    path: string,
+    body?: unknown,
+    options: { csrf?: string | null; cookie?: string } = {},
+    // biome-ignore lint/suspicious/noExplicitAny: tests read answers of many shapes
+  ): Promise<{ status: number; body: any; response: Response }> {
+    const headers: Record<string, string> = {};
+    const cookie = options.cookie ?? (this.session ? `dn_session=${this.session}` : undefined);
+    if (cookie) headers.cookie = cookie;
+    const csrf = options.csrf === undefined ? this.csrf : options.csrf;
+    if (csrf) headers["x-csrf-token"] = csrf;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const response = await fetch(`${this.url}/console/api${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      redirect: "manual",
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null, response };
+  }
+}
+
+/**
+ * Signs a person in as the console does, over HTTP: start a sign-in, confirm it as the bot would
+ * (the bot calls the same `loginTokens.confirm`), exchange it for a session, read the CSRF token.
+ */
+export async function signIn(service: RunningService, user: TelegramIdentity): Promise<ConsoleClient> {
+  const client = new ConsoleClient(service.url);
+  const started = await client.call("POST", "/sign-in");
+  expect(started.status).toBe(200);
+  const login = cookieFrom(started.response, "dn_login");
+  if (!login) throw new Error("no login cookie");
+  expect(await service.app.loginTokens.confirm(login.value, user)).toBe("confirmed");
+  const checked = await client.call("POST", "/sign-in/check", undefined, {
+    cookie: `dn_login=${login.value}`,
+  });
+  expect(checked.body).toEqual({ ok: true, state: "signed_in" });
+  const session = cookieFrom(checked.response, "dn_session");
+  if (!session) throw new Error("no session cookie");
+  client.session = session.value;
+  const me = await client.call("GET", "/session");
+  expect(me.status).toBe(200);
+  client.csrf = me.body.csrf_token;
+  return client;
+}

@@ -1,0 +1,206 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningService, startService } from "./harness.ts";
+
+/** Debian's Chromium; never a downloaded browser. CI installs it with apt-get. */
+const executablePath =
+  spawnSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], {
+    encoding: "utf8",
+  }).stdout.trim() || undefined;
+if (!executablePath)
+  console.warn("console end-to-end test skipped: no chromium here (apt-get install chromium)");
+
+/** A port nobody listens on now, so PUBLIC_URL (and every link the service makes) can name it. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (typeof address !== "object" || address === null) throw new Error("no port");
+  return address.port;
+}
+
+async function ping(url: string, dockId: string, secretKey: string, msg: string) {
+  const response = await fetch(`${url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg }),
+  });
+  return { status: response.status, body: (await response.json()) as { subscribers?: number } };
+}
+
+/** The sandbox chat page's message list. */
+const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
+
+describe.skipIf(!executablePath)("console end to end in Chromium (sandbox mode)", () => {
+  let service: RunningService;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    service = await startService("sqlite", { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+    browser = await chromium.launch({
+      executablePath: executablePath as string,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    });
+    mkdirSync("test-results", { recursive: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.close();
+  });
+
+  it("sign in → create a Dock → subscribe → ping → delivered → rotate the secret", {
+    timeout: 120_000,
+  }, async () => {
+    const context = await browser.newContext({
+      permissions: ["clipboard-read", "clipboard-write"],
+      viewport: { width: 1100, height: 900 },
+    });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+
+    // The start page sends a newcomer to the page, which asks them to sign in.
+    await page.goto(`${service.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/console/");
+    await page.getByRole("heading", { name: "Sign in to Dock Notify" }).waitFor();
+    await page.screenshot({ path: "test-results/console-1-sign-in.png", fullPage: true });
+
+    await page.getByRole("button", { name: "Sign in with Telegram" }).click();
+    const confirmLink = page.getByRole("link", { name: "Open Telegram to confirm" });
+    await confirmLink.waitFor();
+    await page.getByRole("img", { name: /QR code of the sign-in link/ }).waitFor();
+    await page.screenshot({ path: "test-results/console-2-sign-in-pending.png", fullPage: true });
+    const loginLink = (await confirmLink.getAttribute("href")) as string;
+    expect(loginLink).toMatch(new RegExp(`^${service.url}/sandbox\\?start=login_[A-Za-z0-9]{22}$`));
+
+    // The link opens the sandbox chat page, which starts the bot with the login payload.
+    const [signInChat] = await Promise.all([context.waitForEvent("page"), confirmLink.click()]);
+    const payload = new URL(loginLink).searchParams.get("start") as string;
+    await chatLog(signInChat)
+      .locator("li", { hasText: `/start ${payload}` })
+      .waitFor();
+    const person = ((await (await fetch(`${service.url}/sandbox/api/users`)).json()) as { id: number }[])[0];
+    if (!person) throw new Error("the chat page made no person");
+    await signInChat.getByRole("button", { name: /^Yes/ }).click();
+    await signInChat.close();
+
+    // Signed in: the page noticed by itself.
+    await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+
+    // The server's validation shows next to the field.
+    await page.getByRole("button", { name: "Create" }).click();
+    const name = page.getByLabel("Name");
+    await page.getByText("name is required").waitFor();
+    expect(await name.getAttribute("aria-invalid")).toBe("true");
+
+    await name.fill("Deploys");
+    await page.getByLabel("Link").fill("https://ci.example.com");
+    await page.getByLabel("Description").fill("CI deploy results");
+    await page.getByRole("button", { name: "Create" }).click();
+    const card = page.getByRole("article", { name: "Deploys" });
+    await card.waitFor();
+    await card.getByText("CI deploy results").waitFor();
+
+    // Copy Dock ID puts exactly the shown ID on the clipboard.
+    const dockId = (await card.getByTestId("dock-id").textContent()) as string;
+    expect(dockId).toMatch(/^[A-Za-z0-9]{22}$/);
+    await card.getByRole("button", { name: "Copy Dock ID" }).click();
+    await page.getByRole("status").filter({ hasText: "Dock ID copied." }).waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(dockId);
+    const stored = await service.app.docks.list(person.id);
+    expect(stored.map((d) => d.id)).toEqual([dockId]);
+
+    // The secret key is masked until revealed.
+    const secretShown = card.getByTestId("secret-key");
+    expect(await secretShown.textContent()).toMatch(/^dnsk_•+$/);
+    await card.getByRole("button", { name: "Reveal secret key" }).click();
+    const secretKey = (await secretShown.textContent()) as string;
+    expect(secretKey).toBe(stored[0]?.secretKey);
+    await card.getByRole("button", { name: "Copy secret key" }).click();
+    await page.getByRole("status").filter({ hasText: "Secret key copied." }).waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(secretKey);
+
+    // Open in Telegram → the bot is started with the Dock ID; Yes subscribes.
+    const [subscribeChat] = await Promise.all([
+      context.waitForEvent("page"),
+      card.getByRole("link", { name: "Open in Telegram" }).click(),
+    ]);
+    await chatLog(subscribeChat)
+      .locator("li", { hasText: `/start ${dockId}` })
+      .waitFor();
+    await subscribeChat.getByRole("button", { name: /^Yes/ }).last().click();
+    await card.getByTestId("subscriber-count").filter({ hasText: /^1$/ }).waitFor();
+    await card.getByRole("button", { name: "Remove Alice" }).waitFor();
+
+    // The card's curl command carries the shown credentials; send with them.
+    await card.getByText("Send a notification from your application").click();
+    expect(await card.locator("pre").first().textContent()).toContain(
+      `"dock_id":"${dockId}","secret_key":"${secretKey}"`,
+    );
+    const sent = await ping(service.url, dockId, secretKey, "Deploy finished ✅\nbuild 1234");
+    expect(sent).toEqual({ status: 202, body: expect.objectContaining({ ok: true, subscribers: 1 }) });
+
+    const message = card.getByRole("list", { name: "Recent messages of Deploys" }).locator("li", {
+      hasText: "Deploy finished ✅",
+    });
+    await message.waitFor();
+    await message.getByText("sent: 1").waitFor();
+    await chatLog(subscribeChat).locator("li", { hasText: "Deploy finished ✅" }).waitFor();
+    await subscribeChat.screenshot({ path: "test-results/console-5-delivered-in-sandbox.png" });
+    await page.screenshot({ path: "test-results/console-3-dock-card.png", fullPage: true });
+
+    // Rotate the secret: confirmed in a dialog; the old key is refused at once.
+    page.once("dialog", (dialog) => void dialog.accept());
+    await card.getByRole("button", { name: "Rotate secret" }).click();
+    await page.getByRole("status").filter({ hasText: "The old one no longer works." }).waitFor();
+    const rotated = (await secretShown.textContent()) as string;
+    expect(rotated).toMatch(/^dnsk_[A-Za-z0-9]{33}$/);
+    expect(rotated).not.toBe(secretKey);
+    expect((await ping(service.url, dockId, secretKey, "old key")).status).toBe(401);
+    expect((await ping(service.url, dockId, rotated, "new key")).status).toBe(202);
+
+    // The API & bot page links the reference and the bot; the reference itself renders.
+    await page.getByRole("link", { name: "API & bot" }).click();
+    await page.getByRole("heading", { name: "API & bot" }).waitFor();
+    expect(await page.getByRole("link", { name: "@DockNotifySandboxBot" }).getAttribute("href")).toBe(
+      `${service.url}/sandbox`,
+    );
+    await page.screenshot({ path: "test-results/console-4-api-and-bot.png", fullPage: true });
+    // No policy violation or script error on the console's pages. (Swagger UI, next, has its own.)
+    expect(problems).toEqual([]);
+    await page.getByRole("link", { name: "Open the API reference" }).click();
+    await page.locator(".swagger-ui .info .title").filter({ hasText: "Dock Notify" }).waitFor();
+
+    // At phone width the card still fits the screen.
+    await page.goto(`${service.url}/console/`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("article", { name: "Deploys" }).waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    await page.screenshot({ path: "test-results/console-6-phone.png", fullPage: true });
+
+    // Sign out returns to the sign-in page, and the session is over on the server too.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to Dock Notify" }).waitFor();
+    const after = await page.evaluate(async () => (await fetch("/console/api/docks")).status);
+    expect(after).toBe(401);
+
+    await context.close();
+  });
+});

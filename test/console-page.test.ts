@@ -1,0 +1,72 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningService, startService } from "./harness.ts";
+
+describe("console page and security headers", () => {
+  let service: RunningService;
+  beforeAll(async () => {
+    service = await startService("sqlite");
+  });
+  afterAll(async () => service.close());
+
+  it("/ sends visitors to the console", async () => {
+    const response = await fetch(`${service.url}/`, { redirect: "manual" });
+    expect(response.status).toBe(302);
+    expect(response.headers.get("location")).toBe("/console/");
+  });
+
+  it("/console/ is the built app under a strict policy: own scripts and styles only, no framing", async () => {
+    const response = await fetch(`${service.url}/console/`);
+    expect(response.status).toBe(200);
+    const html = await response.text();
+    expect(html).toContain('<div id="root"></div>');
+    expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
+    const csp = response.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("style-src 'self';");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(csp).not.toContain("upgrade-insecure-requests");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(response.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    const asset = await fetch(`${service.url}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get("cache-control")).toContain("immutable");
+  });
+
+  it("/docs keeps the policy Swagger UI needs", async () => {
+    const response = await fetch(`${service.url}/docs`);
+    expect(response.status).toBe(200);
+    // Swagger UI's own policy (it needs https: styles), not the console's.
+    expect(response.headers.get("content-security-policy")).toContain("style-src 'self' https:");
+  });
+
+  it("the sandbox chat page allows exactly its own inline script and style, by hash", async () => {
+    const response = await fetch(`${service.url}/sandbox`);
+    const html = await response.text();
+    const csp = response.headers.get("content-security-policy") ?? "";
+    const hash = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+    const script = /<script type="module">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
+    const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1] ?? "";
+    expect(script.length).toBeGreaterThan(1000);
+    expect(csp).toContain(`script-src ${hash(script)}`);
+    expect(csp).toContain(`style-src ${hash(style)}`);
+    expect(csp).not.toContain("unsafe-inline");
+  });
+
+  it("https deployments also upgrade requests and send HSTS", async () => {
+    const https = await startService("sqlite", { PUBLIC_URL: "https://notify.example.com" });
+    try {
+      const response = await fetch(`${https.url}/console/`);
+      expect(response.headers.get("content-security-policy")).toContain("upgrade-insecure-requests");
+      expect(response.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
+    } finally {
+      await https.close();
+    }
+  });
+});

@@ -1,0 +1,107 @@
+import { type FormEvent, useId, useState } from "react";
+import { type FieldProblem, ServiceError } from "./api.ts";
+
+export interface DockFieldValues {
+  name: string;
+  link: string;
+  description: string;
+}
+
+/**
+ * Name, Link and Description with the server's verdict next to each field. The server validates
+ * (one set of rules, in src/domain/dock.ts); the form only shows what it says.
+ */
+export function DockForm({
+  initial,
+  submitLabel,
+  onSubmit,
+  onCancel,
+}: {
+  initial: DockFieldValues;
+  submitLabel: string;
+  onSubmit: (values: DockFieldValues) => Promise<void>;
+  onCancel?: () => void;
+}) {
+  const id = useId();
+  const [values, setValues] = useState(initial);
+  const [problems, setProblems] = useState<FieldProblem[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await onSubmit(values);
+      setProblems([]);
+    } catch (e) {
+      if (e instanceof ServiceError && e.fields.length > 0) {
+        setProblems(e.fields);
+        const first = e.fields[0]?.field;
+        if (first) document.getElementById(`${id}-${first}`)?.focus();
+      } else {
+        setError((e as Error).message);
+      }
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const field = (name: keyof DockFieldValues, label: string, hint: string, multiline = false) => {
+    const problem = problems.find((p) => p.field === name);
+    const inputId = `${id}-${name}`;
+    const describedBy = [`${inputId}-hint`, problem ? `${inputId}-error` : null].filter(Boolean).join(" ");
+    const common = {
+      id: inputId,
+      name,
+      value: values[name],
+      "aria-invalid": problem ? true : undefined,
+      "aria-describedby": describedBy,
+      "aria-required": name === "name" ? true : undefined,
+      onChange: (event: { target: { value: string } }) =>
+        setValues({ ...values, [name]: event.target.value }),
+    };
+    return (
+      <div className="field">
+        <label htmlFor={inputId}>{label}</label>
+        {multiline ? (
+          <textarea rows={3} {...common} />
+        ) : (
+          <input type={name === "link" ? "url" : "text"} {...common} />
+        )}
+        <small id={`${inputId}-hint`} className="muted">
+          {hint}
+        </small>
+        {problem && (
+          <small id={`${inputId}-error`} className="field-error">
+            {problem.message}
+          </small>
+        )}
+      </div>
+    );
+  };
+
+  return (
+    <form onSubmit={submit} noValidate>
+      {field("name", "Name", "Required. Shown in bold above every message.")}
+      {field("link", "Link", "Optional. Your application's address, http:// or https://.")}
+      {field("description", "Description", "What this Dock sends, for you and your subscribers.", true)}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          {submitLabel}
+        </button>
+        {onCancel && (
+          <button type="button" className="secondary" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
