@@ -1,19 +1,18 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
 import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { startChildService } from "./child-service.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
-const CLI = join(import.meta.dirname, "..", "src", "cli.ts");
 const CONCURRENCY = 16;
 
 /**
@@ -54,29 +53,15 @@ describe("delivery across crashes", () => {
   });
 
   async function startChild(): Promise<{ child: ChildProcess; url: string }> {
-    const proc = spawn(process.execPath, [CLI, "serve"], {
-      env: {
-        ...process.env,
-        PORT: "0",
-        DATA_DIR: dataDir,
-        LOG_LEVEL: "info",
-        TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
-        TELEGRAM_API_ROOT: sandbox.root,
-        DOCK_RATE_BURST: "0",
-        DELIVERY_CONCURRENCY: String(CONCURRENCY),
-      },
-      stdio: ["ignore", "pipe", "inherit"],
+    const started = await startChildService({
+      DATA_DIR: dataDir,
+      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
+      TELEGRAM_API_ROOT: sandbox.root,
+      DOCK_RATE_BURST: "0",
+      DELIVERY_CONCURRENCY: String(CONCURRENCY),
     });
-    child = proc;
-    const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
-    for await (const line of lines) {
-      const entry = JSON.parse(line) as { msg?: string; port?: number };
-      if (entry.msg?.startsWith("Dock Notify is ready")) {
-        proc.stdout?.resume();
-        return { child: proc, url: `http://127.0.0.1:${entry.port}` };
-      }
-    }
-    throw new Error("the service exited before it was ready");
+    child = started.child;
+    return started;
   }
 
   async function send(url: string, count: number): Promise<void> {

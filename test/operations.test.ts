@@ -67,3 +67,17 @@ describe("error catalogue", () => {
     }
   });
 });
+
+describe("configuration docs", () => {
+  it("docs/configuration.md documents every environment variable the service reads", () => {
+    const source = ["config.ts"]
+      .map((f) => readFileSync(join(import.meta.dirname, "..", "src", f), "utf8"))
+      .join("\n");
+    const names = new Set([...source.matchAll(/\(env, "([A-Z][A-Z0-9_]+)"/g)].map((m) => m[1] as string));
+    for (const m of source.matchAll(/text\(env, "([A-Z][A-Z0-9_]+)"\)/g)) names.add(m[1] as string);
+    expect(names.size).toBeGreaterThan(20);
+    const doc = readFileSync(join(import.meta.dirname, "..", "docs", "configuration.md"), "utf8");
+    const missing = [...names].filter((name) => !doc.includes(`| \`${name}\` |`));
+    expect(missing).toEqual([]);
+  });
+});

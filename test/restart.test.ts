@@ -1,33 +1,13 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
-
-const CLI = join(import.meta.dirname, "..", "src", "cli.ts");
-
-/** Starts `dock-notify serve` as a child process and resolves with its URL once it listens. */
-async function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, "serve"], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  for await (const line of lines) {
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    if (entry.msg?.startsWith("Dock Notify is ready")) {
-      lines.removeAllListeners();
-      child.stdout?.resume();
-      return { child, url: `http://127.0.0.1:${entry.port}` };
-    }
-  }
-  throw new Error("the service exited before it was ready");
-}
+import { startChildService } from "./child-service.ts";
 
 describe("a crash loses no acknowledged message", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-restart-"));
@@ -46,7 +26,7 @@ describe("a crash loses no acknowledged message", () => {
     const dock = await docks.create(9, { name: "Crash", link: null, description: null });
     await db.close();
 
-    const first = await startChild(env);
+    const first = await startChildService(env);
     child = first.child;
     const acknowledged: string[] = [];
     let sent = 0;
@@ -73,7 +53,7 @@ describe("a crash loses no acknowledged message", () => {
     await Promise.all(senders);
     expect(acknowledged.length).toBeGreaterThanOrEqual(300);
 
-    const second = await startChild(env);
+    const second = await startChildService(env);
     child = second.child;
     const check = openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
     const stored = new Set(

@@ -50,7 +50,12 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
   `);
   return {
     close: () => db.close(),
-    prepare: (sql: string) => {
+    prepare: (query: string) => {
+      // Every transaction we run writes. A deferred BEGIN takes the write lock only at the first
+      // write, and if another process (the CLI, a second connection) committed since this
+      // transaction's first read, SQLite answers SQLITE_BUSY at once instead of waiting. BEGIN
+      // IMMEDIATE takes the lock up front, so busy_timeout makes it wait its turn.
+      const sql = query === "begin" ? "begin immediate" : query;
       let statement = statements.get(sql);
       if (statement === undefined) {
         if (statements.size >= 500) statements.clear();
