@@ -1,4 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import { sql } from "kysely";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
@@ -24,6 +25,7 @@ import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { ACCEPTED_CHANNEL, PgLeadership } from "./store/pg-leadership.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
@@ -226,9 +228,23 @@ export async function createApp(deps: AppDeps): Promise<App> {
     soleDispatcher: db.dialect === "sqlite",
     paidBroadcast: config.telegramPaidBroadcast,
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    ...(db.dialect === "postgres"
+      ? { leadership: new PgLeadership(config.databaseUrl, `dispatcher:${telegram.token.split(":")[0]}`) }
+      : {}),
     now,
   });
-  messages.onAccepted(() => dispatcher.wake());
+  messages.onAccepted(() => {
+    dispatcher.wake();
+    // The active dispatcher may be another instance: tell it through the database.
+    if (db.dialect === "postgres") {
+      sql`select pg_notify(${ACCEPTED_CHANNEL}, '')`.execute(db.kysely).catch((error: unknown) => {
+        server.log.warn(
+          { err: error },
+          "could not notify the active dispatcher; its sweep will find the message",
+        );
+      });
+    }
+  });
   const retention = new Retention({
     deliveries,
     loginTokens,

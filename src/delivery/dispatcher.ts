@@ -3,6 +3,7 @@ import { Api } from "grammy";
 import { renderNotification } from "../domain/render.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
+import type { PgLeadership } from "../store/pg-leadership.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { chatKind, type Pacer } from "./pacer.ts";
 import { backoffMs, classify } from "./retry-policy.ts";
@@ -28,8 +29,13 @@ export interface DispatcherOptions {
   paidBroadcast: boolean;
   /** A Telegram call that has not answered by then counts as failed (and is retried). */
   telegramTimeoutSeconds: number;
+  /** With several instances on PostgreSQL: only the holder of this lock dispatches. */
+  leadership?: PgLeadership;
   now?: () => number;
 }
+
+/** How often a standby instance checks whether the active dispatcher is gone. */
+const CAMPAIGN_MS = 5000;
 
 /** One Dock's queued deliveries in memory: a FIFO per chat, visited round-robin. */
 interface DockQueues {
@@ -63,6 +69,7 @@ export class Dispatcher {
   #running = false;
   #timer: NodeJS.Timeout | null = null;
   #sweep: NodeJS.Timeout | null = null;
+  #campaignTimer: NodeJS.Timeout | null = null;
   #refilling: Promise<void> | null = null;
   #refillAgain = false;
   #idle: (() => void) | null = null;
@@ -78,6 +85,37 @@ export class Dispatcher {
       timeoutSeconds: this.#o.telegramTimeoutSeconds,
     });
     this.#running = true;
+    if (!this.#o.leadership) {
+      await this.#lead();
+      return;
+    }
+    await this.#campaign();
+    this.#campaignTimer = setInterval(() => void this.#campaign(), CAMPAIGN_MS);
+    this.#campaignTimer.unref();
+  }
+
+  /** Standing by: become the active dispatcher when the lock is free (at start, or when the leader is gone). */
+  async #campaign(): Promise<void> {
+    const leadership = this.#o.leadership as PgLeadership;
+    if (!this.#running || leadership.isLeader) return;
+    try {
+      const acquired = await leadership.tryAcquire(
+        () => this.wake(),
+        (error) => {
+          this.#o.log.error({ err: error }, "lost the dispatcher lock; standing by");
+          this.#abdicate();
+        },
+      );
+      if (acquired && this.#running) {
+        this.#o.log.info("this instance is now the active dispatcher");
+        await this.#lead();
+      }
+    } catch (error) {
+      this.#o.log.error({ err: error }, "could not contend for the dispatcher lock");
+    }
+  }
+
+  async #lead(): Promise<void> {
     const requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
     if (requeued > 0) this.#o.log.warn({ requeued }, "re-queued deliveries left in flight by a previous run");
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
@@ -85,18 +123,33 @@ export class Dispatcher {
     this.wake();
   }
 
+  /** No longer the leader: forget the in-memory queue (the next leader reads it from the database). */
+  #abdicate(): void {
+    if (this.#sweep) clearInterval(this.#sweep);
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#docks.clear();
+    this.#dockOrder = [];
+    this.#known.clear();
+  }
+
+  #leading(): boolean {
+    return this.#running && (this.#o.leadership?.isLeader ?? true);
+  }
+
   /** Stops taking new work and resolves once the sends in flight have settled. */
   async stop(): Promise<void> {
     this.#running = false;
+    if (this.#campaignTimer) clearInterval(this.#campaignTimer);
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
     await this.#refilling;
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    await this.#o.leadership?.release();
   }
 
   /** New messages were accepted (or it is time to sweep): look for work now. */
   wake(): void {
-    if (!this.#running) return;
+    if (!this.#leading()) return;
     if (this.#refilling) {
       this.#refillAgain = true;
       return;
@@ -151,7 +204,7 @@ export class Dispatcher {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    while (this.#running && this.#inFlight < this.#o.concurrency) {
+    while (this.#leading() && this.#inFlight < this.#o.concurrency) {
       const next = this.#next();
       if (next.delivery === null) {
         if (next.at !== Number.POSITIVE_INFINITY) {
