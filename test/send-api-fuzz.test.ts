@@ -1,18 +1,20 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
-import { basic, type RunningService, startService } from "./harness.ts";
+import { basic, dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
 
 /**
  * Thousands of malformed bodies and headers: whatever a client sends, the answer is never a 5xx,
  * the process stays up, and every refusal is in the documented error format.
  */
-describe("send API under malformed input", () => {
+describe.each(DIALECTS)("send API under malformed input on %s", (dialect) => {
   let service: RunningService;
   let dock: DockWithSecret;
 
   beforeAll(async () => {
-    service = await startService("sqlite", {
+    service = await startService(dialect, {
       AUTH_FAILURES_PER_MINUTE: "0",
       DOCK_RATE_BURST: "0",
       LOG_LEVEL: "warn",
@@ -37,6 +39,8 @@ describe("send API under malformed input", () => {
   );
   const field = fc.oneof(
     fc.string(),
+    // NUL: fine for SQLite, an error for PostgreSQL unless refused first.
+    fc.string().map((text) => `${text}\u0000${text}`),
     fc.string({ unit: "binary" }),
     fc.constant(""),
     fc.integer(),
@@ -45,7 +49,12 @@ describe("send API under malformed input", () => {
     fc.array(fc.string(), { maxLength: 3 }),
     fc.dictionary(fc.string(), fc.string(), { maxKeys: 2 }),
   );
-  const credentialField = fc.oneof(field, fc.constant("DOCK_ID"), fc.constant("SECRET"));
+  const credentialField = fc.oneof(
+    field,
+    fc.constant("DOCK_ID"),
+    fc.constant("SECRET"),
+    fc.constant("DOCK_ID\u0000"),
+  );
   const objectBody = fc
     .record(
       { dock_id: credentialField, secret_key: credentialField, msg: field, extra: fc.jsonValue() },
@@ -53,6 +62,7 @@ describe("send API under malformed input", () => {
     )
     .map((o) =>
       JSON.stringify(o)
+        .replaceAll('"DOCK_ID\\u0000"', JSON.stringify(`${dock.id}\u0000`))
         .replaceAll('"DOCK_ID"', JSON.stringify(dock.id))
         .replaceAll('"SECRET"', JSON.stringify(dock.secretKey)),
     );
@@ -87,7 +97,7 @@ describe("send API under malformed input", () => {
     { requiredKeys: [] },
   );
 
-  it.each(["/ping", "/webhook"])(
+  it.each(["/ping", "/webhook", "/messages/msg_x%00y"])(
     "%s: never a 5xx, always the error format",
     async (path) => {
       await fc.assert(

@@ -39,7 +39,7 @@ export function validateDockFields(input: {
       errors.push({ field, message: `${field} must be a string` });
       return null;
     }
-    if (!value.isWellFormed()) {
+    if (!value.isWellFormed() || value.includes("\u0000")) {
       errors.push({ field, message: `${field} contains invalid Unicode` });
       return null;
     }

@@ -35,6 +35,8 @@ export function newDockId(): string {
 
 export const DOCK_ID_PATTERN = /^[A-Za-z0-9]{22}$/;
 
+export const MESSAGE_ID_PATTERN = /^msg_[A-Za-z0-9]{22}$/;
+
 /** Message IDs are returned to clients and used in `GET /messages/<id>`. */
 export function newMessageId(): string {
   return `msg_${randomBase62(128)}`;

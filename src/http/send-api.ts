@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import type { Metrics } from "../metrics.ts";
 import type { DeliveryRepository } from "../store/deliveries.ts";
@@ -164,6 +165,9 @@ function checkMessage(msg: string, maxLength: number): void {
     throw new ApiError("invalid_request", "msg contains invalid Unicode (an unpaired surrogate).");
   }
   if (msg.trim() === "") throw new ApiError("invalid_request", "msg must not be empty.");
+  // Neither Telegram nor PostgreSQL text can hold U+0000.
+  if (msg.includes("\u0000"))
+    throw new ApiError("invalid_request", "msg must not contain the NUL character (U+0000).");
   // String length is in UTF-16 code units, the unit Telegram's limits are written in.
   const length = msg.length;
   if (length > maxLength) {
@@ -343,6 +347,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       onRequest: basicAuth,
     },
     async (request) => {
+      if (!MESSAGE_ID_PATTERN.test(request.params.message_id)) {
+        throw new ApiError("not_found", "No message with this ID for this Dock.");
+      }
       const status = await options.deliveries.status(
         request.params.message_id,
         (request.dock as { id: string }).id,

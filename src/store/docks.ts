@@ -1,5 +1,5 @@
 import type { DockFields } from "../domain/dock.ts";
-import { newDockId } from "../domain/ids.ts";
+import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, hashSecret, newSecretKey, secretMatches } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
 
@@ -116,11 +116,15 @@ export class DockRepository {
    * the same path, so neither the answer nor its timing tells whether a Dock exists.
    */
   async authenticate(id: string, secretKey: string): Promise<{ id: string; name: string } | undefined> {
-    const row = await this.#db.kysely
-      .selectFrom("docks")
-      .select(["id", "name", "secret_hash"])
-      .where("id", "=", id)
-      .executeTakeFirst();
+    // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
+    // characters, such as NUL, with an error rather than "no row").
+    const row = DOCK_ID_PATTERN.test(id)
+      ? await this.#db.kysely
+          .selectFrom("docks")
+          .select(["id", "name", "secret_hash"])
+          .where("id", "=", id)
+          .executeTakeFirst()
+      : undefined;
     const matches = secretMatches(secretKey, row ? Buffer.from(row.secret_hash, "hex") : ABSENT_HASH);
     return row && matches ? { id: row.id, name: row.name } : undefined;
   }
