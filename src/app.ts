@@ -160,7 +160,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
     metrics.requestsRejected.inc({ code: apiError.code });
     return reply.code(apiError.status).headers(apiError.headers).send(apiError.body);
   });
-  server.setNotFoundHandler(async (_request, reply) => {
+  server.setNotFoundHandler(async (request, reply) => {
+    // Methods Fastify has no route for at all (PROPFIND, LOCK …) still get the send API's 405.
+    const path = request.url.split("?")[0];
+    if (path === "/ping" || path === "/webhook") {
+      const error = new ApiError("method_not_allowed", "Use POST.", { Allow: "POST" });
+      return reply.code(error.status).headers(error.headers).send(error.body);
+    }
     const error = new ApiError("not_found", "No such endpoint; the API reference is at /docs.");
     return reply.code(error.status).send(error.body);
   });

@@ -206,7 +206,8 @@ export async function runCli(argv: string[]): Promise<void> {
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
-      process.exitCode = error.exitCode;
+      // --help and --version end with 0; every other commander error is a usage error.
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
       return;
     }
     if (error instanceof ConfigError) {

@@ -67,3 +67,13 @@ describe("rendering a notification", () => {
     expect(cutPoint("c".repeat(150), 100)).toBe(100);
   });
 });
+
+describe("rendering very long texts", () => {
+  it("keeps every part within the limit when there are 100 parts or more (three-digit numbers)", () => {
+    const text = "z".repeat(4090 * 120);
+    const parts = renderNotification({ name: "Big", link: null }, text);
+    expect(parts.length).toBeGreaterThanOrEqual(100);
+    for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(TELEGRAM_TEXT_LIMIT);
+    expect(parts.at(-1)?.text.startsWith(`Big (${parts.length}/${parts.length})\n`)).toBe(true);
+  });
+});

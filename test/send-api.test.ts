@@ -200,6 +200,16 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       expect(answer.body.error?.message).toMatch(message);
     });
 
+    it("plain `curl -d 'hello'` is told what to send instead", async () => {
+      const form = { "Content-Type": "application/x-www-form-urlencoded" };
+      const toPing = await ping("hello", form);
+      expect(toPing.status).toBe(400);
+      expect(toPing.body.error?.message).toMatch(/application\/json/);
+      const toWebhook = await webhook("hello", { ...form, Authorization: basic(dock.id, dock.secretKey) });
+      expect(toWebhook.status).toBe(400);
+      expect(toWebhook.body.error?.message).toMatch(/text\/plain/);
+    });
+
     it("invalid UTF-8 bytes", async () => {
       const body = Buffer.concat([
         Buffer.from('{"dock_id":"x","secret_key":"y","msg":"'),
@@ -314,10 +324,29 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       }
     });
 
+    it("405 also for methods no route knows (PROPFIND, LOCK)", async () => {
+      for (const method of ["PROPFIND", "LOCK"]) {
+        const answer = await post(`${service.url}/ping`, undefined, {}, method);
+        expect(answer.status).toBe(405);
+        expect(answer.headers.get("allow")).toBe("POST");
+      }
+    });
+
     it("404 in the error format for an unknown path", async () => {
       const answer = await post(`${service.url}/nope`, "{}", json);
       expect(answer.status).toBe(404);
       expect(answer.body.error?.code).toBe("not_found");
+    });
+  });
+
+  describe("message status", () => {
+    it("a message sent while nobody was subscribed says so", async () => {
+      const accepted = await ping({ ...creds(), msg: "into the void" });
+      const response = await fetch(`${service.url}/messages/${accepted.body.message_id}`, {
+        headers: { authorization: basic(dock.id, dock.secretKey) },
+      });
+      const body = (await response.json()) as { message: { state: string; subscribers: number } };
+      expect(body.message).toMatchObject({ state: "no_subscribers", subscribers: 0 });
     });
   });
 

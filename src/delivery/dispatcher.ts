@@ -166,7 +166,8 @@ export class Dispatcher {
   async #refill(): Promise<void> {
     let rows: PendingDelivery[];
     try {
-      if (!this.#o.soleDispatcher) await this.#o.deliveries.requeueAbandoned(false);
+      // Leases that expired: a send whose outcome could not be recorded, or a dead instance's.
+      await this.#o.deliveries.requeueAbandoned(false);
       rows = await this.#o.deliveries.window(this.#o.windowPerDock);
     } catch (error) {
       this.#o.log.error({ err: error }, "could not read the delivery queue");
@@ -266,8 +267,9 @@ export class Dispatcher {
 
   /** Drops everything in memory for a chat that has become unreachable. */
   #dropChat(chatId: number): void {
-    for (const dock of this.#docks.values()) {
-      for (const delivery of dock.chats.get(chatId) ?? []) this.#remove(delivery);
+    for (const dock of [...this.#docks.values()]) {
+      // A copy: #remove changes the chat's queue while we walk it.
+      for (const delivery of [...(dock.chats.get(chatId) ?? [])]) this.#remove(delivery);
     }
   }
 
@@ -286,36 +288,41 @@ export class Dispatcher {
         this.#remove(delivery);
         return;
       }
-      const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
-      for (let i = sentParts.length; i < parts.length; i++) {
-        // The first part's place was taken when this delivery was picked; later parts wait their turn.
-        if (i > delivery.sentParts.length) await this.#o.pacer.acquire(chatId, kind);
-        const part = parts[i] as (typeof parts)[number];
-        const started = performance.now();
-        try {
-          const message = await api.sendMessage(chatId, part.text, {
-            entities: part.entities,
-            ...(part.reply_markup ? { reply_markup: part.reply_markup } : {}),
-            ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
-          });
-          sentParts.push(message.message_id);
-        } finally {
-          this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+      let failure: unknown = null;
+      try {
+        const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
+        for (let i = sentParts.length; i < parts.length; i++) {
+          // The first part's place was taken when this delivery was picked; later parts wait their turn.
+          if (i > delivery.sentParts.length) await this.#o.pacer.acquire(chatId, kind);
+          const part = parts[i] as (typeof parts)[number];
+          const started = performance.now();
+          try {
+            const message = await api.sendMessage(chatId, part.text, {
+              entities: part.entities,
+              ...(part.reply_markup ? { reply_markup: part.reply_markup } : {}),
+              ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
+            });
+            sentParts.push(message.message_id);
+          } finally {
+            this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+          }
         }
+      } catch (error) {
+        failure = error;
       }
-      await this.#o.deliveries.sent(delivery.id, sentParts);
-      this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
-      this.#o.metrics.acceptToSend.observe((this.#now() - delivery.createdAt) / 1000);
-      this.#remove(delivery);
-    } catch (error) {
-      await this.#settleFailure(delivery, error, sentParts).catch((settleError: unknown) => {
-        // The database refused the outcome: leave the lease to expire and the delivery to be retried.
-        this.#o.log.error(
-          { err: settleError, deliveryId: delivery.id },
-          "could not record a delivery outcome",
-        );
+      if (failure === null) {
+        await this.#o.deliveries.sent(delivery.id, sentParts);
+        this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
+        this.#o.metrics.acceptToSend.observe((this.#now() - delivery.createdAt) / 1000);
         this.#remove(delivery);
-      });
+      } else {
+        await this.#settleFailure(delivery, failure, sentParts);
+      }
+    } catch (dbError) {
+      // The database refused the claim or the outcome. The row stays as it was (`sending` after a
+      // claim); once its lease expires the sweep queues it again, so it is retried, never lost.
+      this.#o.log.error({ err: dbError, deliveryId: delivery.id }, "could not record a delivery outcome");
+      this.#remove(delivery);
     } finally {
       this.#busyChats.delete(chatId);
       this.#inFlight--;

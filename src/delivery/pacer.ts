@@ -116,16 +116,18 @@ export class Pacer {
   /** Waits until a message to this chat may go, then takes its place. */
   async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<void> {
     for (;;) {
+      if (signal?.aborted) return;
       const wait = this.readyAt(chatId, kind) - this.#now();
       if (wait <= 0) break;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        signal?.addEventListener("abort", () => {
+        const done = () => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", done);
           resolve();
-        });
+        };
+        const timer = setTimeout(done, wait);
+        signal?.addEventListener("abort", done, { once: true });
       });
-      if (signal?.aborted) return;
     }
     this.take(chatId, kind);
   }

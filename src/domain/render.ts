@@ -78,9 +78,13 @@ export function renderNotification(
     bodies = [text];
     headers = [dock.name];
   } else {
-    // Room for the longest header "Name (nn/nn)" plus its line break.
-    const room = TELEGRAM_TEXT_LIMIT - (dock.name.length + 10);
-    bodies = splitText(text, room);
+    // Room for the header "Name (i/n)" plus its line break; more parts need longer numbers.
+    let digits = 1;
+    for (;;) {
+      bodies = splitText(text, TELEGRAM_TEXT_LIMIT - (dock.name.length + 5 + 2 * digits));
+      if (String(bodies.length).length <= digits) break;
+      digits++;
+    }
     headers = bodies.map((_, i) => `${dock.name} (${i + 1}/${bodies.length})`);
   }
   return bodies.map((body, i) => {

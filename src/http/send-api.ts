@@ -59,10 +59,11 @@ const messageStatus = Type.Object({
         Type.Literal("delivered"),
         Type.Literal("partially_delivered"),
         Type.Literal("undelivered"),
+        Type.Literal("no_subscribers"),
       ],
       {
         description:
-          "pending while any delivery is queued; then delivered, partially_delivered or undelivered.",
+          "no_subscribers when nobody was subscribed; pending while any delivery is queued; then delivered, partially_delivered or undelivered.",
       },
     ),
     created_at: Type.String({ format: "date-time" }),
@@ -145,7 +146,17 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
   const text = decode(request.body as RawBody).trim();
   if (text === "") throw new ApiError("invalid_json", "The request body is empty; send a JSON object.");
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
-    return Object.fromEntries(new URLSearchParams(text));
+    const fields = Object.fromEntries(new URLSearchParams(text));
+    // `curl -d 'hello'` is a form with one nameless field: say what to send instead.
+    if (Object.values(fields).every((value) => value === "") && !("msg" in fields)) {
+      throw new ApiError(
+        "invalid_json",
+        allowText
+          ? 'The body is neither JSON nor form fields: send {"msg": "…"}, or the text itself with Content-Type: text/plain.'
+          : 'The body is neither JSON nor form fields: send {"dock_id": "…", "secret_key": "…", "msg": "…"} with Content-Type: application/json.',
+      );
+    }
+    return fields;
   }
   let value: unknown;
   try {
@@ -357,14 +368,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       // Another Dock's message is answered exactly like a missing one.
       if (!status) throw new ApiError("not_found", "No message with this ID for this Dock.");
       const { counts } = status;
-      const state: "pending" | "delivered" | "partially_delivered" | "undelivered" =
-        counts.queued > 0
-          ? "pending"
-          : counts.failed + counts.gone === 0
-            ? "delivered"
-            : counts.sent > 0
-              ? "partially_delivered"
-              : "undelivered";
+      const state: "pending" | "delivered" | "partially_delivered" | "undelivered" | "no_subscribers" =
+        status.subscribers === 0
+          ? "no_subscribers"
+          : counts.queued > 0
+            ? "pending"
+            : counts.failed + counts.gone === 0
+              ? "delivered"
+              : counts.sent > 0
+                ? "partially_delivered"
+                : "undelivered";
       return {
         ok: true as const,
         message: {

@@ -37,6 +37,11 @@ export function openDb(
     return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
   }
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  // An idle connection can be closed by the server (a restart, a failover, an administrator);
+  // the pool replaces it. Without a listener that event would crash the process.
+  pool.on("error", (error) =>
+    process.emitWarning(`an idle PostgreSQL connection was closed: ${error.message}`),
+  );
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { kysely, dialect: "postgres", close: () => kysely.destroy() };
 }

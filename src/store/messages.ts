@@ -67,18 +67,21 @@ export class MessageRepository {
   async #flush(): Promise<void> {
     while (this.#pending.length > 0) {
       const batch = this.#pending.splice(0, MAX_BATCH);
+      let results: AcceptResult[];
       try {
-        const results = await this.#db.kysely.transaction().execute(async (tx) => {
+        results = await this.#db.kysely.transaction().execute(async (tx) => {
           const out: AcceptResult[] = [];
           for (const item of batch) out.push(await this.#acceptIn(tx, item.input, item.hash));
           return out;
         });
-        for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
-        this.#notify();
       } catch {
         // One message's failure must not fail its neighbours: commit each on its own.
         await Promise.all(batch.map((item) => this.#acceptAlone(item)));
+        continue;
       }
+      // Outside the try: once committed, nothing here may send the batch down the retry path.
+      for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
+      this.#notify();
     }
     this.#flushing = false;
   }
@@ -86,9 +89,9 @@ export class MessageRepository {
   async #acceptAlone(item: Pending): Promise<void> {
     const once = () =>
       this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash));
+    let result: AcceptResult;
     try {
-      item.resolve(await once());
-      this.#notify();
+      result = await once();
     } catch (error) {
       // Two requests with the same key raced (another instance committed first): a replay.
       if (item.input.idempotencyKey !== undefined && isUniqueViolation(error)) {
@@ -96,7 +99,10 @@ export class MessageRepository {
       } else {
         item.reject(error);
       }
+      return;
     }
+    item.resolve(result);
+    this.#notify();
   }
 
   /** Calls `listener` after each commit of new messages (the dispatcher wakes on it). */
@@ -106,7 +112,13 @@ export class MessageRepository {
   }
 
   #notify(): void {
-    for (const listener of this.#listeners) listener();
+    for (const listener of this.#listeners) {
+      try {
+        listener();
+      } catch {
+        // A listener's trouble is its own: the messages are committed either way.
+      }
+    }
   }
 
   async #acceptIn(tx: Transaction<Database>, input: AcceptInput, hash: string | null): Promise<AcceptResult> {

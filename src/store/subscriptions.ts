@@ -32,35 +32,29 @@ export class SubscriptionRepository {
   /** Subscribes a chat (or reactivates its subscription); true when it was not active before. */
   async subscribe(dockId: string, chatId: number, chatType: string): Promise<boolean> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
-      const existing = await tx
-        .selectFrom("subscriptions")
-        .select(["id", "state"])
-        .where("dock_id", "=", dockId)
-        .where("chat_id", "=", chatId)
-        .executeTakeFirst();
-      if (existing?.state === "active") return false;
-      if (existing) {
-        await tx
-          .updateTable("subscriptions")
-          .set({ state: "active", chat_type: chatType, updated_at: now })
-          .where("id", "=", existing.id)
-          .execute();
-      } else {
-        await tx
-          .insertInto("subscriptions")
-          .values({
-            dock_id: dockId,
-            chat_id: chatId,
-            chat_type: chatType,
-            state: "active",
-            created_at: now,
-            updated_at: now,
-          })
-          .execute();
-      }
-      return true;
-    });
+    // No read-then-write: two presses of Yes at the same moment must both succeed, one of them
+    // finding the work done.
+    const reactivated = await this.#db.kysely
+      .updateTable("subscriptions")
+      .set({ state: "active", chat_type: chatType, updated_at: now })
+      .where("dock_id", "=", dockId)
+      .where("chat_id", "=", chatId)
+      .where("state", "!=", "active")
+      .executeTakeFirst();
+    if (reactivated.numUpdatedRows > 0n) return true;
+    const inserted = await this.#db.kysely
+      .insertInto("subscriptions")
+      .values({
+        dock_id: dockId,
+        chat_id: chatId,
+        chat_type: chatType,
+        state: "active",
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
+      .executeTakeFirst();
+    return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   /** Marks one subscription, or every subscription of a chat when `dockId` is omitted. */
