@@ -281,16 +281,19 @@ export class Dispatcher {
     this.#inFlight++;
     const sentParts = [...delivery.sentParts];
     try {
-      const claim = await this.#o.deliveries.claim(delivery.id, this.#o.leaseMs);
-      if (claim !== "claimed") {
-        if (claim === "unsubscribed")
+      const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
+      // Long enough for every part to time out once: a lease must not expire while we still send.
+      const claim = await this.#o.deliveries.claim(delivery.id, this.#o.leaseMs * parts.length);
+      if (claim.status !== "claimed") {
+        if (claim.status === "unsubscribed") {
           this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unsubscribed" });
+        }
         this.#remove(delivery);
         return;
       }
+      delivery.lease = claim.lease;
       let failure: unknown = null;
       try {
-        const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
         for (let i = sentParts.length; i < parts.length; i++) {
           // The first part's place was taken when this delivery was picked; later parts wait their turn.
           if (i > delivery.sentParts.length) await this.#o.pacer.acquire(chatId, kind);
@@ -311,7 +314,7 @@ export class Dispatcher {
         failure = error;
       }
       if (failure === null) {
-        await this.#o.deliveries.sent(delivery.id, sentParts);
+        this.#recorded(await this.#o.deliveries.sent(delivery.id, claim.lease, sentParts), delivery);
         this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
         this.#o.metrics.acceptToSend.observe((this.#now() - delivery.createdAt) / 1000);
         this.#remove(delivery);
@@ -331,6 +334,13 @@ export class Dispatcher {
     }
   }
 
+  /** A settling write found the lease gone (expired and claimed again): say so, change nothing. */
+  #recorded(written: boolean, delivery: PendingDelivery): void {
+    if (!written) {
+      this.#o.log.warn({ deliveryId: delivery.id }, "outcome not recorded: the delivery's lease had expired");
+    }
+  }
+
   async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<void> {
     const outcome = classify(error);
     const now = this.#now();
@@ -346,7 +356,7 @@ export class Dispatcher {
         this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
         delivery.nextAttemptAt = now + outcome.retryAfter * 1000;
         delivery.sentParts = sentParts;
-        await this.#o.deliveries.retry(delivery.id, {
+        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
           nextAttemptAt: delivery.nextAttemptAt,
           error: outcome.reason,
           countAttempt: false,
@@ -366,7 +376,7 @@ export class Dispatcher {
         delivery.attempts++;
         delivery.nextAttemptAt = now + backoffMs(delivery.attempts);
         delivery.sentParts = sentParts;
-        await this.#o.deliveries.retry(delivery.id, {
+        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
           nextAttemptAt: delivery.nextAttemptAt,
           error: outcome.reason,
           countAttempt: true,
@@ -378,7 +388,10 @@ export class Dispatcher {
       case "permanent":
         break;
     }
-    await this.#o.deliveries.failed(delivery.id, outcome.reason, sentParts);
+    this.#recorded(
+      await this.#o.deliveries.failed(delivery.id, delivery.lease, outcome.reason, sentParts),
+      delivery,
+    );
     this.#o.metrics.outcomes.inc({
       outcome: "failed",
       reason: outcome.kind === "permanent" ? "rejected" : "expired",

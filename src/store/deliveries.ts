@@ -17,6 +17,8 @@ export interface PendingDelivery {
   createdAt: number;
   /** Telegram message ids of the parts already sent (a long text is several messages). */
   sentParts: number[];
+  /** The lease of the current claim (0 until claimed); settling writes must present it. */
+  lease: number;
 }
 
 export interface MessageStatus {
@@ -110,6 +112,7 @@ export class DeliveryRepository {
       nextAttemptAt: r.next_attempt_at,
       createdAt: r.created_at,
       sentParts: parseIds(r.telegram_message_ids),
+      lease: 0,
     }));
   }
 
@@ -118,13 +121,17 @@ export class DeliveryRepository {
    * queued again once the lease expires (at-least-once). Refuses, and marks the delivery gone,
    * when its subscription is no longer active — unsubscribing stops deliveries at once.
    */
-  async claim(id: number, leaseMs: number): Promise<"claimed" | "unsubscribed" | "missing"> {
+  async claim(
+    id: number,
+    leaseMs: number,
+  ): Promise<{ status: "claimed"; lease: number } | { status: "unsubscribed" | "missing" }> {
     const now = this.#now();
+    const lease = now + leaseMs;
     const claimed = await this.#db.kysely
       .updateTable("deliveries")
       .set((eb) => ({
         state: "sending",
-        lease_until: now + leaseMs,
+        lease_until: lease,
         attempts: eb("attempts", "+", 1),
         updated_at: now,
       }))
@@ -140,18 +147,22 @@ export class DeliveryRepository {
         ),
       )
       .executeTakeFirst();
-    if (claimed.numUpdatedRows > 0n) return "claimed";
+    if (claimed.numUpdatedRows > 0n) return { status: "claimed", lease };
     const gone = await this.#db.kysely
       .updateTable("deliveries")
       .set({ state: "gone", last_error: "unsubscribed", updated_at: now })
       .where("id", "=", id)
       .where("state", "=", "queued")
       .executeTakeFirst();
-    return gone.numUpdatedRows > 0n ? "unsubscribed" : "missing";
+    return { status: gone.numUpdatedRows > 0n ? "unsubscribed" : "missing" };
   }
 
-  async sent(id: number, telegramIds: number[]): Promise<void> {
-    await this.#db.kysely
+  /**
+   * Settling writes are fenced by the claim's lease: if the lease expired and the delivery was
+   * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
+   */
+  async sent(id: number, lease: number, telegramIds: number[]): Promise<boolean> {
+    const result = await this.#db.kysely
       .updateTable("deliveries")
       .set({
         state: "sent",
@@ -161,7 +172,10 @@ export class DeliveryRepository {
         updated_at: this.#now(),
       })
       .where("id", "=", id)
-      .execute();
+      .where("state", "=", "sending")
+      .where("lease_until", "=", lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /**
@@ -170,9 +184,10 @@ export class DeliveryRepository {
    */
   async retry(
     id: number,
+    lease: number,
     options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
-  ): Promise<void> {
-    await this.#db.kysely
+  ): Promise<boolean> {
+    const result = await this.#db.kysely
       .updateTable("deliveries")
       .set((eb) => ({
         state: "queued",
@@ -184,11 +199,14 @@ export class DeliveryRepository {
         updated_at: this.#now(),
       }))
       .where("id", "=", id)
-      .execute();
+      .where("state", "=", "sending")
+      .where("lease_until", "=", lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
-  async failed(id: number, error: string, sentParts: number[]): Promise<void> {
-    await this.#db.kysely
+  async failed(id: number, lease: number, error: string, sentParts: number[]): Promise<boolean> {
+    const result = await this.#db.kysely
       .updateTable("deliveries")
       .set({
         state: "failed",
@@ -198,7 +216,10 @@ export class DeliveryRepository {
         updated_at: this.#now(),
       })
       .where("id", "=", id)
-      .execute();
+      .where("state", "=", "sending")
+      .where("lease_until", "=", lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /**

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeliveryRepository } from "../src/store/deliveries.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
+  let service: RunningService;
+  let clock = Date.now();
+  let repo: DeliveryRepository;
+
+  beforeAll(async () => {
+    // A chat the sandbox does not know: the running dispatcher's own attempts would only get in
+    // the way, so this Dock's subscriber is added after the service's dispatcher is stopped.
+    service = await startService(dialect);
+    await service.app.stop();
+    repo = new DeliveryRepository(service.db, () => clock);
+  });
+  afterAll(async () => service.close());
+
+  it("a late outcome from an expired claim is not recorded over the new claim's", async () => {
+    const dock = await service.app.docks.create(1, { name: "Lease", link: null, description: null });
+    await service.subscriptions.subscribe(dock.id, 42, "private");
+    await service.app.messages.accept({ dockId: dock.id, text: "hello" });
+    const [pending] = await repo.window(10);
+    if (!pending) throw new Error("nothing queued");
+
+    const first = await repo.claim(pending.id, 1000);
+    if (first.status !== "claimed") throw new Error("not claimed");
+    clock += 5000; // the first sender stalls past its lease
+    expect(await repo.requeueAbandoned(false)).toBe(1);
+    const second = await repo.claim(pending.id, 1000);
+    if (second.status !== "claimed") throw new Error("not claimed again");
+
+    expect(await repo.failed(pending.id, first.lease, "late", [])).toBe(false);
+    expect(await repo.sent(pending.id, second.lease, [7])).toBe(true);
+    const row = await service.db.kysely
+      .selectFrom("deliveries")
+      .selectAll()
+      .where("id", "=", pending.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: "sent", telegram_message_ids: "7", attempts: 2 });
+  });
+});
