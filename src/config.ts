@@ -201,6 +201,12 @@ export function loadConfig(env: Env = process.env): Config {
       "TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<letters, digits, _ or ->)",
     );
   }
+  const loopback = host === "127.0.0.1" || host === "::1" || host === "localhost";
+  if (token === null && !loopback && !boolean(env, "SANDBOX_ALLOW_REMOTE", false)) {
+    throw new ConfigError(
+      `HOST is ${host} but TELEGRAM_BOT_TOKEN is not set: the sandbox would let anyone who reaches this address act as any simulated person (and so sign in to the console). Set TELEGRAM_BOT_TOKEN, listen on 127.0.0.1, or set SANDBOX_ALLOW_REMOTE=true to accept that.`,
+    );
+  }
   return {
     port,
     host,

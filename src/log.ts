@@ -21,7 +21,12 @@ export const REDACT_PATHS = [
 
 /** Bot API paths carry the token (`/bot<token>/method`): keep the shape, drop the secret. */
 export function maskUrl(url: string): string {
-  return url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>");
+  return (
+    url
+      .replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>")
+      // The Telegram Login Widget's signature works as a credential for a few minutes.
+      .replace(/([?&]hash=)[^&]*/g, "$1<redacted>")
+  );
 }
 
 export function loggerOptions(level: string, stream?: DestinationStream): FastifyServerOptions["logger"] {

@@ -24,7 +24,12 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
     const alice = await people.person("Alice", "alice_s");
     const { token } = await service.app.loginTokens.create();
     const prompt = await openLogin(alice, token);
-    expect(prompt.text).toBe("Sign in to the Dock console as Alice (@alice_s)?");
+    const [question, , warning] = (prompt.text as string).split("\n");
+    expect(question).toBe("Sign in to the Dock console as Alice (@alice_s)?");
+    // A forwarded sign-in link is an account takeover attempt: the prompt says so.
+    expect(warning).toMatch(
+      /only if you started this sign-in yourself.*If someone sent you this link, press No/,
+    );
     expect(await service.app.loginTokens.state(token)).toBe("pending");
 
     await people.press(alice, prompt, "Yes");

@@ -129,6 +129,7 @@ describe("dock-notify CLI", () => {
       [{ PUBLIC_URL: "example.com" }, /PUBLIC_URL must be an absolute/],
       [{ TELEGRAM_BOT_TOKEN: "not-a-token-secret" }, /TELEGRAM_BOT_TOKEN does not look like/],
       [{ ENCRYPTION_KEY: "short" }, /ENCRYPTION_KEY must be 32 bytes/],
+      [{ HOST: "0.0.0.0" }, /HOST is 0.0.0.0 but TELEGRAM_BOT_TOKEN is not set/],
     ];
     for (const [env, message] of cases) {
       const result = spawnSync(process.execPath, [BIN, "serve"], {

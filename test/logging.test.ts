@@ -45,6 +45,7 @@ describe("logs", () => {
       ],
       [`/sandbox/bot${botToken}/getMe`, { method: "GET" }],
       [`/bot${botToken}/sendMessage?chat_id=1`, { method: "POST" }],
+      ["/console/api/sign-in/telegram-widget?id=1&hash=f00dfeedwidgetsignature", { method: "GET" }],
     ];
     for (const [path, init] of requests) await fetch(`${service.url}${path}`, init);
 
@@ -59,6 +60,7 @@ describe("logs", () => {
       "s3cr3t-cookie-value",
       botToken,
       "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+      "f00dfeedwidgetsignature",
     ]) {
       expect(log).not.toContain(secret);
     }

@@ -115,7 +115,14 @@ export const texts = {
   adminsOnly: "Only this group's admins can change its subscriptions.",
   privateOnly: "Sign-in works only in a private chat with me. Open the link from the console again.",
 
-  loginPrompt: (name: string) => `Sign in to the Dock console as <b>${escapeHtml(name)}</b>?`,
+  loginPrompt: (name: string) =>
+    [
+      `Sign in to the Dock console as <b>${escapeHtml(name)}</b>?`,
+      "",
+      // Whoever started this sign-in gets the session: a link someone sent you is an attempt to
+      // take over your account.
+      "Press Yes only if you started this sign-in yourself, just now, in your own browser. If someone sent you this link, press No.",
+    ].join("\n"),
   loginConfirmed: "You are signed in. Go back to the Dock console.",
   loginDeclined: "Sign-in cancelled. Nobody was signed in.",
   loginExpired: "This sign-in link has expired. Start again from the console's sign-in page.",
