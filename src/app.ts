@@ -239,8 +239,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       : {}),
     now,
   });
-  messages.onAccepted(() => {
-    dispatcher.wake();
+  messages.onAccepted((dockIds) => {
+    dispatcher.wake(dockIds);
     // The active dispatcher may be another instance: tell it through the database.
     if (db.dialect === "postgres") {
       sql`select pg_notify(${ACCEPTED_CHANNEL}, '')`.execute(db.kysely).catch((error: unknown) => {

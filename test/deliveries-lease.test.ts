@@ -22,7 +22,7 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     const dock = await service.app.docks.create(1, { name: "Lease", link: null, description: null });
     await service.subscriptions.subscribe(dock.id, 42, "private");
     await service.app.messages.accept({ dockId: dock.id, text: "hello" });
-    const [pending] = await repo.window(10);
+    const [pending] = await repo.queuedFor(dock.id, 0, 10);
     if (!pending) throw new Error("nothing queued");
 
     const first = await repo.claim(pending.id, 1000);

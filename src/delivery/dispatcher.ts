@@ -42,7 +42,9 @@ interface DockQueues {
   chats: Map<number, PendingDelivery[]>;
   order: number[];
   cursor: number;
-  /** The last window filled this Dock completely: the database may hold more. */
+  /** Deliveries of this Dock held in memory. */
+  held: number;
+  /** The last read filled this Dock's share: the database may hold more. */
   more: boolean;
 }
 
@@ -64,6 +66,8 @@ export class Dispatcher {
   #dockOrder: string[] = [];
   #dockCursor = 0;
   readonly #known = new Set<number>();
+  /** Per Dock, the highest delivery id loaded so far: the next refill reads only what is newer. */
+  readonly #cursors = new Map<string, number>();
   readonly #busyChats = new Set<number>();
   #inFlight = 0;
   #running = false;
@@ -71,7 +75,8 @@ export class Dispatcher {
   #sweep: NodeJS.Timeout | null = null;
   #campaignTimer: NodeJS.Timeout | null = null;
   #refilling: Promise<void> | null = null;
-  #refillAgain = false;
+  /** Docks to look at in the next refill ("all": every Dock with queued deliveries). */
+  #wanted: Set<string> | "all" = new Set();
   #idle: (() => void) | null = null;
 
   constructor(options: DispatcherOptions) {
@@ -130,6 +135,7 @@ export class Dispatcher {
     this.#docks.clear();
     this.#dockOrder = [];
     this.#known.clear();
+    this.#cursors.clear();
   }
 
   #leading(): boolean {
@@ -147,56 +153,63 @@ export class Dispatcher {
     await this.#o.leadership?.release();
   }
 
-  /** New messages were accepted (or it is time to sweep): look for work now. */
-  wake(): void {
+  /**
+   * Look for work now: for the given Docks (new messages were accepted for them), or for every
+   * Dock with queued deliveries (the sweep, a start, a running-low queue).
+   */
+  wake(dockIds?: Iterable<string>): void {
     if (!this.#leading()) return;
-    if (this.#refilling) {
-      this.#refillAgain = true;
-      return;
-    }
-    this.#refilling = this.#refill().finally(() => {
+    if (dockIds === undefined) this.#wanted = "all";
+    else if (this.#wanted !== "all") for (const id of dockIds) this.#wanted.add(id);
+    if (this.#refilling) return;
+    const wanted = this.#wanted;
+    this.#wanted = new Set();
+    this.#refilling = this.#refill(wanted).finally(() => {
       this.#refilling = null;
-      if (this.#refillAgain) {
-        this.#refillAgain = false;
-        this.wake();
-      }
+      if (this.#wanted === "all" || this.#wanted.size > 0) this.wake([]);
     });
   }
 
-  async #refill(): Promise<void> {
-    let rows: PendingDelivery[];
+  async #refill(wanted: Set<string> | "all"): Promise<void> {
     try {
       // Leases that expired: a send whose outcome could not be recorded, or a dead instance's.
-      await this.#o.deliveries.requeueAbandoned(false);
-      rows = await this.#o.deliveries.window(this.#o.windowPerDock);
+      // Those rows sit below the cursors, so the cursors start over.
+      if (wanted === "all" && (await this.#o.deliveries.requeueAbandoned(false)) > 0) this.#cursors.clear();
+      for (const dockId of wanted === "all" ? await this.#o.deliveries.queuedDocks() : wanted) {
+        const held = this.#docks.get(dockId)?.held ?? 0;
+        if (held >= this.#o.windowPerDock / 2) continue;
+        const limit = this.#o.windowPerDock - held;
+        const rows = await this.#o.deliveries.queuedFor(dockId, this.#cursors.get(dockId) ?? 0, limit);
+        for (const row of rows) this.#hold(row);
+        const dock = this.#docks.get(dockId);
+        if (dock) dock.more = rows.length === limit;
+        const last = rows.at(-1);
+        if (last) this.#cursors.set(dockId, last.id);
+      }
     } catch (error) {
       this.#o.log.error({ err: error }, "could not read the delivery queue");
       return;
     }
-    const perDock = new Map<string, number>();
-    for (const row of rows) {
-      perDock.set(row.dockId, (perDock.get(row.dockId) ?? 0) + 1);
-      if (this.#known.has(row.id)) continue;
-      this.#known.add(row.id);
-      let dock = this.#docks.get(row.dockId);
-      if (!dock) {
-        dock = { chats: new Map(), order: [], cursor: 0, more: false };
-        this.#docks.set(row.dockId, dock);
-        this.#dockOrder.push(row.dockId);
-      }
-      let queue = dock.chats.get(row.chatId);
-      if (!queue) {
-        queue = [];
-        dock.chats.set(row.chatId, queue);
-        dock.order.push(row.chatId);
-      }
-      queue.push(row);
-    }
-    for (const [dockId, count] of perDock) {
-      const dock = this.#docks.get(dockId);
-      if (dock) dock.more = count >= this.#o.windowPerDock;
-    }
     this.#pump();
+  }
+
+  #hold(row: PendingDelivery): void {
+    if (this.#known.has(row.id)) return;
+    this.#known.add(row.id);
+    let dock = this.#docks.get(row.dockId);
+    if (!dock) {
+      dock = { chats: new Map(), order: [], cursor: 0, held: 0, more: false };
+      this.#docks.set(row.dockId, dock);
+      this.#dockOrder.push(row.dockId);
+    }
+    let queue = dock.chats.get(row.chatId);
+    if (!queue) {
+      queue = [];
+      dock.chats.set(row.chatId, queue);
+      dock.order.push(row.chatId);
+    }
+    queue.push(row);
+    dock.held++;
   }
 
   /** Starts every send that may go now; arms a timer for the earliest one that may go later. */
@@ -250,7 +263,10 @@ export class Dispatcher {
     const queue = dock?.chats.get(delivery.chatId);
     if (!dock || !queue) return;
     const index = queue.indexOf(delivery);
-    if (index >= 0) queue.splice(index, 1);
+    if (index >= 0) {
+      queue.splice(index, 1);
+      dock.held--;
+    }
     if (queue.length === 0) {
       dock.chats.delete(delivery.chatId);
       dock.order = dock.order.filter((id) => id !== delivery.chatId);
@@ -259,9 +275,10 @@ export class Dispatcher {
       this.#docks.delete(delivery.dockId);
       this.#dockOrder = this.#dockOrder.filter((id) => id !== delivery.dockId);
     }
-    if (dock.more && dock.chats.size < this.#o.windowPerDock / 2) {
+    // Running low, and the database holds more of this Dock: fetch them.
+    if (dock.more && dock.held < this.#o.windowPerDock / 2) {
       dock.more = false;
-      this.wake();
+      this.wake([delivery.dockId]);
     }
   }
 

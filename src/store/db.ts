@@ -9,6 +9,7 @@ import {
 import pg from "pg";
 import { initial } from "./migrations/0001-initial.ts";
 import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
+import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-driver.ts";
 
@@ -47,7 +48,11 @@ export function openDb(
 }
 
 function migrations(dialect: Dialect): Record<string, Migration> {
-  return { "0001-initial": initial(dialect), "0002-sign-in-and-bot": signInAndBot() };
+  return {
+    "0001-initial": initial(dialect),
+    "0002-sign-in-and-bot": signInAndBot(),
+    "0003-delivery-queue-index": deliveryQueueIndex(),
+  };
 }
 
 /** Applies every pending migration; returns the names applied now. Safe to run concurrently. */

@@ -1,4 +1,3 @@
-import { sql } from "kysely";
 import type { Db } from "./db.ts";
 import type { DeliveryState } from "./schema.ts";
 
@@ -50,54 +49,52 @@ export class DeliveryRepository {
     this.#now = now;
   }
 
-  /**
-   * Up to `perDock` queued deliveries of every Dock, oldest first. Loading per Dock (not globally
-   * oldest first) is what keeps a Dock with a huge backlog from hiding another Dock's message.
-   * Not-yet-due deliveries are included so that each chat's order is kept while one waits.
-   */
-  async window(perDock: number): Promise<PendingDelivery[]> {
-    const ranked = this.#db.kysely
-      .selectFrom("deliveries")
-      .select([
-        "id",
-        "message_id",
-        "dock_id",
-        "chat_id",
-        "attempts",
-        "next_attempt_at",
-        "created_at",
-        "telegram_message_ids",
-        sql<number>`row_number() over (partition by ${sql.ref("dock_id")} order by ${sql.ref("id")})`.as(
-          "rank",
-        ),
-      ])
-      .where("state", "=", "queued")
-      .as("w");
+  /** Docks that have queued deliveries (served by the index on state, dock_id, id). */
+  async queuedDocks(): Promise<string[]> {
     const rows = await this.#db.kysely
-      .selectFrom(ranked)
-      .innerJoin("messages", "messages.id", "w.message_id")
-      .innerJoin("docks", "docks.id", "w.dock_id")
+      .selectFrom("deliveries")
+      .select("dock_id")
+      .distinct()
+      .where("state", "=", "queued")
+      .execute();
+    return rows.map((r) => r.dock_id);
+  }
+
+  /**
+   * A Dock's queued deliveries after `afterId`, oldest first, at most `limit`. Read per Dock (not
+   * globally oldest first) so a Dock with a huge backlog cannot hide another Dock's message, and
+   * from a cursor so each read costs what it returns, not the size of the queue. Not-yet-due
+   * deliveries are included so that each chat's order is kept while one of them waits.
+   */
+  async queuedFor(dockId: string, afterId: number, limit: number): Promise<PendingDelivery[]> {
+    const rows = await this.#db.kysely
+      .selectFrom("deliveries")
+      .innerJoin("messages", "messages.id", "deliveries.message_id")
+      .innerJoin("docks", "docks.id", "deliveries.dock_id")
       .leftJoin("subscriptions", (join) =>
         join
-          .onRef("subscriptions.dock_id", "=", "w.dock_id")
-          .onRef("subscriptions.chat_id", "=", "w.chat_id"),
+          .onRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+          .onRef("subscriptions.chat_id", "=", "deliveries.chat_id"),
       )
       .select([
-        "w.id",
-        "w.message_id",
-        "w.dock_id",
-        "w.chat_id",
-        "w.attempts",
-        "w.next_attempt_at",
-        "w.created_at",
-        "w.telegram_message_ids",
+        "deliveries.id",
+        "deliveries.message_id",
+        "deliveries.dock_id",
+        "deliveries.chat_id",
+        "deliveries.attempts",
+        "deliveries.next_attempt_at",
+        "deliveries.created_at",
+        "deliveries.telegram_message_ids",
         "messages.text",
         "docks.name",
         "docks.link",
         "subscriptions.chat_type",
       ])
-      .where("w.rank", "<=", perDock)
-      .orderBy("w.id")
+      .where("deliveries.state", "=", "queued")
+      .where("deliveries.dock_id", "=", dockId)
+      .where("deliveries.id", ">", afterId)
+      .orderBy("deliveries.id")
+      .limit(limit)
       .execute();
     return rows.map((r) => ({
       id: Number(r.id),

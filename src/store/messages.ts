@@ -37,7 +37,7 @@ export class MessageRepository {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #pending: Pending[] = [];
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<(dockIds: string[]) => void>();
   #flushing = false;
 
   constructor(db: Db, now: () => number = Date.now) {
@@ -81,7 +81,7 @@ export class MessageRepository {
       }
       // Outside the try: once committed, nothing here may send the batch down the retry path.
       for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
-      this.#notify();
+      this.#notify([...new Set(batch.map((item) => item.input.dockId))]);
     }
     this.#flushing = false;
   }
@@ -102,19 +102,19 @@ export class MessageRepository {
       return;
     }
     item.resolve(result);
-    this.#notify();
+    this.#notify([item.input.dockId]);
   }
 
   /** Calls `listener` after each commit of new messages (the dispatcher wakes on it). */
-  onAccepted(listener: () => void): () => void {
+  onAccepted(listener: (dockIds: string[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  #notify(): void {
+  #notify(dockIds: string[]): void {
     for (const listener of this.#listeners) {
       try {
-        listener();
+        listener(dockIds);
       } catch {
         // A listener's trouble is its own: the messages are committed either way.
       }
