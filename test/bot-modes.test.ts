@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookSecret } from "../src/bot/webhook.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
+import { freePort } from "./browser.ts";
 import {
   createTestDatabase,
   dialects,
@@ -119,16 +119,6 @@ describe("the bot's Telegram client", () => {
     expect(reply.message_id).toBeGreaterThan(next.message_id);
   });
 });
-
-/** A port nobody listens on right now, so TELEGRAM_WEBHOOK_URL can name it before the service starts. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (typeof address !== "object" || address === null) throw new Error("no port");
-  return address.port;
-}
 
 describe("webhook mode", () => {
   let service: RunningService;

@@ -1,27 +1,8 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath, freePort, launchChromium } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";
-
-/** Debian's Chromium; never a downloaded browser. CI installs it with apt-get. */
-const executablePath =
-  spawnSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], {
-    encoding: "utf8",
-  }).stdout.trim() || undefined;
-if (!executablePath)
-  console.warn("console end-to-end test skipped: no chromium here (apt-get install chromium)");
-
-/** A port nobody listens on now, so PUBLIC_URL (and every link the service makes) can name it. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (typeof address !== "object" || address === null) throw new Error("no port");
-  return address.port;
-}
 
 async function ping(url: string, dockId: string, secretKey: string, msg: string) {
   const response = await fetch(`${url}/ping`, {
@@ -35,25 +16,14 @@ async function ping(url: string, dockId: string, secretKey: string, msg: string)
 /** The sandbox chat page's message list. */
 const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
 
-describe.skipIf(!executablePath)("console end to end in Chromium (sandbox mode)", () => {
+describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", () => {
   let service: RunningService;
   let browser: Browser;
 
   beforeAll(async () => {
     const port = await freePort();
     service = await startService("sqlite", { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
-    browser = await chromium.launch({
-      executablePath: executablePath as string,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-      ],
-    });
+    browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });
   afterAll(async () => {

@@ -1,20 +1,12 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { Bot } from "grammy";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { chromiumPath, launchChromium } from "./browser.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
-/** Debian's Chromium; never a downloaded browser. CI installs it with apt-get. */
-const executablePath =
-  spawnSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], {
-    encoding: "utf8",
-  }).stdout.trim() || undefined;
-if (!executablePath)
-  console.warn("sandbox chat page tests skipped: no chromium here (apt-get install chromium)");
-
-describe.skipIf(!executablePath)("sandbox chat page in Chromium", () => {
+describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
   let sandbox: RunningSandbox;
   let bot: Bot;
   let browser: Browser;
@@ -44,18 +36,7 @@ describe.skipIf(!executablePath)("sandbox chat page in Chromium", () => {
     });
     await bot.init();
     void bot.start({ timeout: 30 });
-    browser = await chromium.launch({
-      executablePath: executablePath as string,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

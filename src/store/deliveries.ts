@@ -1,5 +1,6 @@
+import type { ExpressionBuilder, UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
-import type { DeliveryState } from "./schema.ts";
+import type { Database, DeliveryState } from "./schema.ts";
 
 /** A queued delivery with everything needed to send it. */
 export interface PendingDelivery {
@@ -159,20 +160,11 @@ export class DeliveryRepository {
    * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
    */
   async sent(id: number, lease: number, telegramIds: number[]): Promise<boolean> {
-    const result = await this.#db.kysely
-      .updateTable("deliveries")
-      .set({
-        state: "sent",
-        telegram_message_ids: telegramIds.join(","),
-        lease_until: null,
-        last_error: null,
-        updated_at: this.#now(),
-      })
-      .where("id", "=", id)
-      .where("state", "=", "sending")
-      .where("lease_until", "=", lease)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    return this.#settle(id, lease, {
+      state: "sent",
+      telegram_message_ids: telegramIds.join(","),
+      last_error: null,
+    });
   }
 
   /**
@@ -184,34 +176,38 @@ export class DeliveryRepository {
     lease: number,
     options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
   ): Promise<boolean> {
-    const result = await this.#db.kysely
-      .updateTable("deliveries")
-      .set((eb) => ({
-        state: "queued",
-        next_attempt_at: options.nextAttemptAt,
-        last_error: options.error,
-        lease_until: null,
-        telegram_message_ids: options.sentParts.length ? options.sentParts.join(",") : null,
-        attempts: options.countAttempt ? eb.ref("attempts") : eb("attempts", "-", 1),
-        updated_at: this.#now(),
-      }))
-      .where("id", "=", id)
-      .where("state", "=", "sending")
-      .where("lease_until", "=", lease)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    return this.#settle(id, lease, (eb) => ({
+      state: "queued",
+      next_attempt_at: options.nextAttemptAt,
+      last_error: options.error,
+      telegram_message_ids: options.sentParts.length ? options.sentParts.join(",") : null,
+      attempts: options.countAttempt ? eb.ref("attempts") : eb("attempts", "-", 1),
+    }));
   }
 
   async failed(id: number, lease: number, error: string, sentParts: number[]): Promise<boolean> {
+    return this.#settle(id, lease, {
+      state: "failed",
+      last_error: error,
+      telegram_message_ids: sentParts.length ? sentParts.join(",") : null,
+    });
+  }
+
+  /** An outcome, written only while the row is still `sending` under the same lease. */
+  async #settle(
+    id: number,
+    lease: number,
+    values:
+      | UpdateObject<Database, "deliveries">
+      | ((eb: ExpressionBuilder<Database, "deliveries">) => UpdateObject<Database, "deliveries">),
+  ): Promise<boolean> {
     const result = await this.#db.kysely
       .updateTable("deliveries")
-      .set({
-        state: "failed",
-        last_error: error,
+      .set((eb) => ({
+        ...(typeof values === "function" ? values(eb) : values),
         lease_until: null,
-        telegram_message_ids: sentParts.length ? sentParts.join(",") : null,
         updated_at: this.#now(),
-      })
+      }))
       .where("id", "=", id)
       .where("state", "=", "sending")
       .where("lease_until", "=", lease)
