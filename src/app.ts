@@ -243,12 +243,14 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dispatcher.wake(dockIds);
     // The active dispatcher may be another instance: tell it through the database.
     if (db.dialect === "postgres") {
-      sql`select pg_notify(${ACCEPTED_CHANNEL}, '')`.execute(db.kysely).catch((error: unknown) => {
-        server.log.warn(
-          { err: error },
-          "could not notify the active dispatcher; its sweep will find the message",
-        );
-      });
+      sql`select pg_notify(${ACCEPTED_CHANNEL}, ${dockIds.join(",")})`
+        .execute(db.kysely)
+        .catch((error: unknown) => {
+          server.log.warn(
+            { err: error },
+            "could not notify the active dispatcher; its sweep will find the message",
+          );
+        });
     }
   });
   const retention = new Retention({

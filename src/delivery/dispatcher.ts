@@ -105,7 +105,8 @@ export class Dispatcher {
     if (!this.#running || leadership.isLeader) return;
     try {
       const acquired = await leadership.tryAcquire(
-        () => this.wake(),
+        // The payload names the Docks that got messages (comma-separated).
+        (payload) => this.wake(payload === "" ? undefined : payload.split(",")),
         (error) => {
           this.#o.log.error({ err: error }, "lost the dispatcher lock; standing by");
           this.#abdicate();
@@ -121,7 +122,15 @@ export class Dispatcher {
   }
 
   async #lead(): Promise<void> {
-    const requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
+    let requeued: number;
+    try {
+      requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
+    } catch (error) {
+      // Holding the lock without dispatching would stall every instance: let it go, try again later.
+      this.#o.log.error({ err: error }, "could not take up dispatching; releasing the lock");
+      await this.#o.leadership?.release();
+      return;
+    }
     if (requeued > 0) this.#o.log.warn({ requeued }, "re-queued deliveries left in flight by a previous run");
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
     this.#sweep.unref();
@@ -173,18 +182,27 @@ export class Dispatcher {
   async #refill(wanted: Set<string> | "all"): Promise<void> {
     try {
       // Leases that expired: a send whose outcome could not be recorded, or a dead instance's.
-      // Those rows sit below the cursors, so the cursors start over.
-      if (wanted === "all" && (await this.#o.deliveries.requeueAbandoned(false)) > 0) this.#cursors.clear();
+      if (wanted === "all") await this.#o.deliveries.requeueAbandoned(false);
       for (const dockId of wanted === "all" ? await this.#o.deliveries.queuedDocks() : wanted) {
         const held = this.#docks.get(dockId)?.held ?? 0;
-        if (held >= this.#o.windowPerDock / 2) continue;
-        const limit = this.#o.windowPerDock - held;
-        const rows = await this.#o.deliveries.queuedFor(dockId, this.#cursors.get(dockId) ?? 0, limit);
+        if (held >= this.#o.windowPerDock / 2) {
+          // Enough in memory for now; look again once it runs low.
+          const dock = this.#docks.get(dockId);
+          if (dock) dock.more = true;
+          continue;
+        }
+        // A wake for new messages reads on from the cursor. The sweep reads from the start of the
+        // Dock's queue: a row can become queued below the cursor (a claim that failed, a retry that
+        // settled after a leadership change, on PostgreSQL a transaction that committed after a
+        // later one), and the sweep is what finds it. Rows already held are skipped (#known).
+        const from = wanted === "all" ? 0 : (this.#cursors.get(dockId) ?? 0);
+        const limit = wanted === "all" ? this.#o.windowPerDock : this.#o.windowPerDock - held;
+        const rows = await this.#o.deliveries.queuedFor(dockId, from, limit);
         for (const row of rows) this.#hold(row);
         const dock = this.#docks.get(dockId);
         if (dock) dock.more = rows.length === limit;
         const last = rows.at(-1);
-        if (last) this.#cursors.set(dockId, last.id);
+        if (last && last.id > (this.#cursors.get(dockId) ?? 0)) this.#cursors.set(dockId, last.id);
       }
     } catch (error) {
       this.#o.log.error({ err: error }, "could not read the delivery queue");
@@ -208,7 +226,10 @@ export class Dispatcher {
       dock.chats.set(row.chatId, queue);
       dock.order.push(row.chatId);
     }
-    queue.push(row);
+    // In id order: a row found again by the sweep may be older than those already held.
+    let at = queue.length;
+    while (at > 0 && (queue[at - 1] as PendingDelivery).id > row.id) at--;
+    queue.splice(at, 0, row);
     dock.held++;
   }
 

@@ -28,26 +28,34 @@ export class PgLeadership {
   }
 
   /** Tries to become the leader; true when this instance holds the lock (now or already). */
-  async tryAcquire(onNotify: () => void, onLost: (error: Error) => void): Promise<boolean> {
+  async tryAcquire(onNotify: (payload: string) => void, onLost: (error: Error) => void): Promise<boolean> {
     if (this.#leader) return true;
-    const client = new pg.Client({ connectionString: this.#url });
+    const client = new pg.Client({ connectionString: this.#url, keepAlive: true });
     client.on("error", (error) => {
+      // Only the current leader's connection matters; a late error from an old one is ignored.
+      if (client !== this.#client) return;
       // The connection (and with it the lock) is gone: stop acting as the leader at once.
       this.#leader = false;
       this.#client = null;
       onLost(error);
     });
-    await client.connect();
-    const { rows } = await client.query<{ locked: boolean }>(
-      "select pg_try_advisory_lock(hashtext($1)) as locked",
-      [this.#key],
-    );
-    if (!rows[0]?.locked) {
-      await client.end();
-      return false;
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ locked: boolean }>(
+        "select pg_try_advisory_lock(hashtext($1)) as locked",
+        [this.#key],
+      );
+      if (!rows[0]?.locked) {
+        await client.end();
+        return false;
+      }
+      client.on("notification", (message) => onNotify(message.payload ?? ""));
+      await client.query(`listen ${this.#channel}`);
+    } catch (error) {
+      // Ending the session also frees the lock if it was taken: never hold it half set up.
+      await client.end().catch(() => undefined);
+      throw error;
     }
-    client.on("notification", () => onNotify());
-    await client.query(`listen ${this.#channel}`);
     this.#client = client;
     this.#leader = true;
     return true;
