@@ -15,6 +15,7 @@ import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
+import { Intake } from "./intake.ts";
 import { loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
@@ -177,22 +178,25 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
   await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
   await server.register(health, { db, metrics });
+  const intake = new Intake({
+    messages,
+    metrics,
+    dockRateBurst: config.dockRateBurst,
+    dockRatePerSecond: config.dockRatePerSecond,
+  });
   await server.register(sendApi, {
     docks,
-    messages,
+    intake,
     deliveries,
-    metrics,
     maxBodyBytes: config.maxBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
-    dockRateBurst: config.dockRateBurst,
-    dockRatePerSecond: config.dockRatePerSecond,
   });
 
   await server.register(consoleApi, {
     prefix: "/console/api",
     docks,
-    messages,
+    intake,
     subscriptions,
     loginTokens,
     sessions,

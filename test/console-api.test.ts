@@ -481,3 +481,26 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
     expect(verifyLoginWidget({ ...fields, hash }, TOKEN, 1_700_000_000_000 + 11 * 60_000)).toBeNull();
   });
 });
+
+describe("the console's test message", () => {
+  it("enters like any message: the Dock's rate limit applies and it is counted", async () => {
+    const service = await startService("sqlite", {
+      PUBLIC_URL,
+      DOCK_RATE_BURST: "2",
+      DOCK_RATE_PER_SECOND: "0.01",
+    });
+    try {
+      const owner = await signIn(service, { id: 3001, first_name: "Tess" });
+      const created = await owner.call("POST", "/docks", { name: "Limited" });
+      const id = created.body.dock.id as string;
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++)
+        statuses.push((await owner.call("POST", `/docks/${id}/test-message`)).status);
+      expect(statuses).toEqual([202, 202, 429]);
+      const metrics = await (await fetch(`${service.url}/metrics`)).text();
+      expect(metrics).toMatch(/dock_notify_messages_accepted_total\{endpoint="console"\} 2/);
+    } finally {
+      await service.close();
+    }
+  });
+});

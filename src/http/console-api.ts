@@ -9,6 +9,7 @@ import { DOCK_ID_PATTERN } from "../domain/ids.ts";
 import { botLink, telegramLink } from "../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../domain/telegram-login-widget.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
+import type { Intake } from "../intake.ts";
 import type { DeliveryReport } from "../store/delivery-report.ts";
 import type { DockRepository, DockWithSecret } from "../store/docks.ts";
 import {
@@ -16,7 +17,6 @@ import {
   type LoginTokenRepository,
   type TelegramIdentity,
 } from "../store/login-tokens.ts";
-import type { MessageRepository } from "../store/messages.ts";
 import type { SessionRepository } from "../store/sessions.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { ApiError } from "./errors.ts";
@@ -32,7 +32,8 @@ import {
 
 export interface ConsoleApiOptions {
   docks: DockRepository;
-  messages: MessageRepository;
+  /** How the test message enters, like any other: rate limit, storage, counters. */
+  intake: Intake;
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
   sessions: SessionRepository;
@@ -331,8 +332,8 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
 
     routes.post("/docks/:id/test-message", { schema: { params: dockParams } }, async (request, reply) => {
       const dock = await ownedDock(request, request.params.id);
-      const result = await options.messages.accept({ dockId: dock.id, text: TEST_MESSAGE });
-      if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
+      // Through the same door as the send API: the Dock's rate limit and the counters apply.
+      const result = await options.intake.accept({ dockId: dock.id, text: TEST_MESSAGE, source: "console" });
       return reply
         .code(202)
         .send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });

@@ -3,22 +3,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
-import type { Metrics } from "../metrics.ts";
+import type { Intake } from "../intake.ts";
 import type { DeliveryRepository } from "../store/deliveries.ts";
 import type { DockRepository } from "../store/docks.ts";
-import type { MessageRepository } from "../store/messages.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
-  messages: MessageRepository;
+  intake: Intake;
   deliveries: DeliveryRepository;
-  metrics: Metrics;
   maxBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
-  dockRateBurst: number;
-  dockRatePerSecond: number;
 }
 
 const MAX_IDEMPOTENCY_KEY = 255;
@@ -233,10 +229,6 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           refillPerSecond: options.authFailuresPerMinute / 60,
         })
       : null;
-  const dockRate =
-    options.dockRateBurst > 0
-      ? new TokenBuckets({ capacity: options.dockRateBurst, refillPerSecond: options.dockRatePerSecond })
-      : null;
 
   // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
   app.removeAllContentTypeParsers();
@@ -272,16 +264,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     msg: string,
     endpoint: "ping" | "webhook",
   ) => {
-    const idempotencyKey = idempotencyKeyOf(request);
-    const wait = dockRate?.take(dock.id) ?? 0;
-    if (wait > 0) throw new ApiError("rate_limited", undefined, { "Retry-After": String(Math.ceil(wait)) });
-    const result = await options.messages.accept({ dockId: dock.id, text: msg, idempotencyKey });
-    if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
+    const result = await options.intake.accept({
+      dockId: dock.id,
+      text: msg,
+      idempotencyKey: idempotencyKeyOf(request),
+      source: endpoint,
+    });
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
-    else {
-      options.metrics.messagesAccepted.inc({ endpoint });
-      options.metrics.deliveriesQueued.inc(result.subscribers);
-    }
     // Context for the request's one log line, written when the response is sent.
     reply.log = reply.log.child({
       messageId: result.messageId,
