@@ -2,9 +2,11 @@ import { createHash, createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signLoginWidget, verifyLoginWidget } from "../src/domain/telegram-login-widget.ts";
 import { TEST_MESSAGE } from "../src/http/console-api.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
+import { startSandbox } from "./sandbox-harness.ts";
 
 const DIALECTS = await dialects();
 
@@ -434,38 +436,63 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
     expect(answer.status).toBe(404);
   });
 
-  it("verified widget data signs in; forged or stale data does not", async () => {
+  it("verified widget data signs in; forged, stale or cross-site data does not", async () => {
+    // A sandbox plays Telegram (with its token) so the bot starts and the console knows its name.
+    const telegram = await startSandbox();
     const service = await start({
-      TELEGRAM_BOT_TOKEN: TOKEN,
-      // Nothing may reach the real Telegram from a test: point the Bot API at a closed local port.
-      TELEGRAM_API_ROOT: "http://127.0.0.1:9",
+      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
+      TELEGRAM_API_ROOT: telegram.root,
       PUBLIC_URL: "http://127.0.0.1:8080",
       TELEGRAM_LOGIN_DOMAIN: "127.0.0.1",
     });
-    const client = new ConsoleClient(service.url);
-    const now = Math.floor(Date.now() / 1000);
-    const fields = { id: "4242", first_name: "Wendy", username: "wendy_w", auth_date: String(now) };
-    const query = (f: Record<string, string>) => `/sign-in/telegram-widget?${new URLSearchParams(f)}`;
+    try {
+      const client = new ConsoleClient(service.url);
+      // The console page asks for its widget settings: the auth URL carries a state, and the
+      // browser gets the matching cookie.
+      const info = await client.call("GET", "/info");
+      const authUrl = new URL(info.body.login_widget.auth_url as string);
+      const state = authUrl.searchParams.get("state") as string;
+      expect(state).toMatch(/^[A-Za-z0-9]{22}$/);
+      const widgetCookie = `dn_widget=${cookieFrom(info.response, "dn_widget")?.value}`;
 
-    const good = await client.call("GET", query({ ...fields, hash: signLoginWidget(fields, TOKEN) }));
-    expect(good.status).toBe(303);
-    expect(good.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/");
-    const session = cookieFrom(good.response, "dn_session")?.value;
-    const me = await client.call("GET", "/session", undefined, { cookie: `dn_session=${session}` });
-    expect(me.body.user).toEqual({ id: 4242, first_name: "Wendy", username: "wendy_w" });
+      const now = Math.floor(Date.now() / 1000);
+      const fields = { id: "4242", first_name: "Wendy", username: "wendy_w", auth_date: String(now) };
+      const query = (f: Record<string, string>, s = state) =>
+        `/sign-in/telegram-widget?${new URLSearchParams({ state: s, ...f })}`;
+      const signed = { ...fields, hash: signLoginWidget(fields, SANDBOX_BOT_TOKEN) };
 
-    const forged = { ...fields, id: "1" };
-    const stale = { ...fields, auth_date: String(now - 3600) };
-    for (const f of [
-      { ...forged, hash: signLoginWidget(fields, TOKEN) },
-      { ...stale, hash: signLoginWidget(stale, TOKEN) },
-      { ...fields, hash: signLoginWidget(fields, "987654321:AAE-some-other-bots-token-entirely-x") },
-      { ...fields },
-    ]) {
-      const bad = await client.call("GET", query(f));
-      expect(bad.status).toBe(303);
-      expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
-      expect(cookieFrom(bad.response, "dn_session")).toBeUndefined();
+      const good = await client.call("GET", query(signed), undefined, { cookie: widgetCookie });
+      expect(good.status).toBe(303);
+      expect(good.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/");
+      const session = cookieFrom(good.response, "dn_session")?.value;
+      const me = await client.call("GET", "/session", undefined, { cookie: `dn_session=${session}` });
+      expect(me.body.user).toEqual({ id: 4242, first_name: "Wendy", username: "wendy_w" });
+
+      const forged = { ...fields, id: "1" };
+      const stale = { ...fields, auth_date: String(now - 3600) };
+      const refused: [Record<string, string>, string | undefined][] = [
+        [{ ...forged, hash: signLoginWidget(fields, SANDBOX_BOT_TOKEN) }, widgetCookie],
+        [{ ...stale, hash: signLoginWidget(stale, SANDBOX_BOT_TOKEN) }, widgetCookie],
+        [
+          { ...fields, hash: signLoginWidget(fields, "987654321:AAE-some-other-bots-token-entirely-x") },
+          widgetCookie,
+        ],
+        [{ ...fields }, widgetCookie],
+        // Login CSRF: valid data (e.g. the attacker's own) sent by another site, without this
+        // browser's state cookie, or with a state that is not this browser's.
+        [signed, undefined],
+        [signed, "dn_widget=AAAAAAAAAAAAAAAAAAAAAA"],
+      ];
+      for (const [f, cookie] of refused) {
+        const bad = await client.call("GET", query(f), undefined, cookie === undefined ? {} : { cookie });
+        expect(bad.status).toBe(303);
+        expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
+        expect(cookieFrom(bad.response, "dn_session")).toBeUndefined();
+      }
+    } finally {
+      services = services.filter((s) => s !== service);
+      await service.close();
+      await telegram.close();
     }
   });
 

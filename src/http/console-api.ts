@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import cookie from "@fastify/cookie";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -5,7 +6,7 @@ import QRCode from "qrcode";
 import { Type } from "typebox";
 import { curlExamples } from "../domain/curl-examples.ts";
 import { validateDockFields } from "../domain/dock.ts";
-import { DOCK_ID_PATTERN } from "../domain/ids.ts";
+import { DOCK_ID_PATTERN, randomBase62 } from "../domain/ids.ts";
 import { botLink, telegramLink } from "../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../domain/telegram-login-widget.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
@@ -53,9 +54,11 @@ export interface ConsoleApiOptions {
 /** Messages shown per Dock card. */
 const RECENT_MESSAGES = 10;
 
+/** Holds the Login Widget sign-in's state between the console page and Telegram's redirect. */
+const WIDGET_COOKIE = "dn_widget";
+
 /** What "Send test message" sends. */
-export const TEST_MESSAGE =
-  "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
+export const TEST_MESSAGE = "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 const dockFieldsBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
@@ -114,8 +117,14 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     reply.setCookie(SESSION_COOKIE, token, cookieOptions(secure, expiresAt));
   };
 
-  server.get("/info", async () => {
+  server.get("/info", async (_request, reply) => {
     const username = await options.botUsername();
+    // The widget's redirect carries a random state that must match this browser's cookie: a
+    // page elsewhere cannot sign a visitor in to someone else's account (login CSRF).
+    const widgetState = options.loginWidgetDomain === null ? null : randomBase62(128);
+    if (widgetState !== null) {
+      reply.setCookie(WIDGET_COOKIE, widgetState, cookieOptions(secure, options.now() + 15 * 60 * 1000));
+    }
     return {
       ok: true,
       bot_username: username,
@@ -126,7 +135,10 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
       login_widget:
         options.loginWidgetDomain === null
           ? null
-          : { bot_username: username, auth_url: `${options.publicUrl}/console/api/sign-in/telegram-widget` },
+          : {
+              bot_username: username,
+              auth_url: `${options.publicUrl}/console/api/sign-in/telegram-widget?state=${widgetState}`,
+            },
     };
   });
 
@@ -183,7 +195,14 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     if (wait > 0) {
       throw new ApiError("too_many_sign_in_attempts", undefined, { "Retry-After": String(Math.ceil(wait)) });
     }
-    const user = verifyLoginWidget(request.query as Record<string, unknown>, options.botToken, options.now());
+    const { state, ...fields } = request.query as Record<string, unknown>;
+    const expectedState = request.cookies[WIDGET_COOKIE];
+    const stateMatches =
+      typeof state === "string" &&
+      typeof expectedState === "string" &&
+      state.length === expectedState.length &&
+      timingSafeEqual(Buffer.from(state), Buffer.from(expectedState));
+    const user = stateMatches ? verifyLoginWidget(fields, options.botToken, options.now()) : null;
     if (!user) {
       signInAttempts?.take(request.ip);
       // The browser arrives here from Telegram: answer with the console, which says what went wrong.
