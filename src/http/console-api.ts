@@ -58,7 +58,8 @@ const RECENT_MESSAGES = 10;
 const WIDGET_COOKIE = "dn_widget";
 
 /** What "Send test message" sends. */
-export const TEST_MESSAGE = "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
+export const TEST_MESSAGE =
+  "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 const dockFieldsBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
