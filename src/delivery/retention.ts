@@ -6,27 +6,22 @@ import type { LoginTokenRepository } from "../store/login-tokens.ts";
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
  * failed or gone) older than RETENTION_DAYS, and expired sign-in tokens. Queued work is never pruned.
  */
+export interface RetentionOptions {
+  deliveries: DeliveryRepository;
+  loginTokens: LoginTokenRepository;
+  retentionMs: number;
+  log: FastifyBaseLogger;
+  intervalMs?: number;
+  now?: () => number;
+}
+
 export class Retention {
   readonly name = "retention";
-  readonly #o: {
-    deliveries: DeliveryRepository;
-    loginTokens: LoginTokenRepository;
-    retentionMs: number;
-    log: FastifyBaseLogger;
-    intervalMs?: number;
-    now?: () => number;
-  };
+  readonly #o: RetentionOptions;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
 
-  constructor(options: {
-    deliveries: DeliveryRepository;
-    loginTokens: LoginTokenRepository;
-    retentionMs: number;
-    log: FastifyBaseLogger;
-    intervalMs?: number;
-    now?: () => number;
-  }) {
+  constructor(options: RetentionOptions) {
     this.#o = options;
   }
 

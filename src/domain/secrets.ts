@@ -19,6 +19,11 @@ export function hashSecret(secret: string): Buffer {
   return createHash("sha256").update(secret, "utf8").digest();
 }
 
+/** Hex SHA-256 of a string: how tokens (sign-in, session) are stored, and how texts are compared. */
+export function sha256Hex(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("hex");
+}
+
 /** Constant-time check of a presented secret against a stored hash. */
 export function secretMatches(presented: string, storedHash: Buffer): boolean {
   const hash = hashSecret(presented);

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import { randomBase62 } from "../domain/ids.ts";
+import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
 
 /** How long a console sign-in waits for its confirmation in the bot. */
@@ -14,10 +14,6 @@ export interface TelegramIdentity {
   id: number;
   first_name?: string | undefined;
   username?: string | undefined;
-}
-
-function hash(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
 /**
@@ -40,7 +36,7 @@ export class LoginTokenRepository {
     await this.#db.kysely
       .insertInto("login_tokens")
       .values({
-        token_hash: hash(token),
+        token_hash: sha256Hex(token),
         created_at: now,
         expires_at: expiresAt,
         confirmed_by: null,
@@ -51,11 +47,14 @@ export class LoginTokenRepository {
     return { token, expiresAt };
   }
 
-  async state(token: string): Promise<LoginTokenState> {
-    const row = await this.#db.kysely
+  async state(
+    token: string,
+    db: Pick<Db["kysely"], "selectFrom"> = this.#db.kysely,
+  ): Promise<LoginTokenState> {
+    const row = await db
       .selectFrom("login_tokens")
       .selectAll()
-      .where("token_hash", "=", hash(token))
+      .where("token_hash", "=", sha256Hex(token))
       .executeTakeFirst();
     if (!row) return "unknown";
     if (row.consumed_at !== null) return "used";
@@ -73,22 +72,13 @@ export class LoginTokenRepository {
       const result = await tx
         .updateTable("login_tokens")
         .set({ confirmed_by: user.id, confirmed_at: now })
-        .where("token_hash", "=", hash(token))
+        .where("token_hash", "=", sha256Hex(token))
         .where("confirmed_by", "is", null)
         .where("consumed_at", "is", null)
         .where("expires_at", ">", now)
         .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) {
-        const row = await tx
-          .selectFrom("login_tokens")
-          .selectAll()
-          .where("token_hash", "=", hash(token))
-          .executeTakeFirst();
-        if (!row) return "unknown";
-        if (row.consumed_at !== null) return "used";
-        if (row.expires_at <= now) return "expired";
-        return "confirmed";
-      }
+      // Not pending: say what it is instead (read in this transaction).
+      if (result.numUpdatedRows === 0n) return this.state(token, tx);
       await tx
         .insertInto("users")
         .values({
@@ -113,7 +103,7 @@ export class LoginTokenRepository {
     const row = await this.#db.kysely
       .updateTable("login_tokens")
       .set({ consumed_at: now })
-      .where("token_hash", "=", hash(token))
+      .where("token_hash", "=", sha256Hex(token))
       .where("confirmed_by", "is not", null)
       .where("consumed_at", "is", null)
       .where("expires_at", ">", now)

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { sql, type Transaction } from "kysely";
 import { newMessageId } from "../domain/ids.ts";
+import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
 import type { Database } from "./schema.ts";
 
@@ -28,10 +28,6 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-function requestHash(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
-
 /** Accepted messages and their outbox of deliveries. */
 export class MessageRepository {
   readonly #db: Db;
@@ -54,7 +50,7 @@ export class MessageRepository {
    * write), so under load this multiplies throughput without weakening the guarantee.
    */
   accept(input: AcceptInput): Promise<AcceptResult> {
-    const hash = input.idempotencyKey === undefined ? null : requestHash(input.text);
+    const hash = input.idempotencyKey === undefined ? null : sha256Hex(input.text);
     return new Promise((resolve, reject) => {
       this.#pending.push({ input, hash, resolve, reject });
       if (!this.#flushing) {

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import { randomBase62 } from "../domain/ids.ts";
+import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
 import type { TelegramIdentity } from "./login-tokens.ts";
 
@@ -17,10 +17,6 @@ export interface Session {
   user: SessionUser;
   createdAt: number;
   expiresAt: number;
-}
-
-function hash(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
 /**
@@ -59,7 +55,7 @@ export class SessionRepository {
       await tx
         .insertInto("sessions")
         .values({
-          token_hash: hash(token),
+          token_hash: sha256Hex(token),
           user_id: userId,
           created_at: now,
           expires_at: expiresAt,
@@ -86,7 +82,7 @@ export class SessionRepository {
         "users.first_name",
         "users.username",
       ])
-      .where("sessions.token_hash", "=", hash(token))
+      .where("sessions.token_hash", "=", sha256Hex(token))
       .where("sessions.revoked_at", "is", null)
       .where("sessions.expires_at", ">", now)
       .executeTakeFirst();
@@ -110,7 +106,7 @@ export class SessionRepository {
     const result = await this.#db.kysely
       .updateTable("sessions")
       .set({ revoked_at: this.#now() })
-      .where("token_hash", "=", hash(token))
+      .where("token_hash", "=", sha256Hex(token))
       .where("revoked_at", "is", null)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
