@@ -40,7 +40,7 @@ export class Intake {
     source: Source;
   }): Promise<Exclude<AcceptResult, { kind: "conflict" }>> {
     const wait = this.#dockRate?.take(input.dockId) ?? 0;
-    if (wait > 0) throw new ApiError("rate_limited", undefined, { "Retry-After": String(Math.ceil(wait)) });
+    if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
     const result = await this.#messages.accept(input);
     if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
     if (result.kind === "accepted") {

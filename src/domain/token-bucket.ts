@@ -49,3 +49,8 @@ export class TokenBuckets {
     }
   }
 }
+
+/** Buckets allowing `perMinute` events per key per minute (the whole minute's worth at once); null when 0 (off). */
+export function perMinuteBuckets(perMinute: number): TokenBuckets | null {
+  return perMinute > 0 ? new TokenBuckets({ capacity: perMinute, refillPerSecond: perMinute / 60 }) : null;
+}

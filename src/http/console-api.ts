@@ -9,7 +9,7 @@ import { validateDockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, randomBase62 } from "../domain/ids.ts";
 import { botLink, telegramLink } from "../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../domain/telegram-login-widget.ts";
-import { TokenBuckets } from "../domain/token-bucket.ts";
+import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { DeliveryReport } from "../store/delivery-report.ts";
 import type { DockRepository, DockWithSecret } from "../store/docks.ts";
@@ -91,13 +91,7 @@ declare module "fastify" {
 export async function consoleApi(app: FastifyInstance, options: ConsoleApiOptions): Promise<void> {
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
   const secure = options.publicUrl.startsWith("https:");
-  const signInAttempts =
-    options.signInAttemptsPerMinute > 0
-      ? new TokenBuckets({
-          capacity: options.signInAttemptsPerMinute,
-          refillPerSecond: options.signInAttemptsPerMinute / 60,
-        })
-      : null;
+  const signInAttempts = perMinuteBuckets(options.signInAttemptsPerMinute);
 
   await app.register(cookie);
   app.decorateRequest("signedIn", null);
@@ -109,7 +103,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   const spendSignInAttempt = (request: FastifyRequest) => {
     const wait = signInAttempts?.take(request.ip) ?? 0;
     if (wait > 0) {
-      throw new ApiError("too_many_sign_in_attempts", undefined, { "Retry-After": String(Math.ceil(wait)) });
+      throw ApiError.retryAfter("too_many_sign_in_attempts", wait);
     }
   };
 
@@ -194,7 +188,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     if (options.loginWidgetDomain === null) throw new ApiError("not_found");
     const wait = signInAttempts?.waitSeconds(request.ip) ?? 0;
     if (wait > 0) {
-      throw new ApiError("too_many_sign_in_attempts", undefined, { "Retry-After": String(Math.ceil(wait)) });
+      throw ApiError.retryAfter("too_many_sign_in_attempts", wait);
     }
     const { state, ...fields } = request.query as Record<string, unknown>;
     const expectedState = request.cookies[WIDGET_COOKIE];

@@ -76,6 +76,11 @@ export class ApiError extends Error {
     this.fields = fields;
   }
 
+  /** A 429 telling the client how many whole seconds to wait (`Retry-After`). */
+  static retryAfter(code: ErrorCode, waitSeconds: number): ApiError {
+    return new ApiError(code, undefined, { "Retry-After": String(Math.ceil(waitSeconds)) });
+  }
+
   get body(): ErrorBody {
     const error: ErrorBody["error"] = { code: this.code, message: this.message };
     if (this.fields) error.fields = this.fields;

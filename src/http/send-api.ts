@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
-import { TokenBuckets } from "../domain/token-bucket.ts";
+import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { DeliveryRepository } from "../store/deliveries.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -222,13 +222,7 @@ declare module "fastify" {
 /** The clients' API: POST /ping and POST /webhook (authenticate, store durably, answer 202), and GET /messages/:id. */
 export async function sendApi(app: FastifyInstance, options: SendApiOptions): Promise<void> {
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
-  const authFailures =
-    options.authFailuresPerMinute > 0
-      ? new TokenBuckets({
-          capacity: options.authFailuresPerMinute,
-          refillPerSecond: options.authFailuresPerMinute / 60,
-        })
-      : null;
+  const authFailures = perMinuteBuckets(options.authFailuresPerMinute);
 
   // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
   app.removeAllContentTypeParsers();
@@ -240,7 +234,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   const refuseIfBlocked = async (request: FastifyRequest) => {
     const wait = authFailures?.waitSeconds(request.ip) ?? 0;
     if (wait > 0) {
-      throw new ApiError("too_many_auth_failures", undefined, { "Retry-After": String(Math.ceil(wait)) });
+      throw ApiError.retryAfter("too_many_auth_failures", wait);
     }
   };
 
