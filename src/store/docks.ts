@@ -2,6 +2,7 @@ import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, hashSecret, newSecretKey, secretMatches } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
+import { prepare, type Slots } from "./prepared.ts";
 
 export interface Dock extends DockFields {
   id: string;
@@ -23,11 +24,16 @@ export class DockRepository {
   readonly #db: Db;
   readonly #key: Buffer;
   readonly #now: () => number;
+  /** Runs for every message sent: compiled once. */
+  readonly #credentialsOf;
 
   constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
     this.#db = db;
     this.#key = encryptionKey;
     this.#now = now;
+    this.#credentialsOf = prepare((p: Slots<{ id: string }>) =>
+      db.kysely.selectFrom("docks").select(["id", "name", "secret_hash"]).where("id", "=", p.id),
+    );
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -119,11 +125,7 @@ export class DockRepository {
     // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
     // characters, such as NUL, with an error rather than "no row").
     const row = DOCK_ID_PATTERN.test(id)
-      ? await this.#db.kysely
-          .selectFrom("docks")
-          .select(["id", "name", "secret_hash"])
-          .where("id", "=", id)
-          .executeTakeFirst()
+      ? (await this.#db.kysely.executeQuery(this.#credentialsOf({ id }))).rows[0]
       : undefined;
     const matches = secretMatches(secretKey, row ? Buffer.from(row.secret_hash, "hex") : ABSENT_HASH);
     return row && matches ? { id: row.id, name: row.name } : undefined;

@@ -2,6 +2,7 @@ import { sql, type Transaction } from "kysely";
 import { newMessageId } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
+import { prepare, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 
 /** How long an `Idempotency-Key` protects against a repeated send. */
@@ -36,9 +37,12 @@ export class MessageRepository {
   readonly #listeners = new Set<(dockIds: string[]) => void>();
   #flushing = false;
 
+  readonly #queries: ReturnType<typeof acceptQueries>;
+
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
     this.#now = now;
+    this.#queries = acceptQueries(db);
   }
 
   /**
@@ -67,7 +71,10 @@ export class MessageRepository {
       try {
         results = await this.#db.kysely.transaction().execute(async (tx) => {
           const out: AcceptResult[] = [];
-          for (const item of batch) out.push(await this.#acceptIn(tx, item.input, item.hash));
+          const subscriberCounts = new Map<string, number>();
+          for (const item of batch) {
+            out.push(await this.#acceptIn(tx, item.input, item.hash, subscriberCounts));
+          }
           return out;
         });
       } catch {
@@ -84,7 +91,7 @@ export class MessageRepository {
 
   async #acceptAlone(item: Pending): Promise<void> {
     const once = () =>
-      this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash));
+      this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash, new Map()));
     let result: AcceptResult;
     try {
       result = await once();
@@ -117,71 +124,48 @@ export class MessageRepository {
     }
   }
 
-  async #acceptIn(tx: Transaction<Database>, input: AcceptInput, hash: string | null): Promise<AcceptResult> {
+  async #acceptIn(
+    tx: Transaction<Database>,
+    input: AcceptInput,
+    hash: string | null,
+    subscriberCounts: Map<string, number>,
+  ): Promise<AcceptResult> {
     const now = this.#now();
+    const q = this.#queries;
     if (input.idempotencyKey !== undefined) {
-      const earlier = await tx
-        .selectFrom("messages")
-        .select(["id", "subscribers", "request_hash", "created_at"])
-        .where("dock_id", "=", input.dockId)
-        .where("idempotency_key", "=", input.idempotencyKey)
-        .executeTakeFirst();
+      const { rows } = await tx.executeQuery(
+        q.byIdempotencyKey({ dockId: input.dockId, key: input.idempotencyKey }),
+      );
+      const earlier = rows[0];
       if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
         if (earlier.request_hash !== hash) return { kind: "conflict" } as const;
         return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers } as const;
       }
-      if (earlier) {
-        // The window has passed: the key is free again.
-        await tx
-          .updateTable("messages")
-          .set({ idempotency_key: null })
-          .where("id", "=", earlier.id)
-          .execute();
-      }
+      // The window has passed: the key is free again.
+      if (earlier) await tx.executeQuery(q.releaseIdempotencyKey({ id: earlier.id }));
     }
 
-    const messageId = newMessageId();
-    const { n } = await tx
-      .selectFrom("subscriptions")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("dock_id", "=", input.dockId)
-      .where("state", "=", "active")
-      .executeTakeFirstOrThrow();
-    const subscribers = Number(n);
-    await tx
-      .insertInto("messages")
-      .values({
+    const messageId = newMessageId(now);
+    // Every message of a batch to the same Dock sees the same subscribers: count them once.
+    let subscribers = subscriberCounts.get(input.dockId);
+    if (subscribers === undefined) {
+      const { rows } = await tx.executeQuery(q.countSubscribers({ dockId: input.dockId }));
+      subscribers = Number(rows[0]?.n ?? 0);
+      subscriberCounts.set(input.dockId, subscribers);
+    }
+    await tx.executeQuery(
+      q.insertMessage({
         id: messageId,
-        dock_id: input.dockId,
+        dockId: input.dockId,
         text: input.text,
         subscribers,
-        idempotency_key: input.idempotencyKey ?? null,
-        request_hash: hash,
-        created_at: now,
-      })
-      .execute();
+        key: input.idempotencyKey ?? null,
+        hash,
+        now,
+      }),
+    );
     if (subscribers > 0) {
-      await tx
-        .insertInto("deliveries")
-        .columns(["message_id", "dock_id", "chat_id", "state", "next_attempt_at", "created_at", "updated_at"])
-        .expression(
-          tx
-            .selectFrom("subscriptions")
-            .select([
-              // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
-              sql<string>`cast(${messageId} as text)`.as("message_id"),
-              "subscriptions.dock_id",
-              "subscriptions.chat_id",
-              sql<"queued">`cast(${"queued"} as text)`.as("state"),
-              sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
-              sql<number>`cast(${now} as bigint)`.as("created_at"),
-              sql<number>`cast(${now} as bigint)`.as("updated_at"),
-            ])
-            .where("subscriptions.dock_id", "=", input.dockId)
-            .where("subscriptions.state", "=", "active")
-            .orderBy("subscriptions.id"),
-        )
-        .execute();
+      await tx.executeQuery(q.queueDeliveries({ messageId, dockId: input.dockId, now }));
     }
     return { kind: "accepted", messageId, subscribers } as const;
   }
@@ -195,4 +179,71 @@ function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; errcode?: number; message?: string };
   // PostgreSQL: SQLSTATE 23505; node:sqlite: SQLITE_CONSTRAINT_UNIQUE (2067).
   return e?.code === "23505" || e?.errcode === 2067 || /UNIQUE constraint failed/.test(e?.message ?? "");
+}
+
+/** The statements every accepted message runs, compiled once (see prepare). */
+function acceptQueries({ kysely }: Db) {
+  return {
+    byIdempotencyKey: prepare((p: Slots<{ dockId: string; key: string }>) =>
+      kysely
+        .selectFrom("messages")
+        .select(["id", "subscribers", "request_hash", "created_at"])
+        .where("dock_id", "=", p.dockId)
+        .where("idempotency_key", "=", p.key),
+    ),
+    releaseIdempotencyKey: prepare((p: Slots<{ id: string }>) =>
+      kysely.updateTable("messages").set({ idempotency_key: null }).where("id", "=", p.id),
+    ),
+    countSubscribers: prepare((p: Slots<{ dockId: string }>) =>
+      kysely
+        .selectFrom("subscriptions")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("dock_id", "=", p.dockId)
+        .where("state", "=", "active"),
+    ),
+    insertMessage: prepare(
+      (
+        p: Slots<{
+          id: string;
+          dockId: string;
+          text: string;
+          subscribers: number;
+          key: string | null;
+          hash: string | null;
+          now: number;
+        }>,
+      ) =>
+        kysely.insertInto("messages").values({
+          id: p.id,
+          dock_id: p.dockId,
+          text: p.text,
+          subscribers: p.subscribers,
+          idempotency_key: p.key,
+          request_hash: p.hash,
+          created_at: p.now,
+        }),
+    ),
+    queueDeliveries: prepare((p: Slots<{ messageId: string; dockId: string; now: number }>) =>
+      kysely
+        .insertInto("deliveries")
+        .columns(["message_id", "dock_id", "chat_id", "state", "next_attempt_at", "created_at", "updated_at"])
+        .expression(
+          kysely
+            .selectFrom("subscriptions")
+            .select([
+              // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
+              sql<string>`cast(${p.messageId} as text)`.as("message_id"),
+              "subscriptions.dock_id",
+              "subscriptions.chat_id",
+              sql<"queued">`cast(${"queued"} as text)`.as("state"),
+              sql<number>`cast(${p.now} as bigint)`.as("next_attempt_at"),
+              sql<number>`cast(${p.now} as bigint)`.as("created_at"),
+              sql<number>`cast(${p.now} as bigint)`.as("updated_at"),
+            ])
+            .where("subscriptions.dock_id", "=", p.dockId)
+            .where("subscriptions.state", "=", "active")
+            .orderBy("subscriptions.id"),
+        ),
+    ),
+  };
 }
