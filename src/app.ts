@@ -155,6 +155,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
   });
 
+  server.decorateRequest("logFields", null);
   server.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error, config.maxBodyBytes);
     if (apiError.status >= 500) request.log.error({ err: error }, "request failed");

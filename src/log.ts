@@ -21,6 +21,7 @@ export const REDACT_PATHS = [
 
 /** Bot API paths carry the token (`/bot<token>/method`): keep the shape, drop the secret. */
 export function maskUrl(url: string): string {
+  if (!url.includes("/bot") && !url.includes("hash=")) return url;
   return (
     url
       .replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>")
@@ -44,6 +45,13 @@ export function loggerOptions(level: string, stream?: DestinationStream): Fastif
   };
 }
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Added to the request's log line (a route's result: the message ID, the Dock). */
+    logFields: Record<string, unknown> | null;
+  }
+}
+
 /** One log line per request, when it completes, instead of Fastify's two (incoming + completed). */
 export class RequestLog extends LogController {
   override incomingRequest(): void {}
@@ -55,6 +63,7 @@ export class RequestLog extends LogController {
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
       ip: request.ip,
+      ...request.logFields,
     };
     if (error) reply.log.error({ ...line, err: error }, "request failed");
     else reply.log.info(line, "request");

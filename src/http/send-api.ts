@@ -266,11 +266,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     });
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
     // Context for the request's one log line, written when the response is sent.
-    reply.log = reply.log.child({
-      messageId: result.messageId,
-      dockId: dock.id,
-      subscribers: result.subscribers,
-    });
+    request.logFields = { messageId: result.messageId, dockId: dock.id, subscribers: result.subscribers };
     return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
   };
 
