@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
 
 const DIALECTS = await dialects();
 
@@ -200,11 +201,15 @@ describe.each(DIALECTS)("subscribing in the bot on %s", (dialect) => {
     // The delivery path queues only for active subscriptions: the removed one gets nothing.
     const message = await service.app.messages.accept({ dockId: dock.id, text: "after unsubscribing" });
     if (message.kind !== "accepted") throw new Error(`the message was not accepted: ${message.kind}`);
-    const deliveries = await service.db.kysely
-      .selectFrom("deliveries")
-      .select("chat_id")
-      .where("message_id", "=", message.messageId)
-      .execute();
+    const deliveriesOf = () =>
+      service.db.kysely
+        .selectFrom("deliveries")
+        .select("chat_id")
+        .where("message_id", "=", message.messageId)
+        .execute();
+    // The dispatcher fans the message out into deliveries.
+    await waitFor("the message fanned out", async () => (await deliveriesOf()).length > 0);
+    const deliveries = await deliveriesOf();
     expect(deliveries).toHaveLength(message.subscribers);
     expect(deliveries.map((d) => Number(d.chat_id))).not.toContain(lea);
   });

@@ -7,6 +7,7 @@ import { SessionRepository } from "../src/store/sessions.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 import { startSandbox } from "./sandbox-harness.ts";
+import { waitFor } from "./wait.ts";
 
 const DIALECTS = await dialects();
 
@@ -380,6 +381,9 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       await service.subscriptions.subscribe(dock.id, 777, "private");
       await ping(service, dock.id, dock.secret_key, "first");
       await ping(service, dock.id, dock.secret_key, "second");
+      const fannedOut = () =>
+        service.db.kysely.selectFrom("deliveries").select("id").where("dock_id", "=", dock.id).execute();
+      await waitFor("both messages fanned out", async () => (await fannedOut()).length === 2);
       await service.db.kysely
         .updateTable("deliveries")
         .set({ state: "failed", last_error: "Bad Request: chat not found" })

@@ -22,6 +22,7 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     const dock = await service.app.docks.create(1, { name: "Lease", link: null, description: null });
     await service.subscriptions.subscribe(dock.id, 42, "private");
     await service.app.messages.accept({ dockId: dock.id, text: "hello" });
+    expect(await repo.fanOut(dock.id, 10)).toEqual({ queued: 1, more: false });
     const [pending] = await repo.queuedFor(dock.id, 0, 10);
     if (!pending) throw new Error("nothing queued");
 

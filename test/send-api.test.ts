@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { basic, dialects, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
 
 const DIALECTS = await dialects();
 
@@ -119,14 +120,17 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       await service.subscriptions.setState(14, "blocked", fresh.id);
       const answer = await ping({ dock_id: fresh.id, secret_key: fresh.secretKey, msg: "hello all" });
       expect(answer.body.subscribers).toBe(3);
-      const deliveries = await service.db.kysely
-        .selectFrom("deliveries")
-        .select(["chat_id"])
-        .where("message_id", "=", answer.body.message_id ?? "")
-        .orderBy("chat_id")
-        .execute();
-      // The dispatcher may already be working on them; which chats got one is what matters here.
-      expect(deliveries).toEqual([{ chat_id: 11 }, { chat_id: 12 }, { chat_id: 13 }]);
+      // The dispatcher fans the message out into one delivery per active subscriber; it may
+      // already be sending them: which chats got one is what matters here.
+      const deliveriesOf = () =>
+        service.db.kysely
+          .selectFrom("deliveries")
+          .select(["chat_id"])
+          .where("message_id", "=", answer.body.message_id ?? "")
+          .orderBy("chat_id")
+          .execute();
+      await waitFor("the message fanned out", async () => (await deliveriesOf()).length >= 3);
+      expect(await deliveriesOf()).toEqual([{ chat_id: 11 }, { chat_id: 12 }, { chat_id: 13 }]);
     });
   });
 

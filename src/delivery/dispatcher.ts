@@ -197,10 +197,23 @@ export class Dispatcher {
         // later one), and the sweep is what finds it. Rows already held are skipped (#known).
         const from = wanted === "all" ? 0 : (this.#cursors.get(dockId) ?? 0);
         const limit = wanted === "all" ? this.#o.windowPerDock : this.#o.windowPerDock - held;
-        const rows = await this.#o.deliveries.queuedFor(dockId, from, limit);
+        let rows = await this.#o.deliveries.queuedFor(dockId, from, limit);
+        let more = rows.length === limit;
+        if (!more) {
+          // The queue is short: fan out the Dock's next waiting messages into deliveries.
+          const fanned = await this.#o.deliveries.fanOut(dockId, limit - rows.length);
+          if (fanned.queued > 0) {
+            const after = Math.max(from, rows.at(-1)?.id ?? 0, this.#cursors.get(dockId) ?? 0);
+            rows = rows.concat(await this.#o.deliveries.queuedFor(dockId, after, limit - rows.length));
+          }
+          more = fanned.more || rows.length === limit;
+        }
         for (const row of rows) this.#hold(row);
         const dock = this.#docks.get(dockId);
-        if (dock) dock.more = rows.length === limit;
+        if (dock) dock.more = more;
+        // Messages still wait but nothing is held to trigger the next read (their subscribers
+        // had all left): look again.
+        else if (more && this.#wanted !== "all") this.#wanted.add(dockId);
         const last = rows.at(-1);
         if (last && last.id > (this.#cursors.get(dockId) ?? 0)) this.#cursors.set(dockId, last.id);
       }

@@ -10,6 +10,7 @@ import pg from "pg";
 import { initial } from "./migrations/0001-initial.ts";
 import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
+import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-driver.ts";
 
@@ -52,6 +53,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     "0001-initial": initial(dialect),
     "0002-sign-in-and-bot": signInAndBot(),
     "0003-delivery-queue-index": deliveryQueueIndex(),
+    "0004-deferred-fanout": deferredFanout(dialect),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, UpdateObject } from "kysely";
+import { type ExpressionBuilder, sql, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
 import type { Database, DeliveryState } from "./schema.ts";
 
@@ -40,6 +40,9 @@ function parseIds(value: string | null): number[] {
   return value ? value.split(",").map(Number) : [];
 }
 
+/** At most this many messages are fanned out in one transaction. */
+const FANOUT_BATCH = 100;
+
 /** The outbox: what the dispatcher claims, and how each attempt ended. Dialect-neutral. */
 export class DeliveryRepository {
   readonly #db: Db;
@@ -50,15 +53,79 @@ export class DeliveryRepository {
     this.#now = now;
   }
 
-  /** Docks that have queued deliveries (served by the index on state, dock_id, id). */
+  /** Docks that have queued deliveries or messages waiting to be fanned out. */
   async queuedDocks(): Promise<string[]> {
-    const rows = await this.#db.kysely
+    const queued = await this.#db.kysely
       .selectFrom("deliveries")
       .select("dock_id")
       .distinct()
       .where("state", "=", "queued")
       .execute();
-    return rows.map((r) => r.dock_id);
+    const waiting = await this.#db.kysely.selectFrom("fanouts").select("dock_id").distinct().execute();
+    return [...new Set([...queued, ...waiting].map((r) => r.dock_id))];
+  }
+
+  /**
+   * Fans out the Dock's oldest waiting messages, in the order they were accepted, into one queued
+   * delivery per subscriber that was active when the message was accepted and still is, until at
+   * least `wanted` deliveries were queued (or FANOUT_BATCH messages done). `more`: messages still wait.
+   */
+  async fanOut(dockId: string, wanted: number): Promise<{ queued: number; more: boolean }> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const waiting = await tx
+        .selectFrom("fanouts")
+        .innerJoin("messages", "messages.id", "fanouts.message_id")
+        .select(["fanouts.id", "fanouts.message_id", "messages.created_at"])
+        .where("fanouts.dock_id", "=", dockId)
+        .orderBy("fanouts.id")
+        .limit(FANOUT_BATCH + 1)
+        .execute();
+      let queued = 0;
+      let done = 0;
+      for (const message of waiting) {
+        if (queued >= wanted || done === FANOUT_BATCH) break;
+        done++;
+        // Deleting the row is the claim: should two dispatchers ever overlap (PostgreSQL, a lost
+        // lock), the second finds it gone and fans nothing out twice.
+        const claimed = await tx.deleteFrom("fanouts").where("id", "=", message.id).executeTakeFirst();
+        if (claimed.numDeletedRows === 0n) continue;
+        const inserted = await tx
+          .insertInto("deliveries")
+          .columns([
+            "message_id",
+            "dock_id",
+            "chat_id",
+            "state",
+            "next_attempt_at",
+            "created_at",
+            "updated_at",
+          ])
+          .expression(
+            tx
+              .selectFrom("subscriptions")
+              .select([
+                // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
+                sql<string>`cast(${message.message_id} as text)`.as("message_id"),
+                "subscriptions.dock_id",
+                "subscriptions.chat_id",
+                sql<"queued">`cast(${"queued"} as text)`.as("state"),
+                sql<number>`cast(${message.created_at} as bigint)`.as("next_attempt_at"),
+                sql<number>`cast(${message.created_at} as bigint)`.as("created_at"),
+                sql<number>`cast(${now} as bigint)`.as("updated_at"),
+              ])
+              .where("subscriptions.dock_id", "=", dockId)
+              .where("subscriptions.state", "=", "active")
+              // Active since before the message: someone who subscribed (or came back) later
+              // does not receive what was sent before.
+              .where("subscriptions.updated_at", "<=", message.created_at)
+              .orderBy("subscriptions.id"),
+          )
+          .executeTakeFirst();
+        queued += Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+      }
+      return { queued, more: waiting.length > done };
+    });
   }
 
   /**
@@ -258,7 +325,20 @@ export class DeliveryRepository {
       .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.min("created_at").as("oldest")])
       .where("state", "in", ["queued", "sending"])
       .executeTakeFirstOrThrow();
-    return { queued: Number(row.n), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+    // Messages not fanned out yet count with the subscribers they were accepted for.
+    const waiting = await this.#db.kysely
+      .selectFrom("fanouts")
+      .innerJoin("messages", "messages.id", "fanouts.message_id")
+      .select((eb) => [
+        eb.fn.sum<number>("messages.subscribers").as("n"),
+        eb.fn.min("fanouts.created_at").as("oldest"),
+      ])
+      .executeTakeFirstOrThrow();
+    const oldest = [row.oldest, waiting.oldest].filter((t) => t !== null).map(Number);
+    return {
+      queued: Number(row.n) + Number(waiting.n ?? 0),
+      oldestCreatedAt: oldest.length > 0 ? Math.min(...oldest) : null,
+    };
   }
 
   /** A message's delivery state for its Dock; undefined when the message is not that Dock's. */
@@ -270,6 +350,13 @@ export class DeliveryRepository {
       .where("dock_id", "=", dockId)
       .executeTakeFirst();
     if (!message) return undefined;
+    // Waiting to be fanned out? Read before the deliveries: the fan-out deletes this row and
+    // creates the deliveries in one commit, so this order never misses both.
+    const waiting = await this.#db.kysely
+      .selectFrom("fanouts")
+      .select("id")
+      .where("message_id", "=", messageId)
+      .executeTakeFirst();
     const rows = await this.#db.kysely
       .selectFrom("deliveries")
       .select(["chat_id", "state", "attempts", "last_error", "telegram_message_ids", "updated_at"])
@@ -278,6 +365,10 @@ export class DeliveryRepository {
       .execute();
     const counts = { queued: 0, sent: 0, failed: 0, gone: 0 };
     for (const row of rows) counts[row.state === "sending" ? "queued" : row.state]++;
+    // Deliveries not created: still to come while the message waits; otherwise those subscribers
+    // left before the dispatcher got to the message.
+    const missing = message.subscribers - rows.length;
+    if (missing > 0) counts[waiting ? "queued" : "gone"] += missing;
     return {
       id: message.id,
       createdAt: message.created_at,
@@ -309,6 +400,13 @@ export class DeliveryRepository {
               .select("deliveries.id")
               .whereRef("deliveries.message_id", "=", "messages.id")
               .where("deliveries.state", "in", ["queued", "sending"]),
+          ),
+        ),
+      )
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("fanouts").select("fanouts.id").whereRef("fanouts.message_id", "=", "messages.id"),
           ),
         ),
       )

@@ -45,6 +45,21 @@ export class DeliveryReport {
       .limit(limit)
       .execute();
     if (messages.length === 0) return [];
+    // Read before the deliveries: the fan-out deletes these rows and creates the deliveries in one
+    // commit, so this order never misses both.
+    const waiting = new Set(
+      (
+        await this.#db.kysely
+          .selectFrom("fanouts")
+          .select("message_id")
+          .where(
+            "message_id",
+            "in",
+            messages.map((m) => m.id),
+          )
+          .execute()
+      ).map((row) => row.message_id),
+    );
     const deliveries = await this.#db.kysely
       .selectFrom("deliveries")
       .select(["message_id", "chat_id", "state", "last_error", "updated_at"])
@@ -80,6 +95,14 @@ export class DeliveryReport {
           updatedAt: d.updated_at,
         });
       }
+    }
+    for (const report of reports.values()) {
+      // Deliveries not created: still to come while the message waits to be fanned out;
+      // otherwise those subscribers left before the dispatcher got to it.
+      const missing = report.subscribers - Object.values(report.states).reduce((a, b) => a + b, 0);
+      if (missing <= 0) continue;
+      const state = waiting.has(report.id) ? "queued" : "gone";
+      report.states[state] = (report.states[state] ?? 0) + missing;
     }
     return [...reports.values()];
   }

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from "kysely";
+import type { Transaction } from "kysely";
 import { newMessageId } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
@@ -29,7 +29,7 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-/** Accepted messages and their outbox of deliveries. */
+/** Accepted messages, queued for fan-out to their Dock's subscribers. */
 export class MessageRepository {
   readonly #db: Db;
   readonly #now: () => number;
@@ -46,8 +46,11 @@ export class MessageRepository {
   }
 
   /**
-   * Stores the message and one queued delivery per active subscriber. When this resolves the message
-   * is committed: a crash afterwards cannot lose it.
+   * Stores the message, queued for the Dock's active subscribers. When this resolves the message
+   * is committed: a crash afterwards cannot lose it. The cost does not grow with the number of
+   * subscribers: the message is queued once (`fanouts`), and the dispatcher creates the
+   * per-subscriber deliveries when it gets to the message (DeliveryRepository.fanOut), for the
+   * subscribers active when it was accepted and still active then.
    *
    * Group commit: messages that arrive while a transaction is being written wait and are then
    * committed together in the next one. A transaction's cost is mostly fixed (its pages, its WAL
@@ -164,8 +167,9 @@ export class MessageRepository {
         now,
       }),
     );
+    // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) {
-      await tx.executeQuery(q.queueDeliveries({ messageId, dockId: input.dockId, now }));
+      await tx.executeQuery(q.queueFanout({ messageId, dockId: input.dockId, now }));
     }
     return { kind: "accepted", messageId, subscribers } as const;
   }
@@ -223,27 +227,8 @@ function acceptQueries({ kysely }: Db) {
           created_at: p.now,
         }),
     ),
-    queueDeliveries: prepare((p: Slots<{ messageId: string; dockId: string; now: number }>) =>
-      kysely
-        .insertInto("deliveries")
-        .columns(["message_id", "dock_id", "chat_id", "state", "next_attempt_at", "created_at", "updated_at"])
-        .expression(
-          kysely
-            .selectFrom("subscriptions")
-            .select([
-              // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
-              sql<string>`cast(${p.messageId} as text)`.as("message_id"),
-              "subscriptions.dock_id",
-              "subscriptions.chat_id",
-              sql<"queued">`cast(${"queued"} as text)`.as("state"),
-              sql<number>`cast(${p.now} as bigint)`.as("next_attempt_at"),
-              sql<number>`cast(${p.now} as bigint)`.as("created_at"),
-              sql<number>`cast(${p.now} as bigint)`.as("updated_at"),
-            ])
-            .where("subscriptions.dock_id", "=", p.dockId)
-            .where("subscriptions.state", "=", "active")
-            .orderBy("subscriptions.id"),
-        ),
+    queueFanout: prepare((p: Slots<{ messageId: string; dockId: string; now: number }>) =>
+      kysely.insertInto("fanouts").values({ message_id: p.messageId, dock_id: p.dockId, created_at: p.now }),
     ),
   };
 }

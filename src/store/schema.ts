@@ -49,6 +49,15 @@ export interface MessagesTable {
   created_at: Millis;
 }
 
+/** A message waiting to be fanned out into one delivery per subscriber (see migration 0004). */
+export interface FanoutsTable {
+  /** Increasing id: each Dock's messages are fanned out in the order they were accepted. */
+  id: Generated<number>;
+  message_id: string;
+  dock_id: string;
+  created_at: Millis;
+}
+
 export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
 
 export interface DeliveriesTable {
@@ -104,6 +113,7 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   messages: MessagesTable;
   deliveries: DeliveriesTable;
+  fanouts: FanoutsTable;
   login_tokens: LoginTokensTable;
   sessions: SessionsTable;
   bot_states: BotStatesTable;

@@ -62,7 +62,10 @@ export class SubscriptionRepository {
     let query = this.#db.kysely
       .updateTable("subscriptions")
       .set({ state, updated_at: this.#now() })
-      .where("chat_id", "=", chatId);
+      .where("chat_id", "=", chatId)
+      // updated_at is when the state last changed: for an active subscription, "active since",
+      // which decides the messages it receives (DeliveryRepository.fanOut).
+      .where("state", "!=", state);
     if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);

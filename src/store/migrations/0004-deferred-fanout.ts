@@ -1,0 +1,27 @@
+import { type Kysely, sql } from "kysely";
+import type { Dialect } from "../db.ts";
+
+/**
+ * Fan-out deferred to the dispatcher: accepting a message writes the message and one `fanouts`
+ * row, whatever the number of subscribers; the dispatcher turns it into one delivery per
+ * subscriber when that Dock's queue needs more work. Rows are deleted as they are fanned out, so
+ * the table holds only what is waiting.
+ */
+export function deferredFanout(dialect: Dialect) {
+  // SQLite: a rowid key (no AUTOINCREMENT bookkeeping); ids only order the rows present.
+  const key = dialect === "postgres" ? sql`bigserial primary key` : sql`integer primary key`;
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("fanouts")
+        .addColumn("id", sql`${key}`)
+        .addColumn("message_id", "text", (c) => c.notNull().references("messages.id").onDelete("cascade"))
+        .addColumn("dock_id", "text", (c) => c.notNull())
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("fanouts_dock").on("fanouts").columns(["dock_id", "id"]).execute();
+      // For a message's status, and for the cascade when a message is deleted.
+      await db.schema.createIndex("fanouts_message").on("fanouts").column("message_id").execute();
+    },
+  };
+}

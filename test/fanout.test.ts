@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeliveryRepository } from "../src/store/deliveries.ts";
+import { MessageRepository } from "../src/store/messages.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+/**
+ * Accepting a message queues it once; the dispatcher fans it out into one delivery per subscriber
+ * later (DeliveryRepository.fanOut). Here the service's own dispatcher is stopped and the test
+ * plays its part, with a clock it controls, to pin down who receives what.
+ */
+describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
+  let service: RunningService;
+  let clock = Date.now();
+  const now = () => clock;
+  let deliveries: DeliveryRepository;
+  let messages: MessageRepository;
+  let subscriptions: SubscriptionRepository;
+
+  beforeAll(async () => {
+    service = await startService(dialect);
+    await service.app.stop();
+    deliveries = new DeliveryRepository(service.db, now);
+    messages = new MessageRepository(service.db, now);
+    subscriptions = new SubscriptionRepository(service.db, now);
+  });
+  afterAll(async () => service.close());
+
+  const dock = (name: string) => service.app.docks.create(1, { name, link: null, description: null });
+  const chatsOf = async (messageId: string) =>
+    (
+      await service.db.kysely
+        .selectFrom("deliveries")
+        .select("chat_id")
+        .where("message_id", "=", messageId)
+        .orderBy("id")
+        .execute()
+    ).map((row) => Number(row.chat_id));
+  const accept = async (dockId: string, text: string) => {
+    const result = await messages.accept({ dockId, text });
+    if (result.kind !== "accepted") throw new Error(`not accepted: ${result.kind}`);
+    return result;
+  };
+
+  it("reaches the subscribers active when the message was accepted and still active, in order", async () => {
+    const { id } = await dock("Audience");
+    for (const chat of [101, 102, 103]) await subscriptions.subscribe(id, chat, "private");
+    clock += 1000;
+    const first = await accept(id, "first");
+    const second = await accept(id, "second");
+    expect(first.subscribers).toBe(3);
+    // Before the fan-out, the status counts every subscriber as queued.
+    expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
+      queued: 3,
+      sent: 0,
+      failed: 0,
+      gone: 0,
+    });
+
+    clock += 1000;
+    await subscriptions.subscribe(id, 104, "private"); // too late for both messages
+    await subscriptions.transition(102, "active", "removed", id); // left before the fan-out
+    await subscriptions.transition(103, "active", "blocked", id); // blocked and came back since
+    await subscriptions.transition(103, "blocked", "active", id);
+
+    expect(await deliveries.fanOut(id, 1000)).toEqual({ queued: 2, more: false });
+    expect(await chatsOf(first.messageId)).toEqual([101]);
+    expect(await chatsOf(second.messageId)).toEqual([101]);
+    const queue = await deliveries.queuedFor(id, 0, 10);
+    expect(queue.map((d) => d.text)).toEqual(["first", "second"]);
+    // Those who left before their delivery was created count as gone.
+    expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
+      queued: 1,
+      sent: 0,
+      failed: 0,
+      gone: 2,
+    });
+    expect(await deliveries.fanOut(id, 1000)).toEqual({ queued: 0, more: false });
+  });
+
+  it("fans out only as much as asked, oldest messages first, each exactly once", async () => {
+    const { id } = await dock("Backlog");
+    for (const chat of [201, 202]) await subscriptions.subscribe(id, chat, "private");
+    clock += 1000;
+    const accepted = [];
+    for (let n = 0; n < 5; n++) accepted.push(await accept(id, `m${n}`));
+
+    expect(await deliveries.fanOut(id, 3)).toEqual({ queued: 4, more: true });
+    expect(await deliveries.fanOut(id, 3)).toEqual({ queued: 4, more: true });
+    expect(await deliveries.fanOut(id, 3)).toEqual({ queued: 2, more: false });
+    const queue = await deliveries.queuedFor(id, 0, 100);
+    expect(queue.map((d) => `${d.text}→${d.chatId}`)).toEqual(
+      accepted.flatMap((_, n) => [`m${n}→201`, `m${n}→202`]),
+    );
+    expect((await deliveries.backlog()).queued).toBeGreaterThanOrEqual(10);
+  });
+
+  it("the backlog counts waiting messages; retention never prunes them; deleting the Dock drops them", async () => {
+    const { id } = await dock("Waiting");
+    await subscriptions.subscribe(id, 301, "private");
+    await subscriptions.subscribe(id, 302, "private");
+    clock += 1000;
+    const before = await deliveries.backlog();
+    const waiting = await accept(id, "not fanned out yet");
+    const after = await deliveries.backlog();
+    expect(after.queued - before.queued).toBe(2);
+    expect(after.oldestCreatedAt).not.toBeNull();
+
+    expect(await deliveries.prune(clock + 365 * 24 * 3600 * 1000)).toBeGreaterThanOrEqual(0);
+    expect(await messages.get(waiting.messageId)).toBeDefined();
+
+    expect(await service.app.docks.delete(id)).toBe(true);
+    const left = await service.db.kysely
+      .selectFrom("fanouts")
+      .select("id")
+      .where("dock_id", "=", id)
+      .execute();
+    expect(left).toEqual([]);
+  });
+});
