@@ -1,5 +1,5 @@
 import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
-import type { DestinationStream } from "pino";
+import pino, { type DestinationStream } from "pino";
 
 /**
  * Paths pino blanks out wherever they appear in a log line. Secrets never reach the log: Dock
@@ -33,7 +33,10 @@ export function maskUrl(url: string): string {
 export function loggerOptions(level: string, stream?: DestinationStream): FastifyServerOptions["logger"] {
   return {
     level,
-    ...(stream ? { stream } : {}),
+    // Standard output, written asynchronously: the write happens off the request's path, and
+    // under load the lines written meanwhile go out together. pino flushes what is pending when
+    // the process exits (also on a crash); only a SIGKILL can cut the last lines short.
+    stream: stream ?? pino.destination({ dest: 1, sync: false }),
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     serializers: {
       req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
