@@ -30,23 +30,43 @@ export class Intake {
   }
 
   /**
-   * Stores the message (committed when this resolves). Throws `rate_limited` (with Retry-After)
-   * when the Dock is over its rate, `idempotency_conflict` when the key was used for another text.
+   * Stores the message (committed when this resolves). With `secretKey`, the Dock's key is checked
+   * in the same transaction and a wrong one gives `unauthorized` (nothing stored, no rate used).
+   * Throws `rate_limited` (with Retry-After) when the Dock is over its rate, `idempotency_conflict`
+   * when the key was used for another text.
    */
   async accept(input: {
     dockId: string;
+    secretKey?: string;
     text: string;
     idempotencyKey?: string | undefined;
     source: Source;
-  }): Promise<Exclude<AcceptResult, { kind: "conflict" }>> {
-    const wait = this.#dockRate?.take(input.dockId) ?? 0;
-    if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
-    const result = await this.#messages.accept(input);
+  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" | "unauthorized" }>> {
+    const dockRate = this.#dockRate;
+    const result = await this.#messages.accept({
+      ...input,
+      // Taken only once the Dock is authenticated: a stranger cannot spend a Dock's allowance.
+      admit: dockRate ? () => dockRate.take(input.dockId) : undefined,
+    });
+    if (result.kind === "refused") throw ApiError.retryAfter("rate_limited", result.retryAfterSeconds);
     if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
     if (result.kind === "accepted") {
       this.#metrics.messagesAccepted.inc({ endpoint: input.source });
       this.#metrics.deliveriesQueued.inc(result.subscribers);
     }
+    return result;
+  }
+
+  /** As accept, for a caller that has already authenticated the Dock. */
+  async acceptAuthenticated(input: {
+    dockId: string;
+    text: string;
+    idempotencyKey?: string | undefined;
+    source: Source;
+  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" }>> {
+    const result = await this.accept(input);
+    // Without a key to check, the repository never answers unauthorized.
+    if (result.kind === "unauthorized") throw new Error("unreachable: no secret key was checked");
     return result;
   }
 }

@@ -465,4 +465,16 @@ describe("rate limits", () => {
       .execute();
     expect(stored.map((m) => m.text)).toEqual(["1", "2"]);
   });
+
+  it("a wrong key does not spend the Dock's allowance", async () => {
+    const send = (secretKey: string, msg: string) =>
+      post(`${service.url}/ping`, JSON.stringify({ dock_id: dock.id, secret_key: secretKey, msg }), json);
+    // Two strangers' attempts (under the failed-authentication limit of 3)…
+    expect((await send("wrong", "a")).status).toBe(401);
+    expect((await send("dnsk_wrong", "b")).status).toBe(401);
+    // …and the owner still has the whole burst.
+    expect((await send(dock.secretKey, "1")).status).toBe(202);
+    expect((await send(dock.secretKey, "2")).status).toBe(202);
+    expect((await send(dock.secretKey, "3")).status).toBe(429);
+  });
 });

@@ -347,7 +347,11 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     routes.post("/docks/:id/test-message", { schema: { params: dockParams } }, async (request, reply) => {
       const dock = await ownedDock(request, request.params.id);
       // Through the same door as the send API: the Dock's rate limit and the counters apply.
-      const result = await options.intake.accept({ dockId: dock.id, text: TEST_MESSAGE, source: "console" });
+      const result = await options.intake.acceptAuthenticated({
+        dockId: dock.id,
+        text: TEST_MESSAGE,
+        source: "console",
+      });
       return reply
         .code(202)
         .send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });

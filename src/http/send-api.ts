@@ -251,22 +251,28 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     request.dock = dock;
   };
 
+  /** Stores the message (checking the secret key too when given) and answers 202. */
   const accept = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    dock: { id: string },
+    credentials: { dockId: string; secretKey?: string },
     msg: string,
     endpoint: "ping" | "webhook",
   ) => {
     const result = await options.intake.accept({
-      dockId: dock.id,
+      ...credentials,
       text: msg,
       idempotencyKey: idempotencyKeyOf(request),
       source: endpoint,
     });
+    if (result.kind === "unauthorized") throw unauthorized(request);
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
     // Context for the request's one log line, written when the response is sent.
-    request.logFields = { messageId: result.messageId, dockId: dock.id, subscribers: result.subscribers };
+    request.logFields = {
+      messageId: result.messageId,
+      dockId: credentials.dockId,
+      subscribers: result.subscribers,
+    };
     return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
   };
 
@@ -288,9 +294,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     async (request, reply) => {
       const { dock_id, secret_key, msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
-      const dock = await options.docks.authenticate(dock_id, secret_key);
-      if (!dock) throw unauthorized(request);
-      return accept(request, reply, dock, msg, "ping");
+      // The key is checked in the transaction that stores the message.
+      return accept(request, reply, { dockId: dock_id, secretKey: secret_key }, msg, "ping");
     },
   );
 
@@ -316,7 +321,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     async (request, reply) => {
       const { msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
-      return accept(request, reply, request.dock as { id: string }, msg, "webhook");
+      return accept(request, reply, { dockId: (request.dock as { id: string }).id }, msg, "webhook");
     },
   );
 

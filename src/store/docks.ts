@@ -19,6 +19,25 @@ export interface DockWithSecret extends Dock {
 /** A hash no secret produces, compared against when the Dock does not exist so timing reveals nothing. */
 const ABSENT_HASH = Buffer.alloc(32);
 
+/**
+ * The Dock when the presented secret key is its key, else undefined. A missing Dock and a wrong
+ * key take the same path (a comparison against a hash no key produces), so timing reveals nothing.
+ */
+export function checkCredentials<D extends { id: string; name: string; secret_hash: string }>(
+  row: D | undefined,
+  secretKey: string,
+): { id: string; name: string } | undefined {
+  const matches = secretMatches(secretKey, row ? Buffer.from(row.secret_hash, "hex") : ABSENT_HASH);
+  return row && matches ? { id: row.id, name: row.name } : undefined;
+}
+
+/** The columns authentication reads. */
+export function credentialsQuery(db: Db) {
+  return prepare((p: Slots<{ id: string }>) =>
+    db.kysely.selectFrom("docks").select(["id", "name", "secret_hash"]).where("id", "=", p.id),
+  );
+}
+
 /** Docks: creation, lookup, authentication, rotation and deletion. Dialect-neutral. */
 export class DockRepository {
   readonly #db: Db;
@@ -31,9 +50,7 @@ export class DockRepository {
     this.#db = db;
     this.#key = encryptionKey;
     this.#now = now;
-    this.#credentialsOf = prepare((p: Slots<{ id: string }>) =>
-      db.kysely.selectFrom("docks").select(["id", "name", "secret_hash"]).where("id", "=", p.id),
-    );
+    this.#credentialsOf = credentialsQuery(db);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -127,8 +144,7 @@ export class DockRepository {
     const row = DOCK_ID_PATTERN.test(id)
       ? (await this.#db.kysely.executeQuery(this.#credentialsOf({ id }))).rows[0]
       : undefined;
-    const matches = secretMatches(secretKey, row ? Buffer.from(row.secret_hash, "hex") : ABSENT_HASH);
-    return row && matches ? { id: row.id, name: row.name } : undefined;
+    return checkCredentials(row, secretKey);
   }
 
   /** Replaces the secret key; the old one stops working with this commit. */

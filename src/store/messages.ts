@@ -1,7 +1,8 @@
 import type { Transaction } from "kysely";
-import { newMessageId } from "../domain/ids.ts";
+import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
+import { checkCredentials, credentialsQuery } from "./docks.ts";
 import { prepare, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 
@@ -11,12 +12,22 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export type AcceptResult =
   | { kind: "accepted"; messageId: string; subscribers: number }
   | { kind: "replayed"; messageId: string; subscribers: number }
-  | { kind: "conflict" };
+  | { kind: "conflict" }
+  | { kind: "unauthorized" }
+  | { kind: "refused"; retryAfterSeconds: number };
 
 export interface AcceptInput {
   dockId: string;
   text: string;
   idempotencyKey?: string | undefined;
+  /**
+   * The Dock's secret key as the client presented it: checked in the transaction that stores
+   * the message (one read less per message than checking it beforehand). Omitted when the caller
+   * has already authenticated the Dock.
+   */
+  secretKey?: string | undefined;
+  /** Asked once the Dock is authenticated, before storing: seconds to wait (refused), or 0. */
+  admit?: (() => number) | undefined;
 }
 
 /** At most this many messages share one transaction. */
@@ -135,6 +146,15 @@ export class MessageRepository {
   ): Promise<AcceptResult> {
     const now = this.#now();
     const q = this.#queries;
+    if (input.secretKey !== undefined) {
+      // Anything that cannot be a Dock ID never reaches the database.
+      const row = DOCK_ID_PATTERN.test(input.dockId)
+        ? (await tx.executeQuery(q.credentials({ id: input.dockId }))).rows[0]
+        : undefined;
+      if (!checkCredentials(row, input.secretKey)) return { kind: "unauthorized" } as const;
+    }
+    const wait = input.admit?.() ?? 0;
+    if (wait > 0) return { kind: "refused", retryAfterSeconds: wait } as const;
     if (input.idempotencyKey !== undefined) {
       const { rows } = await tx.executeQuery(
         q.byIdempotencyKey({ dockId: input.dockId, key: input.idempotencyKey }),
@@ -186,8 +206,10 @@ function isUniqueViolation(error: unknown): boolean {
 }
 
 /** The statements every accepted message runs, compiled once (see prepare). */
-function acceptQueries({ kysely }: Db) {
+function acceptQueries(db: Db) {
+  const { kysely } = db;
   return {
+    credentials: credentialsQuery(db),
     byIdempotencyKey: prepare((p: Slots<{ dockId: string; key: string }>) =>
       kysely
         .selectFrom("messages")
