@@ -69,7 +69,7 @@ export function registerBacklogGauges(
   };
   new Gauge({
     name: "dock_notify_queue_depth",
-    help: "Deliveries queued or in flight.",
+    help: "Deliveries queued or in flight; a message not yet fanned out counts once per subscriber it was accepted for.",
     registers: [metrics.registry],
     async collect() {
       this.set((await read()).queued);
