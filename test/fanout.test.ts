@@ -44,16 +44,16 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     return result;
   };
 
-  it("reaches the subscribers active when the message was accepted and still active, in order", async () => {
+  it("reaches those subscribed when the message was accepted and active now, in order", async () => {
     const { id } = await dock("Audience");
-    for (const chat of [101, 102, 103]) await subscriptions.subscribe(id, chat, "private");
+    for (const chat of [101, 102, 103, 105]) await subscriptions.subscribe(id, chat, "private");
     clock += 1000;
     const first = await accept(id, "first");
     const second = await accept(id, "second");
-    expect(first.subscribers).toBe(3);
+    expect(first.subscribers).toBe(4);
     // Before the fan-out, the status counts every subscriber as queued.
     expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
-      queued: 3,
+      queued: 4,
       sent: 0,
       failed: 0,
       gone: 0,
@@ -62,17 +62,19 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     clock += 1000;
     await subscriptions.subscribe(id, 104, "private"); // too late for both messages
     await subscriptions.transition(102, "active", "removed", id); // left before the fan-out
-    await subscriptions.transition(103, "active", "blocked", id); // blocked and came back since
-    await subscriptions.transition(103, "blocked", "active", id);
+    await subscriptions.transition(103, "active", "blocked", id); // blocked the bot and came back:
+    await subscriptions.transition(103, "blocked", "active", id); // still subscribed, still receives
+    await subscriptions.transition(105, "active", "removed", id); // left and subscribed again:
+    await subscriptions.subscribe(id, 105, "private"); // only what is sent from now on
 
-    expect(await deliveries.fanOut(id, 1000)).toEqual({ queued: 2, more: false });
-    expect(await chatsOf(first.messageId)).toEqual([101]);
-    expect(await chatsOf(second.messageId)).toEqual([101]);
+    expect(await deliveries.fanOut(id, 1000)).toEqual({ queued: 4, more: false });
+    expect(await chatsOf(first.messageId)).toEqual([101, 103]);
+    expect(await chatsOf(second.messageId)).toEqual([101, 103]);
     const queue = await deliveries.queuedFor(id, 0, 10);
-    expect(queue.map((d) => d.text)).toEqual(["first", "second"]);
+    expect(queue.map((d) => d.text)).toEqual(["first", "first", "second", "second"]);
     // Those who left before their delivery was created count as gone.
     expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
-      queued: 1,
+      queued: 2,
       sent: 0,
       failed: 0,
       gone: 2,

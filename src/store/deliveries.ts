@@ -67,7 +67,8 @@ export class DeliveryRepository {
 
   /**
    * Fans out the Dock's oldest waiting messages, in the order they were accepted, into one queued
-   * delivery per subscriber that was active when the message was accepted and still is, until at
+   * delivery per subscriber that had subscribed when the message was accepted and is active now
+   * (a chat that blocked the bot and came back still gets it, as a queued delivery would), until at
    * least `wanted` deliveries were queued (or FANOUT_BATCH messages done). `more`: messages still wait.
    */
   async fanOut(dockId: string, wanted: number): Promise<{ queued: number; more: boolean }> {
@@ -116,9 +117,9 @@ export class DeliveryRepository {
               ])
               .where("subscriptions.dock_id", "=", dockId)
               .where("subscriptions.state", "=", "active")
-              // Active since before the message: someone who subscribed (or came back) later
-              // does not receive what was sent before.
-              .where("subscriptions.updated_at", "<=", message.created_at)
+              // Subscribed since before the message: someone who subscribed (or came back after
+              // leaving) later does not receive what was sent before.
+              .where("subscriptions.active_since", "<=", message.created_at)
               .orderBy("subscriptions.id"),
           )
           .executeTakeFirst();

@@ -69,8 +69,13 @@ export class MessageRepository {
    */
   accept(input: AcceptInput): Promise<AcceptResult> {
     const hash = input.idempotencyKey === undefined ? null : sha256Hex(input.text);
+    // Asked once per request: a batch that fails is retried message by message, and the retry
+    // must neither spend the Dock's allowance again nor refuse what the first attempt admitted.
+    const { admit } = input;
+    let admitted: number | undefined;
+    const admitOnce = admit && (() => (admitted ??= admit()));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ input, hash, resolve, reject });
+      this.#pending.push({ input: { ...input, admit: admitOnce }, hash, resolve, reject });
       if (!this.#flushing) {
         this.#flushing = true;
         setImmediate(() => void this.#flush());
@@ -98,7 +103,9 @@ export class MessageRepository {
       }
       // Outside the try: once committed, nothing here may send the batch down the retry path.
       for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
-      this.#notify([...new Set(batch.map((item) => item.input.dockId))]);
+      // Only Docks that got a message: a refused request's dock_id is whatever a stranger typed.
+      const docks = batch.filter((_, i) => results[i]?.kind === "accepted").map((item) => item.input.dockId);
+      if (docks.length > 0) this.#notify([...new Set(docks)]);
     }
     this.#flushing = false;
   }
@@ -119,7 +126,7 @@ export class MessageRepository {
       return;
     }
     item.resolve(result);
-    this.#notify([item.input.dockId]);
+    if (result.kind === "accepted") this.#notify([item.input.dockId]);
   }
 
   /** Calls `listener` after each commit of new messages (the dispatcher wakes on it). */

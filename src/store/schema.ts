@@ -35,6 +35,12 @@ export interface SubscriptionsTable {
   state: SubscriptionState;
   created_at: Millis;
   updated_at: Millis;
+  /**
+   * When the chat (re)subscribed: set on subscribing and on coming back after removing the
+   * subscription, kept through a block and unblock. A message reaches the subscriptions active
+   * since before it was accepted (DeliveryRepository.fanOut).
+   */
+  active_since: Millis;
 }
 
 export interface MessagesTable {

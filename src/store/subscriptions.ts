@@ -36,7 +36,13 @@ export class SubscriptionRepository {
     // finding the work done.
     const reactivated = await this.#db.kysely
       .updateTable("subscriptions")
-      .set({ state: "active", chat_type: chatType, updated_at: now })
+      .set((eb) => ({
+        state: "active",
+        chat_type: chatType,
+        updated_at: now,
+        // Coming back after leaving starts afresh; unblocking resumes (see SubscriptionsTable).
+        active_since: eb.case().when("state", "=", "removed").then(now).else(eb.ref("active_since")).end(),
+      }))
       .where("dock_id", "=", dockId)
       .where("chat_id", "=", chatId)
       .where("state", "!=", "active")
@@ -51,6 +57,7 @@ export class SubscriptionRepository {
         state: "active",
         created_at: now,
         updated_at: now,
+        active_since: now,
       })
       .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
       .executeTakeFirst();
@@ -63,8 +70,7 @@ export class SubscriptionRepository {
       .updateTable("subscriptions")
       .set({ state, updated_at: this.#now() })
       .where("chat_id", "=", chatId)
-      // updated_at is when the state last changed: for an active subscription, "active since",
-      // which decides the messages it receives (DeliveryRepository.fanOut).
+      // updated_at is when the state last changed.
       .where("state", "!=", state);
     if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
     const result = await query.executeTakeFirst();

@@ -22,6 +22,13 @@ export function deferredFanout(dialect: Dialect) {
       await db.schema.createIndex("fanouts_dock").on("fanouts").columns(["dock_id", "id"]).execute();
       // For a message's status, and for the cascade when a message is deleted.
       await db.schema.createIndex("fanouts_message").on("fanouts").column("message_id").execute();
+      // Who a waiting message reaches is decided when it is fanned out: subscriptions active since
+      // before it was accepted. (No message waits yet, so any earlier time serves existing rows.)
+      await db.schema
+        .alterTable("subscriptions")
+        .addColumn("active_since", "bigint", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await sql`update subscriptions set active_since = created_at`.execute(db);
     },
   };
 }
