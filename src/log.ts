@@ -1,22 +1,23 @@
 import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
 import pino, { type DestinationStream } from "pino";
 
+const SECRET_FIELDS = ["secret_key", "secretKey", "token", "botToken"];
+
 /**
  * Paths pino blanks out wherever they appear in a log line. Secrets never reach the log: Dock
- * secret keys, Authorization headers, session cookies and bot tokens.
+ * secret keys, Authorization headers, session cookies and bot tokens. The paths are spelled out
+ * rather than wildcards (`*.token`): pino runs a wildcard's redaction on every field of every line,
+ * which made a third of the cost of the per-request log line.
  */
 export const REDACT_PATHS = [
   "req.headers.authorization",
   "req.headers.cookie",
   'req.headers["x-telegram-bot-api-secret-token"]',
   'res.headers["set-cookie"]',
-  "secret_key",
-  "secretKey",
-  "*.secret_key",
-  "*.secretKey",
-  "token",
-  "*.token",
-  "botToken",
+  ...SECRET_FIELDS,
+  ...["body", "dock", "err", "error", "config", "options", "payload"].flatMap((parent) =>
+    SECRET_FIELDS.map((field) => `${parent}.${field}`),
+  ),
 ];
 
 /** Bot API paths carry the token (`/bot<token>/method`): keep the shape, drop the secret. */

@@ -1,5 +1,7 @@
+import pino, { type LoggerOptions } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { basic, type RunningService, startService } from "./harness.ts";
+import { loggerOptions } from "../src/log.ts";
+import { basic, LogCapture, type RunningService, startService } from "./harness.ts";
 
 describe("logs", () => {
   let service: RunningService;
@@ -64,5 +66,28 @@ describe("logs", () => {
     ]) {
       expect(log).not.toContain(secret);
     }
+  });
+});
+
+describe("redaction", () => {
+  it("blanks secret fields at the top of a line and inside the objects the service logs", () => {
+    const capture = new LogCapture();
+    // The service's own options (Fastify takes the stream among them; pino as its own argument).
+    const { stream: _stream, ...options } = loggerOptions("info", capture) as LoggerOptions & {
+      stream: unknown;
+    };
+    const log = pino(options, capture);
+    const secret = "dnsk_thisMustNeverBeLogged0000000000000";
+    log.info({ secret_key: secret, token: secret }, "top");
+    for (const parent of ["body", "dock", "err", "error", "config", "options", "payload"]) {
+      log.info(
+        { [parent]: { secretKey: secret, secret_key: secret, token: secret, botToken: secret } },
+        parent,
+      );
+    }
+    log.info({ res: { headers: { "set-cookie": `session=${secret}` } } }, "response");
+    expect(capture.text.split("\n").filter(Boolean)).toHaveLength(9);
+    expect(capture.text).not.toContain(secret);
+    expect(capture.text).toContain("[redacted]");
   });
 });
