@@ -135,7 +135,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   const metrics = createMetrics();
   const docks = new DockRepository(db, deps.encryptionKey, now);
-  const messages = new MessageRepository(db, now);
+  const messages = new MessageRepository(db, now, {
+    dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
+  });
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
   const deliveries = new DeliveryRepository(db, now);
@@ -179,12 +181,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
   await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
   await server.register(health, { db, metrics });
-  const intake = new Intake({
-    messages,
-    metrics,
-    dockRateBurst: config.dockRateBurst,
-    dockRatePerSecond: config.dockRatePerSecond,
-  });
+  const intake = new Intake({ messages, metrics });
   await server.register(sendApi, {
     docks,
     intake,

@@ -1,4 +1,3 @@
-import { TokenBuckets } from "./domain/token-bucket.ts";
 import { ApiError } from "./http/errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { AcceptResult, MessageRepository } from "./store/messages.ts";
@@ -8,25 +7,16 @@ export type Source = "ping" | "webhook" | "console";
 
 /**
  * The one way a message enters the service, whichever door it used (the send API or the
- * console's test message): the Dock's rate limit, durable storage, and the counters.
+ * console's test message): durable storage (with the Dock's rate limit, see MessageRepository),
+ * the answers as API errors, and the counters.
  */
 export class Intake {
   readonly #messages: MessageRepository;
   readonly #metrics: Metrics;
-  readonly #dockRate: TokenBuckets | null;
 
-  constructor(options: {
-    messages: MessageRepository;
-    metrics: Metrics;
-    dockRateBurst: number;
-    dockRatePerSecond: number;
-  }) {
+  constructor(options: { messages: MessageRepository; metrics: Metrics }) {
     this.#messages = options.messages;
     this.#metrics = options.metrics;
-    this.#dockRate =
-      options.dockRateBurst > 0
-        ? new TokenBuckets({ capacity: options.dockRateBurst, refillPerSecond: options.dockRatePerSecond })
-        : null;
   }
 
   /**
@@ -42,12 +32,7 @@ export class Intake {
     idempotencyKey?: string | undefined;
     source: Source;
   }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" | "unauthorized" }>> {
-    const dockRate = this.#dockRate;
-    const result = await this.#messages.accept({
-      ...input,
-      // Taken only once the Dock is authenticated: a stranger cannot spend a Dock's allowance.
-      admit: dockRate ? () => dockRate.take(input.dockId) : undefined,
-    });
+    const result = await this.#messages.accept(input);
     if (result.kind === "refused") throw ApiError.retryAfter("rate_limited", result.retryAfterSeconds);
     if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
     if (result.kind === "accepted") {

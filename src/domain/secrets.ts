@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import { randomBase62 } from "./ids.ts";
 
 /**
@@ -16,12 +16,12 @@ export function newSecretKey(): string {
  * nothing to brute-force that a slow hash would protect.
  */
 export function hashSecret(secret: string): Buffer {
-  return createHash("sha256").update(secret, "utf8").digest();
+  return hash("sha256", secret, "buffer");
 }
 
 /** Hex SHA-256 of a string: how tokens (sign-in, session) are stored, and how texts are compared. */
 export function sha256Hex(value: string): string {
-  return createHash("sha256").update(value, "utf8").digest("hex");
+  return hash("sha256", value, "hex");
 }
 
 /** Constant-time check of a presented secret against a stored hash. */

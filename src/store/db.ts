@@ -1,24 +1,23 @@
-import {
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  PostgresDialect,
-  SqliteDialect,
-} from "kysely";
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect } from "kysely";
 import pg from "pg";
+import { AcceptBatch, type AcceptBatchRequest, type AcceptOutcome } from "./accept-batch.ts";
 import { initial } from "./migrations/0001-initial.ts";
 import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
 import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
 import type { Database } from "./schema.ts";
-import { openSqlite } from "./sqlite-driver.ts";
+import { SqliteThread, sqliteThreadDialect } from "./sqlite-worker.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  /**
+   * Stores a batch of messages in one transaction, where the connection is (see AcceptBatch).
+   * Batches are committed in the order they were handed over, even while an earlier one is in flight.
+   */
+  acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
   close(): Promise<void>;
 }
 
@@ -32,11 +31,17 @@ export function openDb(
   options: { sqliteSynchronous?: "normal" | "full"; poolSize?: number } = {},
 ): Db {
   if (url.startsWith("sqlite:")) {
-    const database = openSqlite(url.slice("sqlite:".length), {
+    // The connection lives in a thread of its own, so the disk never holds up the event loop.
+    const thread = new SqliteThread(url.slice("sqlite:".length), {
       synchronous: options.sqliteSynchronous ?? "normal",
     });
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-    return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
+    const kysely = new Kysely<Database>({ dialect: sqliteThreadDialect(thread) });
+    return {
+      kysely,
+      dialect: "sqlite",
+      acceptBatch: (request) => thread.accept(request),
+      close: () => kysely.destroy(),
+    };
   }
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
   // An idle connection can be closed by the server (a restart, a failover, an administrator);
@@ -45,7 +50,19 @@ export function openDb(
     process.emitWarning(`an idle PostgreSQL connection was closed: ${error.message}`),
   );
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { kysely, dialect: "postgres", close: () => kysely.destroy() };
+  const batches = new AcceptBatch(kysely);
+  // One batch at a time, in order: each Dock's messages are committed in the order they came.
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    kysely,
+    dialect: "postgres",
+    acceptBatch: (request) => {
+      const run = last.then(() => batches.run(request));
+      last = run.catch(() => {});
+      return run;
+    },
+    close: () => kysely.destroy(),
+  };
 }
 
 function migrations(dialect: Dialect): Record<string, Migration> {

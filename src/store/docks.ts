@@ -1,8 +1,10 @@
+import type { Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, hashSecret, newSecretKey, secretMatches } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
 import { prepare, type Slots } from "./prepared.ts";
+import type { Database } from "./schema.ts";
 
 export interface Dock extends DockFields {
   id: string;
@@ -32,9 +34,9 @@ export function checkCredentials<D extends { id: string; name: string; secret_ha
 }
 
 /** The columns authentication reads. */
-export function credentialsQuery(db: Db) {
+export function credentialsQuery(kysely: Kysely<Database>) {
   return prepare((p: Slots<{ id: string }>) =>
-    db.kysely.selectFrom("docks").select(["id", "name", "secret_hash"]).where("id", "=", p.id),
+    kysely.selectFrom("docks").select(["id", "name", "secret_hash"]).where("id", "=", p.id),
   );
 }
 
@@ -50,7 +52,7 @@ export class DockRepository {
     this.#db = db;
     this.#key = encryptionKey;
     this.#now = now;
-    this.#credentialsOf = credentialsQuery(db);
+    this.#credentialsOf = credentialsQuery(db.kysely);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {

@@ -1,20 +1,14 @@
-import type { Transaction } from "kysely";
-import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
+import {
+  type AcceptItem,
+  type AcceptResult,
+  type DockRate,
+  fromStoreError,
+  MAX_BATCH,
+} from "./accept-batch.ts";
 import type { Db } from "./db.ts";
-import { checkCredentials, credentialsQuery } from "./docks.ts";
-import { prepare, type Slots } from "./prepared.ts";
-import type { Database } from "./schema.ts";
 
-/** How long an `Idempotency-Key` protects against a repeated send. */
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
-
-export type AcceptResult =
-  | { kind: "accepted"; messageId: string; subscribers: number }
-  | { kind: "replayed"; messageId: string; subscribers: number }
-  | { kind: "conflict" }
-  | { kind: "unauthorized" }
-  | { kind: "refused"; retryAfterSeconds: number };
+export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
 
 export interface AcceptInput {
   dockId: string;
@@ -22,20 +16,16 @@ export interface AcceptInput {
   idempotencyKey?: string | undefined;
   /**
    * The Dock's secret key as the client presented it: checked in the transaction that stores
-   * the message (one read less per message than checking it beforehand). Omitted when the caller
-   * has already authenticated the Dock.
+   * the message. Omitted when the caller has already authenticated the Dock.
    */
   secretKey?: string | undefined;
-  /** Asked once the Dock is authenticated, before storing: seconds to wait (refused), or 0. */
-  admit?: (() => number) | undefined;
 }
 
-/** At most this many messages share one transaction. */
-const MAX_BATCH = 256;
+/** Batches handed to the database and not yet committed, at most. */
+const BATCHES_IN_FLIGHT = 2;
 
 interface Pending {
-  input: AcceptInput;
-  hash: string | null;
+  item: AcceptItem;
   resolve: (result: AcceptResult) => void;
   reject: (error: unknown) => void;
 }
@@ -44,89 +34,87 @@ interface Pending {
 export class MessageRepository {
   readonly #db: Db;
   readonly #now: () => number;
+  readonly #dockRate: DockRate | null;
   readonly #pending: Pending[] = [];
   readonly #listeners = new Set<(dockIds: string[]) => void>();
-  #flushing = false;
+  #inFlight = 0;
+  #scheduled = false;
 
-  readonly #queries: ReturnType<typeof acceptQueries>;
-
-  constructor(db: Db, now: () => number = Date.now) {
+  /** `dockRate`: each Dock's allowance, spent only by messages whose secret key matched. */
+  constructor(db: Db, now: () => number = Date.now, options: { dockRate?: DockRate | null } = {}) {
     this.#db = db;
     this.#now = now;
-    this.#queries = acceptQueries(db);
+    this.#dockRate = options.dockRate ?? null;
   }
 
   /**
    * Stores the message, queued for the Dock's active subscribers. When this resolves the message
-   * is committed: a crash afterwards cannot lose it. The cost does not grow with the number of
-   * subscribers: the message is queued once (`fanouts`), and the dispatcher creates the
-   * per-subscriber deliveries when it gets to the message (DeliveryRepository.fanOut), for the
-   * subscribers active when it was accepted and still active then.
+   * is committed: a crash afterwards cannot lose it. `refused` when the Dock is over its rate,
+   * `unauthorized` when a secret key was given and is not the Dock's (nothing stored, no allowance
+   * spent), `conflict` when the idempotency key was used for another text.
    *
-   * Group commit: messages that arrive while a transaction is being written wait and are then
-   * committed together in the next one. A transaction's cost is mostly fixed (its pages, its WAL
-   * write), so under load this multiplies throughput without weakening the guarantee.
+   * Group commit: messages that arrive while a batch is being written wait and are then committed
+   * together in the next one (see AcceptBatch), which runs where the database connection is: for
+   * SQLite in its own thread, so the disk never holds up the event loop.
    */
   accept(input: AcceptInput): Promise<AcceptResult> {
-    const hash = input.idempotencyKey === undefined ? null : sha256Hex(input.text);
-    // Asked once per request: a batch that fails is retried message by message, and the retry
-    // must neither spend the Dock's allowance again nor refuse what the first attempt admitted.
-    const { admit } = input;
-    let admitted: number | undefined;
-    const admitOnce = admit && (() => (admitted ??= admit()));
+    const idempotencyKey = input.idempotencyKey ?? null;
+    const item: AcceptItem = {
+      dockId: input.dockId,
+      text: input.text,
+      idempotencyKey,
+      hash: idempotencyKey === null ? null : sha256Hex(input.text),
+      secretKey: input.secretKey ?? null,
+    };
     return new Promise((resolve, reject) => {
-      this.#pending.push({ input: { ...input, admit: admitOnce }, hash, resolve, reject });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        setImmediate(() => void this.#flush());
+      this.#pending.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /**
+   * Hands what is waiting to the database as one batch, once this turn of the event loop has
+   * gathered what arrived. Up to BATCHES_IN_FLIGHT batches at a time: while one is written, the
+   * next is already on its way (the database commits them in order).
+   */
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= BATCHES_IN_FLIGHT || this.#pending.length === 0) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      while (this.#inFlight < BATCHES_IN_FLIGHT && this.#pending.length > 0) {
+        this.#inFlight++;
+        void this.#write(this.#pending.splice(0, MAX_BATCH)).finally(() => {
+          this.#inFlight--;
+          this.#schedule();
+        });
       }
     });
   }
 
-  async #flush(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const batch = this.#pending.splice(0, MAX_BATCH);
-      let results: AcceptResult[];
-      try {
-        results = await this.#db.kysely.transaction().execute(async (tx) => {
-          const out: AcceptResult[] = [];
-          const subscriberCounts = new Map<string, number>();
-          for (const item of batch) {
-            out.push(await this.#acceptIn(tx, item.input, item.hash, subscriberCounts));
-          }
-          return out;
-        });
-      } catch {
-        // One message's failure must not fail its neighbours: commit each on its own.
-        await Promise.all(batch.map((item) => this.#acceptAlone(item)));
-        continue;
-      }
-      // Outside the try: once committed, nothing here may send the batch down the retry path.
-      for (const [i, item] of batch.entries()) item.resolve(results[i] as AcceptResult);
-      // Only Docks that got a message: a refused request's dock_id is whatever a stranger typed.
-      const docks = batch.filter((_, i) => results[i]?.kind === "accepted").map((item) => item.input.dockId);
-      if (docks.length > 0) this.#notify([...new Set(docks)]);
-    }
-    this.#flushing = false;
-  }
-
-  async #acceptAlone(item: Pending): Promise<void> {
-    const once = () =>
-      this.#db.kysely.transaction().execute((tx) => this.#acceptIn(tx, item.input, item.hash, new Map()));
-    let result: AcceptResult;
+  async #write(batch: Pending[]): Promise<void> {
+    let outcomes: Awaited<ReturnType<Db["acceptBatch"]>>;
     try {
-      result = await once();
+      outcomes = await this.#db.acceptBatch({
+        items: batch.map((pending) => pending.item),
+        now: this.#now(),
+        dockRate: this.#dockRate,
+      });
     } catch (error) {
-      // Two requests with the same key raced (another instance committed first): a replay.
-      if (item.input.idempotencyKey !== undefined && isUniqueViolation(error)) {
-        await once().then(item.resolve, item.reject);
-      } else {
-        item.reject(error);
-      }
+      // The database itself is unreachable: nobody's message was stored.
+      for (const pending of batch) pending.reject(error);
       return;
     }
-    item.resolve(result);
-    if (result.kind === "accepted") this.#notify([item.input.dockId]);
+    const docks = new Set<string>();
+    for (const [i, pending] of batch.entries()) {
+      const outcome = outcomes[i];
+      if (outcome === undefined) pending.reject(new Error("no outcome for a message of the batch"));
+      else if (outcome.kind === "failed") pending.reject(fromStoreError(outcome.error));
+      else pending.resolve(outcome);
+      // Only Docks that got a message: a refused request's dock_id is whatever a stranger typed.
+      if (outcome?.kind === "accepted") docks.add(pending.item.dockId);
+    }
+    if (docks.size > 0) this.#notify([...docks]);
   }
 
   /** Calls `listener` after each commit of new messages (the dispatcher wakes on it). */
@@ -145,119 +133,7 @@ export class MessageRepository {
     }
   }
 
-  async #acceptIn(
-    tx: Transaction<Database>,
-    input: AcceptInput,
-    hash: string | null,
-    subscriberCounts: Map<string, number>,
-  ): Promise<AcceptResult> {
-    const now = this.#now();
-    const q = this.#queries;
-    if (input.secretKey !== undefined) {
-      // Anything that cannot be a Dock ID never reaches the database.
-      const row = DOCK_ID_PATTERN.test(input.dockId)
-        ? (await tx.executeQuery(q.credentials({ id: input.dockId }))).rows[0]
-        : undefined;
-      if (!checkCredentials(row, input.secretKey)) return { kind: "unauthorized" } as const;
-    }
-    const wait = input.admit?.() ?? 0;
-    if (wait > 0) return { kind: "refused", retryAfterSeconds: wait } as const;
-    if (input.idempotencyKey !== undefined) {
-      const { rows } = await tx.executeQuery(
-        q.byIdempotencyKey({ dockId: input.dockId, key: input.idempotencyKey }),
-      );
-      const earlier = rows[0];
-      if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
-        if (earlier.request_hash !== hash) return { kind: "conflict" } as const;
-        return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers } as const;
-      }
-      // The window has passed: the key is free again.
-      if (earlier) await tx.executeQuery(q.releaseIdempotencyKey({ id: earlier.id }));
-    }
-
-    const messageId = newMessageId(now);
-    // Every message of a batch to the same Dock sees the same subscribers: count them once.
-    let subscribers = subscriberCounts.get(input.dockId);
-    if (subscribers === undefined) {
-      const { rows } = await tx.executeQuery(q.countSubscribers({ dockId: input.dockId }));
-      subscribers = Number(rows[0]?.n ?? 0);
-      subscriberCounts.set(input.dockId, subscribers);
-    }
-    await tx.executeQuery(
-      q.insertMessage({
-        id: messageId,
-        dockId: input.dockId,
-        text: input.text,
-        subscribers,
-        key: input.idempotencyKey ?? null,
-        hash,
-        now,
-      }),
-    );
-    // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
-    if (subscribers > 0) {
-      await tx.executeQuery(q.queueFanout({ messageId, dockId: input.dockId, now }));
-    }
-    return { kind: "accepted", messageId, subscribers } as const;
-  }
-
   async get(id: string) {
     return this.#db.kysely.selectFrom("messages").selectAll().where("id", "=", id).executeTakeFirst();
   }
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string; errcode?: number; message?: string };
-  // PostgreSQL: SQLSTATE 23505; node:sqlite: SQLITE_CONSTRAINT_UNIQUE (2067).
-  return e?.code === "23505" || e?.errcode === 2067 || /UNIQUE constraint failed/.test(e?.message ?? "");
-}
-
-/** The statements every accepted message runs, compiled once (see prepare). */
-function acceptQueries(db: Db) {
-  const { kysely } = db;
-  return {
-    credentials: credentialsQuery(db),
-    byIdempotencyKey: prepare((p: Slots<{ dockId: string; key: string }>) =>
-      kysely
-        .selectFrom("messages")
-        .select(["id", "subscribers", "request_hash", "created_at"])
-        .where("dock_id", "=", p.dockId)
-        .where("idempotency_key", "=", p.key),
-    ),
-    releaseIdempotencyKey: prepare((p: Slots<{ id: string }>) =>
-      kysely.updateTable("messages").set({ idempotency_key: null }).where("id", "=", p.id),
-    ),
-    countSubscribers: prepare((p: Slots<{ dockId: string }>) =>
-      kysely
-        .selectFrom("subscriptions")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("dock_id", "=", p.dockId)
-        .where("state", "=", "active"),
-    ),
-    insertMessage: prepare(
-      (
-        p: Slots<{
-          id: string;
-          dockId: string;
-          text: string;
-          subscribers: number;
-          key: string | null;
-          hash: string | null;
-          now: number;
-        }>,
-      ) =>
-        kysely.insertInto("messages").values({
-          id: p.id,
-          dock_id: p.dockId,
-          text: p.text,
-          subscribers: p.subscribers,
-          idempotency_key: p.key,
-          request_hash: p.hash,
-          created_at: p.now,
-        }),
-    ),
-    queueFanout: prepare((p: Slots<{ messageId: string; dockId: string; now: number }>) =>
-      kysely.insertInto("fanouts").values({ message_id: p.messageId, dock_id: p.dockId, created_at: p.now }),
-    ),
-  };
 }

@@ -1,0 +1,290 @@
+import type { Kysely, Transaction } from "kysely";
+import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
+import { TokenBuckets } from "../domain/token-bucket.ts";
+import { checkCredentials, credentialsQuery } from "./docks.ts";
+import { prepare, prepareInsert, type Slots } from "./prepared.ts";
+import type { Database } from "./schema.ts";
+
+/** How long an `Idempotency-Key` protects against a repeated send. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** At most this many messages share one transaction. */
+export const MAX_BATCH = 256;
+
+export type AcceptResult =
+  | { kind: "accepted"; messageId: string; subscribers: number }
+  | { kind: "replayed"; messageId: string; subscribers: number }
+  | { kind: "conflict" }
+  | { kind: "unauthorized" }
+  | { kind: "refused"; retryAfterSeconds: number };
+
+/**
+ * One message to store. Plain data: a batch may be stored in another thread (SQLite's, see
+ * sqlite-thread.ts), so nothing here is a function or a class.
+ */
+export interface AcceptItem {
+  dockId: string;
+  text: string;
+  idempotencyKey: string | null;
+  /** SHA-256 of the text when there is an idempotency key: a replay must carry the same text. */
+  hash: string | null;
+  /**
+   * The Dock's secret key as the client presented it, checked in the transaction that stores the
+   * message (one read less per message than checking it beforehand); null when the caller has
+   * already authenticated the Dock.
+   */
+  secretKey: string | null;
+}
+
+/** Each Dock's allowance: a burst, then so many messages per second. */
+export interface DockRate {
+  burst: number;
+  perSecond: number;
+}
+
+export interface AcceptBatchRequest {
+  items: AcceptItem[];
+  /** The messages' acceptance time (milliseconds since the epoch). */
+  now: number;
+  /** null: no limit. */
+  dockRate: DockRate | null;
+}
+
+/** A database error as it can cross a thread: what callers look at (unique violations, messages). */
+export interface StoreError {
+  message: string;
+  code?: string | undefined;
+  errcode?: number | undefined;
+}
+
+/** A message's result, or the error that kept it from being stored (its neighbours are unaffected). */
+export type AcceptOutcome = AcceptResult | { kind: "failed"; error: StoreError };
+
+export function toStoreError(error: unknown): StoreError {
+  const e = error as { message?: unknown; code?: unknown; errcode?: unknown };
+  return {
+    message: typeof e?.message === "string" ? e.message : String(error),
+    code: typeof e?.code === "string" ? e.code : undefined,
+    errcode: typeof e?.errcode === "number" ? e.errcode : undefined,
+  };
+}
+
+export function fromStoreError(stored: StoreError): Error {
+  return Object.assign(new Error(stored.message), {
+    ...(stored.code === undefined ? {} : { code: stored.code }),
+    ...(stored.errcode === undefined ? {} : { errcode: stored.errcode }),
+  });
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; errcode?: number; message?: string };
+  // PostgreSQL: SQLSTATE 23505; node:sqlite: SQLITE_CONSTRAINT_UNIQUE (2067).
+  return e?.code === "23505" || e?.errcode === 2067 || /UNIQUE constraint failed/.test(e?.message ?? "");
+}
+
+/** What one transaction collects before writing: the rows of its messages and their fan-outs. */
+interface Writes {
+  credentials: Map<string, { id: string; name: string; secret_hash: string } | undefined>;
+  subscribers: Map<string, number>;
+  /** Idempotency keys used earlier in this batch (not yet in the table). */
+  keyed: Map<string, { messageId: string; subscribers: number; hash: string | null }>;
+  messages: unknown[][];
+  fanouts: unknown[][];
+}
+
+/**
+ * Stores batches of messages, each batch in one transaction (group commit: a transaction's cost is
+ * mostly fixed, so under load one per batch multiplies throughput without weakening the
+ * guarantee). Runs wherever the database connection is: in the process for PostgreSQL, in the
+ * SQLite thread for SQLite.
+ *
+ * The cost does not grow with the number of subscribers: a message is queued once (`fanouts`),
+ * and the dispatcher creates the per-subscriber deliveries when it gets to the message
+ * (DeliveryRepository.fanOut).
+ */
+export class AcceptBatch {
+  readonly #kysely: Kysely<Database>;
+  readonly #queries: ReturnType<typeof acceptQueries>;
+  readonly #rates = new Map<string, TokenBuckets>();
+
+  constructor(kysely: Kysely<Database>) {
+    this.#kysely = kysely;
+    this.#queries = acceptQueries(kysely);
+  }
+
+  /** One outcome per item, in order. Never throws for one message's trouble. */
+  async run({ items, now, dockRate }: AcceptBatchRequest): Promise<AcceptOutcome[]> {
+    const buckets = this.#bucketsFor(dockRate);
+    // Asked once per message: when the batch fails and each message is retried alone, the retry
+    // must neither spend the Dock's allowance again nor refuse what the first attempt admitted.
+    const admitted = new Array<number | undefined>(items.length);
+    const admit = (index: number, dockId: string) => {
+      if (buckets === null) return 0;
+      const wait = admitted[index] ?? buckets.take(dockId);
+      admitted[index] = wait;
+      return wait;
+    };
+    const entries = items.map((item, index) => ({ item, index }));
+    try {
+      return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, admit, now));
+    } catch {
+      // One message's failure must not fail its neighbours: store each on its own.
+      const outcomes: AcceptOutcome[] = [];
+      for (const entry of entries) outcomes.push(await this.#alone(entry, admit, now));
+      return outcomes;
+    }
+  }
+
+  async #alone(entry: Entry, admit: Admit, now: number): Promise<AcceptOutcome> {
+    const once = async () =>
+      (
+        await this.#kysely.transaction().execute((tx) => this.#store(tx, [entry], admit, now))
+      )[0] as AcceptResult;
+    try {
+      return await once();
+    } catch (error) {
+      // Two requests with the same key raced (another instance committed first): a replay.
+      if (entry.item.idempotencyKey !== null && isUniqueViolation(error)) {
+        try {
+          return await once();
+        } catch (again) {
+          return { kind: "failed", error: toStoreError(again) };
+        }
+      }
+      return { kind: "failed", error: toStoreError(error) };
+    }
+  }
+
+  #bucketsFor(rate: DockRate | null): TokenBuckets | null {
+    if (rate === null || rate.burst <= 0) return null;
+    const key = `${rate.burst}/${rate.perSecond}`;
+    let buckets = this.#rates.get(key);
+    if (buckets === undefined) {
+      buckets = new TokenBuckets({ capacity: rate.burst, refillPerSecond: rate.perSecond });
+      this.#rates.set(key, buckets);
+    }
+    return buckets;
+  }
+
+  async #store(tx: Transaction<Database>, entries: Entry[], admit: Admit, now: number) {
+    const writes: Writes = {
+      credentials: new Map(),
+      subscribers: new Map(),
+      keyed: new Map(),
+      messages: [],
+      fanouts: [],
+    };
+    const results: AcceptResult[] = [];
+    for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
+    const q = this.#queries;
+    // One statement per table for the whole batch; the fan-outs keep the order of acceptance.
+    if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
+    if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
+    return results;
+  }
+
+  async #accept(
+    tx: Transaction<Database>,
+    { item, index }: Entry,
+    admit: Admit,
+    now: number,
+    writes: Writes,
+  ): Promise<AcceptResult> {
+    const q = this.#queries;
+    if (item.secretKey !== null) {
+      // Read once per Dock and batch; every message's key is still checked (in constant time).
+      let row = writes.credentials.get(item.dockId);
+      if (!writes.credentials.has(item.dockId)) {
+        // Anything that cannot be a Dock ID never reaches the database.
+        row = DOCK_ID_PATTERN.test(item.dockId)
+          ? (await tx.executeQuery(q.credentials({ id: item.dockId }))).rows[0]
+          : undefined;
+        writes.credentials.set(item.dockId, row);
+      }
+      if (!checkCredentials(row, item.secretKey)) return { kind: "unauthorized" };
+    }
+    // Taken only once the Dock is authenticated: a stranger cannot spend a Dock's allowance.
+    const wait = admit(index, item.dockId);
+    if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
+
+    const keyed = item.idempotencyKey === null ? null : `${item.dockId}\n${item.idempotencyKey}`;
+    if (keyed !== null && item.idempotencyKey !== null) {
+      const sameBatch = writes.keyed.get(keyed);
+      const earlier =
+        sameBatch === undefined
+          ? (await tx.executeQuery(q.byIdempotencyKey({ dockId: item.dockId, key: item.idempotencyKey })))
+              .rows[0]
+          : {
+              id: sameBatch.messageId,
+              subscribers: sameBatch.subscribers,
+              request_hash: sameBatch.hash,
+              created_at: now,
+            };
+      if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
+        if (earlier.request_hash !== item.hash) return { kind: "conflict" };
+        return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers };
+      }
+      // The window has passed: the key is free again.
+      if (earlier) await tx.executeQuery(q.releaseIdempotencyKey({ id: earlier.id }));
+    }
+
+    const messageId = newMessageId(now);
+    // Every message of a batch to the same Dock sees the same subscribers: count them once.
+    let subscribers = writes.subscribers.get(item.dockId);
+    if (subscribers === undefined) {
+      const { rows } = await tx.executeQuery(q.countSubscribers({ dockId: item.dockId }));
+      subscribers = Number(rows[0]?.n ?? 0);
+      writes.subscribers.set(item.dockId, subscribers);
+    }
+    writes.messages.push([
+      messageId,
+      item.dockId,
+      item.text,
+      subscribers,
+      item.idempotencyKey,
+      item.hash,
+      now,
+    ]);
+    // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
+    if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now]);
+    if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
+    return { kind: "accepted", messageId, subscribers };
+  }
+}
+
+type Entry = { item: AcceptItem; index: number };
+type Admit = (index: number, dockId: string) => number;
+
+/** The statements every accepted message runs, compiled once (see prepare). */
+function acceptQueries(kysely: Kysely<Database>) {
+  return {
+    credentials: credentialsQuery(kysely),
+    byIdempotencyKey: prepare((p: Slots<{ dockId: string; key: string }>) =>
+      kysely
+        .selectFrom("messages")
+        .select(["id", "subscribers", "request_hash", "created_at"])
+        .where("dock_id", "=", p.dockId)
+        .where("idempotency_key", "=", p.key),
+    ),
+    releaseIdempotencyKey: prepare((p: Slots<{ id: string }>) =>
+      kysely.updateTable("messages").set({ idempotency_key: null }).where("id", "=", p.id),
+    ),
+    countSubscribers: prepare((p: Slots<{ dockId: string }>) =>
+      kysely
+        .selectFrom("subscriptions")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("dock_id", "=", p.dockId)
+        .where("state", "=", "active"),
+    ),
+    insertMessages: prepareInsert(kysely, "messages", [
+      "id",
+      "dock_id",
+      "text",
+      "subscribers",
+      "idempotency_key",
+      "request_hash",
+      "created_at",
+    ]),
+    insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at"]),
+  };
+}

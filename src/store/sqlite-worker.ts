@@ -1,0 +1,225 @@
+import { Worker } from "node:worker_threads";
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from "kysely";
+import {
+  type AcceptBatchRequest,
+  type AcceptOutcome,
+  fromStoreError,
+  type StoreError,
+} from "./accept-batch.ts";
+import type { SqliteOptions } from "./sqlite-driver.ts";
+
+/** What the service asks the SQLite thread (sqlite-thread.ts). */
+export type ThreadRequest =
+  | { id: number; op: "query"; sql: string; parameters: readonly unknown[] }
+  // A batch travels as JSON text: copying one string across threads costs a fraction of cloning
+  // hundreds of small objects.
+  | { id: number; op: "accept"; request: string }
+  | { id: number; op: "close" };
+
+export type ThreadReply =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: StoreError };
+
+type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+
+/**
+ * Who may send statements to the thread's one connection. A Kysely connection (a transaction or a
+ * single query) holds it alone: its statements must not interleave with anyone's. Message batches
+ * share it: each is a whole transaction inside the thread, and the thread runs them one after the
+ * other, so the next batch can be on its way while the last one is written. First come, first
+ * served: a transaction waiting is not overtaken by later batches.
+ */
+class Gate {
+  #batches = 0;
+  #exclusive = false;
+  readonly #waiting: { batch: boolean; enter: () => void }[] = [];
+
+  enter(batch: boolean): Promise<void> {
+    if (this.#waiting.length === 0 && !this.#exclusive && (batch || this.#batches === 0)) {
+      this.#admit(batch);
+      return Promise.resolve();
+    }
+    return new Promise((enter) => this.#waiting.push({ batch, enter }));
+  }
+
+  leave(batch: boolean): void {
+    if (batch) this.#batches--;
+    else this.#exclusive = false;
+    while (this.#waiting.length > 0 && !this.#exclusive) {
+      const next = this.#waiting[0] as { batch: boolean; enter: () => void };
+      if (!next.batch && this.#batches > 0) break;
+      this.#waiting.shift();
+      this.#admit(next.batch);
+      next.enter();
+    }
+  }
+
+  #admit(batch: boolean): void {
+    if (batch) this.#batches++;
+    else this.#exclusive = true;
+  }
+}
+
+/**
+ * The SQLite database, open in a thread of its own (sqlite-thread.ts). `node:sqlite` is
+ * synchronous: run on the event loop, every commit, checkpoint and slow query would stop the
+ * server from answering anyone meanwhile. Here the event loop only hands over a statement and
+ * later receives its rows.
+ */
+export class SqliteThread {
+  readonly #worker: Worker;
+  readonly #waiting = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (error: Error) => void }
+  >();
+  readonly gate = new Gate();
+  #nextId = 1;
+  #stopped: Error | null = null;
+  #closing: Promise<void> | null = null;
+
+  constructor(path: string, options: SqliteOptions) {
+    this.#worker = new Worker(new URL("./sqlite-thread.ts", import.meta.url), {
+      workerData: { path, options },
+    });
+    // An idle database keeps nobody alive (a CLI command ends when its work is done); a pending
+    // request does (see #call).
+    this.#worker.unref();
+    this.#worker.on("message", (reply: ThreadReply) => {
+      const waiting = this.#waiting.get(reply.id);
+      if (waiting === undefined) return;
+      this.#waiting.delete(reply.id);
+      if (this.#waiting.size === 0) this.#worker.unref();
+      if (reply.ok) waiting.resolve(reply.result);
+      else waiting.reject(fromStoreError(reply.error));
+    });
+    this.#worker.on("error", (error) => this.#stop(error));
+    this.#worker.on("exit", (code) => this.#stop(new Error(`the SQLite thread stopped (exit code ${code})`)));
+  }
+
+  #stop(reason: Error): void {
+    this.#stopped ??= this.#closing ? new Error("the database is closed") : reason;
+    for (const waiting of this.#waiting.values()) waiting.reject(this.#stopped);
+    this.#waiting.clear();
+  }
+
+  #call(request: Request): Promise<unknown> {
+    if (this.#stopped) return Promise.reject(this.#stopped);
+    const id = this.#nextId++;
+    if (this.#waiting.size === 0) this.#worker.ref();
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, ...request });
+    });
+  }
+
+  /** Runs one statement; the caller has entered the gate. */
+  async query<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const result = (await this.#call({ op: "query", sql: query.sql, parameters: query.parameters })) as
+      | { rows: R[] }
+      | { changes: number; lastInsertRowid: number };
+    if ("rows" in result) return { rows: result.rows };
+    return {
+      numAffectedRows: BigInt(result.changes),
+      insertId: BigInt(result.lastInsertRowid),
+      rows: [],
+    };
+  }
+
+  /** Stores a batch of messages in one transaction, in the thread (AcceptBatch). */
+  async accept(request: AcceptBatchRequest): Promise<AcceptOutcome[]> {
+    await this.gate.enter(true);
+    try {
+      return JSON.parse((await this.#call({ op: "accept", request: JSON.stringify(request) })) as string);
+    } finally {
+      this.gate.leave(true);
+    }
+  }
+
+  /** Closes the database and ends the thread; waits for statements already sent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.gate.enter(false);
+      try {
+        await this.#call({ op: "close" });
+      } catch {
+        // Already stopped, or never opened: nothing to close.
+      }
+      await this.#worker.terminate();
+    })();
+    return this.#closing;
+  }
+}
+
+class ThreadConnection implements DatabaseConnection {
+  readonly #thread: SqliteThread;
+
+  constructor(thread: SqliteThread) {
+    this.#thread = thread;
+  }
+
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.#thread.query<R>(query);
+  }
+
+  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    const { rows } = await this.executeQuery<R>(query);
+    for (const row of rows) yield { rows: [row] };
+  }
+}
+
+class ThreadDriver implements Driver {
+  readonly #thread: SqliteThread;
+  readonly #connection: ThreadConnection;
+
+  constructor(thread: SqliteThread) {
+    this.#thread = thread;
+    this.#connection = new ThreadConnection(thread);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#thread.gate.enter(false);
+    return this.#connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    // The thread's connection turns this into BEGIN IMMEDIATE (see openSqlite).
+    await connection.executeQuery(CompiledQuery.raw("begin"));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("commit"));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("rollback"));
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.#thread.gate.leave(false);
+  }
+
+  async destroy(): Promise<void> {
+    await this.#thread.close();
+  }
+}
+
+/** Kysely's SQLite dialect, with the statements run in the SQLite thread. */
+export function sqliteThreadDialect(thread: SqliteThread): Dialect {
+  return {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => new ThreadDriver(thread),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  };
+}

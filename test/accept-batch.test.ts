@@ -1,0 +1,173 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isUniqueViolation } from "../src/store/accept-batch.ts";
+import { type Db, migrate, openDb } from "../src/store/db.ts";
+import { DockRepository } from "../src/store/docks.ts";
+import { MessageRepository } from "../src/store/messages.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
+
+const DIALECTS = await dialects();
+const KEY = Buffer.alloc(32, 7);
+
+/** Group commit: the messages handed over in one turn of the event loop share a transaction. */
+describe.each(DIALECTS)("message batches on %s", (dialect) => {
+  let database: TestDatabase;
+  let db: Db;
+  let docks: DockRepository;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    db = openDb(database.url);
+    await migrate(db);
+    docks = new DockRepository(db, KEY);
+  });
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  /** The texts stored for the Dock, sorted (messages of one batch share their time). */
+  const stored = async (dockId: string) =>
+    (await db.kysely.selectFrom("messages").select("text").where("dock_id", "=", dockId).execute())
+      .map((row) => row.text)
+      .sort();
+
+  it("one message that cannot be stored fails alone; its neighbours are stored and spend the allowance once", async () => {
+    const dock = await docks.create(1, { name: "Neighbours", link: null, description: null });
+    // Two messages' worth of allowance, refilling far too slowly to matter here.
+    const messages = new MessageRepository(db, Date.now, { dockRate: { burst: 2, perSecond: 0.001 } });
+    // Handed over in one turn: one batch. The middle one names no Dock (no key is checked, as for
+    // the console), so its insert breaks the batch's transaction and each is retried alone.
+    const outcomes = await Promise.allSettled([
+      messages.accept({ dockId: dock.id, text: "first" }),
+      messages.accept({ dockId: "dock_doesnotexist00000000", text: "orphan" }),
+      messages.accept({ dockId: dock.id, text: "second" }),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: "fulfilled", value: { kind: "accepted" } });
+    expect(outcomes[1]?.status).toBe("rejected");
+    // Asked again on the retry, the allowance would have been spent twice and this one refused.
+    expect(outcomes[2]).toMatchObject({ status: "fulfilled", value: { kind: "accepted" } });
+    expect(await stored(dock.id)).toEqual(["first", "second"]);
+    // The allowance is now spent.
+    expect(await messages.accept({ dockId: dock.id, text: "third" })).toMatchObject({ kind: "refused" });
+  });
+
+  it("checks every message's key, even when the Dock is read once for the batch", async () => {
+    const dock = await docks.create(1, { name: "Keys", link: null, description: null });
+    const messages = new MessageRepository(db);
+    const results = await Promise.all([
+      messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: "right" }),
+      messages.accept({ dockId: dock.id, secretKey: `${dock.secretKey}x`, text: "wrong" }),
+      messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: "right again" }),
+      messages.accept({ dockId: "not a dock", secretKey: dock.secretKey, text: "nowhere" }),
+    ]);
+    expect(results.map((r) => r.kind)).toEqual(["accepted", "unauthorized", "accepted", "unauthorized"]);
+    expect(await stored(dock.id)).toEqual(["right", "right again"]);
+  });
+
+  it("queues each Dock's messages in the order they were handed over, across batches", async () => {
+    const dock = await docks.create(1, { name: "Order", link: null, description: null });
+    await new SubscriptionRepository(db).subscribe(dock.id, 4242, "private");
+    const messages = new MessageRepository(db);
+    const texts = Array.from({ length: 600 }, (_, i) => `m${String(i).padStart(3, "0")}`);
+    const results = await Promise.all(texts.map((text) => messages.accept({ dockId: dock.id, text })));
+    expect(results.every((r) => r.kind === "accepted")).toBe(true);
+    // More than two batches' worth (256 each); the fan-outs are the order the dispatcher follows.
+    const queued = await db.kysely
+      .selectFrom("fanouts")
+      .innerJoin("messages", "messages.id", "fanouts.message_id")
+      .select("messages.text")
+      .where("fanouts.dock_id", "=", dock.id)
+      .orderBy("fanouts.id")
+      .execute();
+    expect(queued.map((row) => row.text)).toEqual(texts);
+  });
+
+  it.runIf(dialect === "sqlite")("a transaction in progress is never interleaved with a batch", async () => {
+    const dock = await docks.create(1, { name: "Exclusive", link: null, description: null });
+    const messages = new MessageRepository(db);
+    const events: string[] = [];
+    let accepted: Promise<unknown> = Promise.resolve();
+    await db.kysely.transaction().execute(async (tx) => {
+      await tx.updateTable("docks").set({ name: "Renamed" }).where("id", "=", dock.id).execute();
+      accepted = messages.accept({ dockId: dock.id, text: "during" }).then(() => events.push("accepted"));
+      // Long enough for the batch to be handed over, were it allowed to.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await tx.updateTable("docks").set({ name: "Renamed twice" }).where("id", "=", dock.id).execute();
+      events.push("committing");
+    });
+    await accepted;
+    // The batch waited for the connection: run inside the transaction, it would have failed.
+    expect(events).toEqual(["committing", "accepted"]);
+    expect(await stored(dock.id)).toEqual(["during"]);
+  });
+
+  it("passes the database's own errors on, with their codes", async () => {
+    const dock = await docks.create(1, { name: "Errors", link: null, description: null });
+    const insert = () =>
+      db.kysely
+        .insertInto("docks")
+        .values({
+          id: dock.id,
+          owner_id: 1,
+          name: "Twin",
+          link: null,
+          description: null,
+          secret_hash: "00",
+          secret_sealed: "00",
+          created_at: 0,
+          updated_at: 0,
+        })
+        .execute();
+    const error = (await insert().catch((e: unknown) => e)) as { code?: string; errcode?: number };
+    expect(error).toBeInstanceOf(Error);
+    // What the idempotency race recovery looks for.
+    expect(isUniqueViolation(error)).toBe(true);
+    if (dialect === "sqlite")
+      expect(error.errcode).toBe(1555); // SQLITE_CONSTRAINT_PRIMARYKEY
+    else expect(error.code).toBe("23505");
+  });
+
+  it.runIf(dialect === "sqlite")("keeps the event loop turning while a long statement runs", async () => {
+    let finished = false;
+    // A few hundred milliseconds of work inside SQLite.
+    const counting = sql<{ n: number }>`
+      with recursive c(x) as (select 1 union all select x + 1 from c where x < 3000000)
+      select count(*) as n from c`
+      .execute(db.kysely)
+      .then((result) => {
+        finished = true;
+        return result;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // On the event loop, the statement would have run to its end before any timer could fire.
+    expect(finished).toBe(false);
+    expect((await counting).rows[0]?.n).toBe(3000000);
+  });
+});
+
+describe("the SQLite thread", () => {
+  it("reports a database it cannot open on the first statement, and closes cleanly", async () => {
+    const database = await createTestDatabase("sqlite");
+    // A file where the database's folder should be.
+    const blocker = join(database.dataDir, "not-a-folder");
+    writeFileSync(blocker, "");
+    const db = openDb(`sqlite:${join(blocker, "test.db")}`);
+    // The reason names the path.
+    await expect(migrate(db)).rejects.toThrow(/not-a-folder/);
+    await db.close();
+    await database.drop();
+  });
+
+  it("refuses statements once closed", async () => {
+    const database = await createTestDatabase("sqlite");
+    const db = openDb(database.url);
+    await migrate(db);
+    await db.close();
+    await expect(db.kysely.selectFrom("docks").selectAll().execute()).rejects.toThrow(/destroyed|closed/);
+    await database.drop();
+  });
+});
