@@ -59,12 +59,38 @@ describe("console page and security headers", () => {
     expect(csp).not.toContain("unsafe-inline");
   });
 
-  it("https deployments also upgrade requests and send HSTS", async () => {
+  it("the send API's JSON answers get the short set meant for answers nobody renders", async () => {
+    for (const [path, init] of [
+      ["/ping", { method: "POST", body: "{}" }],
+      ["/webhook", { method: "POST", body: "{}" }],
+      ["/ping", { method: "GET" }],
+      ["/messages/msg_x", {}],
+    ] as const) {
+      const response = await fetch(`${service.url}${path}`, init);
+      expect(response.status, path).toBeGreaterThanOrEqual(400);
+      expect(response.headers.get("content-security-policy")).toBe(
+        "default-src 'none'; frame-ancestors 'none'",
+      );
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      // The page set's browser-only headers are left out.
+      expect(response.headers.get("x-dns-prefetch-control")).toBeNull();
+      expect(response.headers.get("cross-origin-opener-policy")).toBeNull();
+    }
+    // Everything else keeps the page set.
+    const health = await fetch(`${service.url}/healthz`);
+    expect(health.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(health.headers.get("x-dns-prefetch-control")).toBe("off");
+  });
+
+  it("https deployments also upgrade requests and send HSTS, on pages and API answers", async () => {
     const https = await startService("sqlite", { PUBLIC_URL: "https://notify.example.com" });
     try {
       const response = await fetch(`${https.url}/console/`);
       expect(response.headers.get("content-security-policy")).toContain("upgrade-insecure-requests");
       expect(response.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
+      const api = await fetch(`${https.url}/ping`, { method: "POST", body: "{}" });
+      expect(api.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
     } finally {
       await https.close();
     }

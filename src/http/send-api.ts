@@ -286,6 +286,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         body: pingBody,
         response: { 202: accepted, ...errorResponses },
       },
+      config: { securityHeaders: "api" },
       onRequest: refuseIfBlocked,
       preValidation: async (request) => {
         request.body = parseObject(request, false) as typeof request.body;
@@ -313,6 +314,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         response: { 202: accepted, ...errorResponses },
       },
       // Authenticate before reading the body: a wrong key costs us no parsing.
+      config: { securityHeaders: "api" },
       onRequest: basicAuth,
       preValidation: async (request) => {
         request.body = parseObject(request, true) as typeof request.body;
@@ -339,6 +341,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           404: { description: "No such message for this Dock.", ...errorBodySchema },
         },
       },
+      config: { securityHeaders: "api" },
       onRequest: basicAuth,
     },
     async (request) => {
@@ -389,6 +392,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       url,
       exposeHeadRoute: false,
       schema: { hide: true },
+      config: { securityHeaders: "api" },
       handler: async () => {
         throw new ApiError("method_not_allowed", "Use POST.", { Allow: "POST" });
       },
