@@ -58,6 +58,23 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       expect(await storedText(answer.body.message_id)).toBe("Build #42 passed");
     });
 
+    it("a UTF-8 byte order mark before the body is not part of it (some Windows clients send one)", async () => {
+      const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+      const answer = await post(
+        `${service.url}/ping`,
+        Buffer.concat([bom, Buffer.from(JSON.stringify({ ...creds(), msg: "from Windows" }))]),
+        json,
+      );
+      expect(answer.status).toBe(202);
+      expect(await storedText(answer.body.message_id)).toBe("from Windows");
+      const text = await webhook(Buffer.concat([bom, Buffer.from("plain")]), {
+        "Content-Type": "text/plain",
+        Authorization: basic(dock.id, dock.secretKey),
+      });
+      expect(text.status).toBe(202);
+      expect(await storedText(text.body.message_id)).toBe("plain");
+    });
+
     it("202 for /webhook with Basic credentials and a JSON body", async () => {
       const answer = await webhook(JSON.stringify({ msg: "from webhook" }), {
         ...json,
