@@ -4,10 +4,11 @@ import pino, { type DestinationStream } from "pino";
 const SECRET_FIELDS = ["secret_key", "secretKey", "token", "botToken"];
 
 /**
- * Paths pino blanks out wherever they appear in a log line. Secrets never reach the log: Dock
- * secret keys, Authorization headers, session cookies and bot tokens. The paths are spelled out
- * rather than wildcards (`*.token`): pino runs a wildcard's redaction on every field of every line,
- * which made a third of the cost of the per-request log line.
+ * Paths pino blanks out in a log line: secrets never reach the log (Dock secret keys, Authorization
+ * headers, session cookies, bot tokens). They cover the top of a line and every object the service
+ * logs (a new kind of object logged with a secret in it needs its parent added here). They are
+ * spelled out rather than wildcards (`*.token`): pino runs a wildcard's redaction on every field of
+ * every line, which made a third of the cost of the per-request log line.
  */
 export const REDACT_PATHS = [
   "req.headers.authorization",

@@ -105,6 +105,33 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     expect(await stored(dock.id)).toEqual(["during"]);
   });
 
+  it("counts only the subscribers the fan-out will reach: those subscribed by the time of acceptance", async () => {
+    const dock = await docks.create(1, { name: "Audience", link: null, description: null });
+    const accepted = Date.now() - 60_000;
+    await new SubscriptionRepository(db, () => accepted - 1000).subscribe(dock.id, 501, "private");
+    // Subscribed after the message's time (a batch's time is when it was handed over).
+    await new SubscriptionRepository(db, () => accepted + 1000).subscribe(dock.id, 502, "private");
+    const result = await new MessageRepository(db, () => accepted).accept({ dockId: dock.id, text: "t" });
+    expect(result).toMatchObject({ kind: "accepted", subscribers: 1 });
+  });
+
+  it("rolls back to a savepoint inside a transaction", async () => {
+    const dock = await docks.create(1, { name: "Savepoint", link: null, description: null });
+    const trx = await db.kysely.startTransaction().execute();
+    await trx.updateTable("docks").set({ name: "kept" }).where("id", "=", dock.id).execute();
+    const inner = await trx.savepoint("before_rename").execute();
+    await inner.updateTable("docks").set({ name: "undone" }).where("id", "=", dock.id).execute();
+    const back = await inner.rollbackToSavepoint("before_rename").execute();
+    await back.releaseSavepoint("before_rename").execute();
+    await back.commit().execute();
+    const row = await db.kysely
+      .selectFrom("docks")
+      .select("name")
+      .where("id", "=", dock.id)
+      .executeTakeFirst();
+    expect(row?.name).toBe("kept");
+  });
+
   it("passes the database's own errors on, with their codes", async () => {
     const dock = await docks.create(1, { name: "Errors", link: null, description: null });
     const insert = () =>
@@ -124,7 +151,7 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
         .execute();
     const error = (await insert().catch((e: unknown) => e)) as { code?: string; errcode?: number };
     expect(error).toBeInstanceOf(Error);
-    // What the idempotency race recovery looks for.
+    // What callers outside the thread recognise a duplicate by.
     expect(isUniqueViolation(error)).toBe(true);
     if (dialect === "sqlite")
       expect(error.errcode).toBe(1555); // SQLITE_CONSTRAINT_PRIMARYKEY
@@ -162,12 +189,29 @@ describe("the SQLite thread", () => {
     await database.drop();
   });
 
-  it("refuses statements once closed", async () => {
+  it("refuses statements and batches once closed; what was handed over before is stored", async () => {
     const database = await createTestDatabase("sqlite");
     const db = openDb(database.url);
     await migrate(db);
-    await db.close();
+    const dock = await new DockRepository(db, KEY).create(1, {
+      name: "Closing",
+      link: null,
+      description: null,
+    });
+    const messages = new MessageRepository(db);
+    const before = messages.accept({ dockId: dock.id, text: "before" });
+    // Let the batch be handed over, then close while it is being written.
+    await new Promise((resolve) => setImmediate(resolve));
+    const closing = db.close();
+    // Neither of these may hang: they are refused.
+    await expect(messages.accept({ dockId: dock.id, text: "after" })).rejects.toThrow(/closed/);
     await expect(db.kysely.selectFrom("docks").selectAll().execute()).rejects.toThrow(/destroyed|closed/);
+    expect(await before).toMatchObject({ kind: "accepted" });
+    await closing;
+    const reopened = openDb(database.url);
+    const stored = await reopened.kysely.selectFrom("messages").select("text").execute();
+    expect(stored.map((row) => row.text)).toEqual(["before"]);
+    await reopened.close();
     await database.drop();
   });
 });

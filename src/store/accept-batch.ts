@@ -232,7 +232,7 @@ export class AcceptBatch {
     // Every message of a batch to the same Dock sees the same subscribers: count them once.
     let subscribers = writes.subscribers.get(item.dockId);
     if (subscribers === undefined) {
-      const { rows } = await tx.executeQuery(q.countSubscribers({ dockId: item.dockId }));
+      const { rows } = await tx.executeQuery(q.countSubscribers({ dockId: item.dockId, now }));
       subscribers = Number(rows[0]?.n ?? 0);
       writes.subscribers.set(item.dockId, subscribers);
     }
@@ -269,12 +269,15 @@ function acceptQueries(kysely: Kysely<Database>) {
     releaseIdempotencyKey: prepare((p: Slots<{ id: string }>) =>
       kysely.updateTable("messages").set({ idempotency_key: null }).where("id", "=", p.id),
     ),
-    countSubscribers: prepare((p: Slots<{ dockId: string }>) =>
+    // The audience the fan-out will reach (DeliveryRepository.fanOut): active, and subscribed by
+    // the time the message was accepted.
+    countSubscribers: prepare((p: Slots<{ dockId: string; now: number }>) =>
       kysely
         .selectFrom("subscriptions")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("dock_id", "=", p.dockId)
-        .where("state", "=", "active"),
+        .where("state", "=", "active")
+        .where("active_since", "<=", p.now),
     ),
     insertMessages: prepareInsert(kysely, "messages", [
       "id",

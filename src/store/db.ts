@@ -16,6 +16,8 @@ export interface Db {
   /**
    * Stores a batch of messages in one transaction, where the connection is (see AcceptBatch).
    * Batches are committed in the order they were handed over, even while an earlier one is in flight.
+   * Never wait for one inside a Kysely transaction: with SQLite the batch needs the connection the
+   * transaction holds.
    */
   acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
   close(): Promise<void>;
@@ -40,7 +42,11 @@ export function openDb(
       kysely,
       dialect: "sqlite",
       acceptBatch: (request) => thread.accept(request),
-      close: () => kysely.destroy(),
+      // Kysely only destroys a driver it has used: close the thread in any case.
+      close: async () => {
+        await kysely.destroy();
+        await thread.close();
+      },
     };
   }
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });

@@ -101,7 +101,8 @@ export class MessageRepository {
         dockRate: this.#dockRate,
       });
     } catch (error) {
-      // The database itself is unreachable: nobody's message was stored.
+      // No answer from the database (unreachable, or its thread stopped): whether the batch was
+      // committed is unknown, so nobody gets a 202 for it.
       for (const pending of batch) pending.reject(error);
       return;
     }

@@ -58,7 +58,9 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
       const sql = query === "begin" ? "begin immediate" : query;
       let statement = statements.get(sql);
       if (statement === undefined) {
-        if (statements.size >= 500) statements.clear();
+        // Room for the service's few hundred statements: the multi-row INSERTs alone come in up to
+        // 256 sizes each (one per batch size, see prepareInsert).
+        if (statements.size >= 2000) statements.clear();
         statement = new Statement(db.prepare(sql));
         statements.set(sql, statement);
       }

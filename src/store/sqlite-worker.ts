@@ -38,29 +38,39 @@ type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<
  * other, so the next batch can be on its way while the last one is written. First come, first
  * served: a transaction waiting is not overtaken by later batches.
  */
+type Waiting = { batch: boolean; enter: () => void; refuse: (error: Error) => void };
+
 class Gate {
   #batches = 0;
   #exclusive = false;
-  readonly #waiting: { batch: boolean; enter: () => void }[] = [];
+  #shut: Error | null = null;
+  readonly #waiting: Waiting[] = [];
 
   enter(batch: boolean): Promise<void> {
+    if (this.#shut) return Promise.reject(this.#shut);
     if (this.#waiting.length === 0 && !this.#exclusive && (batch || this.#batches === 0)) {
       this.#admit(batch);
       return Promise.resolve();
     }
-    return new Promise((enter) => this.#waiting.push({ batch, enter }));
+    return new Promise((enter, refuse) => this.#waiting.push({ batch, enter, refuse }));
   }
 
   leave(batch: boolean): void {
     if (batch) this.#batches--;
     else this.#exclusive = false;
     while (this.#waiting.length > 0 && !this.#exclusive) {
-      const next = this.#waiting[0] as { batch: boolean; enter: () => void };
+      const next = this.#waiting[0] as Waiting;
       if (!next.batch && this.#batches > 0) break;
       this.#waiting.shift();
       this.#admit(next.batch);
       next.enter();
     }
+  }
+
+  /** From now on nobody enters: those waiting and those who come later are refused with `reason`. */
+  shut(reason: Error): void {
+    this.#shut ??= reason;
+    for (const waiting of this.#waiting.splice(0)) waiting.refuse(this.#shut);
   }
 
   #admit(batch: boolean): void {
@@ -86,7 +96,20 @@ export class SqliteThread {
   #stopped: Error | null = null;
   #closing: Promise<void> | null = null;
 
-  constructor(path: string, options: SqliteOptions) {
+  /**
+   * `onFailure`: the thread stopped on its own (it crashed, or ran out of memory). Nothing more can
+   * be stored or read; the default ends the process with the reason, so that a supervisor starts a
+   * new one (every message answered 202 is committed and will be found there).
+   */
+  constructor(
+    path: string,
+    options: SqliteOptions,
+    onFailure: (error: Error) => void = (error) => {
+      process.nextTick(() => {
+        throw error;
+      });
+    },
+  ) {
     this.#worker = new Worker(new URL("./sqlite-thread.ts", import.meta.url), {
       workerData: { path, options },
     });
@@ -101,14 +124,20 @@ export class SqliteThread {
       if (reply.ok) waiting.resolve(reply.result);
       else waiting.reject(fromStoreError(reply.error));
     });
-    this.#worker.on("error", (error) => this.#stop(error));
-    this.#worker.on("exit", (code) => this.#stop(new Error(`the SQLite thread stopped (exit code ${code})`)));
+    const failed = (reason: Error) => {
+      if (this.#stopped) return;
+      this.#stop(reason);
+      if (!this.#closing) onFailure(reason);
+    };
+    this.#worker.on("error", (error) => failed(new Error(`the SQLite thread failed: ${error.message}`)));
+    this.#worker.on("exit", (code) => failed(new Error(`the SQLite thread stopped (exit code ${code})`)));
   }
 
   #stop(reason: Error): void {
     this.#stopped ??= this.#closing ? new Error("the database is closed") : reason;
     for (const waiting of this.#waiting.values()) waiting.reject(this.#stopped);
     this.#waiting.clear();
+    this.gate.shut(this.#stopped);
   }
 
   #call(request: Request): Promise<unknown> {
@@ -136,6 +165,7 @@ export class SqliteThread {
 
   /** Stores a batch of messages in one transaction, in the thread (AcceptBatch). */
   async accept(request: AcceptBatchRequest): Promise<AcceptOutcome[]> {
+    if (this.#closing) throw new Error("the database is closed");
     await this.gate.enter(true);
     try {
       return JSON.parse((await this.#call({ op: "accept", request: JSON.stringify(request) })) as string);
@@ -147,11 +177,18 @@ export class SqliteThread {
   /** Closes the database and ends the thread; waits for statements already sent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await this.gate.enter(false);
-      try {
-        await this.#call({ op: "close" });
-      } catch {
-        // Already stopped, or never opened: nothing to close.
+      // Statements already sent or waiting their turn run first; whoever comes later is refused.
+      const entered = await this.gate.enter(false).then(
+        () => true,
+        () => false,
+      );
+      this.gate.shut(new Error("the database is closed"));
+      if (entered) {
+        try {
+          await this.#call({ op: "close" });
+        } catch {
+          // Never opened: nothing to close.
+        }
       }
       await this.#worker.terminate();
     })();
@@ -205,6 +242,18 @@ class ThreadDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw("rollback"));
   }
 
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${quote(name)}`));
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to ${quote(name)}`));
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release ${quote(name)}`));
+  }
+
   async releaseConnection(): Promise<void> {
     this.#thread.gate.leave(false);
   }
@@ -212,6 +261,10 @@ class ThreadDriver implements Driver {
   async destroy(): Promise<void> {
     await this.#thread.close();
   }
+}
+
+function quote(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
 }
 
 /** Kysely's SQLite dialect, with the statements run in the SQLite thread. */
