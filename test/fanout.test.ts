@@ -121,4 +121,25 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
       .execute();
     expect(left).toEqual([]);
   });
+  it("finds each Dock with queued deliveries or waiting messages once, and no other", async () => {
+    const [queued, waiting, done] = await Promise.all([dock("Queued"), dock("Waiting"), dock("Done")]);
+    for (const { id } of [queued, waiting, done]) await subscriptions.subscribe(id, 301, "private");
+    clock += 1000;
+    for (const { id } of [queued, waiting, done]) {
+      await accept(id, "one");
+      await accept(id, "two");
+    }
+    await deliveries.fanOut(queued.id, 10);
+    await deliveries.fanOut(done.id, 10);
+    await service.db.kysely
+      .updateTable("deliveries")
+      .set({ state: "sent" })
+      .where("dock_id", "=", done.id)
+      .execute();
+    const docks = await deliveries.queuedDocks();
+    expect(docks).toContain(queued.id);
+    expect(docks).toContain(waiting.id);
+    expect(docks).not.toContain(done.id);
+    expect(new Set(docks).size).toBe(docks.length);
+  });
 });

@@ -55,14 +55,27 @@ export class DeliveryRepository {
 
   /** Docks that have queued deliveries or messages waiting to be fanned out. */
   async queuedDocks(): Promise<string[]> {
-    const queued = await this.#db.kysely
-      .selectFrom("deliveries")
-      .select("dock_id")
-      .distinct()
-      .where("state", "=", "queued")
-      .execute();
-    const waiting = await this.#db.kysely.selectFrom("fanouts").select("dock_id").distinct().execute();
-    return [...new Set([...queued, ...waiting].map((r) => r.dock_id))];
+    // A `select distinct dock_id` reads every queued row: with a million messages waiting, tens of
+    // milliseconds each sweep. Instead, hop from one Dock to the next along the index (one seek
+    // per Dock: deliveries_dock_queue, fanouts_dock), the "loose index scan" neither database
+    // does on its own here.
+    const queued = await sql<{ dock_id: string }>`
+      with recursive d(dock_id) as (
+        select min(dock_id) from deliveries where state = 'queued'
+        union all
+        select (select min(dock_id) from deliveries where state = 'queued' and dock_id > d.dock_id)
+        from d where d.dock_id is not null
+      )
+      select dock_id from d where dock_id is not null`.execute(this.#db.kysely);
+    const waiting = await sql<{ dock_id: string }>`
+      with recursive d(dock_id) as (
+        select min(dock_id) from fanouts
+        union all
+        select (select min(dock_id) from fanouts where dock_id > d.dock_id)
+        from d where d.dock_id is not null
+      )
+      select dock_id from d where dock_id is not null`.execute(this.#db.kysely);
+    return [...new Set([...queued.rows, ...waiting.rows].map((r) => r.dock_id))];
   }
 
   /**
