@@ -121,8 +121,25 @@ const bare = await startChild(
 await run(service.url, body, { overallRate: 500 });
 await run(bare.url, body, { overallRate: 500 });
 
-const serviceMax = await run(service.url, body, {});
-const bareMax = await run(bare.url, body, {});
+// Maximum throughput: three rounds, each running both servers back to back (which one goes first
+// alternates), and the median round by ratio reported. On a shared VM the bare route alone varies
+// by a third from one run to the next; a ratio taken within a round compares like with like.
+const rounds: { service: autocannon.Result; bare: autocannon.Result; ratio: number }[] = [];
+for (let round = 0; round < 3; round++) {
+  const first = round % 2 === 0 ? service.url : bare.url;
+  const second = first === service.url ? bare.url : service.url;
+  const a = await run(first, body, {});
+  const b = await run(second, body, {});
+  const [serviceRun, bareRun] = first === service.url ? [a, b] : [b, a];
+  rounds.push({
+    service: serviceRun,
+    bare: bareRun,
+    ratio: serviceRun.requests.average / bareRun.requests.average,
+  });
+}
+const medianRound = [...rounds].sort((x, y) => x.ratio - y.ratio)[1] as (typeof rounds)[number];
+const serviceMax = medianRound.service;
+const bareMax = medianRound.bare;
 // The constant-rate runs alternate between the two servers, three rounds each, and report the
 // median: this machine's own hiccups (a shared VM) show up in the bare route's figures too.
 const atRate: { bare: OpenLoopResult[]; service: OpenLoopResult[] } = { bare: [], service: [] };
@@ -140,7 +157,7 @@ rmSync(dataDir, { recursive: true, force: true });
 
 const row = (name: string, r: autocannon.Result) =>
   `| ${name} | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${r.errors} |`;
-const ratio = serviceMax.requests.average / bareMax.requests.average;
+const ratio = medianRound.ratio;
 console.log(
   `\nbench:ingest on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
@@ -149,8 +166,8 @@ console.log(
 );
 console.log("| run | req/s | p50 ms | p99 ms | non-2xx | errors |");
 console.log("|---|---|---|---|---|---|");
-console.log(row("bare Fastify 202, max", bareMax));
-console.log(row("POST /ping, max", serviceMax));
+console.log(row("bare Fastify 202, max (median round)", bareMax));
+console.log(row("POST /ping, max (median round)", serviceMax));
 const openRow = (name: string, r: OpenLoopResult) =>
   `| ${name} at a constant ${rate} req/s (median of 3) | ${r.achievedRate} | ${r.p50} | ${r.p99} | ${r.failed} | 0 |`;
 console.log(openRow("bare Fastify 202", bareAtRate));
@@ -158,7 +175,17 @@ console.log(openRow("POST /ping", serviceAtRate));
 console.log(
   `\nall p99 at ${rate} req/s — bare: ${atRate.bare.map((r) => r.p99).join(", ")} ms; /ping: ${atRate.service.map((r) => r.p99).join(", ")} ms`,
 );
-console.log(`\n/ping throughput = ${(ratio * 100).toFixed(1)} % of the bare route (target ≥ 50 %)`);
+console.log(
+  `all max rounds (/ping vs bare req/s) — ${rounds
+    .map(
+      (r) =>
+        `${Math.round(r.service.requests.average)} vs ${Math.round(r.bare.requests.average)} (${(r.ratio * 100).toFixed(1)} %)`,
+    )
+    .join("; ")}`,
+);
+console.log(
+  `\n/ping throughput = ${(ratio * 100).toFixed(1)} % of the bare route, median of 3 rounds (target ≥ 50 %)`,
+);
 console.log(
   `p99 at ${rate} req/s = ${serviceAtRate.p99} ms, max ${serviceAtRate.max} ms (target p99 < 25 ms)`,
 );
