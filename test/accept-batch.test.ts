@@ -55,6 +55,30 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     expect(await messages.accept({ dockId: dock.id, text: "third" })).toMatchObject({ kind: "refused" });
   });
 
+  it("tells the dispatcher only about Docks that got a message", async () => {
+    const [open, limited] = await Promise.all([
+      docks.create(1, { name: "Open", link: null, description: null }),
+      docks.create(1, { name: "Limited", link: null, description: null }),
+    ]);
+    const messages = new MessageRepository(db, Date.now, { dockRate: { burst: 1, perSecond: 0.001 } });
+    const told: string[][] = [];
+    messages.onAccepted((dockIds) => told.push(dockIds));
+    expect((await messages.accept({ dockId: limited.id, text: "spends the allowance" })).kind).toBe(
+      "accepted",
+    );
+    told.length = 0;
+    const results = await Promise.all([
+      // A stranger's guess: whatever dock_id it names must not wake anyone.
+      messages.accept({ dockId: "dock_strangersguess000000", secretKey: "dnsk_nope", text: "x" }),
+      messages.accept({ dockId: open.id, secretKey: `${open.secretKey}x`, text: "wrong key" }),
+      messages.accept({ dockId: limited.id, text: "over the rate" }),
+    ]);
+    expect(results.map((r) => r.kind)).toEqual(["unauthorized", "unauthorized", "refused"]);
+    expect(told).toEqual([]);
+    await messages.accept({ dockId: open.id, secretKey: open.secretKey, text: "right key" });
+    expect(told).toEqual([[open.id]]);
+  });
+
   it("checks every message's key, even when the Dock is read once for the batch", async () => {
     const dock = await docks.create(1, { name: "Keys", link: null, description: null });
     const messages = new MessageRepository(db);
