@@ -229,22 +229,15 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   );
   app.decorateRequest("dock", null);
 
-  const refuseIfBlocked = async (request: FastifyRequest) => {
+  /** The 429 for a client address with too many failed authentications, if it has. */
+  const blockedError = (request: FastifyRequest) => {
     const wait = authFailures?.waitSeconds(request.ip) ?? 0;
-    if (wait > 0) {
-      throw ApiError.retryAfter("too_many_auth_failures", wait);
-    }
+    return wait > 0 ? ApiError.retryAfter("too_many_auth_failures", wait) : undefined;
   };
-  // The same as hooks in callback style: /ping runs them thousands of times a second, and an
-  // async hook costs a promise and a trip through the microtask queue each time.
-  const refuseIfBlockedHook = (
-    request: FastifyRequest,
-    _reply: FastifyReply,
-    done: (error?: Error) => void,
-  ) => {
-    const wait = authFailures?.waitSeconds(request.ip) ?? 0;
-    done(wait > 0 ? ApiError.retryAfter("too_many_auth_failures", wait) : undefined);
-  };
+  // Hooks in callback style: /ping runs them thousands of times a second, and an async hook costs
+  // a promise and a trip through the microtask queue each time.
+  const refuseIfBlocked = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) =>
+    done(blockedError(request));
   const parseBody =
     (allowText: boolean) =>
     (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
@@ -263,7 +256,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   };
 
   const basicAuth = async (request: FastifyRequest) => {
-    await refuseIfBlocked(request);
+    const blocked = blockedError(request);
+    if (blocked) throw blocked;
     const credentials = parseBasicAuth(request.headers.authorization);
     const dock = credentials && (await options.docks.authenticate(credentials.user, credentials.password));
     if (!dock) throw unauthorized(request, WWW_AUTHENTICATE);
@@ -306,7 +300,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         response: { 202: accepted, ...errorResponses },
       },
       config: { securityHeaders: "api" },
-      onRequest: refuseIfBlockedHook,
+      onRequest: refuseIfBlocked,
       preValidation: parseBody(false),
     },
     async (request, reply) => {
