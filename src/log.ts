@@ -32,13 +32,42 @@ export function maskUrl(url: string): string {
   );
 }
 
+/**
+ * Standard output (or `fd`), written asynchronously by sonic-boom: the write happens off the
+ * request's path. The lines of one turn of the event loop are handed over as one piece: sonic-boom
+ * measures the whole chunk it is gathering each time it is given more, so under load, line by line,
+ * that cost grew with the backlog (about 3 µs of a /ping's event-loop time, profiled). What is
+ * pending goes out when the process exits, also after an uncaught exception; only a SIGKILL can cut
+ * the last lines short.
+ */
+export function standardOutput(fd = 1): DestinationStream {
+  const out = pino.destination({ dest: fd, sync: false });
+  let pending = "";
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending === "") return;
+    out.write(pending);
+    pending = "";
+  };
+  process.on("exit", () => {
+    flush();
+    out.flushSync();
+  });
+  return {
+    write(line: string) {
+      pending += line;
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(flush);
+    },
+  };
+}
+
 export function loggerOptions(level: string, stream?: DestinationStream): FastifyServerOptions["logger"] {
   return {
     level,
-    // Standard output, written asynchronously: the write happens off the request's path, and
-    // under load the lines written meanwhile go out together. pino flushes what is pending when
-    // the process exits (also on a crash); only a SIGKILL can cut the last lines short.
-    stream: stream ?? pino.destination({ dest: 1, sync: false }),
+    stream: stream ?? standardOutput(),
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     serializers: {
       req: (req: { method: string; url: string; ip?: string; id?: string }) => ({

@@ -1,3 +1,8 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import pino, { type LoggerOptions } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loggerOptions } from "../src/log.ts";
@@ -89,5 +94,50 @@ describe("redaction", () => {
     expect(capture.text.split("\n").filter(Boolean)).toHaveLength(9);
     expect(capture.text).not.toContain(secret);
     expect(capture.text).toContain("[redacted]");
+  });
+});
+
+describe("standard output", () => {
+  /** Runs a script that logs through standardOutput() into a file, and returns the file's lines. */
+  async function linesWritten(script: string): Promise<{ code: number | null; lines: string[] }> {
+    const dir = mkdtempSync(join(tmpdir(), "dock-notify-log-"));
+    const file = join(dir, "out.log");
+    const child = spawn(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import { openSync } from "node:fs";
+         import pino from "pino";
+         import { standardOutput } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, "../src/log.ts")).href)};
+         const log = pino({}, standardOutput(openSync(${JSON.stringify(file)}, "w")));
+         ${script}`,
+      ],
+      { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "ignore", "ignore"] },
+    );
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    rmSync(dir, { recursive: true, force: true });
+    return { code, lines };
+  }
+
+  it("writes every line, in order, across turns of the event loop", async () => {
+    const { code, lines } = await linesWritten(`
+      for (let i = 0; i < 500; i++) log.info({ i }, "first turn");
+      setTimeout(() => { for (let i = 500; i < 1000; i++) log.info({ i }, "later turn"); }, 20);`);
+    expect(code).toBe(0);
+    expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
+      Array.from({ length: 1000 }, (_, i) => i),
+    );
+  });
+
+  it("still writes the lines of the last turn when the process exits or crashes in it", async () => {
+    const exited = await linesWritten(`log.info("before exit"); process.exit(3);`);
+    expect(exited.code).toBe(3);
+    expect(exited.lines.map((line) => JSON.parse(line).msg)).toEqual(["before exit"]);
+
+    const crashed = await linesWritten(`log.fatal("about to crash"); throw new Error("boom");`);
+    expect(crashed.code).toBe(1);
+    expect(crashed.lines.map((line) => JSON.parse(line).msg)).toEqual(["about to crash"]);
   });
 });
