@@ -1,8 +1,10 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrate, openDb } from "../src/store/db.ts";
 import { DeliveryRepository } from "../src/store/deliveries.ts";
 import { MessageRepository } from "../src/store/messages.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
-import { dialects, type RunningService, startService } from "./harness.ts";
+import { createTestDatabase, dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
 
@@ -121,6 +123,21 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
       .execute();
     expect(left).toEqual([]);
   });
+  it("the backlog reads waiting messages a chunk at a time and sums them all", async () => {
+    const { id } = await dock("Chunked");
+    await subscriptions.subscribe(id, 311, "private");
+    await subscriptions.subscribe(id, 312, "private");
+    clock += 1000;
+    const before = await deliveries.backlog();
+    for (let i = 0; i < 5; i++) await accept(id, `chunk ${i}`);
+    const whole = await deliveries.backlog();
+    expect(whole.queued - before.queued).toBe(10);
+    // Chunks of 2 and 3 rows end inside the waiting rows and exactly at their end.
+    expect(await deliveries.backlog(2)).toEqual(whole);
+    expect(await deliveries.backlog(3)).toEqual(whole);
+    expect(await deliveries.backlog(1)).toEqual(whole);
+  });
+
   it("finds each Dock with queued deliveries or waiting messages once, and no other", async () => {
     const [queued, waiting, done] = await Promise.all([dock("Queued"), dock("Waiting"), dock("Done")]);
     for (const { id } of [queued, waiting, done]) await subscriptions.subscribe(id, 301, "private");
@@ -141,5 +158,43 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     expect(docks).toContain(waiting.id);
     expect(docks).not.toContain(done.id);
     expect(new Set(docks).size).toBe(docks.length);
+  });
+});
+
+describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
+  it("gives the messages already waiting their subscriber counts", async () => {
+    const database = await createTestDatabase(dialect);
+    const db = openDb(database.url);
+    try {
+      await migrate(db, { to: "0004-deferred-fanout" });
+      const now = Date.now();
+      await sql`insert into users (telegram_id, created_at) values (1, ${now})`.execute(db.kysely);
+      await sql`insert into docks (id, owner_id, name, secret_hash, secret_sealed, created_at, updated_at)
+        values ('DockBeforeMigration', 1, 'Old', 'hash', 'sealed', ${now}, ${now})`.execute(db.kysely);
+      for (const [messageId, subscribers] of [
+        ["msg_a", 3],
+        ["msg_b", 5],
+      ] as const) {
+        await sql`insert into messages (id, dock_id, text, subscribers, created_at)
+          values (${messageId}, 'DockBeforeMigration', 'waiting', ${subscribers}, ${now})`.execute(db.kysely);
+        await sql`insert into fanouts (message_id, dock_id, created_at)
+          values (${messageId}, 'DockBeforeMigration', ${now})`.execute(db.kysely);
+      }
+
+      expect(await migrate(db)).toEqual(["0005-fanout-subscribers"]);
+      const rows = await db.kysely
+        .selectFrom("fanouts")
+        .select(["message_id", "subscribers"])
+        .orderBy("id")
+        .execute();
+      expect(rows).toEqual([
+        { message_id: "msg_a", subscribers: 3 },
+        { message_id: "msg_b", subscribers: 5 },
+      ]);
+      expect(await new DeliveryRepository(db).backlog()).toEqual({ queued: 8, oldestCreatedAt: now });
+    } finally {
+      await db.close();
+      await database.drop();
+    }
   });
 });

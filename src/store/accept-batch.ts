@@ -246,7 +246,7 @@ export class AcceptBatch {
       now,
     ]);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
-    if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now]);
+    if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers]);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
     return { kind: "accepted", messageId, subscribers };
   }
@@ -288,6 +288,6 @@ function acceptQueries(kysely: Kysely<Database>) {
       "request_hash",
       "created_at",
     ]),
-    insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at"]),
+    insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at", "subscribers"]),
   };
 }

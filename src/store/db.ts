@@ -5,6 +5,7 @@ import { initial } from "./migrations/0001-initial.ts";
 import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
 import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
+import { fanoutSubscribers } from "./migrations/0005-fanout-subscribers.ts";
 import type { Database } from "./schema.ts";
 import { SqliteThread, sqliteThreadDialect } from "./sqlite-worker.ts";
 
@@ -77,14 +78,19 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     "0002-sign-in-and-bot": signInAndBot(),
     "0003-delivery-queue-index": deliveryQueueIndex(),
     "0004-deferred-fanout": deferredFanout(dialect),
+    "0005-fanout-subscribers": fanoutSubscribers(),
   };
 }
 
-/** Applies every pending migration; returns the names applied now. Safe to run concurrently. */
-export async function migrate(db: Db): Promise<string[]> {
+/**
+ * Applies every pending migration (or those up to `to`, for tests of a migration); returns the
+ * names applied now. Safe to run concurrently.
+ */
+export async function migrate(db: Db, options: { to?: string } = {}): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(db.dialect) };
   const migrator = new Migrator({ db: db.kysely, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } =
+    options.to === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(options.to);
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

@@ -332,27 +332,44 @@ export class DeliveryRepository {
     return Number(result.numUpdatedRows);
   }
 
-  /** Queue depth and the age of the oldest queued delivery (for metrics). */
-  async backlog(): Promise<{ queued: number; oldestCreatedAt: number | null }> {
+  /**
+   * Queue depth and the age of the oldest queued delivery (for metrics). Messages not fanned out
+   * yet count with the subscribers they were accepted for. Those can be millions (Telegram down
+   * for hours): they are summed `chunk` rows per statement, so that on SQLite, whose one
+   * connection the accepts share, no send waits for more than one chunk.
+   */
+  async backlog(chunk = 20_000): Promise<{ queued: number; oldestCreatedAt: number | null }> {
     const row = await this.#db.kysely
       .selectFrom("deliveries")
       .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.min("created_at").as("oldest")])
       .where("state", "in", ["queued", "sending"])
       .executeTakeFirstOrThrow();
-    // Messages not fanned out yet count with the subscribers they were accepted for.
-    const waiting = await this.#db.kysely
-      .selectFrom("fanouts")
-      .innerJoin("messages", "messages.id", "fanouts.message_id")
-      .select((eb) => [
-        eb.fn.sum<number>("messages.subscribers").as("n"),
-        eb.fn.min("fanouts.created_at").as("oldest"),
-      ])
-      .executeTakeFirstOrThrow();
-    const oldest = [row.oldest, waiting.oldest].filter((t) => t !== null).map(Number);
-    return {
-      queued: Number(row.n) + Number(waiting.n ?? 0),
-      oldestCreatedAt: oldest.length > 0 ? Math.min(...oldest) : null,
-    };
+    let queued = Number(row.n);
+    let oldest = row.oldest === null ? null : Number(row.oldest);
+    for (let after = 0; ; ) {
+      const part = await this.#db.kysely
+        .selectFrom((db) =>
+          db
+            .selectFrom("fanouts")
+            .select(["id", "subscribers", "created_at"])
+            .where("id", ">", after)
+            .orderBy("id")
+            .limit(chunk)
+            .as("part"),
+        )
+        .select((eb) => [
+          eb.fn.countAll<number>().as("rows"),
+          eb.fn.sum<number>("subscribers").as("n"),
+          eb.fn.min("created_at").as("oldest"),
+          eb.fn.max("id").as("last"),
+        ])
+        .executeTakeFirstOrThrow();
+      queued += Number(part.n ?? 0);
+      if (part.oldest !== null) oldest = Math.min(oldest ?? Number.POSITIVE_INFINITY, Number(part.oldest));
+      if (Number(part.rows) < chunk) break;
+      after = Number(part.last);
+    }
+    return { queued, oldestCreatedAt: oldest };
   }
 
   /** A message's delivery state for its Dock; undefined when the message is not that Dock's. */

@@ -62,6 +62,8 @@ export interface FanoutsTable {
   message_id: string;
   dock_id: string;
   created_at: Millis;
+  /** The message's subscribers when it was accepted (for the queue-depth gauge). */
+  subscribers: number;
 }
 
 export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
