@@ -32,15 +32,28 @@ export function maskUrl(url: string): string {
   );
 }
 
+const destinations = new Map<number, DestinationStream>();
+
 /**
  * Standard output (or `fd`), written asynchronously by sonic-boom: the write happens off the
  * request's path. The lines of one turn of the event loop are handed over as one piece: sonic-boom
  * measures the whole chunk it is gathering each time it is given more, so under load, line by line,
  * that cost grew with the backlog (about 3 µs of a /ping's event-loop time, profiled). What is
- * pending goes out when the process exits, also after an uncaught exception; only a SIGKILL can cut
- * the last lines short.
+ * pending goes out when the process exits, also after an uncaught exception; a signal that ends it
+ * without an exit (SIGKILL; SIGHUP and SIGQUIT, which it does not catch) can cut the last lines
+ * short. One per file descriptor and process: every logger writing to standard output shares it
+ * (and its one exit hook).
  */
 export function standardOutput(fd = 1): DestinationStream {
+  let destination = destinations.get(fd);
+  if (destination === undefined) {
+    destination = turnBuffered(fd);
+    destinations.set(fd, destination);
+  }
+  return destination;
+}
+
+function turnBuffered(fd: number): DestinationStream {
   const out = pino.destination({ dest: fd, sync: false });
   let pending = "";
   let scheduled = false;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import pino, { type LoggerOptions } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loggerOptions } from "../src/log.ts";
+import { loggerOptions, standardOutput } from "../src/log.ts";
 import { basic, LogCapture, type RunningService, startService } from "./harness.ts";
 
 describe("logs", () => {
@@ -120,6 +120,14 @@ describe("standard output", () => {
     rmSync(dir, { recursive: true, force: true });
     return { code, lines };
   }
+
+  it("is one destination per file descriptor, however many loggers use it", () => {
+    const first = standardOutput(1);
+    const hooks = process.listenerCount("exit");
+    // A second logger (another app in the same process) adds no exit hook of its own.
+    expect(standardOutput(1)).toBe(first);
+    expect(process.listenerCount("exit")).toBe(hooks);
+  });
 
   it("writes every line, in order, across turns of the event loop", async () => {
     const { code, lines } = await linesWritten(`

@@ -339,13 +339,11 @@ export class DeliveryRepository {
    * connection the accepts share, no send waits for more than one chunk.
    */
   async backlog(chunk = 20_000): Promise<{ queued: number; oldestCreatedAt: number | null }> {
-    const row = await this.#db.kysely
-      .selectFrom("deliveries")
-      .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.min("created_at").as("oldest")])
-      .where("state", "in", ["queued", "sending"])
-      .executeTakeFirstOrThrow();
-    let queued = Number(row.n);
-    let oldest = row.oldest === null ? null : Number(row.oldest);
+    let queued = 0;
+    let oldest: number | null = null;
+    const seen = (createdAt: unknown) => {
+      if (createdAt !== null) oldest = Math.min(oldest ?? Number.POSITIVE_INFINITY, Number(createdAt));
+    };
     for (let after = 0; ; ) {
       const part = await this.#db.kysely
         .selectFrom((db) =>
@@ -365,10 +363,19 @@ export class DeliveryRepository {
         ])
         .executeTakeFirstOrThrow();
       queued += Number(part.n ?? 0);
-      if (part.oldest !== null) oldest = Math.min(oldest ?? Number.POSITIVE_INFINITY, Number(part.oldest));
+      seen(part.oldest);
       if (Number(part.rows) < chunk) break;
       after = Number(part.last);
     }
+    // Read last: a message fanned out meanwhile is counted twice (as waiting and as deliveries)
+    // rather than not at all.
+    const row = await this.#db.kysely
+      .selectFrom("deliveries")
+      .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.min("created_at").as("oldest")])
+      .where("state", "in", ["queued", "sending"])
+      .executeTakeFirstOrThrow();
+    queued += Number(row.n);
+    seen(row.oldest);
     return { queued, oldestCreatedAt: oldest };
   }
 
