@@ -113,7 +113,11 @@ describe("standard output", () => {
          const log = pino({}, standardOutput(openSync(${JSON.stringify(file)}, "w")));
          ${script}`,
       ],
-      { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "ignore", "ignore"] },
+      {
+        cwd: join(import.meta.dirname, ".."),
+        stdio: ["ignore", "ignore", "ignore"],
+        env: { ...process.env, LOG_FILE: file },
+      },
     );
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
@@ -137,6 +141,18 @@ describe("standard output", () => {
     expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
       Array.from({ length: 1000 }, (_, i) => i),
     );
+  });
+
+  it("writes lines while the process runs, not only when it ends", async () => {
+    // The script checks its own log file a while after logging, then says what it saw by its exit code.
+    const { code } = await linesWritten(`
+      log.info("while running");
+      setTimeout(() => {
+        const { readFileSync } = process.getBuiltinModule("node:fs");
+        const seen = readFileSync(process.env.LOG_FILE, "utf8").includes("while running");
+        process.exit(seen ? 0 : 7);
+      }, 300);`);
+    expect(code).toBe(0);
   });
 
   it("still writes the lines of the last turn when the process exits or crashes in it", async () => {
