@@ -5,7 +5,7 @@
  *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…]
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -55,6 +55,38 @@ async function stop(child: ChildProcess) {
   child.kill("SIGTERM");
   await exited;
 }
+
+/** The machine's CPU counters (Linux /proc/stat, in clock ticks): all, idle, and stolen by the host. */
+function machineTicks(): { total: number; idle: number; steal: number } | null {
+  if (!existsSync("/proc/stat")) return null;
+  // cpu  user nice system idle iowait irq softirq steal …
+  const ticks = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "")
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
+  const at = (i: number) => ticks[i] ?? 0;
+  return { total: ticks.reduce((sum, n) => sum + n, 0), idle: at(3) + at(4), steal: at(7) };
+}
+
+/**
+ * Runs `load` and says how busy the machine was meanwhile: the share of CPU time not idle (used by
+ * anyone, stolen time included) and the share the hypervisor took for other guests (steal). On a
+ * shared VM a high steal makes a run's figures worth little.
+ */
+async function measured<T>(load: () => Promise<T>): Promise<{ result: T; busy: number; steal: number }> {
+  const before = machineTicks();
+  const result = await load();
+  const after = machineTicks();
+  if (before === null || after === null) return { result, busy: Number.NaN, steal: Number.NaN };
+  const total = after.total - before.total || 1;
+  return {
+    result,
+    busy: 1 - (after.idle - before.idle) / total,
+    steal: (after.steal - before.steal) / total,
+  };
+}
+
+const percent = (share: number) => (Number.isNaN(share) ? "n/a" : `${Math.round(share * 100)} %`);
 
 function run(url: string, body: string, options: { overallRate?: number }) {
   return autocannon({
@@ -124,17 +156,24 @@ await run(bare.url, body, { overallRate: 500 });
 // Maximum throughput: three rounds, each running both servers back to back (which one goes first
 // alternates), and the median round by ratio reported. On a shared VM the bare route alone varies
 // by a third from one run to the next; a ratio taken within a round compares like with like.
-const rounds: { service: autocannon.Result; bare: autocannon.Result; ratio: number }[] = [];
+const rounds: {
+  service: autocannon.Result;
+  bare: autocannon.Result;
+  ratio: number;
+  /** Shares of the machine's CPU during each run: used by anyone, and stolen by the host. */
+  machine: { service: { busy: number; steal: number }; bare: { busy: number; steal: number } };
+}[] = [];
 for (let round = 0; round < 3; round++) {
   const first = round % 2 === 0 ? service.url : bare.url;
   const second = first === service.url ? bare.url : service.url;
-  const a = await run(first, body, {});
-  const b = await run(second, body, {});
+  const a = await measured(() => run(first, body, {}));
+  const b = await measured(() => run(second, body, {}));
   const [serviceRun, bareRun] = first === service.url ? [a, b] : [b, a];
   rounds.push({
-    service: serviceRun,
-    bare: bareRun,
-    ratio: serviceRun.requests.average / bareRun.requests.average,
+    service: serviceRun.result,
+    bare: bareRun.result,
+    ratio: serviceRun.result.requests.average / bareRun.result.requests.average,
+    machine: { service: serviceRun, bare: bareRun },
   });
 }
 const medianRound = [...rounds].sort((x, y) => x.ratio - y.ratio)[1] as (typeof rounds)[number];
@@ -182,6 +221,14 @@ console.log(
         `${Math.round(r.service.requests.average)} vs ${Math.round(r.bare.requests.average)} (${(r.ratio * 100).toFixed(1)} %)`,
     )
     .join("; ")}`,
+);
+console.log(
+  `machine CPU busy / stolen by the host during them (/ping; bare) — ${rounds
+    .map(
+      ({ machine: m }) =>
+        `${percent(m.service.busy)} / ${percent(m.service.steal)}; ${percent(m.bare.busy)} / ${percent(m.bare.steal)}`,
+    )
+    .join(" · ")}`,
 );
 console.log(
   `\n/ping throughput = ${(ratio * 100).toFixed(1)} % of the bare route, median of 3 rounds (target ≥ 50 %)`,
