@@ -224,9 +224,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
 
   // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, (_req, body, done) =>
-    done(null, body),
-  );
+  const rawBody = { parseAs: "buffer" as const, bodyLimit: options.maxBodyBytes };
+  const keep = (
+    _request: FastifyRequest,
+    body: Buffer | string,
+    done: (error: null, body: unknown) => void,
+  ) => done(null, body);
+  // Also under its own name: Fastify caches the parser it finds for a named type, while finding
+  // the catch-all parses the Content-Type header again on every request.
+  app.addContentTypeParser("application/json", rawBody, keep);
+  app.addContentTypeParser("*", rawBody, keep);
   app.decorateRequest("dock", null);
 
   /** The 429 for a client address with too many failed authentications, if it has. */
