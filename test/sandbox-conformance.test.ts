@@ -429,3 +429,48 @@ it("the sandbox token is what the log masks", async () => {
   const { maskUrl } = await import("../src/log.ts");
   expect(maskUrl(`/sandbox/bot${SANDBOX_BOT_TOKEN}/getMe`)).toBe("/sandbox/bot<redacted>/getMe");
 });
+
+describe("sandbox group upgrades", () => {
+  let sandbox: RunningSandbox;
+  beforeAll(async () => {
+    sandbox = await startSandbox();
+  });
+  afterAll(() => sandbox.close());
+
+  it("a group upgraded to a supergroup refuses sends with migrate_to_chat_id, and tells the bot in both chats", async () => {
+    const admin = await sandbox.startedPerson("Ada");
+    const member = await sandbox.startedPerson("Moe");
+    const group = (
+      await sandbox.control("POST", "/groups", { title: "Ops", members: [admin, member], admins: [admin] })
+    ).body.id as number;
+    await sandbox.control("POST", `/chats/${group}/bot`, { from: admin, status: "member" });
+    // Only an administrator may upgrade it, and only a basic group.
+    expect((await sandbox.control("POST", `/chats/${group}/upgrade`, { from: member })).status).toBe(403);
+    const upgraded = await sandbox.control("POST", `/chats/${group}/upgrade`, { from: admin });
+    expect(upgraded.status).toBe(201);
+    const supergroup = upgraded.body.id as number;
+    expect(upgraded.body).toMatchObject({ type: "supergroup", title: "Ops", bot_status: "member" });
+    expect((await sandbox.control("POST", `/chats/${supergroup}/upgrade`, { from: admin })).status).toBe(400);
+    expect((await sandbox.control("POST", `/chats/${group}/upgrade`, { from: admin })).status).toBe(409);
+
+    const refused = await sandbox.api.sendMessage(group, "to the old id").catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(GrammyError);
+    expect((refused as GrammyError).error_code).toBe(400);
+    expect((refused as GrammyError).description).toBe(
+      "Bad Request: group chat was upgraded to a supergroup chat",
+    );
+    expect((refused as GrammyError).parameters).toEqual({ migrate_to_chat_id: supergroup });
+    expect((await sandbox.api.sendMessage(supergroup, "to the new id")).chat.id).toBe(supergroup);
+
+    const updates = await sandbox.api.getUpdates({ allowed_updates: ["message"] });
+    const service = updates.flatMap((u) => (u.message ? [u.message] : []));
+    expect(service.find((m) => m.migrate_to_chat_id !== undefined)).toMatchObject({
+      chat: { id: group, type: "group" },
+      migrate_to_chat_id: supergroup,
+    });
+    expect(service.find((m) => m.migrate_from_chat_id !== undefined)).toMatchObject({
+      chat: { id: supergroup, type: "supergroup" },
+      migrate_from_chat_id: group,
+    });
+  });
+});

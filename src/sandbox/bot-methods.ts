@@ -54,6 +54,11 @@ function checkCanWrite(chat: SimChat): void {
     if (chat.botStatus === "kicked") throw forbidden("bot was blocked by the user");
     return;
   }
+  if (chat.migratedTo !== undefined) {
+    throw new BotApiError(400, "Bad Request: group chat was upgraded to a supergroup chat", {
+      migrate_to_chat_id: chat.migratedTo,
+    });
+  }
   const kind = chat.type === "group" ? "group chat" : "supergroup chat";
   if (chat.botStatus === "kicked") throw forbidden(`bot was kicked from the ${kind}`);
   if (chat.botStatus === "left") throw forbidden(`bot is not a member of the ${kind}`);

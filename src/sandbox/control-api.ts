@@ -20,6 +20,7 @@ import {
   sendText,
   setBlocked,
   setBotStatus,
+  upgradeGroup,
 } from "./people.ts";
 
 export interface ControlApiOptions {
@@ -261,6 +262,15 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
       emulator.chatView(
         setBotStatus(emulator, num(request.params.id), request.body.status as BotStatus, request.body.from),
       ),
+  );
+
+  server.post(
+    "/chats/:id/upgrade",
+    { schema: { params: IdParams, body: Type.Object({ from: From }) } },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(emulator.chatView(upgradeGroup(emulator, num(request.params.id), request.body.from))),
   );
 
   server.get(

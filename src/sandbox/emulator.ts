@@ -38,6 +38,8 @@ export interface SimChat {
   messages: StoredMessage[];
   /** The reply keyboard the bot last put up here, until removed. */
   keyboard: ReplyMarkup | null;
+  /** A group upgraded to a supergroup: the new chat's id (this one can no longer be written to). */
+  migratedTo?: number;
 }
 
 /** A Bot API Message object; the fields we produce are listed, the rest pass through. */
@@ -97,6 +99,7 @@ export interface ChatView {
   blocked: boolean;
   reply_keyboard: ReplyMarkup | null;
   message_count: number;
+  migrated_to_chat_id?: number;
 }
 
 /** A callback query the bot was sent, and the answer it gave. */
@@ -288,6 +291,7 @@ export class Emulator {
       blocked: chat.type === "private" && chat.botStatus === "kicked",
       reply_keyboard: chat.keyboard,
       message_count: chat.messages.length,
+      ...(chat.migratedTo !== undefined ? { migrated_to_chat_id: chat.migratedTo } : {}),
     };
   }
 

@@ -1,3 +1,9 @@
+/** Telegram's `ResponseParameters`: when to try again, or where an upgraded group went. */
+export interface ResponseParameters {
+  retry_after?: number;
+  migrate_to_chat_id?: number;
+}
+
 /**
  * A failed Bot API call, answered in Telegram's envelope:
  * `{"ok":false,"error_code":N,"description":"…","parameters":{…}}`. The descriptions are Telegram's
@@ -5,16 +11,16 @@
  */
 export class BotApiError extends Error {
   readonly code: number;
-  readonly parameters: { retry_after?: number } | undefined;
+  readonly parameters: ResponseParameters | undefined;
 
-  constructor(code: number, description: string, parameters?: { retry_after?: number }) {
+  constructor(code: number, description: string, parameters?: ResponseParameters) {
     super(description);
     this.name = "BotApiError";
     this.code = code;
     this.parameters = parameters;
   }
 
-  get body(): { ok: false; error_code: number; description: string; parameters?: { retry_after?: number } } {
+  get body(): { ok: false; error_code: number; description: string; parameters?: ResponseParameters } {
     return {
       ok: false,
       error_code: this.code,

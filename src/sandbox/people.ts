@@ -99,6 +99,9 @@ export function sendText(
     (emulator.users.has(chatId) ? emulator.privateChat(chatId, true) : undefined);
   if (chat === undefined) throw new ActionError(404, `no chat with id ${chatId}`);
   const from = speaker(emulator, chat, input.from);
+  if (chat.migratedTo !== undefined) {
+    throw new ActionError(409, `chat ${chat.id} was upgraded to a supergroup: write in ${chat.migratedTo}`);
+  }
   if (chat.type === "private" && chat.botStatus === "kicked") {
     throw new ActionError(409, "this person has blocked the bot; unblock it (or open a start link) first");
   }
@@ -244,4 +247,40 @@ export function setBotStatus(
     emulator.updates.push("message", stored.message);
   }
   return chat;
+}
+
+/**
+ * A group is upgraded to a supergroup (on Telegram: by its creator or an administrator, or by
+ * itself as it grows). The supergroup is a new chat with a new id, the same people and the bot in
+ * the same place; the bot is told in both chats (`migrate_to_chat_id` in the old one,
+ * `migrate_from_chat_id` in the new one), and writing to the old id is refused from now on with
+ * `parameters.migrate_to_chat_id`.
+ */
+export function upgradeGroup(emulator: Emulator, chatId: number, fromId: number | undefined): SimChat {
+  const group = chatById(emulator, chatId);
+  if (group.type !== "group") throw new ActionError(400, `chat ${chatId} is not a basic group`);
+  if (group.migratedTo !== undefined) {
+    throw new ActionError(409, `chat ${chatId} was already upgraded to ${group.migratedTo}`);
+  }
+  const from = speaker(emulator, group, fromId);
+  if (group.creatorId !== from.id && !group.admins.includes(from.id)) {
+    throw new ActionError(403, `person ${from.id} is not an administrator of chat ${chatId}`);
+  }
+  const supergroup = emulator.addGroup({
+    title: group.title ?? "",
+    type: "supergroup",
+    members: [...group.members],
+    admins: [...group.admins],
+    creatorId: group.creatorId ?? from.id,
+  });
+  supergroup.botStatus = group.botStatus;
+  group.migratedTo = supergroup.id;
+  const present = group.botStatus === "member" || group.botStatus === "administrator";
+  const told = emulator.appendMessage(group, from, { migrate_to_chat_id: supergroup.id });
+  if (present) emulator.updates.push("message", told.message);
+  const welcomed = emulator.appendMessage(supergroup, from, { migrate_from_chat_id: group.id });
+  if (present) emulator.updates.push("message", welcomed.message);
+  emulator.emit({ type: "chat_updated", chat: emulator.chatView(group) });
+  emulator.emit({ type: "chat_updated", chat: emulator.chatView(supergroup) });
+  return supergroup;
 }
