@@ -225,6 +225,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   const dispatcher = new Dispatcher({
     deliveries,
+    subscriptions,
     pacer,
     log: server.log.child({ worker: "delivery" }),
     metrics: metrics.delivery,

@@ -1,7 +1,9 @@
+import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
+import { ping } from "./delivery-harness.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -138,6 +140,69 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
         [other.id, "group", "removed"],
       ].sort(),
     );
+  });
+
+  /** A subscribed group, upgraded to a supergroup by its admin: the new chat's id. */
+  async function upgradedGroup(group: number, admin: number): Promise<number> {
+    await service.app.subscriptions.subscribe(dock.id, group, "group");
+    const supergroup = await people.control<{ id: number; type: string }>("POST", `/chats/${group}/upgrade`, {
+      from: admin,
+    });
+    expect(supergroup.type).toBe("supergroup");
+    return supergroup.id;
+  }
+
+  /** The notifications the bot sent to a chat: its messages that carry the Dock's name. */
+  async function notifications(chatId: number): Promise<string[]> {
+    return (await people.history(chatId))
+      .filter((m) => m.from.is_bot && (m.text ?? "").startsWith("Alerts"))
+      .map((m) => m.text as string);
+  }
+
+  it("a group upgraded to a supergroup keeps its subscriptions under the new chat id (the bot is told)", async () => {
+    const { admin, group } = await groupWithBot("group");
+    const supergroup = await upgradedGroup(group, admin);
+    await subscriptionsBecome(supergroup, [[dock.id, "supergroup", "active"]]);
+    expect(await subscriptionsOf(group)).toEqual([]);
+
+    await ping(service.url, dock, "after the upgrade");
+    await people.waitFor("the notification in the supergroup", async () =>
+      (await notifications(supergroup)).length > 0 ? true : undefined,
+    );
+    expect((await notifications(supergroup))[0]).toContain("after the upgrade");
+    expect(await notifications(group)).toEqual([]);
+  });
+
+  it("a message queued for a group upgraded while the bot was away follows it to the supergroup", async () => {
+    const { admin, group } = await groupWithBot("group");
+    // The service is down while the group is upgraded and a message comes in, and the update that
+    // said so is gone when it comes back: only the refused send tells the new chat id.
+    await service.app.stop();
+    let restarted = false;
+    try {
+      const supergroup = await upgradedGroup(group, admin);
+      const messageId = await ping(service.url, dock, "sent while the group was upgraded");
+      await new Api(SANDBOX_BOT_TOKEN, { apiRoot: `${service.url}/sandbox` }).deleteWebhook({
+        drop_pending_updates: true,
+      });
+      await service.app.start();
+      restarted = true;
+
+      await people.waitFor("the notification in the supergroup", async () =>
+        (await notifications(supergroup)).length > 0 ? true : undefined,
+      );
+      expect((await notifications(supergroup))[0]).toContain("sent while the group was upgraded");
+      expect(await notifications(group)).toEqual([]);
+      expect(await subscriptionsOf(supergroup)).toEqual([[dock.id, "supergroup", "active"]]);
+      expect(await subscriptionsOf(group)).toEqual([]);
+      // Delivered on its first counted attempt: the refused send to the old id was not the message's fault.
+      const status = await service.app.deliveries.status(messageId, dock.id);
+      const ours = status?.deliveries.filter((d) => d.chatId === supergroup || d.chatId === group);
+      expect(ours).toMatchObject([{ chatId: supergroup, state: "sent", attempts: 1 }]);
+      expect(service.logs.text).toContain("group became a supergroup; its subscriptions moved");
+    } finally {
+      if (!restarted) await service.app.start();
+    }
   });
 
   it("a person who blocks the bot stops receiving; /start again resumes what they had", async () => {

@@ -13,7 +13,8 @@ function present(member: ChatMember): boolean {
  * The bot's own membership (`my_chat_member`): a person who blocks the bot, or a group that
  * removes it, can no longer receive messages, so the chat's active subscriptions become
  * `blocked` (deliveries stop instead of failing). Unblocking or re-adding the bot resumes exactly
- * those; subscriptions the chat had left stay removed.
+ * those; subscriptions the chat had left stay removed. A group upgraded to a supergroup keeps its
+ * subscriptions under its new chat id.
  */
 export function membership(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
@@ -33,6 +34,13 @@ export function membership(deps: BotDeps): Composer<Context> {
     if (update.chat.type === "group" || update.chat.type === "supergroup") {
       await ctx.reply(texts.groupWelcome(resumed), { parse_mode: "HTML" });
     }
+  });
+
+  // The group became a supergroup: a new chat with a new id, where the bot keeps its place. Telegram
+  // says so in the old group; its subscriptions (and queued messages) follow it to the new id. The
+  // dispatcher does the same if a send to the old id is refused first.
+  composer.on("message:migrate_to_chat_id", async (ctx) => {
+    await deps.subscriptions.moveChat(ctx.chat.id, ctx.message.migrate_to_chat_id);
   });
 
   return composer;

@@ -4,12 +4,15 @@ import { renderNotification } from "../domain/render.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
 import type { PgLeadership } from "../store/pg-leadership.ts";
+import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { chatKind, type Pacer } from "./pacer.ts";
 import { backoffMs, classify } from "./retry-policy.ts";
 
 export interface DispatcherOptions {
   deliveries: DeliveryRepository;
+  /** For a group that became a supergroup: its subscriptions follow it. */
+  subscriptions: SubscriptionRepository;
   pacer: Pacer;
   log: FastifyBaseLogger;
   metrics: DeliveryMetrics;
@@ -422,6 +425,25 @@ export class Dispatcher {
         this.#o.log.info(context, "chat unreachable; its subscriptions are now inactive");
         this.#dropChat(delivery.chatId);
         return;
+      case "moved": {
+        // Not the delivery's fault: no attempt counted, and it goes out again at once, to the new chat.
+        delivery.sentParts = sentParts;
+        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
+          nextAttemptAt: now,
+          error: outcome.reason,
+          countAttempt: false,
+          sentParts,
+        });
+        await this.#o.subscriptions.moveChat(delivery.chatId, outcome.to);
+        this.#o.log.info(
+          { ...context, to: outcome.to },
+          "group became a supergroup; its subscriptions moved",
+        );
+        // What memory holds for the old chat is re-read from the database under the new one.
+        this.#dropChat(delivery.chatId);
+        this.wake();
+        return;
+      }
       case "transient":
         if (now - delivery.createdAt >= this.#o.maxAgeMs) break;
         delivery.attempts++;

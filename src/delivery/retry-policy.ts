@@ -8,6 +8,8 @@ export type Outcome =
   | { kind: "gone"; reason: string }
   /** Telegram or the network failed: try again later, until the maximum age. */
   | { kind: "transient"; reason: string }
+  /** The group became a supergroup with a new chat id: follow it there and send again. */
+  | { kind: "moved"; to: number; reason: string }
   /** Telegram refused this message (other `400`s): retrying would not help. */
   | { kind: "permanent"; reason: string };
 
@@ -20,6 +22,8 @@ export function classify(error: unknown): Outcome {
     const reason = `${error.error_code} ${error.description}`;
     if (error.error_code === 429)
       return { kind: "rate_limited", retryAfter: error.parameters.retry_after ?? 1, reason };
+    const to = error.parameters.migrate_to_chat_id;
+    if (error.error_code === 400 && typeof to === "number") return { kind: "moved", to, reason };
     if (error.error_code === 403) return { kind: "gone", reason };
     if (error.error_code === 400 && GONE.test(error.description)) return { kind: "gone", reason };
     if (error.error_code >= 500) return { kind: "transient", reason };

@@ -174,4 +174,35 @@ export class SubscriptionRepository {
       return true;
     });
   }
+
+  /**
+   * A group became a supergroup, which on Telegram is a new chat with a new id (`from` → `to`): its
+   * subscriptions and its queued deliveries follow it, states, times and order unchanged. Safe to
+   * repeat (the bot's update and a refused send can both report the same move).
+   */
+  async moveChat(from: number, to: number): Promise<number> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      // Should the new chat already be subscribed to a Dock, that subscription stands.
+      await tx
+        .deleteFrom("subscriptions")
+        .where("chat_id", "=", from)
+        .where("dock_id", "in", (eb) =>
+          eb.selectFrom("subscriptions as s").select("s.dock_id").where("s.chat_id", "=", to),
+        )
+        .execute();
+      const moved = await tx
+        .updateTable("subscriptions")
+        .set({ chat_id: to, chat_type: "supergroup", updated_at: now })
+        .where("chat_id", "=", from)
+        .executeTakeFirst();
+      await tx
+        .updateTable("deliveries")
+        .set({ chat_id: to, updated_at: now })
+        .where("chat_id", "=", from)
+        .where("state", "=", "queued")
+        .execute();
+      return Number(moved.numUpdatedRows);
+    });
+  }
 }
