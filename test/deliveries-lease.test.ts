@@ -42,4 +42,42 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
       .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ state: "sent", telegram_message_ids: "7", attempts: 2 });
   });
+  it("a group's move to a supergroup takes its queued deliveries along; a claim answers where the row now points", async () => {
+    const dock = await service.app.docks.create(1, { name: "Moves", link: null, description: null });
+    const [group, supergroup] = [-4000000900, -1001000000900];
+    await service.subscriptions.subscribe(dock.id, group, "group");
+    await service.app.messages.accept({ dockId: dock.id, text: "before the upgrade" });
+    await repo.fanOut(dock.id, 10);
+    const [read] = await repo.queuedFor(dock.id, 0, 10);
+    if (!read) throw new Error("nothing queued");
+
+    expect(await service.subscriptions.moveChat(group, supergroup)).toBe(1);
+    expect(await service.subscriptions.moveChat(group, supergroup)).toBe(0);
+    // The row was read under the old id; the claim says where it points now.
+    expect(await repo.claim(read.id, 1000)).toMatchObject({ status: "claimed", chatId: supergroup });
+    expect(await service.subscriptions.listActive(supergroup)).toMatchObject([{ dockId: dock.id }]);
+  });
+
+  it("a move to a chat that already has a message's delivery does not deliver it twice", async () => {
+    const dock = await service.app.docks.create(1, { name: "Twice", link: null, description: null });
+    const [group, supergroup] = [-4000000901, -1001000000901];
+    await service.subscriptions.subscribe(dock.id, group, "group");
+    await service.subscriptions.subscribe(dock.id, supergroup, "supergroup");
+    const accepted = await service.app.messages.accept({ dockId: dock.id, text: "to both" });
+    if (accepted.kind !== "accepted") throw new Error("not accepted");
+    await repo.fanOut(dock.id, 10);
+
+    await service.subscriptions.moveChat(group, supergroup);
+    const rows = await service.db.kysely
+      .selectFrom("deliveries")
+      .select(["chat_id", "state"])
+      .where("message_id", "=", accepted.messageId)
+      .orderBy("id")
+      .execute();
+    expect(rows).toEqual([
+      { chat_id: group, state: "gone" },
+      { chat_id: supergroup, state: "queued" },
+    ]);
+    expect(await service.subscriptions.listActive(group)).toEqual([]);
+  });
 });

@@ -327,6 +327,31 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * A group became a supergroup (`from` → `to`): the deliveries held for it wait under the new id,
+   * merged in id order with any the new chat already has, so each Dock's order holds.
+   */
+  #moveChat(from: number, to: number): void {
+    for (const dock of this.#docks.values()) {
+      const moving = dock.chats.get(from);
+      if (moving === undefined) continue;
+      for (const delivery of moving) {
+        delivery.chatId = to;
+        delivery.chatType = "supergroup";
+      }
+      const existing = dock.chats.get(to);
+      dock.chats.delete(from);
+      dock.chats.set(
+        to,
+        [...(existing ?? []), ...moving].sort((a, b) => a.id - b.id),
+      );
+      dock.order =
+        existing === undefined
+          ? dock.order.map((id) => (id === from ? to : id))
+          : dock.order.filter((id) => id !== from);
+    }
+  }
+
   async #send(delivery: PendingDelivery): Promise<void> {
     const api = this.#api as Api;
     const { chatId } = delivery;
@@ -346,6 +371,18 @@ export class Dispatcher {
         return;
       }
       delivery.lease = claim.lease;
+      if (claim.chatId !== chatId) {
+        // The bot moved the chat (a group became a supergroup) after this row was read: hand the
+        // claim back and let the chat's deliveries go, in order, under the new id.
+        await this.#o.deliveries.retry(delivery.id, claim.lease, {
+          nextAttemptAt: delivery.nextAttemptAt,
+          error: "the group became a supergroup",
+          countAttempt: false,
+          sentParts: delivery.sentParts,
+        });
+        this.#moveChat(chatId, claim.chatId);
+        return;
+      }
       let failure: unknown = null;
       try {
         for (let i = sentParts.length; i < parts.length; i++) {
@@ -434,14 +471,13 @@ export class Dispatcher {
           countAttempt: false,
           sentParts,
         });
+        // After the retry: the move takes queued deliveries along, this one included.
         await this.#o.subscriptions.moveChat(delivery.chatId, outcome.to);
         this.#o.log.info(
           { ...context, to: outcome.to },
           "group became a supergroup; its subscriptions moved",
         );
-        // What memory holds for the old chat is re-read from the database under the new one.
-        this.#dropChat(delivery.chatId);
-        this.wake();
+        this.#moveChat(delivery.chatId, outcome.to);
         return;
       }
       case "transient":

@@ -203,7 +203,7 @@ export class DeliveryRepository {
   async claim(
     id: number,
     leaseMs: number,
-  ): Promise<{ status: "claimed"; lease: number } | { status: "unsubscribed" | "missing" }> {
+  ): Promise<{ status: "claimed"; lease: number; chatId: number } | { status: "unsubscribed" | "missing" }> {
     const now = this.#now();
     const lease = now + leaseMs;
     const claimed = await this.#db.kysely
@@ -225,8 +225,11 @@ export class DeliveryRepository {
             .where("subscriptions.state", "=", "active"),
         ),
       )
+      // The chat as the row has it now: a group that became a supergroup may have moved since the
+      // row was read.
+      .returning("chat_id")
       .executeTakeFirst();
-    if (claimed.numUpdatedRows > 0n) return { status: "claimed", lease };
+    if (claimed !== undefined) return { status: "claimed", lease, chatId: claimed.chat_id };
     const gone = await this.#db.kysely
       .updateTable("deliveries")
       .set({ state: "gone", last_error: "unsubscribed", updated_at: now })

@@ -196,6 +196,20 @@ export class SubscriptionRepository {
         .set({ chat_id: to, chat_type: "supergroup", updated_at: now })
         .where("chat_id", "=", from)
         .executeTakeFirst();
+      // A message the new chat already has a delivery for is not sent to it twice.
+      await tx
+        .updateTable("deliveries")
+        .set({
+          state: "gone",
+          last_error: "the group became a supergroup that already has it",
+          updated_at: now,
+        })
+        .where("chat_id", "=", from)
+        .where("state", "=", "queued")
+        .where("message_id", "in", (eb) =>
+          eb.selectFrom("deliveries as d").select("d.message_id").where("d.chat_id", "=", to),
+        )
+        .execute();
       await tx
         .updateTable("deliveries")
         .set({ chat_id: to, updated_at: now })
