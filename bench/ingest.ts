@@ -5,7 +5,7 @@
  *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…]
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -69,20 +69,70 @@ function machineTicks(): { total: number; idle: number; steal: number } | null {
 }
 
 /**
+ * CPU clock ticks each thread of process `pid` has used (Linux /proc), by thread: Node names its
+ * event loop "MainThread" and a worker thread (the service's SQLite thread) "WorkerThread".
+ */
+function threadTicks(pid: number | undefined): Map<string, { name: string; ticks: number }> {
+  const threads = new Map<string, { name: string; ticks: number }>();
+  const dir = `/proc/${pid}/task`;
+  if (pid === undefined || !existsSync(dir)) return threads;
+  for (const tid of readdirSync(dir)) {
+    try {
+      const stat = readFileSync(`${dir}/${tid}/stat`, "utf8");
+      // pid (comm) state … utime stime: fields 14 and 15, counted after the closing parenthesis.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      threads.set(tid, { name, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return threads;
+}
+
+/** Where a process's CPU went: its event loop, its worker threads, the rest (GC helpers, libuv). */
+interface ThreadShares {
+  eventLoop: number;
+  workers: number;
+  other: number;
+}
+
+/**
  * Runs `load` and says how busy the machine was meanwhile: the share of CPU time not idle (used by
  * anyone, stolen time included) and the share the hypervisor took for other guests (steal). On a
- * shared VM a high steal makes a run's figures worth little.
+ * shared VM a high steal makes a run's figures worth little. With `pid`, also how much of one core
+ * each of that process's threads used: an event loop well under 100 % means it waited on something.
  */
-async function measured<T>(load: () => Promise<T>): Promise<{ result: T; busy: number; steal: number }> {
+async function measured<T>(
+  load: () => Promise<T>,
+  pid?: number,
+): Promise<{ result: T; busy: number; steal: number; threads: ThreadShares | null }> {
   const before = machineTicks();
+  const threadsBefore = threadTicks(pid);
   const result = await load();
+  const threadsAfter = threadTicks(pid);
   const after = machineTicks();
-  if (before === null || after === null) return { result, busy: Number.NaN, steal: Number.NaN };
+  if (before === null || after === null) {
+    return { result, busy: Number.NaN, steal: Number.NaN, threads: null };
+  }
   const total = after.total - before.total || 1;
+  // One core's worth of ticks over the run (/proc/stat adds up every CPU).
+  const core = total / cpus().length;
+  let threads: ThreadShares | null = null;
+  if (threadsAfter.size > 0) {
+    threads = { eventLoop: 0, workers: 0, other: 0 };
+    for (const [tid, { name, ticks }] of threadsAfter) {
+      const share = (ticks - (threadsBefore.get(tid)?.ticks ?? 0)) / core;
+      if (name === "MainThread") threads.eventLoop += share;
+      else if (name === "WorkerThread") threads.workers += share;
+      else threads.other += share;
+    }
+  }
   return {
     result,
     busy: 1 - (after.idle - before.idle) / total,
     steal: (after.steal - before.steal) / total,
+    threads,
   };
 }
 
@@ -162,18 +212,22 @@ const rounds: {
   ratio: number;
   /** Shares of the machine's CPU during each run: used by anyone, and stolen by the host. */
   machine: { service: { busy: number; steal: number }; bare: { busy: number; steal: number } };
+  /** The service's threads during its run, each as a share of one core. */
+  threads: ThreadShares | null;
 }[] = [];
 for (let round = 0; round < 3; round++) {
   const first = round % 2 === 0 ? service.url : bare.url;
   const second = first === service.url ? bare.url : service.url;
-  const a = await measured(() => run(first, body, {}));
-  const b = await measured(() => run(second, body, {}));
+  const pidOf = (url: string) => (url === service.url ? service.child.pid : undefined);
+  const a = await measured(() => run(first, body, {}), pidOf(first));
+  const b = await measured(() => run(second, body, {}), pidOf(second));
   const [serviceRun, bareRun] = first === service.url ? [a, b] : [b, a];
   rounds.push({
     service: serviceRun.result,
     bare: bareRun.result,
     ratio: serviceRun.result.requests.average / bareRun.result.requests.average,
     machine: { service: serviceRun, bare: bareRun },
+    threads: serviceRun.threads,
   });
 }
 const medianRound = [...rounds].sort((x, y) => x.ratio - y.ratio)[1] as (typeof rounds)[number];
@@ -227,6 +281,14 @@ console.log(
     .map(
       ({ machine: m }) =>
         `${percent(m.service.busy)} / ${percent(m.service.steal)}; ${percent(m.bare.busy)} / ${percent(m.bare.steal)}`,
+    )
+    .join(" · ")}`,
+);
+const workerName = values.database === "sqlite" ? "SQLite thread" : "worker threads";
+console.log(
+  `service threads during /ping max runs, share of one core (event loop; ${workerName}; GC and libuv helpers) — ${rounds
+    .map(({ threads: t }) =>
+      t === null ? "n/a" : `${percent(t.eventLoop)}; ${percent(t.workers)}; ${percent(t.other)}`,
     )
     .join(" · ")}`,
 );
