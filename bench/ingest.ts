@@ -215,10 +215,11 @@ const rounds: {
   /** The service's threads during its run, each as a share of one core. */
   threads: ThreadShares | null;
 }[] = [];
+// Threads are sampled for the service only: the bare route has nothing but its event loop.
+const pidOf = (url: string) => (url === service.url ? service.child.pid : undefined);
 for (let round = 0; round < 3; round++) {
   const first = round % 2 === 0 ? service.url : bare.url;
   const second = first === service.url ? bare.url : service.url;
-  const pidOf = (url: string) => (url === service.url ? service.child.pid : undefined);
   const a = await measured(() => run(first, body, {}), pidOf(first));
   const b = await measured(() => run(second, body, {}), pidOf(second));
   const [serviceRun, bareRun] = first === service.url ? [a, b] : [b, a];
