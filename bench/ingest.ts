@@ -69,20 +69,20 @@ function machineTicks(): { total: number; idle: number; steal: number } | null {
 }
 
 /**
- * CPU clock ticks each thread of process `pid` has used (Linux /proc), by thread: Node names its
- * event loop "MainThread" and a worker thread (the service's SQLite thread) "WorkerThread".
+ * Per thread of process `pid` (Linux /proc): the CPU time it used and the time it spent runnable
+ * but waiting for a CPU (the scheduler's run queue), in nanoseconds. Node names its event loop
+ * "MainThread" and a worker thread (the service's SQLite thread) "WorkerThread".
  */
-function threadTicks(pid: number | undefined): Map<string, { name: string; ticks: number }> {
-  const threads = new Map<string, { name: string; ticks: number }>();
+function threadTimes(pid: number | undefined): Map<string, { name: string; cpu: number; waiting: number }> {
+  const threads = new Map<string, { name: string; cpu: number; waiting: number }>();
   const dir = `/proc/${pid}/task`;
   if (pid === undefined || !existsSync(dir)) return threads;
   for (const tid of readdirSync(dir)) {
     try {
-      const stat = readFileSync(`${dir}/${tid}/stat`, "utf8");
-      // pid (comm) state … utime stime: fields 14 and 15, counted after the closing parenthesis.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      threads.set(tid, { name, ticks: Number(fields[11]) + Number(fields[12]) });
+      const name = readFileSync(`${dir}/${tid}/comm`, "utf8").trim();
+      // schedstat: time on a CPU, time waiting on a run queue (ns), time slices.
+      const [cpu, waiting] = readFileSync(`${dir}/${tid}/schedstat`, "utf8").split(" ").map(Number);
+      threads.set(tid, { name, cpu: cpu ?? 0, waiting: waiting ?? 0 });
     } catch {
       // The thread ended meanwhile.
     }
@@ -90,10 +90,13 @@ function threadTicks(pid: number | undefined): Map<string, { name: string; ticks
   return threads;
 }
 
-/** Where a process's CPU went: its event loop, its worker threads, the rest (GC helpers, libuv). */
+/** Where a process's time went, each as a share of one core over the run. */
 interface ThreadShares {
-  eventLoop: number;
-  workers: number;
+  /** Its event loop running, and runnable but waiting for a CPU. */
+  eventLoop: { running: number; waiting: number };
+  /** Its worker threads (the SQLite thread), likewise. */
+  workers: { running: number; waiting: number };
+  /** The rest (V8's GC helpers, libuv's pool), running. */
   other: number;
 }
 
@@ -101,31 +104,39 @@ interface ThreadShares {
  * Runs `load` and says how busy the machine was meanwhile: the share of CPU time not idle (used by
  * anyone, stolen time included) and the share the hypervisor took for other guests (steal). On a
  * shared VM a high steal makes a run's figures worth little. With `pid`, also how much of one core
- * each of that process's threads used: an event loop well under 100 % means it waited on something.
+ * each of that process's threads used, and how long each was ready to run but had no CPU: an event
+ * loop whose two shares add up to well under 100 % waited on something (its database); one that
+ * waited for a CPU was crowded out by the other threads on the machine (the load generator's too).
  */
 async function measured<T>(
   load: () => Promise<T>,
   pid?: number,
 ): Promise<{ result: T; busy: number; steal: number; threads: ThreadShares | null }> {
   const before = machineTicks();
-  const threadsBefore = threadTicks(pid);
+  const threadsBefore = threadTimes(pid);
+  const startedAt = process.hrtime.bigint();
   const result = await load();
-  const threadsAfter = threadTicks(pid);
+  const elapsed = Number(process.hrtime.bigint() - startedAt);
+  const threadsAfter = threadTimes(pid);
   const after = machineTicks();
   if (before === null || after === null) {
     return { result, busy: Number.NaN, steal: Number.NaN, threads: null };
   }
   const total = after.total - before.total || 1;
-  // One core's worth of ticks over the run (/proc/stat adds up every CPU).
-  const core = total / cpus().length;
   let threads: ThreadShares | null = null;
   if (threadsAfter.size > 0) {
-    threads = { eventLoop: 0, workers: 0, other: 0 };
-    for (const [tid, { name, ticks }] of threadsAfter) {
-      const share = (ticks - (threadsBefore.get(tid)?.ticks ?? 0)) / core;
-      if (name === "MainThread") threads.eventLoop += share;
-      else if (name === "WorkerThread") threads.workers += share;
-      else threads.other += share;
+    threads = { eventLoop: { running: 0, waiting: 0 }, workers: { running: 0, waiting: 0 }, other: 0 };
+    for (const [tid, { name, cpu, waiting }] of threadsAfter) {
+      const earlier = threadsBefore.get(tid);
+      const running = (cpu - (earlier?.cpu ?? 0)) / elapsed;
+      const waited = (waiting - (earlier?.waiting ?? 0)) / elapsed;
+      const group =
+        name === "MainThread" ? threads.eventLoop : name === "WorkerThread" ? threads.workers : null;
+      if (group === null) threads.other += running;
+      else {
+        group.running += running;
+        group.waiting += waited;
+      }
     }
   }
   return {
@@ -286,10 +297,14 @@ console.log(
     .join(" · ")}`,
 );
 const workerName = values.database === "sqlite" ? "SQLite thread" : "worker threads";
+const runningWaiting = (share: { running: number; waiting: number }) =>
+  `${percent(share.running)} + ${percent(share.waiting)}`;
 console.log(
-  `service threads during /ping max runs, share of one core (event loop; ${workerName}; GC and libuv helpers) — ${rounds
+  `service threads during /ping max runs, share of one core running + runnable but waiting for a CPU (event loop; ${workerName}; GC and libuv helpers running) — ${rounds
     .map(({ threads: t }) =>
-      t === null ? "n/a" : `${percent(t.eventLoop)}; ${percent(t.workers)}; ${percent(t.other)}`,
+      t === null
+        ? "n/a"
+        : `${runningWaiting(t.eventLoop)}; ${runningWaiting(t.workers)}; ${percent(t.other)}`,
     )
     .join(" · ")}`,
 );
