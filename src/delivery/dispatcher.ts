@@ -433,7 +433,7 @@ export class Dispatcher {
   }
 
   async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<void> {
-    const outcome = classify(error);
+    const outcome = classify(error, delivery.chatId);
     const now = this.#now();
     const context = {
       deliveryId: delivery.id,

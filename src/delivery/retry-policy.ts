@@ -16,14 +16,18 @@ export type Outcome =
 const GONE =
   /chat not found|user is deactivated|bot was kicked|bot was blocked|PEER_ID_INVALID|group chat was deactivated|bot is not a member|have no rights to send/i;
 
-/** Sorts a failure from grammY into what the dispatcher does next. */
-export function classify(error: unknown): Outcome {
+/** Sorts a failure from grammY, sending to `chatId`, into what the dispatcher does next. */
+export function classify(error: unknown, chatId: number): Outcome {
   if (error instanceof GrammyError) {
     const reason = `${error.error_code} ${error.description}`;
     if (error.error_code === 429)
       return { kind: "rate_limited", retryAfter: error.parameters.retry_after ?? 1, reason };
     const to = error.parameters.migrate_to_chat_id;
-    if (error.error_code === 400 && typeof to === "number") return { kind: "moved", to, reason };
+    if (error.error_code === 400 && typeof to === "number") {
+      // "Moved" to where it already is would send it round at once, for ever: back off instead.
+      if (to === chatId || !Number.isSafeInteger(to)) return { kind: "transient", reason };
+      return { kind: "moved", to, reason };
+    }
     if (error.error_code === 403) return { kind: "gone", reason };
     if (error.error_code === 400 && GONE.test(error.description)) return { kind: "gone", reason };
     if (error.error_code >= 500) return { kind: "transient", reason };
