@@ -2,8 +2,11 @@ import type { Transformer } from "grammy";
 /**
  * Telegram's flood limits, kept on our side so that we never hit them: a global rate for the bot,
  * about one message a second per private chat (with a small burst), twenty a minute per group.
- * Each bucket is one token smaller than Telegram's: that reserve absorbs jitter between when we
- * send and when Telegram counts, which is what keeps `429`s at zero in practice.
+ * Each bucket is smaller than Telegram's: that reserve absorbs jitter between when we take a place
+ * and when Telegram counts the request (a request held up on its way while a later one is not
+ * looks to Telegram like two sent closer together), which is what keeps `429`s at zero in
+ * practice. A chat's bucket keeps one message back (a second or more of jitter); the bot's, which
+ * refills 30 to 1000 times a second, keeps back GLOBAL_RESERVE_MS worth of messages.
  */
 export interface PacerLimits {
   /** Messages per second for the whole bot (30 by default; up to 1000 with paid broadcast). */
@@ -12,6 +15,12 @@ export interface PacerLimits {
   privateBurst: number;
   groupPerMinute: number;
 }
+
+/**
+ * The bot-wide bucket holds back this long's worth of messages. One message (33 ms at 30/s, 1 ms
+ * with paid broadcast) left too little room: on a loaded test machine a run once met a `429`.
+ */
+export const GLOBAL_RESERVE_MS = 100;
 
 export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
   privatePerSecond: 1,
@@ -78,8 +87,9 @@ export class Pacer {
     this.#now = now;
     const start = now();
     this.#coldUntil = start + coldStartMs;
+    const reserve = Math.max(1, Math.ceil((limits.globalPerSecond * GLOBAL_RESERVE_MS) / 1000));
     this.#global = new Bucket(
-      Math.ceil(limits.globalPerSecond) - 1,
+      Math.ceil(limits.globalPerSecond) - reserve,
       limits.globalPerSecond,
       start,
       coldStartMs > 0,
