@@ -239,3 +239,99 @@ describe("the SQLite thread", () => {
     await database.drop();
   });
 });
+
+/** PostgreSQL: several instances accept for the same Docks, so they must share each Dock's allowance. */
+describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQL", () => {
+  let database: TestDatabase;
+  /** Two connections pools, as two instances of the service would have. */
+  let one: Db;
+  let two: Db;
+  let docks: DockRepository;
+  const rate = { burst: 3, perSecond: 0.001 };
+
+  beforeAll(async () => {
+    database = await createTestDatabase("postgres");
+    one = openDb(database.url);
+    two = openDb(database.url);
+    await migrate(one);
+    docks = new DockRepository(one, KEY);
+  });
+  afterAll(async () => {
+    await one.close();
+    await two.close();
+    await database.drop();
+  });
+
+  it("is shared by every instance: a burst of 3 is 3 in all, not 3 each", async () => {
+    const dock = await docks.create(1, { name: "Shared", link: null, description: null });
+    const first = new MessageRepository(one, Date.now, { dockRate: rate });
+    const second = new MessageRepository(two, Date.now, { dockRate: rate });
+    const send = (messages: MessageRepository, n: number) =>
+      messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: `message ${n}` });
+    // Both instances at once, meeting the Dock for the first time: neither starts from its own full burst.
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, (_, n) => send(n % 2 === 0 ? first : second, n)),
+    );
+    expect(outcomes.filter((o) => o.kind === "accepted")).toHaveLength(3);
+    const refused = outcomes.filter((o) => o.kind === "refused");
+    expect(refused).toHaveLength(7);
+    // At 0.001 per second the next token is at most 1,000 s away.
+    for (const outcome of refused) {
+      expect(outcome).toMatchObject({ kind: "refused" });
+      const wait = (outcome as { retryAfterSeconds: number }).retryAfterSeconds;
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(1000);
+    }
+    const stored = await one.kysely
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("dock_id", "=", dock.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(3);
+  });
+
+  it("is spent only by a Dock's own key: wrong keys and other Docks leave it alone", async () => {
+    const [dock, other] = await Promise.all([
+      docks.create(1, { name: "Mine", link: null, description: null }),
+      docks.create(1, { name: "Other", link: null, description: null }),
+    ]);
+    const messages = new MessageRepository(two, Date.now, { dockRate: rate });
+    for (let i = 0; i < 5; i++) {
+      expect(await messages.accept({ dockId: dock.id, secretKey: other.secretKey, text: "x" })).toEqual({
+        kind: "unauthorized",
+      });
+    }
+    await messages.accept({ dockId: other.id, secretKey: other.secretKey, text: "theirs" });
+    for (let i = 0; i < 3; i++) {
+      expect(
+        await messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: `m${i}` }),
+      ).toMatchObject({ kind: "accepted" });
+    }
+    expect(await messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: "m3" })).toMatchObject({
+      kind: "refused",
+    });
+  });
+
+  it("refills at its rate, and goes with its Dock", async () => {
+    const dock = await docks.create(1, { name: "Refill", link: null, description: null });
+    let now = 1_000_000_000_000;
+    const messages = new MessageRepository(one, () => now, { dockRate: { burst: 1, perSecond: 1 } });
+    const send = () => messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: "tick" });
+    expect(await send()).toMatchObject({ kind: "accepted" });
+    expect(await send()).toMatchObject({ kind: "refused", retryAfterSeconds: 1 });
+    now += 1000;
+    expect(await send()).toMatchObject({ kind: "accepted" });
+    // Another instance whose clock is a little behind does not turn the refill backwards.
+    const behind = new MessageRepository(two, () => now - 500, { dockRate: { burst: 1, perSecond: 1 } });
+    expect(await behind.accept({ dockId: dock.id, secretKey: dock.secretKey, text: "late" })).toMatchObject({
+      kind: "refused",
+    });
+    await docks.delete(dock.id);
+    const left = await one.kysely
+      .selectFrom("dock_allowances")
+      .select("dock_id")
+      .where("dock_id", "=", dock.id)
+      .execute();
+    expect(left).toEqual([]);
+  });
+});

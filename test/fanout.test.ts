@@ -181,7 +181,7 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
           values (${messageId}, 'DockBeforeMigration', ${now})`.execute(db.kysely);
       }
 
-      expect(await migrate(db)).toEqual(["0005-fanout-subscribers"]);
+      expect(await migrate(db)).toEqual(["0005-fanout-subscribers", "0006-dock-allowances"]);
       const rows = await db.kysely
         .selectFrom("fanouts")
         .select(["message_id", "subscribers"])

@@ -101,3 +101,48 @@ describe.skipIf(!POSTGRES)("several instances on PostgreSQL", () => {
     );
   }, 60_000);
 });
+
+describe.skipIf(!POSTGRES)("a Dock's rate limit across instances on PostgreSQL", () => {
+  let database: TestDatabase;
+  const instances: RunningService[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase("postgres");
+    const key = randomBytes(32);
+    // A burst of 3, then one message every 100 s: nothing refills during the test.
+    const env = { DOCK_RATE_BURST: "3", DOCK_RATE_PER_SECOND: "0.01" };
+    for (let i = 0; i < 2; i++) instances.push(await startServiceOver(database, env, key));
+  });
+  afterAll(async () => {
+    for (const instance of instances) await instance.close();
+    await database.drop();
+  });
+
+  it("holds for the Dock as a whole, whichever instance each request reaches", async () => {
+    const dock = await (instances[0] as RunningService).app.docks.create(1, {
+      name: "Limited",
+      link: null,
+      description: null,
+    });
+    const answers: { status: number; retryAfter: string | null; code?: string }[] = [];
+    for (let n = 0; n < 6; n++) {
+      const response = await fetch(`${(instances[n % 2] as RunningService).url}/ping`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg: `n${n}` }),
+      });
+      const body = (await response.json()) as { error?: { code: string } };
+      answers.push({
+        status: response.status,
+        retryAfter: response.headers.get("retry-after"),
+        ...(body.error ? { code: body.error.code } : {}),
+      });
+    }
+    expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 429, 429, 429]);
+    for (const refused of answers.slice(3)) {
+      expect(refused.code).toBe("rate_limited");
+      expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      expect(Number(refused.retryAfter)).toBeLessThanOrEqual(100);
+    }
+  }, 60_000);
+});

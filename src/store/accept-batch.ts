@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { checkCredentials, credentialsQuery } from "./docks.ts";
@@ -90,6 +90,8 @@ interface Writes {
   keyed: Map<string, { messageId: string; subscribers: number; hash: string | null }>;
   messages: unknown[][];
   fanouts: unknown[][];
+  /** Shared allowances read (and locked) by this transaction: the tokens left, and whether any were taken. */
+  allowances: Map<string, { tokens: number; taken: boolean }>;
 }
 
 /**
@@ -106,21 +108,32 @@ export class AcceptBatch {
   readonly #kysely: Kysely<Database>;
   readonly #queries: ReturnType<typeof acceptQueries>;
   readonly #rates = new Map<string, TokenBuckets>();
+  readonly #shared: boolean;
 
-  constructor(kysely: Kysely<Database>) {
+  /**
+   * `sharedAllowances`: keep each Dock's allowance in the database (PostgreSQL, where several
+   * instances accept for the same Docks) instead of this process's memory. A shared allowance is
+   * read and locked in the storing transaction and written back in it, so a batch that fails gives
+   * back what it took.
+   */
+  constructor(kysely: Kysely<Database>, options: { sharedAllowances?: boolean } = {}) {
     this.#kysely = kysely;
     this.#queries = acceptQueries(kysely);
+    this.#shared = options.sharedAllowances ?? false;
   }
 
   /** One outcome per item, in order. Never throws for one message's trouble. */
   async run({ items, now, dockRate }: AcceptBatchRequest): Promise<AcceptOutcome[]> {
-    const buckets = this.#bucketsFor(dockRate);
-    // Asked once per message: when the batch fails and each message is retried alone, the retry
-    // must neither spend the Dock's allowance again nor refuse what the first attempt admitted.
+    const rate = dockRate === null || dockRate.burst <= 0 ? null : dockRate;
+    const buckets = this.#shared ? null : this.#bucketsFor(rate);
+    // In memory, asked once per message: when the batch fails and each message is retried alone,
+    // the retry must neither spend the Dock's allowance again nor refuse what the first attempt
+    // admitted. A shared allowance needs no such care: the failed transaction gave it back.
     const admitted = new Array<number | undefined>(items.length);
-    const admit = (index: number, dockId: string) => {
-      if (buckets === null) return 0;
-      const wait = admitted[index] ?? buckets.take(dockId);
+    const admit: Admit = (tx, writes, index, dockId) => {
+      if (rate === null) return 0;
+      if (this.#shared) return this.#takeShared(tx, writes, dockId, rate, now);
+      const wait = admitted[index] ?? (buckets as TokenBuckets).take(dockId);
       admitted[index] = wait;
       return wait;
     };
@@ -155,8 +168,47 @@ export class AcceptBatch {
     }
   }
 
+  /**
+   * Takes one token of the Dock's shared allowance: seconds to wait when none is left. The first
+   * time in a transaction the row is refilled and locked (an upsert, so two instances meeting a
+   * Dock for the first time cannot both start from a full burst); the tokens taken are written
+   * back before the transaction commits (#store). Clocks of instances may disagree a little: the
+   * refill never runs backwards. Two instances' batches locking the same two Docks in opposite
+   * orders can deadlock: PostgreSQL then fails one of the transactions, and its messages are
+   * stored one by one (see run).
+   */
+  async #takeShared(
+    tx: Transaction<Database>,
+    writes: Writes,
+    dockId: string,
+    rate: DockRate,
+    now: number,
+  ): Promise<number> {
+    let allowance = writes.allowances.get(dockId);
+    if (allowance === undefined) {
+      const perMs = rate.perSecond / 1000;
+      const row = await tx
+        .insertInto("dock_allowances")
+        .values({ dock_id: dockId, tokens: rate.burst, at: now })
+        .onConflict((conflict) =>
+          conflict.column("dock_id").doUpdateSet({
+            tokens: sql<number>`least(${rate.burst}::double precision, dock_allowances.tokens + greatest(0, ${now}::bigint - dock_allowances.at) * ${perMs}::double precision)`,
+            at: sql<number>`greatest(dock_allowances.at, ${now}::bigint)`,
+          }),
+        )
+        .returning("tokens")
+        .executeTakeFirstOrThrow();
+      allowance = { tokens: Number(row.tokens), taken: false };
+      writes.allowances.set(dockId, allowance);
+    }
+    if (allowance.tokens < 1) return (1 - allowance.tokens) / rate.perSecond;
+    allowance.tokens -= 1;
+    allowance.taken = true;
+    return 0;
+  }
+
   #bucketsFor(rate: DockRate | null): TokenBuckets | null {
-    if (rate === null || rate.burst <= 0) return null;
+    if (rate === null) return null;
     const key = `${rate.burst}/${rate.perSecond}`;
     let buckets = this.#rates.get(key);
     if (buckets === undefined) {
@@ -173,6 +225,7 @@ export class AcceptBatch {
       keyed: new Map(),
       messages: [],
       fanouts: [],
+      allowances: new Map(),
     };
     const results: AcceptResult[] = [];
     for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
@@ -180,6 +233,14 @@ export class AcceptBatch {
     // One statement per table for the whole batch; the fan-outs keep the order of acceptance.
     if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
     if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
+    for (const [dockId, allowance] of writes.allowances) {
+      if (!allowance.taken) continue;
+      await tx
+        .updateTable("dock_allowances")
+        .set({ tokens: allowance.tokens })
+        .where("dock_id", "=", dockId)
+        .execute();
+    }
     return results;
   }
 
@@ -204,7 +265,8 @@ export class AcceptBatch {
       if (!checkCredentials(row, item.secretKey)) return { kind: "unauthorized" };
     }
     // Taken only once the Dock is authenticated: a stranger cannot spend a Dock's allowance.
-    const wait = admit(index, item.dockId);
+    const taken = admit(tx, writes, index, item.dockId);
+    const wait = typeof taken === "number" ? taken : await taken;
     if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
 
     const keyed = item.idempotencyKey === null ? null : `${item.dockId}\n${item.idempotencyKey}`;
@@ -253,7 +315,13 @@ export class AcceptBatch {
 }
 
 type Entry = { item: AcceptItem; index: number };
-type Admit = (index: number, dockId: string) => number;
+/** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */
+type Admit = (
+  tx: Transaction<Database>,
+  writes: Writes,
+  index: number,
+  dockId: string,
+) => number | Promise<number>;
 
 /** The statements every accepted message runs, compiled once (see prepare). */
 function acceptQueries(kysely: Kysely<Database>) {

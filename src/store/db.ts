@@ -6,6 +6,7 @@ import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
 import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
 import { fanoutSubscribers } from "./migrations/0005-fanout-subscribers.ts";
+import { dockAllowances } from "./migrations/0006-dock-allowances.ts";
 import type { Database } from "./schema.ts";
 import { SqliteThread, sqliteThreadDialect } from "./sqlite-worker.ts";
 
@@ -57,7 +58,8 @@ export function openDb(
     process.emitWarning(`an idle PostgreSQL connection was closed: ${error.message}`),
   );
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const batches = new AcceptBatch(kysely);
+  // Several instances may share the database: they share each Dock's allowance through it too.
+  const batches = new AcceptBatch(kysely, { sharedAllowances: true });
   // One batch at a time, in order: each Dock's messages are committed in the order they came.
   let last: Promise<unknown> = Promise.resolve();
   return {
@@ -79,6 +81,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     "0003-delivery-queue-index": deliveryQueueIndex(),
     "0004-deferred-fanout": deferredFanout(dialect),
     "0005-fanout-subscribers": fanoutSubscribers(),
+    "0006-dock-allowances": dockAllowances(),
   };
 }
 

@@ -115,6 +115,14 @@ export interface BotStatesTable {
   expires_at: Millis;
 }
 
+/** A Dock's rate allowance, shared by every instance (PostgreSQL only; migration 0006). */
+export interface DockAllowancesTable {
+  dock_id: string;
+  /** Tokens left at `at`; the refill since is added when the row is next read. */
+  tokens: number;
+  at: Millis;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -125,4 +133,5 @@ export interface Database {
   login_tokens: LoginTokensTable;
   sessions: SessionsTable;
   bot_states: BotStatesTable;
+  dock_allowances: DockAllowancesTable;
 }
