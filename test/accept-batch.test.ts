@@ -55,6 +55,24 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     expect(await messages.accept({ dockId: dock.id, text: "third" })).toMatchObject({ kind: "refused" });
   });
 
+  it("answers a repeated Idempotency-Key with the first answer even when the Dock is out of allowance", async () => {
+    const dock = await docks.create(1, { name: "Retrying", link: null, description: null });
+    const messages = new MessageRepository(db, Date.now, { dockRate: { burst: 1, perSecond: 0.001 } });
+    const send = (text: string, idempotencyKey?: string) =>
+      messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text, idempotencyKey });
+    const first = await send("deploy done", "deploy-42");
+    expect(first).toMatchObject({ kind: "accepted" });
+    // The allowance is spent, but a retry of the same request sends nothing and costs nothing.
+    expect(await send("deploy done", "deploy-42")).toEqual({
+      kind: "replayed",
+      messageId: (first as { messageId: string }).messageId,
+      subscribers: 0,
+    });
+    expect(await send("something else", "deploy-42")).toEqual({ kind: "conflict" });
+    expect(await send("a new message")).toMatchObject({ kind: "refused" });
+    expect(await stored(dock.id)).toEqual(["deploy done"]);
+  });
+
   it("tells the dispatcher only about Docks that got a message", async () => {
     const [open, limited] = await Promise.all([
       docks.create(1, { name: "Open", link: null, description: null }),

@@ -264,11 +264,6 @@ export class AcceptBatch {
       }
       if (!checkCredentials(row, item.secretKey)) return { kind: "unauthorized" };
     }
-    // Taken only once the Dock is authenticated: a stranger cannot spend a Dock's allowance.
-    const taken = admit(tx, writes, index, item.dockId);
-    const wait = typeof taken === "number" ? taken : await taken;
-    if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
-
     const keyed = item.idempotencyKey === null ? null : `${item.dockId}\n${item.idempotencyKey}`;
     if (keyed !== null && item.idempotencyKey !== null) {
       const sameBatch = writes.keyed.get(keyed);
@@ -289,6 +284,12 @@ export class AcceptBatch {
       // The window has passed: the key is free again.
       if (earlier) await tx.executeQuery(q.releaseIdempotencyKey({ id: earlier.id }));
     }
+
+    // Taken only once the Dock is authenticated (a stranger cannot spend a Dock's allowance) and
+    // only for a message to store: a replay or a conflict sends nothing, so it costs nothing.
+    const taken = admit(tx, writes, index, item.dockId);
+    const wait = typeof taken === "number" ? taken : await taken;
+    if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
 
     const messageId = newMessageId(now);
     // Every message of a batch to the same Dock sees the same subscribers: count them once.
