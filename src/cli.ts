@@ -76,7 +76,10 @@ export function buildCli(): Command {
   const program = new Command("dock-notify")
     .description("Send notifications from any application to people on Telegram.")
     .version(pkg.version)
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // Before any subcommand is added: they copy it, and without it they exit 1 on a usage error
+    // (a missing option, an unknown command) instead of throwing for runCli to exit 2.
+    .exitOverride();
 
   program
     .command("serve", { isDefault: true })
@@ -201,7 +204,7 @@ export function buildCli(): Command {
 }
 
 export async function runCli(argv: string[]): Promise<void> {
-  const program = buildCli().exitOverride();
+  const program = buildCli();
   try {
     await program.parseAsync(argv);
   } catch (error) {

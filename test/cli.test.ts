@@ -111,6 +111,24 @@ describe("dock-notify CLI", () => {
     }
   }, 60_000);
 
+  it("exits 2 for a usage error (as the README says), 1 for a Dock that does not exist, 0 for help", () => {
+    const usage: [string[], RegExp][] = [
+      [["docks", "create", "--owner", "1"], /required option '--name <name>'/],
+      [["docks", "frob"], /unknown command 'frob'/],
+      [["docks", "show"], /missing required argument 'id'/],
+      [["docks", "list", "--colour"], /unknown option '--colour'/],
+      [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],
+    ];
+    for (const [args, message] of usage) {
+      const result = run(...args);
+      expect(result.err).toMatch(message);
+      expect({ args, code: result.code }).toEqual({ args, code: 2 });
+    }
+    expect(run("docks", "show", "nope").code).toBe(1);
+    expect(run("docks", "--help").code).toBe(0);
+    expect(run("--version").code).toBe(0);
+  }, 60_000);
+
   it("migrate applies the schema once", () => {
     const fresh = mkdtempSync(join(tmpdir(), "dock-notify-migrate-"));
     const env = { ...process.env, DATA_DIR: fresh };
