@@ -21,15 +21,19 @@ export const REDACT_PATHS = [
   ),
 ];
 
-/** Bot API paths carry the token (`/bot<token>/method`): keep the shape, drop the secret. */
+/** Query parameters whose values are credentials (the Login Widget's `hash` among them). */
+const SECRET_PARAMETER =
+  /([?&][^=&#]*(?:secret|token|password|passwd|key|hash|auth|session|signature)[^=&#]*=)[^&#]*/gi;
+
+/**
+ * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`): keep the shape,
+ * drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
+ * `/ping`, the Login Widget's signature, which works as one for a few minutes) loses its value.
+ */
 export function maskUrl(url: string): string {
-  if (!url.includes("/bot") && !url.includes("hash=")) return url;
-  return (
-    url
-      .replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>")
-      // The Telegram Login Widget's signature works as a credential for a few minutes.
-      .replace(/([?&]hash=)[^&]*/g, "$1<redacted>")
-  );
+  let masked = url.includes("/bot") ? url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>") : url;
+  if (masked.includes("?")) masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
+  return masked;
 }
 
 const destinations = new Map<number, DestinationStream>();

@@ -55,11 +55,21 @@ describe("logs", () => {
       ["/console/api/sign-in/telegram-widget?id=1&hash=f00dfeedwidgetsignature", { method: "GET" }],
     ];
     for (const [path, init] of requests) await fetch(`${service.url}${path}`, init);
+    // A client putting its credentials in the URL: refused, told why, and the key is not logged.
+    const inUrl = await fetch(
+      `${service.url}/ping?dock_id=${dock.id}&secret_key=${dock.secretKey}&msg=q&api_token=t0ken-in-url`,
+      { method: "POST" },
+    );
+    expect(inUrl.status).toBe(400);
+    expect(((await inUrl.json()) as { error: { message: string } }).error.message).toMatch(
+      /never put a secret key there/,
+    );
 
     const log = service.logs.text;
     expect(log).toContain(dock.id);
     expect(log).toMatch(/"messageId":"msg_/);
     expect(log).toContain("/bot<redacted>/getMe");
+    expect(log).toContain(`/ping?dock_id=${dock.id}&secret_key=<redacted>&msg=q&api_token=<redacted>`);
     for (const secret of [
       dock.secretKey,
       auth.slice("Basic ".length),
@@ -68,6 +78,7 @@ describe("logs", () => {
       botToken,
       "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
       "f00dfeedwidgetsignature",
+      "t0ken-in-url",
     ]) {
       expect(log).not.toContain(secret);
     }

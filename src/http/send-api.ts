@@ -138,7 +138,13 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     );
   }
   const text = decode(request.body as RawBody).trim();
-  if (text === "") throw new ApiError("invalid_json", "The request body is empty; send a JSON object.");
+  if (text === "") {
+    // `curl -X POST "…/ping?dock_id=…&secret_key=…"`: say where the fields go, and why not the URL.
+    const inUrl = request.url.includes("?")
+      ? " Fields in the URL are not read: a URL ends up in logs and histories, so never put a secret key there."
+      : "";
+    throw new ApiError("invalid_json", `The request body is empty; send a JSON object.${inUrl}`);
+  }
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
     const fields = Object.fromEntries(new URLSearchParams(text));
     // `curl -d 'hello'` is a form with one nameless field: say what to send instead.
