@@ -221,6 +221,13 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       expect(answer.body.error?.message).toMatch(message);
     });
 
+    it("a form field given twice, rather than keeping one of them", async () => {
+      const form = `dock_id=${dock.id}&secret_key=${dock.secretKey}&msg=first&msg=second`;
+      const answer = await ping(form, { "Content-Type": "application/x-www-form-urlencoded" });
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toEqual({ code: "invalid_request", message: "msg is given more than once." });
+    });
+
     it("plain `curl -d 'hello'` is told what to send instead", async () => {
       const form = { "Content-Type": "application/x-www-form-urlencoded" };
       const toPing = await ping("hello", form);

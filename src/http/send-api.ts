@@ -146,7 +146,14 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     throw new ApiError("invalid_json", `The request body is empty; send a JSON object.${inUrl}`);
   }
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
-    const fields = Object.fromEntries(new URLSearchParams(text));
+    const params = new URLSearchParams(text);
+    const fields = Object.fromEntries(params);
+    // `msg=first&msg=second` would keep one and drop the other without a word.
+    for (const name of Object.keys(fields)) {
+      if (params.getAll(name).length > 1) {
+        throw new ApiError("invalid_request", `${name.slice(0, 64)} is given more than once.`);
+      }
+    }
     // `curl -d 'hello'` is a form with one nameless field: say what to send instead.
     if (Object.values(fields).every((value) => value === "") && !("msg" in fields)) {
       throw new ApiError(
