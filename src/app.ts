@@ -16,11 +16,11 @@ import { health } from "./http/health.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { Intake } from "./intake.ts";
-import { loggerOptions, RequestLog } from "./log.ts";
+import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
-import type { Db } from "./store/db.ts";
+import { type Db, isDatabaseUnavailable } from "./store/db.ts";
 import { DeliveryRepository } from "./store/deliveries.ts";
 import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -112,6 +112,7 @@ function toApiError(
   maxBodyBytes: number,
 ): ApiError {
   if (error instanceof ApiError) return error;
+  if (isDatabaseUnavailable(error)) return ApiError.retryAfter("database_unavailable", 5);
   if (error.validation) {
     return new ApiError("invalid_request", describeValidation(error.validation[0], error.validationContext));
   }
@@ -157,10 +158,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
   });
 
-  server.decorateRequest("logFields", null);
+  decorateRequestLog(server);
+  // The database's own warnings (a connection dropped while idle) are log lines like any other.
+  const stopWarnings = db.onWarning((message) => server.log.warn(message));
+  server.addHook("onClose", async () => stopWarnings());
   server.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error, config.maxBodyBytes);
-    if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
+    // A 5xx we meant (an outage, the console not built, Telegram unreachable) is a warn line
+    // without a stack: there is no bug to trace. Any other 5xx is one, logged with its stack.
+    if (apiError.status >= 500 && (apiError === error || apiError.code === "database_unavailable")) {
+      request.log.warn({ reason: error.message }, apiError.code);
+    } else if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
     metrics.requestsRejected.inc({ code: apiError.code });
     return reply.code(apiError.status).headers(apiError.headers).send(apiError.body);
   });

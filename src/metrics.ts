@@ -3,7 +3,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 /** The service's Prometheus metrics, one registry per app so several apps can share a process. */
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "dock_notify_process_" });
+  // prom-client's names (process_cpu_seconds_total, nodejs_eventloop_lag_seconds …) under ours.
+  collectDefaultMetrics({ register: registry, prefix: "dock_notify_" });
   return {
     registry,
     messagesAccepted: new Counter({
@@ -67,12 +68,18 @@ export function registerBacklogGauges(
     last ??= backlog().finally(() => setImmediate(() => (last = null)));
     return last;
   };
+  // Read from the database: while it cannot be reached these two read NaN (unknown; not a stale or
+  // a zero value, nor a failed scrape), and dock_notify_database_up says why.
   new Gauge({
     name: "dock_notify_queue_depth",
     help: "Deliveries queued or in flight; a message not yet fanned out counts once per subscriber it was accepted for.",
     registers: [metrics.registry],
     async collect() {
-      this.set((await read()).queued);
+      try {
+        this.set((await read()).queued);
+      } catch {
+        this.set(Number.NaN);
+      }
     },
   });
   new Gauge({
@@ -80,8 +87,25 @@ export function registerBacklogGauges(
     help: "Age of the oldest delivery still queued or in flight (0 when none).",
     registers: [metrics.registry],
     async collect() {
-      const { oldestCreatedAt } = await read();
-      this.set(oldestCreatedAt === null ? 0 : (now() - oldestCreatedAt) / 1000);
+      try {
+        const { oldestCreatedAt } = await read();
+        this.set(oldestCreatedAt === null ? 0 : (now() - oldestCreatedAt) / 1000);
+      } catch {
+        this.set(Number.NaN);
+      }
+    },
+  });
+  new Gauge({
+    name: "dock_notify_database_up",
+    help: "1 when this scrape could read the queue from the database, 0 when it could not.",
+    registers: [metrics.registry],
+    async collect() {
+      this.set(
+        await read().then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
 }

@@ -21,9 +21,20 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
   it("/openapi.json is OpenAPI 3.1 describing both send endpoints", async () => {
     const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as {
       openapi: string;
-      paths: Record<string, { post?: { requestBody?: unknown; responses?: Record<string, unknown> } }>;
+      paths: Record<
+        string,
+        {
+          post?: { requestBody?: unknown; responses?: Record<string, unknown> };
+          get?: { responses?: Record<string, unknown> };
+        }
+      >;
     };
     expect(doc.openapi).toBe("3.1.0");
+    const webhookBody = doc.paths["/webhook"]?.post?.requestBody as { content: Record<string, unknown> };
+    expect(Object.keys(webhookBody.content)).toEqual(["application/json", "text/plain"]);
+    // The operations endpoints too, with the readiness check's 503.
+    expect(Object.keys(doc.paths["/readyz"]?.get?.responses ?? {})).toEqual(["200", "503"]);
+    expect(doc.paths["/metrics"]?.get).toBeDefined();
     for (const path of ["/ping", "/webhook"]) {
       expect(doc.paths[path]?.post?.requestBody).toBeDefined();
       expect(Object.keys(doc.paths[path]?.post?.responses ?? {})).toEqual(
@@ -47,6 +58,15 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
     });
     const text = await (await fetch(`${service.url}/metrics`)).text();
     expect(text).toMatch(/dock_notify_messages_accepted_total\{endpoint="ping"\} 1/);
+  });
+
+  it("/metrics names Node's process metrics under the service's prefix, once", async () => {
+    const text = await (await fetch(`${service.url}/metrics`)).text();
+    // prom-client's own names (process_…, nodejs_…) with our prefix in front, as docs/deployment.md lists.
+    expect(text).toMatch(/^dock_notify_process_cpu_seconds_total \d/m);
+    expect(text).toMatch(/^dock_notify_process_resident_memory_bytes \d/m);
+    expect(text).toMatch(/^dock_notify_nodejs_eventloop_lag_seconds \d/m);
+    expect(text).not.toContain("process_process");
   });
 
   it("/readyz answers 503 in the error format when the database is gone", async () => {

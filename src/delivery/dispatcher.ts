@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
 import { renderNotification } from "../domain/render.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
+import { logDatabaseFailure } from "../store/db.ts";
 import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
 import type { PgLeadership } from "../store/pg-leadership.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
@@ -111,7 +112,8 @@ export class Dispatcher {
         // The payload names the Docks that got messages (comma-separated).
         (payload) => this.wake(payload === "" ? undefined : payload.split(",")),
         (error) => {
-          this.#o.log.error({ err: error }, "lost the dispatcher lock; standing by");
+          // It comes back by itself (the next lock attempt); an operator wants to know, not be paged.
+          this.#o.log.warn({ reason: error.message }, "lost the dispatcher lock; standing by");
           this.#abdicate();
         },
       );
@@ -120,7 +122,7 @@ export class Dispatcher {
         await this.#lead();
       }
     } catch (error) {
-      this.#o.log.error({ err: error }, "could not contend for the dispatcher lock");
+      logDatabaseFailure(this.#o.log, error, "could not contend for the dispatcher lock");
     }
   }
 
@@ -130,7 +132,7 @@ export class Dispatcher {
       requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
     } catch (error) {
       // Holding the lock without dispatching would stall every instance: let it go, try again later.
-      this.#o.log.error({ err: error }, "could not take up dispatching; releasing the lock");
+      logDatabaseFailure(this.#o.log, error, "could not take up dispatching; releasing the lock");
       await this.#o.leadership?.release();
       return;
     }
@@ -221,7 +223,7 @@ export class Dispatcher {
         if (last && last.id > (this.#cursors.get(dockId) ?? 0)) this.#cursors.set(dockId, last.id);
       }
     } catch (error) {
-      this.#o.log.error({ err: error }, "could not read the delivery queue");
+      logDatabaseFailure(this.#o.log, error, "could not read the delivery queue");
       return;
     }
     this.#pump();
@@ -415,7 +417,9 @@ export class Dispatcher {
     } catch (dbError) {
       // The database refused the claim or the outcome. The row stays as it was (`sending` after a
       // claim); once its lease expires the sweep queues it again, so it is retried, never lost.
-      this.#o.log.error({ err: dbError, deliveryId: delivery.id }, "could not record a delivery outcome");
+      logDatabaseFailure(this.#o.log, dbError, "could not record a delivery outcome", {
+        deliveryId: delivery.id,
+      });
       this.#remove(delivery);
     } finally {
       this.#busyChats.delete(chatId);

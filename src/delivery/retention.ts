@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import { logDatabaseFailure } from "../store/db.ts";
 import type { DeliveryRepository } from "../store/deliveries.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 
@@ -47,7 +48,7 @@ export class Retention {
       return messages;
     };
     const run = pass().catch((error: unknown) => {
-      this.#o.log.error({ err: error }, "pruning failed");
+      logDatabaseFailure(this.#o.log, error, "pruning failed");
       return 0;
     });
     this.#running = run.then(() => undefined);

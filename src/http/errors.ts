@@ -35,6 +35,11 @@ export const ERRORS = {
     message: "Something went wrong on our side; the request was not processed.",
   },
   not_ready: { status: 503, message: "The service is not ready." },
+  database_unavailable: {
+    status: 503,
+    message:
+      "The database cannot be reached; the message may not have been stored. Try again shortly, with the same Idempotency-Key.",
+  },
   telegram_unavailable: {
     status: 503,
     message: "Telegram cannot be reached to look up the bot; try again shortly.",
