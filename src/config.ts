@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
+import { SANDBOX_BOT_TOKEN } from "./sandbox/identity.ts";
 
 /** Every setting of the service, read once from the environment and validated. */
 export interface Config {
@@ -159,7 +160,8 @@ const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{30,}$/;
 function webhookUrl(raw: string | undefined, sandbox: boolean): string | null {
   if (raw === undefined) return null;
   const url = httpUrl("TELEGRAM_WEBHOOK_URL", raw);
-  // Telegram posts only to https; the sandbox also to http, so it can be tried locally.
+  // Telegram posts only to https; the sandbox (built in, or shared) also to http, so it can be
+  // tried locally.
   if (!sandbox && !url.startsWith("https:")) {
     throw new ConfigError(
       `TELEGRAM_WEBHOOK_URL must be an https URL (Telegram posts only to https), got "${raw}"`,
@@ -202,7 +204,9 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const loopback = host === "127.0.0.1" || host === "::1" || host === "localhost";
-  if (token === null && !loopback && !boolean(env, "SANDBOX_ALLOW_REMOTE", false)) {
+  // Read (and checked) whatever HOST is: a typo here must not wait for the day HOST changes.
+  const sandboxAllowRemote = boolean(env, "SANDBOX_ALLOW_REMOTE", false);
+  if (token === null && !loopback && !sandboxAllowRemote) {
     throw new ConfigError(
       `HOST is ${host} but TELEGRAM_BOT_TOKEN is not set: the sandbox would let anyone who reaches this address act as any simulated person (and so sign in to the console). Set TELEGRAM_BOT_TOKEN, listen on 127.0.0.1, or set SANDBOX_ALLOW_REMOTE=true to accept that.`,
     );
@@ -229,7 +233,11 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
 
-    telegramWebhookUrl: webhookUrl(text(env, "TELEGRAM_WEBHOOK_URL"), token === null),
+    // The sandbox's bot: the built-in sandbox (no token), or a shared one (`dock-notify sandbox`).
+    telegramWebhookUrl: webhookUrl(
+      text(env, "TELEGRAM_WEBHOOK_URL"),
+      token === null || token === SANDBOX_BOT_TOKEN,
+    ),
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),

@@ -1,4 +1,10 @@
-import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
+import {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
 import pino, { type DestinationStream } from "pino";
 
 const SECRET_FIELDS = ["secret_key", "secretKey", "token", "botToken"];
@@ -36,7 +42,19 @@ export function maskUrl(url: string): string {
   return masked;
 }
 
-const destinations = new Map<number, DestinationStream>();
+const destinations = new Map<number, DestinationStream & { drained(): Promise<void> }>();
+
+/** How long flushLogs waits for the last writes at most. */
+const DRAIN_WAIT_MS = 2000;
+
+/**
+ * Writes every log line still waiting and resolves once they are written (or after 2 s): call it
+ * before `process.exit` on a planned stop, so the last lines go out in order. The exit hook still
+ * writes whatever is left, synchronously, as a fallback (a crash, an exit nobody planned).
+ */
+export async function flushLogs(): Promise<void> {
+  await Promise.all([...destinations.values()].map((destination) => destination.drained()));
+}
 
 /** Log lines wait at most this long (or until this much is waiting) before they are written. */
 const FLUSH_AFTER_MS = 10;
@@ -62,22 +80,49 @@ export function standardOutput(fd = 1): DestinationStream {
   return destination;
 }
 
-function gathered(fd: number): DestinationStream {
+function gathered(fd: number): DestinationStream & { drained(): Promise<void> } {
   const out = pino.destination({ dest: fd, sync: false });
   let pending = "";
   let timer: NodeJS.Timeout | null = null;
+  // Lines handed to sonic-boom and not yet written ("drain" says all are).
+  let writing = false;
+  out.on("drain", () => {
+    writing = false;
+  });
   const flush = () => {
     if (timer !== null) clearTimeout(timer);
     timer = null;
     if (pending === "") return;
+    writing = true;
     out.write(pending);
     pending = "";
   };
   process.on("exit", () => {
-    flush();
-    out.flushSync();
+    if (timer !== null) clearTimeout(timer);
+    // What sonic-boom holds, then what waits here, both written synchronously: an asynchronous
+    // write started now (as flush would) waits for a thread of libuv's pool, and on a loaded
+    // machine the process was gone before it ran, taking the last lines with it. (A write already
+    // in that pool may still land after these: flushLogs before a planned exit avoids that.)
+    try {
+      out.flushSync();
+      if (pending !== "") pino.destination({ dest: fd, sync: true }).write(pending);
+    } catch {
+      // Nowhere left to write (the reader of a pipe went away): nothing more to do.
+    }
+    pending = "";
   });
   return {
+    drained() {
+      flush();
+      if (!writing) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const timeout = setTimeout(resolve, DRAIN_WAIT_MS);
+        out.once("drain", () => {
+          clearTimeout(timeout);
+          resolve();
+        });
+      });
+    },
     write(line: string) {
       pending += line;
       if (pending.length >= FLUSH_AT_LENGTH) flush();
@@ -106,12 +151,27 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Added to the request's log line (a route's result: the message ID, the Dock). */
     logFields: Record<string, unknown> | null;
+    /**
+     * A routine request, logged at debug when it succeeds: the bot's long polls of the sandbox
+     * (getUpdates), one every few seconds even when nothing happens.
+     */
+    logQuietly: boolean;
   }
+}
+
+/** The request properties RequestLog reads; for a server that uses it as its logController. */
+export function decorateRequestLog(server: FastifyInstance): void {
+  server.decorateRequest("logFields", null);
+  server.decorateRequest("logQuietly", false);
 }
 
 /** One log line per request, when it completes, instead of Fastify's two (incoming + completed). */
 export class RequestLog extends LogController {
   override incomingRequest(): void {}
+
+  // Fastify's default 404 logs the raw URL (a bot token in `/bot<token>/…` with it); the request's
+  // own line (requestCompleted) already says 404, with the URL masked.
+  override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
     const line = {
@@ -123,6 +183,7 @@ export class RequestLog extends LogController {
       ...request.logFields,
     };
     if (error) reply.log.error({ ...line, err: error }, "request failed");
+    else if (request.logQuietly && reply.statusCode < 400) reply.log.debug(line, "request");
     else reply.log.info(line, "request");
   }
 }

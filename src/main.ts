@@ -1,7 +1,36 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { createApp } from "./app.ts";
-import type { Config } from "./config.ts";
+import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
-import { type Db, migrate, openDb } from "./store/db.ts";
+import { flushLogs } from "./log.ts";
+import { type Db, isDatabaseUnavailable, migrate, openDb } from "./store/db.ts";
+import { DockRepository } from "./store/docks.ts";
+
+/**
+ * The encryption key (loadEncryptionKey), checked against the Docks already in the database: a
+ * key that does not open their secret keys is a configuration error, not a console that answers
+ * 500 on every page later. Typical cause: a second instance on a shared PostgreSQL database
+ * without ENCRYPTION_KEY generated a key of its own (that new file is removed again).
+ */
+export async function loadCheckedEncryptionKey(
+  config: Config,
+  db: Db,
+): Promise<{ key: Buffer; generated: boolean }> {
+  const loaded = loadEncryptionKey(config.encryptionKey, config.dataDir);
+  if (await new DockRepository(db, loaded.key).keyOpensSecrets()) return loaded;
+  const file = join(config.dataDir, "encryption.key");
+  if (loaded.generated) rmSync(file, { force: true });
+  const which =
+    config.encryptionKey !== null
+      ? "ENCRYPTION_KEY does not"
+      : loaded.generated
+        ? `ENCRYPTION_KEY is not set and there was no ${file}; a new key would not`
+        : `ENCRYPTION_KEY is not set and the key in ${file} does not`;
+  throw new ConfigError(
+    `${which} open the Dock secret keys in this database: set ENCRYPTION_KEY to the key they were sealed with (every instance sharing a database needs the same one)`,
+  );
+}
 
 /** Opens the database named in the config and brings its schema up to date. */
 export async function openMigratedDb(config: Config): Promise<Db> {
@@ -10,9 +39,33 @@ export async function openMigratedDb(config: Config): Promise<Db> {
     await migrate(db);
   } catch (error) {
     await db.close();
-    throw error;
+    throw explained(error, config);
   }
   return db;
+}
+
+/** File-system errors that mean a path from the configuration cannot be used. */
+const UNUSABLE_PATH = new Set(["ENOTDIR", "EACCES", "EPERM", "EROFS", "EISDIR", "ENOENT"]);
+
+/**
+ * A start-up failure as the operator can act on it, naming the setting to look at: a data
+ * directory or database file that cannot be used (a configuration error, exit 2), a database
+ * server that cannot be reached (exit 1: the configuration may be right and the server down).
+ */
+export function explained(error: unknown, config: Config): unknown {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === "string" ? message : String(error);
+  if (typeof code === "string" && UNUSABLE_PATH.has(code)) {
+    return new ConfigError(
+      `cannot use the data directory or database file (check DATA_DIR and DATABASE_URL): ${text}`,
+    );
+  }
+  if (isDatabaseUnavailable(error)) {
+    return new Error(
+      `the database cannot be reached (DATABASE_URL ${describeDatabase(config.databaseUrl)}): ${text}`,
+    );
+  }
+  return error;
 }
 
 /** Hides the password of a postgres:// URL so it can be logged. */
@@ -33,7 +86,14 @@ export function describeDatabase(url: string): string {
  */
 export async function serve(config: Config): Promise<void> {
   const db = await openMigratedDb(config);
-  const { key, generated } = loadEncryptionKey(config.encryptionKey, config.dataDir);
+  let loaded: { key: Buffer; generated: boolean };
+  try {
+    loaded = await loadCheckedEncryptionKey(config, db);
+  } catch (error) {
+    await db.close();
+    throw explained(error, config);
+  }
+  const { key, generated } = loaded;
   const app = await createApp({ config, db, encryptionKey: key });
   const { server } = app;
   if (generated) {
@@ -58,12 +118,25 @@ export async function serve(config: Config): Promise<void> {
     await server.close();
     await db.close();
     server.log.info("stopped");
+    await flushLogs();
     process.exit(0);
   };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
+  // `on`, not `once`: a signal often comes twice (Ctrl-C signals npm and the service, and npm
+  // passes its own on), and a second one with no handler would kill the process mid-shutdown,
+  // its last log lines unwritten. Repeats are ignored; SHUTDOWN_TIMEOUT_MS bounds the wait.
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
 
-  await server.listen({ port: config.port, host: config.host });
+  try {
+    await server.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await server.close();
+    await db.close();
+    // A port in use, an address not on this machine, a name that does not resolve.
+    throw new ConfigError(
+      `cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`,
+    );
+  }
   await app.start();
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;

@@ -180,7 +180,7 @@ describe("webhook mode", () => {
     expect(service.logs.text).not.toContain(webhookSecret(SANDBOX_BOT_TOKEN));
   });
 
-  it("TELEGRAM_WEBHOOK_URL must be https with a real bot token", () => {
+  it("TELEGRAM_WEBHOOK_URL must be https with a real bot token (the sandbox's takes http)", () => {
     const token = `123456:${"A".repeat(35)}`;
     expect(() =>
       loadConfig({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_URL: "http://bot.example/telegram/webhook" }),
@@ -189,6 +189,14 @@ describe("webhook mode", () => {
       loadConfig({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_URL: "https://bot.example/telegram/webhook" })
         .telegramWebhookUrl,
     ).toBe("https://bot.example/telegram/webhook");
+    // The sandbox's bot takes http too, built in or shared (`dock-notify sandbox` on another port).
+    expect(
+      loadConfig({
+        TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
+        TELEGRAM_API_ROOT: "http://127.0.0.1:8081/sandbox",
+        TELEGRAM_WEBHOOK_URL: "http://127.0.0.1:8080/telegram/webhook",
+      }).telegramWebhookUrl,
+    ).toBe("http://127.0.0.1:8080/telegram/webhook");
     expect(() => loadConfig({ TELEGRAM_WEBHOOK_URL: "somewhere" })).toThrow(
       'TELEGRAM_WEBHOOK_URL must be an absolute http(s) URL, got "somewhere"',
     );

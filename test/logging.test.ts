@@ -3,10 +3,18 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import Fastify from "fastify";
+import { Api } from "grammy";
 import pino, { type LoggerOptions } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loggerOptions, standardOutput } from "../src/log.ts";
+import { createApp } from "../src/app.ts";
+import { loadConfig } from "../src/config.ts";
+import { decorateRequestLog, loggerOptions, RequestLog, standardOutput } from "../src/log.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { sandboxServer } from "../src/sandbox/standalone.ts";
+import { migrate, openDb } from "../src/store/db.ts";
 import { basic, LogCapture, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
 
 describe("logs", () => {
   let service: RunningService;
@@ -85,6 +93,117 @@ describe("logs", () => {
   });
 });
 
+describe("the sandbox's long polls", () => {
+  /** The service in sandbox mode, its bot not started (these tests poll in its place). */
+  async function sandboxService(level: string) {
+    const config = loadConfig({ DATABASE_URL: "sqlite::memory:", PORT: "0", LOG_LEVEL: level });
+    const db = openDb(config.databaseUrl);
+    await migrate(db);
+    const logs = new LogCapture();
+    const app = await createApp({ config, db, encryptionKey: Buffer.alloc(32, 7), logStream: logs });
+    await app.server.listen({ port: 0, host: "127.0.0.1" });
+    const address = app.server.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const api = new Api(SANDBOX_BOT_TOKEN, { apiRoot: `http://127.0.0.1:${port}/sandbox` });
+    const requestLines = () =>
+      logs.lines
+        .map((line) => JSON.parse(line) as { msg: string; url?: string; status?: number; level: number })
+        .filter((line) => line.msg === "request");
+    return {
+      api,
+      root: `http://127.0.0.1:${port}/sandbox`,
+      requestLines,
+      close: async () => {
+        await app.server.close();
+        await db.close();
+      },
+    };
+  }
+
+  it("are not a request line each at the default level: an idle bot would fill the log", async () => {
+    const service = await sandboxService("info");
+    try {
+      await service.api.getUpdates({ timeout: 0 });
+      await service.api.getMe();
+      const urls = service.requestLines().map((line) => line.url);
+      expect(urls).toEqual(["/sandbox/bot<redacted>/getMe"]);
+      // A poll that fails is news: a second poller ends the first with 409, logged at info.
+      const first = service.api.getUpdates({ timeout: 5 }).catch((error: unknown) => error);
+      // The first poll is waiting (the sandbox counted it) before the second comes.
+      await waitFor("the first poll to wait", async () => {
+        const stats = (await (await fetch(`${service.root}/api/stats`)).json()) as {
+          calls: Record<string, number>;
+        };
+        return (stats.calls.getupdates ?? 0) >= 2;
+      });
+      const second = service.api.getUpdates({ timeout: 1 });
+      expect(await first).toMatchObject({ error_code: 409 });
+      await second;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(service.requestLines().map((line) => [line.url, line.status, line.level])).toContainEqual([
+        "/sandbox/bot<redacted>/getUpdates",
+        409,
+        30,
+      ]);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("are logged at debug", async () => {
+    const service = await sandboxService("debug");
+    try {
+      await service.api.getUpdates({ timeout: 0 });
+      const lines = service.requestLines();
+      expect(lines.map((line) => [line.url, line.level])).toEqual([
+        ["/sandbox/bot<redacted>/getUpdates", 20],
+      ]);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe("the request log of any server", () => {
+  it("masks a bot token in a path no route has (Fastify's own 404 would log the raw URL)", async () => {
+    const logs = new LogCapture();
+    const server = Fastify({ logger: loggerOptions("info", logs), logController: new RequestLog() });
+    decorateRequestLog(server);
+    try {
+      const secret = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0";
+      expect((await server.inject({ method: "GET", url: `/bot123456789:${secret}/getMe` })).statusCode).toBe(
+        404,
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logs.text).not.toContain(secret);
+      expect(logs.lines).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("the standalone sandbox's logs", () => {
+  it("are one line per request, and a bot token in a path outside /sandbox is masked", async () => {
+    const logs = new LogCapture();
+    const server = await sandboxServer(loadConfig({ LOG_LEVEL: "info", PORT: "0" }), logs);
+    try {
+      // A service whose API root lacks "/sandbox" asks for /bot<token>/getMe.
+      const secret = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0";
+      const response = await server.inject({ method: "GET", url: `/bot123456789:${secret}/getMe` });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ ok: false, error_code: 404, description: "Not Found" });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logs.text).not.toContain(secret);
+      expect(logs.lines.map((line) => JSON.parse(line))).toMatchObject([
+        { msg: "request", url: "/bot<redacted>/getMe", status: 404 },
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("redaction", () => {
   it("blanks secret fields at the top of a line and inside the objects the service logs", () => {
     const capture = new LogCapture();
@@ -110,7 +229,10 @@ describe("redaction", () => {
 
 describe("standard output", () => {
   /** Runs a script that logs through standardOutput() into a file, and returns the file's lines. */
-  async function linesWritten(script: string): Promise<{ code: number | null; lines: string[] }> {
+  async function linesWritten(
+    script: string,
+    env: Record<string, string> = {},
+  ): Promise<{ code: number | null; lines: string[] }> {
     const dir = mkdtempSync(join(tmpdir(), "dock-notify-log-"));
     const file = join(dir, "out.log");
     const child = spawn(
@@ -120,14 +242,14 @@ describe("standard output", () => {
         "-e",
         `import { openSync } from "node:fs";
          import pino from "pino";
-         import { standardOutput } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, "../src/log.ts")).href)};
+         import { flushLogs, standardOutput } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, "../src/log.ts")).href)};
          const log = pino({}, standardOutput(openSync(${JSON.stringify(file)}, "w")));
          ${script}`,
       ],
       {
         cwd: join(import.meta.dirname, ".."),
         stdio: ["ignore", "ignore", "ignore"],
-        env: { ...process.env, LOG_FILE: file },
+        env: { ...process.env, LOG_FILE: file, ...env },
       },
     );
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -174,5 +296,23 @@ describe("standard output", () => {
     const crashed = await linesWritten(`log.fatal("about to crash"); throw new Error("boom");`);
     expect(crashed.code).toBe(1);
     expect(crashed.lines.map((line) => JSON.parse(line).msg)).toEqual(["about to crash"]);
+  });
+
+  it("flushLogs before a planned exit keeps the order while libuv's pool is slow to write", async () => {
+    // The pool's one thread is busy, so the first line's write waits there; the second line is
+    // still gathered when the process decides to exit (as the service's "stopped" line is).
+    const { code, lines } = await linesWritten(
+      `const { pbkdf2 } = process.getBuiltinModule("node:crypto");
+       pbkdf2("x", "y", 300_000, 64, "sha512", () => {});
+       log.info("first");
+       setTimeout(async () => {
+         log.info("second");
+         await flushLogs();
+         process.exit(3);
+       }, 50);`,
+      { UV_THREADPOOL_SIZE: "1" },
+    );
+    expect(code).toBe(3);
+    expect(lines.map((line) => JSON.parse(line).msg)).toEqual(["first", "second"]);
   });
 });

@@ -26,34 +26,67 @@ describe("npm start", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-npm-start-"));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it("passes SIGTERM on to the service, which shuts down gracefully instead of being orphaned", async () => {
+  /** `npm start` until the service is ready: npm, the service's pid, and every line it writes. */
+  async function started(options: { ownGroup: boolean }) {
     // --ignore-scripts skips `prestart` (the console's build, which other tests cover), not `start`.
     const npm = spawn("npm", ["start", "--ignore-scripts"], {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "inherit"],
+      // A process group of its own, as a shell gives a job in a terminal (Ctrl-C signals the group).
+      detached: options.ownGroup,
     });
     const lines: string[] = [];
     let servicePid = 0;
+    let port = 0;
     for await (const line of createInterface({ input: npm.stdout })) {
       if (!line.startsWith("{")) continue; // npm's own "> dock-notify@… start" lines
       lines.push(line);
-      const entry = JSON.parse(line) as { msg?: string; pid?: number };
+      const entry = JSON.parse(line) as { msg?: string; pid?: number; port?: number };
       if (entry.msg?.startsWith("Dock Notify is ready")) {
         servicePid = entry.pid ?? 0;
+        port = entry.port ?? 0;
         break;
       }
     }
     expect(servicePid).toBeGreaterThan(0);
     expect(servicePid).not.toBe(npm.pid);
+    // Everything written, once npm and the service (both writing to this pipe) have closed it.
+    const closed = new Promise<void>((resolve) => npm.stdout.once("close", () => resolve()));
     npm.stdout.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n")));
+    return { npm, servicePid, port, lines, closed };
+  }
 
-    npm.kill("SIGTERM");
+  async function exited(servicePid: number, group?: number) {
     try {
       await waitFor("the service to exit", () => !alive(servicePid), 15_000, 50);
     } finally {
       if (alive(servicePid)) process.kill(servicePid, "SIGKILL");
+      // npm too, when it has a process group of its own (nothing else would end it).
+      if (group !== undefined && alive(group)) process.kill(-group, "SIGKILL");
     }
+  }
+
+  it("passes SIGTERM on to the service, which shuts down gracefully instead of being orphaned", async () => {
+    const { npm, servicePid, lines, closed } = await started({ ownGroup: false });
+    npm.kill("SIGTERM");
+    await exited(servicePid);
+    await closed;
     expect(lines.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+  }, 60_000);
+
+  it("Ctrl-C (SIGINT to npm and the service, then npm's forwarded one) is still a graceful stop", async () => {
+    const { npm, servicePid, port, lines, closed } = await started({ ownGroup: true });
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    // The terminal signals the whole group, and npm passes its own on to the service: two SIGINTs
+    // a moment apart (how far apart depends on the machine; a second Ctrl-C adds a third).
+    process.kill(-(npm.pid as number), "SIGINT");
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    if (alive(servicePid)) process.kill(servicePid, "SIGINT");
+    await exited(servicePid, npm.pid);
+    await closed;
+    const messages = lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line).msg);
+    // Every line is there, the last request's included, down to "stopped".
+    expect(messages.slice(-3)).toEqual(["request", "shutting down", "stopped"]);
   }, 60_000);
 });

@@ -1,8 +1,32 @@
-import Fastify from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { DestinationStream } from "pino";
 import type { Config } from "../config.ts";
-import { loggerOptions } from "../log.ts";
+import { decorateRequestLog, flushLogs, loggerOptions, RequestLog } from "../log.ts";
 import { SANDBOX_BOT_USERNAME } from "./identity.ts";
 import { sandbox } from "./plugin.ts";
+
+/**
+ * The standalone sandbox's server, not yet listening: the sandbox under `/sandbox`, and for any
+ * other path the Bot API's own 404 (a client whose API root lacks `/sandbox` asks for
+ * `/bot<token>/…`: the answer does not repeat the path, and the log masks the token).
+ */
+export async function sandboxServer(config: Config, logStream?: DestinationStream): Promise<FastifyInstance> {
+  const server = Fastify({
+    logger: loggerOptions(config.logLevel, logStream),
+    logController: new RequestLog(),
+    trustProxy: config.trustProxy,
+  });
+  decorateRequestLog(server);
+  server.setNotFoundHandler((_request, reply) =>
+    reply.code(404).send({ ok: false, error_code: 404, description: "Not Found" }),
+  );
+  await server.register(sandbox, {
+    prefix: "/sandbox",
+    rateLimits: config.sandboxRateLimits,
+    historyLimit: config.sandboxHistoryLimit,
+  });
+  return server;
+}
 
 /**
  * `dock-notify sandbox`: only the Telegram sandbox, in its own process, so several service
@@ -10,19 +34,19 @@ import { sandbox } from "./plugin.ts";
  * Stops on SIGTERM/SIGINT.
  */
 export async function runSandbox(config: Config): Promise<void> {
-  const server = Fastify({ logger: loggerOptions(config.logLevel), trustProxy: config.trustProxy });
-  await server.register(sandbox, {
-    prefix: "/sandbox",
-    rateLimits: config.sandboxRateLimits,
-    historyLimit: config.sandboxHistoryLimit,
-  });
+  const server = await sandboxServer(config);
+  let stopping = false;
   const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     server.log.info({ signal }, "shutting down");
     await server.close();
+    await flushLogs();
     process.exit(0);
   };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
+  // Repeats (Ctrl-C under npm signals twice) must not kill it mid-stop: see serve.
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
 
   await server.listen({ port: config.port, host: config.host });
   const address = server.server.address();

@@ -124,6 +124,27 @@ export class DockRepository {
     };
   }
 
+  /**
+   * Whether this repository's encryption key opens the secret keys stored in the database (tried
+   * on the newest Dock; true when there is none). With another key every page that shows a secret
+   * key would fail, while sending still worked: the service checks at start instead.
+   */
+  async keyOpensSecrets(): Promise<boolean> {
+    const row = await this.#db.kysely
+      .selectFrom("docks")
+      .select("secret_sealed")
+      .orderBy("created_at", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    if (row === undefined) return true;
+    try {
+      decryptSecret(row.secret_sealed, this.#key);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   async get(id: string): Promise<DockWithSecret | undefined> {
     const row = await this.#select().where("docks.id", "=", id).executeTakeFirst();
     return row && this.#toDock(row);
