@@ -2,18 +2,21 @@ import { Command, CommanderError, Option } from "commander";
 import pkg from "../package.json" with { type: "json" };
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
-import { loadEncryptionKey } from "./encryption-key.ts";
-import { openMigratedDb, serve } from "./main.ts";
+import { explained, loadCheckedEncryptionKey, openMigratedDb, serve } from "./main.ts";
 import { runSandbox } from "./sandbox/standalone.ts";
 import { migrate, openDb } from "./store/db.ts";
 import { type Dock, DockRepository, type DockWithSecret } from "./store/docks.ts";
 
 /** A failure the operator caused: printed as one line, exit code 2 (1 for "not found"). */
 class UsageError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 2) {
+  readonly code: "invalid_input" | "not_found";
+  constructor(message: string, code: "invalid_input" | "not_found" = "invalid_input") {
     super(message);
-    this.exitCode = exitCode;
+    this.code = code;
+  }
+
+  get exitCode(): number {
+    return this.code === "not_found" ? 1 : 2;
   }
 }
 
@@ -52,7 +55,9 @@ async function withDocks<T>(fn: (docks: DockRepository, config: Config) => Promi
   const config = loadConfig();
   const db = await openMigratedDb(config);
   try {
-    const { key } = loadEncryptionKey(config.encryptionKey, config.dataDir);
+    const { key } = await loadCheckedEncryptionKey(config, db).catch((error: unknown) => {
+      throw explained(error, config);
+    });
     return await fn(new DockRepository(db, key), config);
   } finally {
     await db.close();
@@ -68,18 +73,23 @@ function parseOwner(value: string): number {
 
 async function requireDock(docks: DockRepository, id: string): Promise<DockWithSecret> {
   const dock = await docks.get(id);
-  if (!dock) throw new UsageError(`no Dock with ID "${id}"`, 1);
+  if (!dock) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
   return dock;
 }
 
-export function buildCli(): Command {
+/**
+ * `jsonErrors`: a script asked for `--json`; commander's own usage errors are then not printed
+ * as text (runCli prints every error as one JSON line instead).
+ */
+export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
   const program = new Command("dock-notify")
     .description("Send notifications from any application to people on Telegram.")
     .version(pkg.version)
-    .showHelpAfterError()
-    // Before any subcommand is added: they copy it, and without it they exit 1 on a usage error
-    // (a missing option, an unknown command) instead of throwing for runCli to exit 2.
+    // Before any subcommand is added: they copy these, and without exitOverride they exit 1 on a
+    // usage error (a missing option, an unknown command) instead of throwing for runCli to exit 2.
     .exitOverride();
+  if (options.jsonErrors) program.configureOutput({ outputError: () => {} });
+  else program.showHelpAfterError();
 
   program
     .command("serve", { isDefault: true })
@@ -96,12 +106,16 @@ export function buildCli(): Command {
   program
     .command("migrate")
     .description("bring the database schema up to date, then exit")
-    .action(async () => {
+    .addOption(new Option("--json", "print JSON instead of text"))
+    .action(async (opts: { json?: boolean }) => {
       const config = loadConfig();
       const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
       try {
-        const applied = await migrate(db);
-        console.log(applied.length ? `applied: ${applied.join(", ")}` : "the database is up to date");
+        const applied = await migrate(db).catch((error: unknown) => {
+          throw explained(error, config);
+        });
+        if (opts.json) console.log(JSON.stringify({ applied }));
+        else console.log(applied.length ? `applied: ${applied.join(", ")}` : "the database is up to date");
       } finally {
         await db.close();
       }
@@ -151,7 +165,10 @@ export function buildCli(): Command {
           return;
         }
         if (list.length === 0) {
-          console.log("no Docks yet; create one with: dock-notify docks create --owner <id> --name <name>");
+          const create = `dock-notify docks create --owner ${owner ?? "<id>"} --name <name>`;
+          console.log(
+            `${owner === undefined ? "no Docks yet" : `owner ${owner} has no Docks`}; create one with: ${create}`,
+          );
           return;
         }
         console.log(["ID".padEnd(22), "SUBSCRIBERS", "OWNER".padEnd(12), "NAME"].join("  "));
@@ -182,7 +199,7 @@ export function buildCli(): Command {
     .action(async (id: string, opts: { json?: boolean }) => {
       await withDocks(async (repo) => {
         const secretKey = await repo.rotateSecret(id);
-        if (secretKey === undefined) throw new UsageError(`no Dock with ID "${id}"`, 1);
+        if (secretKey === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) console.log(JSON.stringify({ id, secret_key: secretKey }, null, 2));
         else console.log(`New secret key for ${id}: ${secretKey}\nThe old key no longer works.`);
       });
@@ -194,7 +211,7 @@ export function buildCli(): Command {
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
       await withDocks(async (repo) => {
-        if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, 1);
+        if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) console.log(JSON.stringify({ id, deleted: true }));
         else console.log(`Deleted Dock ${id}.`);
       });
@@ -203,28 +220,42 @@ export function buildCli(): Command {
   return program;
 }
 
+/** How runCli reports a failure: exit code, stable code (for `--json`), and the one line to print. */
+function failure(error: unknown): { exitCode: number; code: string; message: string } {
+  if (error instanceof CommanderError) {
+    // --help and --version end with 0; every other commander error is a usage error.
+    const exitCode = error.exitCode === 0 ? 0 : 2;
+    // One line: commander may add "(Did you mean …?)" on a line of its own.
+    const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
+    return { exitCode, code: "invalid_input", message };
+  }
+  if (error instanceof ConfigError) {
+    return { exitCode: 2, code: "invalid_configuration", message: `invalid configuration: ${error.message}` };
+  }
+  if (error instanceof UsageError)
+    return { exitCode: error.exitCode, code: error.code, message: error.message };
+  return { exitCode: 1, code: "failed", message: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * Runs the command line. A failure is one line on stderr (with `--json`, a JSON object in the send
+ * API's error format) and its exit code: 1 not found or failed, 2 invalid input or configuration.
+ */
 export async function runCli(argv: string[]): Promise<void> {
-  const program = buildCli();
+  // Options end at "--": after it, "--json" is an argument (a Dock named so), not a request for JSON.
+  const args = argv.slice(2);
+  const end = args.indexOf("--");
+  const json = (end === -1 ? args : args.slice(0, end)).includes("--json");
+  const program = buildCli({ jsonErrors: json });
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // --help and --version end with 0; every other commander error is a usage error.
-      process.exitCode = error.exitCode === 0 ? 0 : 2;
-      return;
-    }
-    if (error instanceof ConfigError) {
-      console.error(`dock-notify: invalid configuration: ${error.message}`);
-      process.exitCode = 2;
-      return;
-    }
-    if (error instanceof UsageError) {
-      console.error(`dock-notify: ${error.message}`);
-      process.exitCode = error.exitCode;
-      return;
-    }
-    console.error(`dock-notify: ${(error as Error).message}`);
-    process.exitCode = 1;
+    const { exitCode, code, message } = failure(error);
+    process.exitCode = exitCode;
+    // Commander has printed its own (help, version, or the usage error as text).
+    if (exitCode === 0 || (error instanceof CommanderError && !json)) return;
+    if (json) console.error(JSON.stringify({ ok: false, error: { code, message } }));
+    else console.error(`dock-notify: ${message}`);
   }
 }
 

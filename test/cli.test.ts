@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -129,14 +130,96 @@ describe("dock-notify CLI", () => {
     expect(run("--version").code).toBe(0);
   }, 60_000);
 
+  it("with --json, an error is one JSON line on stderr with a stable code, and the same exit code", () => {
+    const cases: [string[], Record<string, string>, number, string, RegExp][] = [
+      [["docks", "show", "nope"], {}, 1, "not_found", /no Dock with ID "nope"/],
+      [["docks", "create", "--owner", "abc", "--name", "x"], {}, 2, "invalid_input", /--owner must be/],
+      [["docks", "list", "--colour"], {}, 2, "invalid_input", /unknown option '--colour'/],
+      [["docks", "create", "--owner", "1"], {}, 2, "invalid_input", /required option '--name <name>'/],
+      [["docks", "list"], { PORT: "http" }, 2, "invalid_configuration", /PORT must be a whole number/],
+      // Commander's suggestion joins the message's one line.
+      [["docks", "lst"], {}, 2, "invalid_input", /unknown command 'lst' \(Did you mean list\?\)/],
+    ];
+    for (const [args, env, code, errorCode, message] of cases) {
+      const result = spawnSync(process.execPath, [BIN, ...args, "--json"], {
+        env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env },
+        encoding: "utf8",
+      });
+      expect({ args, code: result.status }).toEqual({ args, code });
+      expect(result.stdout).toBe("");
+      const lines = result.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      const body = JSON.parse(lines[0] as string) as {
+        ok: boolean;
+        error: { code: string; message: string };
+      };
+      expect(body).toMatchObject({ ok: false, error: { code: errorCode } });
+      expect(body.error.message).toMatch(message);
+    }
+  }, 60_000);
+
+  it("reads --json after -- as an argument, not as a request for JSON", () => {
+    const result = run("docks", "show", "--", "--json");
+    expect(result.code).toBe(1);
+    expect(result.err.trim()).toBe('dock-notify: no Dock with ID "--json"');
+  });
+
+  it("says whose Docks it looked for when an owner has none", () => {
+    const result = run("docks", "list", "--owner", "777");
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(
+      /^owner 777 has no Docks; create one with: dock-notify docks create --owner 777 --name <name>/,
+    );
+  });
+
+  it("refuses an encryption key that does not open the database's Dock secrets (exit 2), the service too", () => {
+    const first = mkdtempSync(join(tmpdir(), "dock-notify-cli-key-"));
+    const second = mkdtempSync(join(tmpdir(), "dock-notify-cli-key-"));
+    try {
+      const database = `sqlite:${join(first, "shared.db")}`;
+      const withEnv = (env: Record<string, string>, ...args: string[]) =>
+        spawnSync(process.execPath, [BIN, ...args], {
+          env: { ...process.env, DATABASE_URL: database, LOG_LEVEL: "silent", ...env },
+          encoding: "utf8",
+        });
+      // The first instance creates a Dock, sealing its secret with the key it generated.
+      expect(withEnv({ DATA_DIR: first }, "docks", "create", "--owner", "5", "--name", "Sealed").status).toBe(
+        0,
+      );
+
+      const otherKey = Buffer.alloc(32, 9).toString("base64");
+      const listed = withEnv({ DATA_DIR: first, ENCRYPTION_KEY: otherKey }, "docks", "list");
+      expect(listed.status).toBe(2);
+      expect(listed.stderr.trim().split("\n")).toHaveLength(1);
+      expect(listed.stderr).toMatch(/ENCRYPTION_KEY does not open the Dock secret keys in this database/);
+      expect(listed.stderr).not.toContain(otherKey);
+
+      // A second instance on the same database without ENCRYPTION_KEY would generate a key of its
+      // own: it refuses to start instead, and leaves no such key behind.
+      const served = withEnv({ DATA_DIR: second, PORT: "0" }, "serve");
+      expect(served.status).toBe(2);
+      expect(served.stderr).toMatch(/ENCRYPTION_KEY is not set and there was no .*encryption\.key/);
+      expect(existsSync(join(second, "encryption.key"))).toBe(false);
+      // With the first instance's key it works.
+      const key = readFileSync(join(first, "encryption.key"), "utf8").trim();
+      expect(withEnv({ DATA_DIR: second, ENCRYPTION_KEY: key }, "docks", "list").status).toBe(0);
+    } finally {
+      rmSync(first, { recursive: true, force: true });
+      rmSync(second, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("migrate applies the schema once", () => {
     const fresh = mkdtempSync(join(tmpdir(), "dock-notify-migrate-"));
     const env = { ...process.env, DATA_DIR: fresh };
     const first = spawnSync(process.execPath, [BIN, "migrate"], { env, encoding: "utf8" });
     const second = spawnSync(process.execPath, [BIN, "migrate"], { env, encoding: "utf8" });
+    const third = spawnSync(process.execPath, [BIN, "migrate", "--json"], { env, encoding: "utf8" });
     rmSync(fresh, { recursive: true, force: true });
     expect(first.stdout).toMatch(/applied: 0001-initial/);
     expect(second.stdout).toMatch(/up to date/);
+    expect(third.status).toBe(0);
+    expect(JSON.parse(third.stdout)).toEqual({ applied: [] });
   }, 30_000);
 
   it("names the bad variable when the configuration is invalid", () => {
@@ -148,6 +231,7 @@ describe("dock-notify CLI", () => {
       [{ TELEGRAM_BOT_TOKEN: "not-a-token-secret" }, /TELEGRAM_BOT_TOKEN does not look like/],
       [{ ENCRYPTION_KEY: "short" }, /ENCRYPTION_KEY must be 32 bytes/],
       [{ HOST: "0.0.0.0" }, /HOST is 0.0.0.0 but TELEGRAM_BOT_TOKEN is not set/],
+      [{ SANDBOX_ALLOW_REMOTE: "maybe" }, /SANDBOX_ALLOW_REMOTE must be true or false/],
     ];
     for (const [env, message] of cases) {
       const result = spawnSync(process.execPath, [BIN, "serve"], {
@@ -160,4 +244,50 @@ describe("dock-notify CLI", () => {
       expect(result.stderr).not.toContain("not-a-token-secret");
     }
   }, 30_000);
+
+  it("names the setting to look at when start-up meets the machine: a path, a port, the database", async () => {
+    const serve = (env: Record<string, string>) =>
+      spawnSync(process.execPath, [BIN, "serve"], {
+        env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env },
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+    // DATA_DIR is a file.
+    const file = join(dataDir, "a-file");
+    writeFileSync(file, "");
+    const notDir = serve({ DATA_DIR: join(file, "sub") });
+    expect(notDir.status).toBe(2);
+    expect(notDir.stderr.trim().split("\n")).toHaveLength(1);
+    expect(notDir.stderr).toMatch(
+      /cannot use the data directory or database file \(check DATA_DIR and DATABASE_URL\).*ENOTDIR/,
+    );
+    // The port is taken.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const inUse = spawnSync(process.execPath, [BIN, "serve"], {
+      env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", PORT: String(port) },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    taken.close();
+    expect(inUse.status).toBe(2);
+    expect(inUse.stderr).toMatch(new RegExp(`cannot listen on HOST 127.0.0.1 PORT ${port}: .*EADDRINUSE`));
+    // No database server there: not a configuration error as such (exit 1), but it says where.
+    const unreachable = serve({ DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" });
+    expect(unreachable.status).toBe(1);
+    expect(unreachable.stderr.trim().split("\n")).toHaveLength(1);
+    expect(unreachable.stderr).toMatch(
+      /the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@127\.0\.0\.1:1\/none\): .*ECONNREFUSED/,
+    );
+    expect(unreachable.stderr).not.toContain("s3cret-pw");
+    const migrated = spawnSync(process.execPath, [BIN, "migrate"], {
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" },
+      encoding: "utf8",
+    });
+    expect(migrated.status).toBe(1);
+    expect(migrated.stderr).toMatch(
+      /the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@/,
+    );
+  }, 90_000);
 });
