@@ -47,14 +47,17 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
     expect((await openLogin(alice, token)).text).toContain("already used");
   });
 
-  it("No leaves the sign-in unconfirmed", async () => {
+  it("No declines the sign-in for good: nobody can confirm it afterwards", async () => {
     const bob = await people.person("Bob");
     const { token } = await service.app.loginTokens.create();
     const prompt = await openLogin(bob, token);
     await people.press(bob, prompt, "No");
     expect((await people.edited(bob, prompt)).text).toContain("Sign-in cancelled");
-    expect(await service.app.loginTokens.state(token)).toBe("pending");
+    expect(await service.app.loginTokens.state(token)).toBe("declined");
     expect(await service.app.loginTokens.consume(token)).toBeNull();
+    // The same link again asks nothing; it says the sign-in was cancelled.
+    expect((await openLogin(bob, token)).text).toContain("Sign-in cancelled");
+    expect(await service.app.loginTokens.confirm(token, { id: bob })).toBe("declined");
   });
 
   it("an expired or unknown token says so and asks for nothing", async () => {

@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signLoginWidget, verifyLoginWidget } from "../src/domain/telegram-login-widget.ts";
 import { TEST_MESSAGE } from "../src/http/console-api.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { linkTokenFor } from "../src/store/login-tokens.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
+import { sandboxOf } from "./delivery-harness.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 import { startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
@@ -29,7 +31,8 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
   let bob: ConsoleClient;
 
   beforeAll(async () => {
-    service = await startService(dialect, { PUBLIC_URL });
+    // Every sign-in here comes from 127.0.0.1: room for all of them (the limit has its own test).
+    service = await startService(dialect, { PUBLIC_URL, SIGN_IN_ATTEMPTS_PER_MINUTE: "100" });
     alice = await signIn(service, { id: 1001, first_name: "Alice", username: "alice_owner" });
     bob = await signIn(service, { id: 1002, first_name: "Bob" });
   });
@@ -57,11 +60,22 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(login?.header).toMatch(/SameSite=Lax/);
       expect(login?.header).toMatch(/Path=\/console\/api/);
       expect(login?.header).not.toMatch(/Secure/);
-      expect(started.body.link.endsWith(`login_${login?.value}`)).toBe(true);
+      // The link's token (what the bot confirms) is not the browser's cookie, nor does it give it.
+      const token = (started.body.link as string).split("login_")[1] as string;
+      expect(token).toBe(linkTokenFor(login?.value as string));
+      expect(login?.value).toMatch(/^[A-Za-z0-9]{22}$/);
+      expect(login?.value).not.toBe(token);
       const cookie = `dn_login=${login?.value}`;
 
       expect((await client.call("POST", "/sign-in/check", undefined, { cookie })).body.state).toBe("pending");
-      await service.app.loginTokens.confirm(login?.value as string, { id: 1003, first_name: "Carol" });
+      await service.app.loginTokens.confirm(token, { id: 1003, first_name: "Carol" });
+      // Someone who saw only the link or its QR code (over a shoulder, on a screenshot) and
+      // presents its token as the cookie gets nothing, even once the sign-in is confirmed.
+      const onlooker = await client.call("POST", "/sign-in/check", undefined, {
+        cookie: `dn_login=${token}`,
+      });
+      expect(onlooker.body.state).toBe("none");
+      expect(cookieFrom(onlooker.response, "dn_session")).toBeUndefined();
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
       expect(checked.body.state).toBe("signed_in");
       const session = cookieFrom(checked.response, "dn_session");
@@ -88,15 +102,48 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(cookieFrom(unknown.response, "dn_session")).toBeUndefined();
     });
 
+    it("a sign-in declined in the bot says so, and cannot be confirmed afterwards", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const cookie = `dn_login=${login}`;
+      expect(await service.app.loginTokens.decline(linkTokenFor(login))).toBe("declined");
+      const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+      expect(checked.body.state).toBe("declined");
+      expect(cookieFrom(checked.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
+      expect(await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1005 })).toBe("declined");
+      const again = await client.call("POST", "/sign-in/check", undefined, { cookie });
+      expect(again.body.state).toBe("declined");
+      expect(cookieFrom(again.response, "dn_session")).toBeUndefined();
+    });
+
+    it("a new sign-in in the same browser cancels the one before (its link would lead nowhere)", async () => {
+      const client = new ConsoleClient(service.url);
+      const first = await client.call("POST", "/sign-in");
+      const firstSecret = cookieFrom(first.response, "dn_login")?.value as string;
+      const second = await client.call("POST", "/sign-in", undefined, { cookie: `dn_login=${firstSecret}` });
+      const secondSecret = cookieFrom(second.response, "dn_login")?.value as string;
+      expect(secondSecret).not.toBe(firstSecret);
+      // The browser now holds only the second secret: the first link's Yes could never sign it in,
+      // so the bot must not say it did.
+      expect(await service.app.loginTokens.confirm(linkTokenFor(firstSecret), { id: 1011 })).toBe("declined");
+      expect(await service.app.loginTokens.confirm(linkTokenFor(secondSecret), { id: 1011 })).toBe(
+        "confirmed",
+      );
+      const checked = await client.call("POST", "/sign-in/check", undefined, {
+        cookie: `dn_login=${secondSecret}`,
+      });
+      expect(checked.body.state).toBe("signed_in");
+    });
+
     it("an expired sign-in says so", async () => {
       const client = new ConsoleClient(service.url);
       const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
       await service.db.kysely
         .updateTable("login_tokens")
         .set({ expires_at: Date.now() - 1 })
-        .where("token_hash", "=", createHash("sha256").update(login).digest("hex"))
+        .where("token_hash", "=", createHash("sha256").update(linkTokenFor(login)).digest("hex"))
         .execute();
-      await service.app.loginTokens.confirm(login, { id: 1004 });
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1004 });
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie: `dn_login=${login}` });
       expect(checked.body.state).toBe("expired");
       expect(cookieFrom(checked.response, "dn_session")).toBeUndefined();
@@ -163,6 +210,17 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(cookieFrom(out.response, "dn_session")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
       const replayed = await client.call("GET", "/docks", undefined, { cookie: `dn_session=${cookie}` });
       expect(replayed.status).toBe(401);
+    });
+
+    it("sign-out needs no body (as the other POSTs), and without a session is 401 like them", async () => {
+      expect((await new ConsoleClient(service.url).call("POST", "/sign-out")).status).toBe(401);
+      // A session made directly: this suite's sign-ins already use up the address's allowance.
+      const client = new ConsoleClient(service.url);
+      client.session = (await new SessionRepository(service.db).create({ id: 1010 }, 60_000)).token;
+      client.csrf = (await client.call("GET", "/session")).body.csrf_token;
+      const out = await client.call("POST", "/sign-out");
+      expect(out.status).toBe(200);
+      expect((await client.call("GET", "/docks")).status).toBe(401);
     });
 
     it("sign-out everywhere ends every session of the person, and no one else's", async () => {
@@ -354,36 +412,63 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       ]);
       expect((await alice.call("GET", `/docks/${dock.id}`)).body.dock.subscribers).toBe(2);
 
-      const test = await alice.call("POST", `/docks/${dock.id}/test-message`);
-      expect(test.status).toBe(202);
-      expect(test.body).toMatchObject({ ok: true, subscribers: 2 });
-      const before = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
-      expect(before).toMatchObject([{ text: TEST_MESSAGE, subscribers: 2, states: { queued: 2 } }]);
-
-      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(200);
-      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(404);
-      expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/abc`)).status).toBe(404);
-      const after = (await alice.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
-      expect(after.map((s: { chat_id: number }) => s.chat_id)).toEqual([1001]);
-      const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
-      expect(messages[0].states).toEqual({ queued: 1, gone: 1 });
-      expect(messages[0].deliveries).toContainEqual(
-        expect.objectContaining({
-          chat_id: -4000000001,
-          state: "gone",
-          last_error: "removed by the Dock's owner",
-        }),
-      );
+      // Telegram fails every send for now (a 500: retried later), so both deliveries stay queued
+      // for as long as this test looks at them. Without it the dispatcher reaches them first and
+      // both chats (strangers to the sandbox) are gone before the owner removes anyone.
+      const sandbox = sandboxOf(service);
+      await sandbox.control("POST", "/faults", { kind: "server_error", methods: ["sendMessage"], rate: 1 });
+      try {
+        const test = await alice.call("POST", `/docks/${dock.id}/test-message`);
+        expect(test.status).toBe(202);
+        expect(test.body).toMatchObject({ ok: true, subscribers: 2 });
+        const before = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+        expect(before).toMatchObject([{ text: TEST_MESSAGE, subscribers: 2, states: { queued: 2 } }]);
+        // Fanned out and tried twice: the group's delivery is queued, its next try a second or more
+        // away (backoff), when it is removed. Removal turns queued deliveries gone, not one in flight.
+        await waitFor("the group's delivery to have failed twice", async () => {
+          const group = await service.db.kysely
+            .selectFrom("deliveries")
+            .select(["state", "attempts"])
+            .where("dock_id", "=", dock.id)
+            .where("chat_id", "=", -4000000001)
+            .executeTakeFirst();
+          return group?.state === "queued" && group.attempts >= 2;
+        });
+        expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(200);
+        expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/-4000000001`)).status).toBe(404);
+        expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/abc`)).status).toBe(404);
+        const after = (await alice.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
+        expect(after.map((s: { chat_id: number }) => s.chat_id)).toEqual([1001]);
+        // The chat still subscribed keeps its delivery, still being retried (waiting, or a try in
+        // flight at this moment).
+        const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+        const { gone, ...others } = messages[0].states;
+        expect(gone).toBe(1);
+        expect([{ queued: 1 }, { sending: 1 }]).toContainEqual(others);
+        expect(messages[0].deliveries).toContainEqual(
+          expect.objectContaining({
+            chat_id: -4000000001,
+            state: "gone",
+            last_error: "removed by the Dock's owner",
+          }),
+        );
+      } finally {
+        await sandbox.control("DELETE", "/faults");
+      }
     });
 
     it("recent messages come newest first with their delivery states", async () => {
       const dock = await createDock(alice, "History");
-      await service.subscriptions.subscribe(dock.id, 777, "private");
-      await ping(service, dock.id, dock.secret_key, "first");
-      await ping(service, dock.id, dock.secret_key, "second");
+      // Someone who opened the bot, so the messages reach them: a chat Telegram refused would lose
+      // its subscription at the first send, and a message fanned out after that has no delivery.
+      const reader = await sandboxOf(service).person("Historian");
+      await service.subscriptions.subscribe(dock.id, reader, "private");
+      expect(await ping(service, dock.id, dock.secret_key, "first")).toBe(202);
+      expect(await ping(service, dock.id, dock.secret_key, "second")).toBe(202);
       const fannedOut = () =>
         service.db.kysely.selectFrom("deliveries").select("id").where("dock_id", "=", dock.id).execute();
-      await waitFor("both messages fanned out", async () => (await fannedOut()).length === 2);
+      // Shorter than the test's own time limit, so that a failure says what it waited for.
+      await waitFor("both messages fanned out", async () => (await fannedOut()).length === 2, 20_000);
       await service.db.kysely
         .updateTable("deliveries")
         .set({ state: "failed", last_error: "Bad Request: chat not found" })
@@ -393,7 +478,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(messages.map((m: { text: string }) => m.text)).toEqual(["second", "first"]);
       expect(messages[0]).toMatchObject({
         states: { failed: 1 },
-        deliveries: [{ chat_id: 777, state: "failed", last_error: "Bad Request: chat not found" }],
+        deliveries: [{ chat_id: reader, state: "failed", last_error: "Bad Request: chat not found" }],
       });
     });
   });

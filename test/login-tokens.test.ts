@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOGIN_TOKEN_TTL_MS, LoginTokenRepository } from "../src/store/login-tokens.ts";
+import { LOGIN_TOKEN_TTL_MS, LoginTokenRepository, linkTokenFor } from "../src/store/login-tokens.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -51,9 +51,35 @@ describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
     expect(await tokens.confirm("nope", { id: 5 })).toBe("unknown");
   });
 
-  it("only the token's hash is stored", async () => {
+  it("the link's token is worked out from the browser's secret, which it does not reveal", async () => {
+    const { token, browserSecret } = await tokens.create();
+    expect(browserSecret).toMatch(/^[A-Za-z0-9]{22}$/);
+    expect(token).toBe(linkTokenFor(browserSecret));
+    expect(token).not.toBe(browserSecret);
+    expect(linkTokenFor(`${browserSecret}x`)).not.toBe(token);
+    // Every character of the alphabet turns up: no character is left out by the encoding.
+    const seen = new Set([...Array.from({ length: 200 }, (_, i) => linkTokenFor(String(i))).join("")]);
+    expect(seen.size).toBe(62);
+  });
+
+  it("a declined token is never confirmed nor exchanged", async () => {
     const { token } = await tokens.create();
+    expect(await tokens.decline(token)).toBe("declined");
+    expect(await tokens.state(token)).toBe("declined");
+    expect(await tokens.confirm(token, { id: 9 })).toBe("declined");
+    expect(await tokens.consume(token)).toBeNull();
+    // Declining a confirmed one changes nothing.
+    const other = await tokens.create();
+    await tokens.confirm(other.token, { id: 10 });
+    expect(await tokens.decline(other.token)).toBe("confirmed");
+    expect(await tokens.consume(other.token)).toBe(10);
+  });
+
+  it("only the token's hash is stored", async () => {
+    const { token, browserSecret } = await tokens.create();
     const rows = await service.db.kysely.selectFrom("login_tokens").select("token_hash").execute();
-    expect(rows.some((r) => r.token_hash.includes(token))).toBe(false);
+    expect(rows.some((r) => r.token_hash.includes(token) || r.token_hash.includes(browserSecret))).toBe(
+      false,
+    );
   });
 });

@@ -4,7 +4,7 @@ import type { LoginTokenState } from "../store/login-tokens.ts";
 import { answer, type BotDeps, edit, say } from "./context.ts";
 import { texts } from "./texts.ts";
 
-/** Callback data of the sign-in Yes button (followed by the token) and of its No button. */
+/** Callback data of the sign-in's Yes and No buttons, each followed by the token. */
 const YES = "login:y:";
 const NO = "login:n";
 
@@ -19,6 +19,8 @@ function refusal(state: LoginTokenState): string {
   switch (state) {
     case "confirmed":
       return texts.loginAlreadyConfirmed;
+    case "declined":
+      return texts.loginDeclined;
     case "expired":
       return texts.loginExpired;
     case "used":
@@ -43,13 +45,16 @@ export async function askLoginConfirmation(ctx: Context, deps: BotDeps, token: s
     await say(ctx, refusal(state));
     return;
   }
-  const buttons = new InlineKeyboard().text(texts.buttons.yes, `${YES}${token}`).text(texts.buttons.no, NO);
+  const buttons = new InlineKeyboard()
+    .text(texts.buttons.yes, `${YES}${token}`)
+    .text(texts.buttons.no, `${NO}:${token}`);
   await say(ctx, texts.loginPrompt(displayName(ctx.from)), { reply_markup: buttons });
 }
 
 /**
  * The sign-in confirmation buttons: Yes marks the console's login token confirmed for the Telegram
- * user who pressed it (the console then exchanges it for a session); No leaves it unconfirmed.
+ * user who pressed it (the console then exchanges it for a session); No declines it for good (the
+ * console that waits for it says so).
  */
 export function login(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
@@ -61,9 +66,17 @@ export function login(deps: BotDeps): Composer<Context> {
     await edit(ctx, state === "confirmed" ? texts.loginConfirmed : refusal(state));
   });
 
-  composer.callbackQuery(NO, async (ctx) => {
+  composer.callbackQuery(new RegExp(`^${NO}(?::(.+))?$`), async (ctx) => {
+    const token = ctx.match[1];
     await answer(ctx);
-    await edit(ctx, texts.loginDeclined);
+    // A prompt sent before No carried its token (`login:n` alone) cannot decline anything: it
+    // must not claim a cancellation.
+    if (token === undefined) {
+      await edit(ctx, texts.loginOutdated);
+      return;
+    }
+    const state = await deps.loginTokens.decline(token);
+    await edit(ctx, state === "declined" ? texts.loginDeclined : refusal(state));
   });
 
   return composer;

@@ -125,6 +125,7 @@ export const texts = {
     ].join("\n"),
   loginConfirmed: "You are signed in. Go back to the Dock console.",
   loginDeclined: "Sign-in cancelled. Nobody was signed in.",
+  loginOutdated: "This sign-in prompt is out of date. Open the sign-in link from the console again.",
   loginExpired: "This sign-in link has expired. Start again from the console's sign-in page.",
   loginUsed: "This sign-in link was already used. Start again from the console's sign-in page.",
   loginAlreadyConfirmed: "This sign-in is already confirmed. Go back to the Dock console.",

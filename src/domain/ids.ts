@@ -28,6 +28,22 @@ export function randomBase62(bits: number): string {
   return out;
 }
 
+/**
+ * `length` base62 characters taken from `bytes` (a hash, say) the way randomBase62 takes random
+ * ones: bytes of 248 and above are skipped, so every character is equally likely. 64 bytes give
+ * ~62 characters; asking for more than the bytes can give throws.
+ */
+export function base62Of(bytes: Uint8Array, length: number): string {
+  let out = "";
+  for (const byte of bytes) {
+    if (out.length === length) break;
+    if (byte < 248) out += ALPHABET[byte % 62];
+  }
+  if (out.length < length)
+    throw new Error(`base62Of: ${bytes.length} bytes do not give ${length} characters`);
+  return out;
+}
+
 /** Dock IDs: 22 characters (131 bits), fit Telegram's `start=` payload `[A-Za-z0-9_-]{1,64}`. */
 export function newDockId(): string {
   return randomBase62(128);

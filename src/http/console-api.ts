@@ -16,6 +16,7 @@ import type { DockRepository, DockWithSecret } from "../store/docks.ts";
 import {
   LOGIN_PAYLOAD_PREFIX,
   type LoginTokenRepository,
+  linkTokenFor,
   type TelegramIdentity,
 } from "../store/login-tokens.ts";
 import type { SessionRepository } from "../store/sessions.ts";
@@ -154,21 +155,27 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   server.post("/sign-in", async (request, reply) => {
     spendSignInAttempt(request);
     const username = await options.botUsername();
-    const { token, expiresAt } = await options.loginTokens.create();
+    // This browser's sign-in in progress, if any, ends here: its cookie is about to be replaced,
+    // so a Yes on its link could never sign anyone in (and the bot would say it did).
+    const previous = request.cookies[LOGIN_COOKIE];
+    if (previous) await options.loginTokens.decline(linkTokenFor(previous));
+    const { token, browserSecret, expiresAt } = await options.loginTokens.create();
     const link = telegramLink(
       options.publicUrl,
       username,
       `${LOGIN_PAYLOAD_PREFIX}${token}`,
       options.sandbox,
     );
-    reply.setCookie(LOGIN_COOKIE, token, cookieOptions(secure, expiresAt));
+    // The link carries the token; only this browser gets the secret the token was made from.
+    reply.setCookie(LOGIN_COOKIE, browserSecret, cookieOptions(secure, expiresAt));
     const qrSvg = await QRCode.toString(link, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
     return { ok: true, link, qr_svg: qrSvg, expires_at: expiresAt };
   });
 
   server.post("/sign-in/check", async (request, reply) => {
-    const token = request.cookies[LOGIN_COOKIE];
-    if (!token) return { ok: true, state: "none" };
+    const browserSecret = request.cookies[LOGIN_COOKIE];
+    if (!browserSecret) return { ok: true, state: "none" };
+    const token = linkTokenFor(browserSecret);
     const state = await options.loginTokens.state(token);
     if (state === "confirmed") {
       const userId = await options.loginTokens.consume(token);
@@ -207,13 +214,24 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     return reply.redirect(`${options.publicUrl}/console/`, 303);
   });
 
-  server.post("/sign-out", { schema: { body: signOutBody } }, async (request, reply) => {
-    const session = await requireSession(request, options.sessions);
-    if (request.body?.everywhere) await options.sessions.revokeAll(session.user.id);
-    else await options.sessions.revoke(session.token);
-    clearCookie(reply, SESSION_COOKIE, secure);
-    return { ok: true };
-  });
+  server.post(
+    "/sign-out",
+    {
+      schema: { body: signOutBody },
+      // The session first (401 without one, as every signed-in route), and no body means {}.
+      preValidation: async (request) => {
+        request.signedIn = await requireSession(request, options.sessions);
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const session = request.signedIn as SignedIn;
+      if (request.body?.everywhere) await options.sessions.revokeAll(session.user.id);
+      else await options.sessions.revoke(session.token);
+      clearCookie(reply, SESSION_COOKIE, secure);
+      return { ok: true };
+    },
+  );
 
   // Everything below needs a session (and, to change anything, its CSRF token).
   await app.register(async (owner) => {

@@ -15,6 +15,10 @@ export const CONSOLE_BUILD_DIR = fileURLToPath(new URL("../../web/dist/", import
 export async function consolePage(app: FastifyInstance, options: { root?: string }): Promise<void> {
   const root = options.root ?? CONSOLE_BUILD_DIR;
   app.get("/", { schema: { hide: true } }, async (_request, reply) => reply.redirect("/console/", 302));
+  // Typed without its slash, the console's address still leads there.
+  app.get("/console", { schema: { hide: true } }, async (_request, reply) =>
+    reply.redirect("/console/", 302),
+  );
 
   if (!existsSync(`${root}/index.html`)) {
     app.get("/console/*", { schema: { hide: true } }, async () => {

@@ -1,6 +1,8 @@
-import { randomBase62 } from "../domain/ids.ts";
+import { hash } from "node:crypto";
+import { base62Of, randomBase62 } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { Db } from "./db.ts";
+import { rememberName } from "./users.ts";
 
 /** How long a console sign-in waits for its confirmation in the bot. */
 export const LOGIN_TOKEN_TTL_MS = 10 * 60 * 1000;
@@ -8,7 +10,19 @@ export const LOGIN_TOKEN_TTL_MS = 10 * 60 * 1000;
 /** The deep-link payload that asks the bot to confirm a sign-in: `login_<token>` (28 characters). */
 export const LOGIN_PAYLOAD_PREFIX = "login_";
 
-export type LoginTokenState = "pending" | "confirmed" | "expired" | "used" | "unknown";
+/** `declined`: the person pressed No in the bot; the sign-in can no longer be confirmed. */
+export type LoginTokenState = "pending" | "confirmed" | "declined" | "expired" | "used" | "unknown";
+
+/**
+ * The token in a sign-in's link (and QR code), worked out from the secret only the browser that
+ * started the sign-in holds (its HttpOnly cookie). The bot confirms the link's token; the console
+ * exchanges it only for whoever presents the secret. Seeing the link or the QR code (over a
+ * shoulder, on a screenshot) does not give the secret: the token is a hash of it. 22 base62
+ * characters, like every other token in a link.
+ */
+export function linkTokenFor(browserSecret: string): string {
+  return base62Of(hash("sha512", `dock-notify sign-in link\n${browserSecret}`, "buffer"), 22);
+}
 
 export interface TelegramIdentity {
   id: number;
@@ -29,8 +43,13 @@ export class LoginTokenRepository {
     this.#now = now;
   }
 
-  async create(): Promise<{ token: string; expiresAt: number }> {
-    const token = randomBase62(128);
+  /**
+   * A new sign-in: `token` goes in the link to the bot, `browserSecret` in the HttpOnly cookie of
+   * the browser that asked (see linkTokenFor).
+   */
+  async create(): Promise<{ token: string; browserSecret: string; expiresAt: number }> {
+    const browserSecret = randomBase62(128);
+    const token = linkTokenFor(browserSecret);
     const now = this.#now();
     const expiresAt = now + LOGIN_TOKEN_TTL_MS;
     await this.#db.kysely
@@ -44,7 +63,7 @@ export class LoginTokenRepository {
         consumed_at: null,
       })
       .execute();
-    return { token, expiresAt };
+    return { token, browserSecret, expiresAt };
   }
 
   async state(
@@ -57,7 +76,8 @@ export class LoginTokenRepository {
       .where("token_hash", "=", sha256Hex(token))
       .executeTakeFirst();
     if (!row) return "unknown";
-    if (row.consumed_at !== null) return "used";
+    // Consumed without a confirmation: declined in the bot (see decline).
+    if (row.consumed_at !== null) return row.confirmed_by === null ? "declined" : "used";
     if (row.expires_at <= this.#now()) return "expired";
     return row.confirmed_by === null ? "pending" : "confirmed";
   }
@@ -79,22 +99,26 @@ export class LoginTokenRepository {
         .executeTakeFirst();
       // Not pending: say what it is instead (read in this transaction).
       if (result.numUpdatedRows === 0n) return this.state(token, tx);
-      await tx
-        .insertInto("users")
-        .values({
-          telegram_id: user.id,
-          first_name: user.first_name ?? null,
-          username: user.username ?? null,
-          created_at: now,
-        })
-        .onConflict((oc) =>
-          oc
-            .column("telegram_id")
-            .doUpdateSet({ first_name: user.first_name ?? null, username: user.username ?? null }),
-        )
-        .execute();
+      await rememberName(tx, { id: user.id, firstName: user.first_name, username: user.username }, now);
       return "confirmed";
     });
+  }
+
+  /**
+   * The person pressed No: a pending token can no longer be confirmed, and the console that waits
+   * for it learns so (state `declined`). Returns the token's state afterwards.
+   */
+  async decline(token: string): Promise<LoginTokenState> {
+    const now = this.#now();
+    const result = await this.#db.kysely
+      .updateTable("login_tokens")
+      .set({ consumed_at: now })
+      .where("token_hash", "=", sha256Hex(token))
+      .where("confirmed_by", "is", null)
+      .where("consumed_at", "is", null)
+      .where("expires_at", ">", now)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 0n ? this.state(token) : "declined";
   }
 
   /** Exchanges a confirmed, unexpired token for the Telegram user id, once; null otherwise. */
