@@ -80,6 +80,16 @@ describe.each(DIALECTS)("subscribing in the bot on %s", (dialect) => {
     expect(await subscriptionsOf(bob)).toEqual([[dock.id, "active"]]);
   });
 
+  it("the Dock's owner sees a subscriber by the name the bot saw", async () => {
+    const named = async (chatId: number) =>
+      (await service.app.subscriptions.list(dock.id)).find((s) => s.chatId === chatId);
+    const cleo = await people.person("Cleo", "cleo_ops");
+    const prompt = await people.botReply(cleo, await people.start(cleo, dock.id), "the prompt");
+    await people.press(cleo, prompt, "Yes");
+    await people.edited(cleo, prompt);
+    expect(await named(cleo)).toMatchObject({ firstName: "Cleo", username: "cleo_ops" });
+  });
+
   it("No dismisses the prompt and subscribes nobody", async () => {
     const carol = await people.person("Carol");
     const prompt = await people.botReply(carol, await people.start(carol, dock.id));

@@ -1,5 +1,6 @@
 import type { Db } from "./db.ts";
 import type { SubscriptionState } from "./schema.ts";
+import { rememberName } from "./users.ts";
 
 /** An active subscription of a chat, with what the bot shows about its Dock. */
 export interface ChatSubscription {
@@ -30,8 +31,18 @@ export class SubscriptionRepository {
   }
 
   /** Subscribes a chat (or reactivates its subscription); true when it was not active before. */
-  async subscribe(dockId: string, chatId: number, chatType: string): Promise<boolean> {
+  async subscribe(
+    dockId: string,
+    chatId: number,
+    chatType: string,
+    person?: { firstName?: string | undefined; username?: string | undefined },
+  ): Promise<boolean> {
     const now = this.#now();
+    // A person subscribing in private: remember the name Telegram shows, so that the Dock's owner
+    // sees who it is (the console's subscriber list), not a number.
+    if (person !== undefined && chatType === "private") {
+      await rememberName(this.#db.kysely, { id: chatId, ...person }, now);
+    }
     // No read-then-write: two presses of Yes at the same moment must both succeed, one of them
     // finding the work done.
     const reactivated = await this.#db.kysely
