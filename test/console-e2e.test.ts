@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";
@@ -92,7 +92,10 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     const dockId = (await card.getByTestId("dock-id").textContent()) as string;
     expect(dockId).toMatch(/^[A-Za-z0-9]{22}$/);
     await card.getByRole("button", { name: "Copy Dock ID" }).click();
-    await page.getByRole("status").filter({ hasText: "Dock ID copied." }).waitFor();
+    const copied = page.getByRole("status").filter({ hasText: "Dock ID copied." });
+    await copied.waitFor();
+    // A confirmation leaves the screen by itself after a few seconds (and never takes clicks).
+    await copied.waitFor({ state: "detached", timeout: 10_000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(dockId);
     const stored = await service.app.docks.list(person.id);
     expect(stored.map((d) => d.id)).toEqual([dockId]);
@@ -146,6 +149,59 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     expect((await ping(service.url, dockId, secretKey, "old key")).status).toBe(401);
     expect((await ping(service.url, dockId, rotated, "new key")).status).toBe(202);
 
+    // Edit opens the form with the focus in its Name field; Cancel and Save give it back to the card.
+    const focused = (locator: Locator) => locator.evaluate((el) => el === el.ownerDocument.activeElement);
+    await card.getByRole("button", { name: "Edit" }).click();
+    expect(await focused(card.getByLabel("Name"))).toBe(true);
+    await card.getByRole("button", { name: "Cancel" }).click();
+    expect(await focused(card.getByRole("heading", { name: "Deploys" }))).toBe(true);
+    await card.getByRole("button", { name: "Edit" }).click();
+    await card.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").filter({ hasText: "Changes saved." }).waitFor();
+    expect(await focused(card.getByRole("heading", { name: "Deploys" }))).toBe(true);
+
+    // A long message shows its first lines; the whole text on request.
+    const long = Array.from({ length: 40 }, (_, i) => `step ${i + 1} of the build log`).join("\n");
+    expect((await ping(service.url, dockId, rotated, long)).status).toBe(202);
+    const longItem = card
+      .getByRole("list", { name: "Recent messages of Deploys" })
+      .locator("li", { hasText: "step 1 of the build log" });
+    await longItem.waitFor();
+    const shown = longItem.locator(".message-text");
+    expect(await shown.textContent()).not.toContain("step 40 of");
+    const showAll = longItem.getByRole("button", { name: "Show all" });
+    expect(await showAll.getAttribute("aria-controls")).toBe(await shown.getAttribute("id"));
+    // From the keyboard, as anyone may use it.
+    await showAll.focus();
+    await page.keyboard.press("Enter");
+    expect(await shown.textContent()).toBe(long);
+    // The same button now says what it does next.
+    const showLess = longItem.getByRole("button", { name: "Show less" });
+    expect(await showLess.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(true);
+    await page.keyboard.press("Enter");
+    expect(await shown.textContent()).not.toContain("step 40 of");
+    await showAll.waitFor();
+    // The fold never cuts a character in two: not an emoji (two UTF-16 units), nor a flag (two
+    // emoji that make one), nor a letter and its accent.
+    const flags = `x${"🇩🇪".repeat(400)}`;
+    expect((await ping(service.url, dockId, rotated, flags)).status).toBe(202);
+    const flagItem = card
+      .getByRole("list", { name: "Recent messages of Deploys" })
+      .locator("li", { hasText: "x🇩🇪🇩🇪" });
+    await flagItem.getByRole("button", { name: "Show all" }).waitFor();
+    const folded = (await flagItem.locator(".message-text").textContent()) as string;
+    expect(folded.isWellFormed()).toBe(true);
+    expect(folded).toBe(`x${"🇩🇪".repeat(299)}…`);
+    // A message the fold would hide only a few words of is shown whole.
+    const almost = `${"a".repeat(320)} the end`;
+    expect((await ping(service.url, dockId, rotated, almost)).status).toBe(202);
+    const almostItem = card
+      .getByRole("list", { name: "Recent messages of Deploys" })
+      .locator("li", { hasText: "the end" });
+    await almostItem.waitFor();
+    expect(await almostItem.locator(".message-text").textContent()).toBe(almost);
+    expect(await almostItem.getByRole("button", { name: "Show all" }).count()).toBe(0);
+
     // The API & bot page links the reference and the bot; the reference itself renders.
     await page.getByRole("link", { name: "API & bot" }).click();
     await page.getByRole("heading", { name: "API & bot" }).waitFor();
@@ -158,12 +214,38 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await page.getByRole("link", { name: "Open the API reference" }).click();
     await page.locator(".swagger-ui .info .title").filter({ hasText: "Dock Notify" }).waitFor();
 
-    // At phone width the card still fits the screen.
+    // At phone width the cards still fit the screen, even one with a long link and a description
+    // without spaces; the description keeps its line breaks.
+    const wide = await service.app.docks.create(person.id, {
+      name: "Wide",
+      link: `https://ci.example.com/${"very-long-path-segment/".repeat(6)}?query=parameter&other=value`,
+      description: `${"x".repeat(100)}\nsecond line`,
+    });
     await page.goto(`${service.url}/console/`);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("article", { name: "Deploys" }).waitFor();
+    const wideCard = page.getByRole("article", { name: "Wide" });
+    await wideCard.waitFor();
     expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    expect((await wideCard.locator(".description").innerText()).split("\n").at(-1)).toBe("second line");
     await page.screenshot({ path: "test-results/console-6-phone.png", fullPage: true });
+
+    // A Dock deleted elsewhere (the CLI, another tab) leaves the page by itself, saying why.
+    await service.app.docks.delete(wide.id);
+    await page
+      .getByRole("status")
+      .filter({ hasText: "Dock “Wide” no longer exists: it was deleted elsewhere." })
+      .waitFor();
+    await wideCard.waitFor({ state: "detached" });
+
+    // Deleting a Dock here puts the focus on the list's heading, not on the page's body.
+    await service.app.docks.create(person.id, { name: "Temporary", link: null, description: null });
+    await page.reload();
+    const temporary = page.getByRole("article", { name: "Temporary" });
+    page.once("dialog", (dialog) => void dialog.accept());
+    await temporary.getByRole("button", { name: "Delete" }).click();
+    await temporary.waitFor({ state: "detached" });
+    expect(await focused(page.getByRole("heading", { name: "Your Docks" }))).toBe(true);
 
     // Sign out returns to the sign-in page, and the session is over on the server too.
     await page.getByRole("button", { name: "Sign out" }).click();

@@ -9,10 +9,12 @@ describe("console page and security headers", () => {
   });
   afterAll(async () => service.close());
 
-  it("/ sends visitors to the console", async () => {
-    const response = await fetch(`${service.url}/`, { redirect: "manual" });
-    expect(response.status).toBe(302);
-    expect(response.headers.get("location")).toBe("/console/");
+  it("/ and /console send visitors to the console", async () => {
+    for (const path of ["/", "/console"]) {
+      const response = await fetch(`${service.url}${path}`, { redirect: "manual" });
+      expect(response.status).toBe(302);
+      expect(response.headers.get("location")).toBe("/console/");
+    }
   });
 
   it("/console/ is the built app under a strict policy: own scripts and styles only, no framing", async () => {

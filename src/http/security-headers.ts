@@ -58,7 +58,7 @@ function helmetOptions(options: SecurityHeadersOptions): HelmetOptions {
         "default-src": ["'self'"],
         "script-src": ["'self'", ...telegram],
         "style-src": ["'self'"],
-        // The sign-in QR code is an SVG data: URL.
+        // data: URLs: the sign-in QR code (an SVG) and the console's icon.
         "img-src": ["'self'", "data:"],
         "connect-src": ["'self'"],
         "font-src": ["'self'"],

@@ -1,6 +1,13 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { useAnnounce } from "./announce.tsx";
-import { api, type DeliveryState, type Dock, type MessageReport, type Subscriber } from "./api.ts";
+import {
+  api,
+  type DeliveryState,
+  type Dock,
+  type MessageReport,
+  ServiceError,
+  type Subscriber,
+} from "./api.ts";
 import { copyText } from "./clipboard.ts";
 import { type DockFieldValues, DockForm } from "./DockForm.tsx";
 
@@ -29,6 +36,54 @@ function subscriberName(s: Subscriber): string {
   return s.chat_type === "private" ? `Telegram user ${s.chat_id}` : `${s.chat_type} chat ${s.chat_id}`;
 }
 
+/** A message longer than this (in lines or characters) shows its beginning until asked for more. */
+const PREVIEW_LINES = 6;
+const PREVIEW_CHARS = 300;
+/** …unless what the fold would hide is this little: a click for a few words is not worth it. */
+const WORTH_FOLDING = 80;
+
+/** User-perceived characters: a flag, a family emoji or an accented letter stays whole. */
+function graphemes(text: string): string[] {
+  if (typeof Intl.Segmenter !== "function") return [...text];
+  return Array.from(
+    new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text),
+    (s) => s.segment,
+  );
+}
+
+/** The message's beginning to show folded, or null when it is short enough to show whole. */
+function preview(text: string): string | null {
+  const lines = text.split("\n");
+  if (lines.length <= PREVIEW_LINES && text.length <= PREVIEW_CHARS) return null;
+  const shown = graphemes(lines.slice(0, PREVIEW_LINES).join("\n"))
+    .slice(0, PREVIEW_CHARS)
+    .join("")
+    .trimEnd();
+  const hidden = text.slice(shown.length).trim();
+  if (hidden.length < WORTH_FOLDING && hidden.split("\n").length <= 2) return null;
+  return `${shown}…`;
+}
+
+/** A message's text as sent (newlines kept); a long one (up to MAX_MESSAGE_LENGTH) folded. */
+function MessageText({ text }: { text: string }) {
+  const [open, setOpen] = useState(false);
+  const id = useId();
+  const short = preview(text);
+  if (short === null) return <p className="message-text">{text}</p>;
+  return (
+    <>
+      <p className="message-text" id={id}>
+        {open ? text : short}
+      </p>
+      {/* The label says what a press does; it is the state too, so no aria-expanded beside it
+          (a screen reader would read "Show less, expanded"). */}
+      <button type="button" className="small" aria-controls={id} onClick={() => setOpen(!open)}>
+        {open ? "Show less" : "Show all"}
+      </button>
+    </>
+  );
+}
+
 /**
  * One Dock, with everything its owner does with it: subscribe people (Open in Telegram, the Dock ID),
  * send (secret key, curl), watch deliveries, and manage (edit, rotate the secret, delete).
@@ -44,12 +99,26 @@ export function DockCard({
   focusOnMount: boolean;
   guarded: <T>(call: () => Promise<T>) => Promise<T>;
   onChanged: (dock: Dock) => void;
-  onDeleted: (id: string) => void;
+  /** `hadFocus`: focus was in the card, so the page must put it somewhere sensible. */
+  onDeleted: (id: string, hadFocus: boolean) => void;
 }) {
   const announce = useAnnounce();
   const heading = useRef<HTMLHeadingElement>(null);
-  const [revealed, setRevealed] = useState(false);
   const [editing, setEditing] = useState(false);
+  const card = useRef<HTMLElement>(null);
+  const focusInCard = () => card.current?.contains(document.activeElement) ?? false;
+  // After the edit form closes (saved or cancelled), focus goes back to the card's heading.
+  const [backToHeading, setBackToHeading] = useState(false);
+  const closeEditor = () => {
+    setEditing(false);
+    setBackToHeading(true);
+  };
+  useEffect(() => {
+    if (editing || !backToHeading) return;
+    heading.current?.focus();
+    setBackToHeading(false);
+  }, [editing, backToHeading]);
+  const [revealed, setRevealed] = useState(false);
   const [subscribers, setSubscribers] = useState<Subscriber[] | null>(null);
   const [messages, setMessages] = useState<MessageReport[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -63,6 +132,18 @@ export function DockCard({
     }
   }, [focusOnMount]);
 
+  // The Dock was deleted elsewhere (another tab, the CLI): its card goes, and says why.
+  const vanished = (e: unknown) => {
+    // The service's own answer for this Dock (not a proxy's 404 page during a deploy).
+    if (!(e instanceof ServiceError && e.status === 404 && e.code === "not_found")) return false;
+    onDeleted(dock.id, focusInCard());
+    announce(`Dock “${dock.name}” no longer exists: it was deleted elsewhere.`);
+    return true;
+  };
+  // The refresh timer below outlives renders; it calls the current one.
+  const vanishedNow = useRef(vanished);
+  vanishedNow.current = vanished;
+
   useEffect(() => {
     let stopped = false;
     const refresh = async () => {
@@ -75,7 +156,10 @@ export function DockCard({
         setSubscribers(subs.subscribers);
         setMessages(msgs.messages);
       } catch (e) {
-        if (!stopped) setError((e as Error).message);
+        if (stopped) return;
+        // Only these reads say 404 for the Dock itself (a subscriber's removal says it for the chat).
+        if (vanishedNow.current(e)) stopped = true;
+        else setError((e as Error).message);
       }
     };
     void refresh();
@@ -86,12 +170,13 @@ export function DockCard({
     };
   }, [base, guarded]);
 
-  const act = async (call: () => Promise<void>) => {
+  /** Runs an action on this card; `onDock`: a 404 means the Dock itself is gone (not a subscriber). */
+  const act = async (call: () => Promise<void>, onDock = true) => {
     setError(null);
     try {
       await call();
     } catch (e) {
-      setError((e as Error).message);
+      if (!(onDock && vanished(e))) setError((e as Error).message);
     }
   };
 
@@ -103,7 +188,7 @@ export function DockCard({
   const save = async (values: DockFieldValues) => {
     const answer = await guarded(() => api<{ dock: Dock }>("PATCH", base, values));
     onChanged(answer.dock);
-    setEditing(false);
+    closeEditor();
     announce("Changes saved.");
   };
 
@@ -125,7 +210,7 @@ export function DockCard({
       );
       if (!sure) return;
       await guarded(() => api("DELETE", base));
-      onDeleted(dock.id);
+      onDeleted(dock.id, true);
       announce(`Dock “${dock.name}” deleted.`);
     });
 
@@ -149,13 +234,13 @@ export function DockCard({
       await guarded(() => api("DELETE", `${base}/subscribers/${s.chat_id}`));
       setSubscribers((current) => current?.filter((x) => x.chat_id !== s.chat_id) ?? null);
       announce(`${subscriberName(s)} removed.`);
-    });
+    }, false);
 
   const shown = (text: string) => (revealed ? text : text.replaceAll(dock.secret_key, mask(dock.secret_key)));
   const activeCount = subscribers?.filter((s) => s.state === "active").length ?? dock.subscribers;
 
   return (
-    <article className="panel dock" aria-labelledby={titleId}>
+    <article className="panel dock" aria-labelledby={titleId} ref={card}>
       {editing ? (
         <>
           <h3 id={titleId}>Edit “{dock.name}”</h3>
@@ -163,7 +248,8 @@ export function DockCard({
             initial={{ name: dock.name, link: dock.link ?? "", description: dock.description ?? "" }}
             submitLabel="Save"
             onSubmit={save}
-            onCancel={() => setEditing(false)}
+            onCancel={closeEditor}
+            focusFirst
           />
         </>
       ) : (
@@ -173,7 +259,7 @@ export function DockCard({
           </h3>
           {dock.description && <p className="description">{dock.description}</p>}
           {dock.link && (
-            <p>
+            <p className="dock-link">
               <a href={dock.link} target="_blank" rel="noopener noreferrer">
                 {dock.link}
               </a>
@@ -263,7 +349,7 @@ export function DockCard({
           <ol className="messages" aria-label={`Recent messages of ${dock.name}`}>
             {messages.map((m) => (
               <li key={m.id}>
-                <p className="message-text">{m.text}</p>
+                <MessageText text={m.text} />
                 <p className="small">
                   <time dateTime={new Date(m.created_at).toISOString()}>
                     {new Date(m.created_at).toLocaleString()}

@@ -1,4 +1,4 @@
-import { type FormEvent, useId, useState } from "react";
+import { type FormEvent, useEffect, useId, useState } from "react";
 import { type FieldProblem, ServiceError } from "./api.ts";
 
 export interface DockFieldValues {
@@ -16,13 +16,19 @@ export function DockForm({
   submitLabel,
   onSubmit,
   onCancel,
+  focusFirst = false,
 }: {
   initial: DockFieldValues;
   submitLabel: string;
   onSubmit: (values: DockFieldValues) => Promise<void>;
   onCancel?: () => void;
+  /** Focus the Name field when the form opens (editing: the person asked for this form). */
+  focusFirst?: boolean;
 }) {
   const id = useId();
+  useEffect(() => {
+    if (focusFirst) document.getElementById(`${id}-name`)?.focus();
+  }, [focusFirst, id]);
   const [values, setValues] = useState(initial);
   const [problems, setProblems] = useState<FieldProblem[]>([]);
   const [error, setError] = useState<string | null>(null);

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { useAnnounce } from "./announce.tsx";
 import { api, type Dock, ServiceError } from "./api.ts";
 import { DockCard } from "./DockCard.tsx";
@@ -44,7 +44,12 @@ export function DocksPage({ onSessionLost }: { onSessionLost: () => void }) {
 
   const replace = (dock: Dock) =>
     setDocks((current) => current?.map((d) => (d.id === dock.id ? dock : d)) ?? null);
-  const remove = (id: string) => setDocks((current) => current?.filter((d) => d.id !== id) ?? null);
+  const listHeading = useRef<HTMLHeadingElement>(null);
+  const remove = (id: string, hadFocus: boolean) => {
+    setDocks((current) => current?.filter((d) => d.id !== id) ?? null);
+    // The focused card is gone: the list's heading takes the focus, not the page's body.
+    if (hadFocus) listHeading.current?.focus();
+  };
 
   return (
     <>
@@ -57,7 +62,9 @@ export function DocksPage({ onSessionLost }: { onSessionLost: () => void }) {
         <DockForm key={formKey} initial={EMPTY} submitLabel="Create" onSubmit={create} />
       </section>
       <section aria-labelledby="docks-title">
-        <h2 id="docks-title">Your Docks</h2>
+        <h2 id="docks-title" ref={listHeading} tabIndex={-1}>
+          Your Docks
+        </h2>
         {error && (
           <p className="error" role="alert">
             {error}

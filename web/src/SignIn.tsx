@@ -7,7 +7,7 @@ interface Pending {
   expires_at: number;
 }
 
-type CheckState = "pending" | "confirmed" | "signed_in" | "expired" | "used" | "none";
+type CheckState = "pending" | "confirmed" | "signed_in" | "declined" | "expired" | "used" | "none";
 
 /** How often the page asks whether the bot has confirmed the sign-in. */
 const CHECK_EVERY_MS = 1000;
@@ -89,6 +89,9 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
       )}
       {!pending || state !== "pending" ? (
         <>
+          {state === "declined" && (
+            <p role="alert">The sign-in was declined in Telegram (No was pressed). Start again.</p>
+          )}
           {state === "expired" && <p role="alert">That sign-in link expired. Start again.</p>}
           {state === "used" && <p role="alert">That sign-in link was already used. Start again.</p>}
           <button type="button" className="primary" onClick={start} disabled={busy}>

@@ -1,4 +1,7 @@
-import { createContext, type ReactNode, useCallback, useContext, useState } from "react";
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from "react";
+
+/** How long a confirmation stays on screen. */
+const SHOWN_MS = 5000;
 
 const AnnounceContext = createContext<(text: string) => void>(() => {});
 
@@ -10,6 +13,12 @@ export function AnnounceProvider({ children }: { children: ReactNode }) {
     setText("");
     requestAnimationFrame(() => setText(next));
   }, []);
+  // Read at once by screen readers; on screen for a few seconds, then gone.
+  useEffect(() => {
+    if (text === "") return;
+    const timer = window.setTimeout(() => setText(""), SHOWN_MS);
+    return () => window.clearTimeout(timer);
+  }, [text]);
   return (
     <AnnounceContext.Provider value={announce}>
       {children}
