@@ -4,6 +4,11 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { ERRORS } from "./errors.ts";
 
+/** The part of the OpenAPI document transformObject edits. */
+type OpenApiDocument = {
+  paths?: Record<string, { post?: { requestBody?: { content?: Record<string, unknown> } } }>;
+};
+
 const errorTable = Object.entries(ERRORS)
   .map(([code, { status, message }]) => `| \`${code}\` | ${status} | ${message} |`)
   .join("\n");
@@ -31,6 +36,18 @@ export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string
       },
       servers: [{ url: options.publicUrl }],
       components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } },
+    },
+    // What the route schemas cannot say: /webhook also takes the raw text as text/plain (its
+    // body is turned into {"msg": …} before validation, so the schema describes only JSON).
+    transformObject: (documents) => {
+      const document = "openapiObject" in documents ? documents.openapiObject : documents.swaggerObject;
+      const body = (document as OpenApiDocument).paths?.["/webhook"]?.post?.requestBody;
+      if (body?.content) {
+        body.content["text/plain"] = {
+          schema: { type: "string", description: "The message itself: the whole body is the text." },
+        };
+      }
+      return document;
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
