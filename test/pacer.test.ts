@@ -24,10 +24,10 @@ function pacerAt(globalPerSecond: number, coldStartMs = 0) {
 }
 
 describe("the pacer", () => {
-  it("holds back 100 ms of the bot's rate from a burst, and keeps the full rate after it", () => {
+  it("holds back 250 ms of the bot's rate from a burst, and keeps the full rate after it", () => {
     const { sendFor } = pacerAt(30);
     const burst = 30 - Math.ceil((30 * GLOBAL_RESERVE_MS) / 1000);
-    expect(burst).toBe(27);
+    expect(burst).toBe(22);
     expect(sendFor(0)).toBe(burst);
     // Then 30 a second: the reserve costs the first burst, never the rate.
     expect(sendFor(10_000)).toBe(300);
@@ -35,7 +35,7 @@ describe("the pacer", () => {
 
   it("holds back in proportion with paid broadcast (1,000 a second)", () => {
     const { sendFor } = pacerAt(1000);
-    expect(sendFor(0)).toBe(900);
+    expect(sendFor(0)).toBe(750);
     expect(sendFor(1000)).toBe(1000);
   });
 
@@ -52,7 +52,7 @@ describe("the pacer", () => {
     expect(pacer.readyAt(1, "private")).toBe(clock.now + 1000);
     clock.now += 3000;
     // Telegram has forgotten the last process's sends: bursts are allowed again.
-    expect(sendFor(0)).toBe(27);
+    expect(sendFor(0)).toBe(22);
   });
 
   it("stops everything for Telegram's retry_after, then resumes", () => {

@@ -18,9 +18,11 @@ export interface PacerLimits {
 
 /**
  * The bot-wide bucket holds back this long's worth of messages. One message (33 ms at 30/s, 1 ms
- * with paid broadcast) left too little room: on a loaded test machine a run once met a `429`.
+ * with paid broadcast) left too little room: on a loaded test machine a run once met a `429`; so
+ * did 100 ms (3 messages at 30/s), once, on a CI machine running the whole suite. It costs only the
+ * first burst (22 messages at once instead of 30), never the rate.
  */
-export const GLOBAL_RESERVE_MS = 100;
+export const GLOBAL_RESERVE_MS = 250;
 
 export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
   privatePerSecond: 1,
