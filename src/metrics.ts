@@ -68,33 +68,28 @@ export function registerBacklogGauges(
     last ??= backlog().finally(() => setImmediate(() => (last = null)));
     return last;
   };
+  type Backlog = { queued: number; oldestCreatedAt: number | null };
   // Read from the database: while it cannot be reached these two read NaN (unknown; not a stale or
   // a zero value, nor a failed scrape), and dock_notify_database_up says why.
-  new Gauge({
-    name: "dock_notify_queue_depth",
-    help: "Deliveries queued or in flight; a message not yet fanned out counts once per subscriber it was accepted for.",
-    registers: [metrics.registry],
-    async collect() {
-      try {
-        this.set((await read()).queued);
-      } catch {
-        this.set(Number.NaN);
-      }
-    },
-  });
-  new Gauge({
-    name: "dock_notify_queue_oldest_seconds",
-    help: "Age of the oldest delivery still queued or in flight (0 when none).",
-    registers: [metrics.registry],
-    async collect() {
-      try {
-        const { oldestCreatedAt } = await read();
-        this.set(oldestCreatedAt === null ? 0 : (now() - oldestCreatedAt) / 1000);
-      } catch {
-        this.set(Number.NaN);
-      }
-    },
-  });
+  const backlogGauge = (name: string, help: string, value: (backlog: Backlog) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [metrics.registry],
+      async collect() {
+        this.set(await read().then(value, () => Number.NaN));
+      },
+    });
+  backlogGauge(
+    "dock_notify_queue_depth",
+    "Deliveries queued or in flight; a message not yet fanned out counts once per subscriber it was accepted for.",
+    (backlog) => backlog.queued,
+  );
+  backlogGauge(
+    "dock_notify_queue_oldest_seconds",
+    "Age of the oldest delivery still queued or in flight (0 when none).",
+    ({ oldestCreatedAt }) => (oldestCreatedAt === null ? 0 : (now() - oldestCreatedAt) / 1000),
+  );
   new Gauge({
     name: "dock_notify_database_up",
     help: "1 when this scrape could read the queue from the database, 0 when it could not.",
