@@ -33,7 +33,10 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
     expect(await service.app.loginTokens.state(token)).toBe("pending");
 
     await people.press(alice, prompt, "Yes");
-    expect((await people.edited(alice, prompt)).text).toBe("You are signed in. Go back to the Dock console.");
+    // Not signed in yet: the console names who confirmed and waits for Continue.
+    expect((await people.edited(alice, prompt)).text).toBe(
+      "Confirmed. Go back to the Dock console and press Continue there to sign in.",
+    );
     expect(await service.app.loginTokens.state(token)).toBe("confirmed");
     const user = await service.db.kysely
       .selectFrom("users")

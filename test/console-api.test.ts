@@ -49,7 +49,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
   };
 
   describe("sign-in through the bot", () => {
-    it("makes a single-use link to the bot, pending until confirmed, then a session", async () => {
+    it("makes a single-use link to the bot, pending until confirmed, then a session on Continue", async () => {
       const client = new ConsoleClient(service.url);
       const started = await client.call("POST", "/sign-in");
       expect(started.status).toBe(200);
@@ -71,27 +71,152 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       await service.app.loginTokens.confirm(token, { id: 1003, first_name: "Carol" });
       // Someone who saw only the link or its QR code (over a shoulder, on a screenshot) and
       // presents its token as the cookie gets nothing, even once the sign-in is confirmed.
-      const onlooker = await client.call("POST", "/sign-in/check", undefined, {
-        cookie: `dn_login=${token}`,
-      });
-      expect(onlooker.body.state).toBe("none");
-      expect(cookieFrom(onlooker.response, "dn_session")).toBeUndefined();
+      const onlooker = { cookie: `dn_login=${token}` };
+      const looked = await client.call("POST", "/sign-in/check", undefined, onlooker);
+      expect(looked.body).toEqual({ ok: true, state: "none" });
+      const taken = await client.call("POST", "/sign-in/finish", undefined, onlooker);
+      expect(taken.status).toBe(409);
+      expect(cookieFrom(taken.response, "dn_session")).toBeUndefined();
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
-      expect(checked.body.state).toBe("signed_in");
-      const session = cookieFrom(checked.response, "dn_session");
+      expect(checked.body).toEqual({
+        ok: true,
+        state: "confirmed",
+        user: { first_name: "Carol", username: null },
+      });
+      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      expect(finished.body).toEqual({ ok: true, state: "signed_in" });
+      const session = cookieFrom(finished.response, "dn_session");
       expect(session?.header).toMatch(/HttpOnly/);
       expect(session?.header).toMatch(/SameSite=Lax/);
+      expect(session?.header).toMatch(/Path=\/console\/api/);
       expect(session?.header).toMatch(/Expires=/);
-      expect(cookieFrom(checked.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
-
-      // The same confirmed token does not give a second session.
-      const again = await client.call("POST", "/sign-in/check", undefined, { cookie });
-      expect(again.body.state).toBe("used");
-      expect(cookieFrom(again.response, "dn_session")).toBeUndefined();
+      expect(cookieFrom(finished.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
 
       const me = await client.call("GET", "/session", undefined, { cookie: `dn_session=${session?.value}` });
       expect(me.body).toMatchObject({ ok: true, user: { id: 1003, first_name: "Carol", username: null } });
       expect(me.body.csrf_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect((await client.call("POST", "/sign-in/check", undefined, { cookie })).body.state).toBe("used");
+    });
+
+    it("a confirmed check names who confirmed and starts no session (Continue does)", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const cookie = `dn_login=${login}`;
+      await service.app.loginTokens.confirm(linkTokenFor(login), {
+        id: 1012,
+        first_name: "Mallory",
+        username: "mallory_m",
+      });
+      // Asked again and again, as the page does while the person reads the name: still no session.
+      for (let i = 0; i < 2; i++) {
+        const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+        expect(checked.body).toEqual({
+          ok: true,
+          state: "confirmed",
+          user: { first_name: "Mallory", username: "mallory_m" },
+        });
+        expect(checked.response.headers.getSetCookie()).toEqual([]);
+      }
+      expect(await service.app.loginTokens.state(linkTokenFor(login))).toBe("confirmed");
+      expect(
+        await service.db.kysely
+          .selectFrom("sessions")
+          .select("token_hash")
+          .where("user_id", "=", 1012)
+          .execute(),
+      ).toEqual([]);
+    });
+
+    it("finish starts a session once: a second finish fails and sets no cookie", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const cookie = `dn_login=${login}`;
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1013, first_name: "Olga" });
+      const first = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      expect(first.body).toEqual({ ok: true, state: "signed_in" });
+      expect(cookieFrom(first.response, "dn_session")).toBeDefined();
+      const second = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      expect(second.status).toBe(409);
+      expect(second.body).toEqual({
+        ok: false,
+        error: { code: "sign_in_not_confirmed", message: "The sign-in link was already used; start again." },
+      });
+      expect(cookieFrom(second.response, "dn_session")).toBeUndefined();
+      expect(cookieFrom(second.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
+    });
+
+    it("finish without a confirmation fails: pending, no sign-in, an unknown cookie", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const pending = await client.call("POST", "/sign-in/finish", undefined, {
+        cookie: `dn_login=${login}`,
+      });
+      expect(pending.status).toBe(409);
+      expect(pending.body.error).toEqual({
+        code: "sign_in_not_confirmed",
+        message: "The sign-in is not confirmed in Telegram yet.",
+      });
+      expect(pending.response.headers.getSetCookie()).toEqual([]);
+      // Still pending: confirming it afterwards works, and then Continue does.
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1014 });
+      for (const cookie of [undefined, "dn_login=nope"]) {
+        const answer = await client.call("POST", "/sign-in/finish", undefined, cookie ? { cookie } : {});
+        expect(answer.status).toBe(409);
+        expect(answer.body.error.code).toBe("sign_in_not_confirmed");
+        expect(cookieFrom(answer.response, "dn_session")).toBeUndefined();
+      }
+      const finished = await client.call("POST", "/sign-in/finish", undefined, {
+        cookie: `dn_login=${login}`,
+      });
+      expect(finished.body.state).toBe("signed_in");
+    });
+
+    it("That's not me: cancel declines a confirmed sign-in for good, and finish then fails", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const cookie = `dn_login=${login}`;
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1015, first_name: "Trudy" });
+      const cancelled = await client.call("POST", "/sign-in/cancel", undefined, { cookie });
+      expect(cancelled.body).toEqual({ ok: true, state: "declined" });
+      expect(cookieFrom(cancelled.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
+      expect(cookieFrom(cancelled.response, "dn_session")).toBeUndefined();
+      // A browser that still sent the old cookie (another tab) cannot finish it either.
+      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      expect(finished.status).toBe(409);
+      expect(finished.body.error).toEqual({
+        code: "sign_in_not_confirmed",
+        message: "The sign-in was cancelled; start again.",
+      });
+      expect(cookieFrom(finished.response, "dn_session")).toBeUndefined();
+      expect((await client.call("POST", "/sign-in/check", undefined, { cookie })).body).toEqual({
+        ok: true,
+        state: "declined",
+      });
+      // Nor can anyone confirm it again in the bot.
+      expect(await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1015 })).toBe("declined");
+    });
+
+    it("cancel and finish act only on the sign-in of the browser that presents its cookie", async () => {
+      const mine = new ConsoleClient(service.url);
+      const other = new ConsoleClient(service.url);
+      const login = cookieFrom((await mine.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const otherLogin = cookieFrom((await other.call("POST", "/sign-in")).response, "dn_login")
+        ?.value as string;
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1016, first_name: "Ivan" });
+      // Another browser, with its own sign-in or with the link's token as its cookie: its cancel
+      // and finish touch only its own sign-in (or none).
+      for (const cookie of [`dn_login=${otherLogin}`, `dn_login=${linkTokenFor(login)}`]) {
+        const finished = await other.call("POST", "/sign-in/finish", undefined, { cookie });
+        expect(finished.status).toBe(409);
+        expect(cookieFrom(finished.response, "dn_session")).toBeUndefined();
+        await other.call("POST", "/sign-in/cancel", undefined, { cookie });
+      }
+      expect(await service.app.loginTokens.state(linkTokenFor(login))).toBe("confirmed");
+      expect(await service.app.loginTokens.state(linkTokenFor(otherLogin))).toBe("declined");
+      const finished = await mine.call("POST", "/sign-in/finish", undefined, { cookie: `dn_login=${login}` });
+      expect(finished.body.state).toBe("signed_in");
+      // Without any cookie, cancel has nothing to cancel.
+      expect((await other.call("POST", "/sign-in/cancel")).body).toEqual({ ok: true, state: "none" });
     });
 
     it("a check without a sign-in in progress, or with an unknown token, signs nobody in", async () => {
@@ -114,6 +239,9 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const again = await client.call("POST", "/sign-in/check", undefined, { cookie });
       expect(again.body.state).toBe("declined");
       expect(cookieFrom(again.response, "dn_session")).toBeUndefined();
+      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      expect(finished.body.error.code).toBe("sign_in_not_confirmed");
+      expect(cookieFrom(finished.response, "dn_session")).toBeUndefined();
     });
 
     it("a new sign-in in the same browser cancels the one before (its link would lead nowhere)", async () => {
@@ -132,7 +260,20 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const checked = await client.call("POST", "/sign-in/check", undefined, {
         cookie: `dn_login=${secondSecret}`,
       });
-      expect(checked.body.state).toBe("signed_in");
+      expect(checked.body.state).toBe("confirmed");
+    });
+
+    it("a new sign-in in the same browser also cancels one confirmed but never finished", async () => {
+      const client = new ConsoleClient(service.url);
+      const first = await client.call("POST", "/sign-in");
+      const firstSecret = cookieFrom(first.response, "dn_login")?.value as string;
+      await service.app.loginTokens.confirm(linkTokenFor(firstSecret), { id: 1017 });
+      await client.call("POST", "/sign-in", undefined, { cookie: `dn_login=${firstSecret}` });
+      expect(await service.app.loginTokens.state(linkTokenFor(firstSecret))).toBe("declined");
+      const finished = await client.call("POST", "/sign-in/finish", undefined, {
+        cookie: `dn_login=${firstSecret}`,
+      });
+      expect(finished.body.error.code).toBe("sign_in_not_confirmed");
     });
 
     it("an expired sign-in says so", async () => {
@@ -147,6 +288,13 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie: `dn_login=${login}` });
       expect(checked.body.state).toBe("expired");
       expect(cookieFrom(checked.response, "dn_session")).toBeUndefined();
+      const finished = await client.call("POST", "/sign-in/finish", undefined, {
+        cookie: `dn_login=${login}`,
+      });
+      expect(finished.body.error).toEqual({
+        code: "sign_in_not_confirmed",
+        message: "The sign-in link expired; start again.",
+      });
     });
 
     it("never logs session or login tokens", async () => {

@@ -45,7 +45,8 @@ export class ConsoleClient {
 
 /**
  * Signs a person in as the console does, over HTTP: start a sign-in, confirm it as the bot would
- * (the bot calls the same `loginTokens.confirm`), exchange it for a session, read the CSRF token.
+ * (the bot calls the same `loginTokens.confirm`), see who confirmed, press Continue (which starts
+ * the session), read the CSRF token.
  */
 export async function signIn(service: RunningService, user: TelegramIdentity): Promise<ConsoleClient> {
   const client = new ConsoleClient(service.url);
@@ -56,11 +57,16 @@ export async function signIn(service: RunningService, user: TelegramIdentity): P
   // The bot confirms the token in the link; the browser holds the secret it was made from.
   const token = (started.body.link as string).split("login_")[1] as string;
   expect(await service.app.loginTokens.confirm(token, user)).toBe("confirmed");
-  const checked = await client.call("POST", "/sign-in/check", undefined, {
-    cookie: `dn_login=${login.value}`,
+  const cookie = `dn_login=${login.value}`;
+  const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+  expect(checked.body).toEqual({
+    ok: true,
+    state: "confirmed",
+    user: { first_name: user.first_name ?? null, username: user.username ?? null },
   });
-  expect(checked.body).toEqual({ ok: true, state: "signed_in" });
-  const session = cookieFrom(checked.response, "dn_session");
+  const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+  expect(finished.body).toEqual({ ok: true, state: "signed_in" });
+  const session = cookieFrom(finished.response, "dn_session");
   if (!session) throw new Error("no session cookie");
   client.session = session.value;
   const me = await client.call("GET", "/session");

@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { People } from "./bot-harness.ts";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";
 
@@ -70,7 +71,16 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await signInChat.getByRole("button", { name: /^Yes/ }).click();
     await signInChat.close();
 
-    // Signed in: the page noticed by itself.
+    // The page noticed by itself and names who confirmed; the focus waits on Continue.
+    await page.getByRole("status").filter({ hasText: "Continue as Alice (@alice_sandbox)?" }).waitFor();
+    const continueButton = page.getByRole("button", { name: "Continue", exact: true });
+    expect(await continueButton.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(
+      true,
+    );
+    await page.screenshot({ path: "test-results/console-2b-sign-in-confirmed.png", fullPage: true });
+    await continueButton.click();
+
+    // Signed in.
     await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
     await page.getByRole("button", { name: "Sign out" }).waitFor();
 
@@ -253,6 +263,51 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     const after = await page.evaluate(async () => (await fetch("/console/api/docks")).status);
     expect(after).toBe(401);
 
+    await context.close();
+  });
+
+  it("someone else's Yes on my sign-in link shows their name, and That's not me signs nobody in", {
+    timeout: 60_000,
+  }, async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${service.url}/console/`);
+    await page.getByRole("button", { name: "Sign in with Telegram" }).click();
+    const loginLink = (await page
+      .getByRole("link", { name: "Open Telegram to confirm" })
+      .getAttribute("href")) as string;
+    const payload = new URL(loginLink).searchParams.get("start") as string;
+
+    // An onlooker scans the QR code and presses Yes first, in their own Telegram.
+    const people = new People(`${service.url}/sandbox`);
+    const onlooker = await people.person("Mallory", "mallory_onlooker");
+    const prompt = await people.botReply(
+      onlooker,
+      await people.start(onlooker, payload),
+      "the sign-in prompt",
+    );
+    await people.press(onlooker, prompt, "Yes");
+    await people.edited(onlooker, prompt);
+
+    // The page names the onlooker instead of signing in to their account unseen.
+    await page.getByRole("status").filter({ hasText: "Continue as Mallory (@mallory_onlooker)?" }).waitFor();
+    await page.getByRole("button", { name: "That's not me" }).click();
+    await page.getByRole("alert").filter({ hasText: "Sign-in cancelled: nobody was signed in." }).waitFor();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "Someone else may have confirmed your sign-in link" })
+      .waitFor();
+    const startButton = page.getByRole("button", { name: "Sign in with Telegram" });
+    expect(await startButton.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(true);
+    await page.screenshot({ path: "test-results/console-2c-sign-in-cancelled.png", fullPage: true });
+
+    // Not signed in, now or later: the sign-in is declined, and the browser holds no session.
+    const status = await page.evaluate(async () => (await fetch("/console/api/session")).status);
+    expect(status).toBe(401);
+    expect(await service.app.loginTokens.state(payload.slice("login_".length))).toBe("declined");
+    expect((await context.cookies()).map((c) => c.name)).not.toContain("dn_session");
+    await page.reload();
+    await page.getByRole("heading", { name: "Sign in to Dock Notify" }).waitFor();
     await context.close();
   });
 });

@@ -75,6 +75,44 @@ describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
     expect(await tokens.consume(other.token)).toBe(10);
   });
 
+  it("cancel declines a token for good, pending or confirmed, but not one already exchanged", async () => {
+    const pending = await tokens.create();
+    expect(await tokens.cancel(pending.token)).toBe("declined");
+    expect(await tokens.confirm(pending.token, { id: 11 })).toBe("declined");
+
+    const confirmed = await tokens.create();
+    await tokens.confirm(confirmed.token, { id: 12 });
+    expect(await tokens.cancel(confirmed.token)).toBe("declined");
+    expect(await tokens.state(confirmed.token)).toBe("declined");
+    expect(await tokens.consume(confirmed.token)).toBeNull();
+    expect(await tokens.confirm(confirmed.token, { id: 13 })).toBe("declined");
+    expect(await tokens.cancel(confirmed.token)).toBe("declined");
+
+    const used = await tokens.create();
+    await tokens.confirm(used.token, { id: 14 });
+    expect(await tokens.consume(used.token)).toBe(14);
+    expect(await tokens.cancel(used.token)).toBe("used");
+
+    const expired = await tokens.create();
+    await tokens.confirm(expired.token, { id: 15 });
+    clock += LOGIN_TOKEN_TTL_MS + 1;
+    expect(await tokens.cancel(expired.token)).toBe("expired");
+    expect(await tokens.cancel("nope")).toBe("unknown");
+  });
+
+  it("confirmation names who confirmed, only while the token is confirmed", async () => {
+    const { token } = await tokens.create();
+    expect(await tokens.confirmation(token)).toEqual({ state: "pending", confirmer: null });
+    await tokens.confirm(token, { id: 16, first_name: "Grace", username: "grace_h" });
+    expect(await tokens.confirmation(token)).toEqual({
+      state: "confirmed",
+      confirmer: { firstName: "Grace", username: "grace_h" },
+    });
+    await tokens.consume(token);
+    expect(await tokens.confirmation(token)).toEqual({ state: "used", confirmer: null });
+    expect(await tokens.confirmation("nope")).toEqual({ state: "unknown", confirmer: null });
+  });
+
   it("only the token's hash is stored", async () => {
     const { token, browserSecret } = await tokens.create();
     const rows = await service.db.kysely.selectFrom("login_tokens").select("token_hash").execute();

@@ -53,8 +53,8 @@ export async function askLoginConfirmation(ctx: Context, deps: BotDeps, token: s
 
 /**
  * The sign-in confirmation buttons: Yes marks the console's login token confirmed for the Telegram
- * user who pressed it (the console then exchanges it for a session); No declines it for good (the
- * console that waits for it says so).
+ * user who pressed it (the console then names them and starts the session once the person presses
+ * Continue there); No declines it for good (the console that waits for it says so).
  */
 export function login(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();

@@ -123,12 +123,13 @@ export const texts = {
       // take over your account.
       "Press Yes only if you started this sign-in yourself, just now, in your own browser. If someone sent you this link, press No.",
     ].join("\n"),
-  loginConfirmed: "You are signed in. Go back to the Dock console.",
+  loginConfirmed: "Confirmed. Go back to the Dock console and press Continue there to sign in.",
   loginDeclined: "Sign-in cancelled. Nobody was signed in.",
   loginOutdated: "This sign-in prompt is out of date. Open the sign-in link from the console again.",
   loginExpired: "This sign-in link has expired. Start again from the console's sign-in page.",
   loginUsed: "This sign-in link was already used. Start again from the console's sign-in page.",
-  loginAlreadyConfirmed: "This sign-in is already confirmed. Go back to the Dock console.",
+  loginAlreadyConfirmed:
+    "This sign-in is already confirmed. Go back to the Dock console and press Continue there.",
   loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
 
   staleButton: "This button no longer works.",

@@ -16,6 +16,7 @@ import type { DockRepository, DockWithSecret } from "../store/docks.ts";
 import {
   LOGIN_PAYLOAD_PREFIX,
   type LoginTokenRepository,
+  type LoginTokenState,
   linkTokenFor,
   type TelegramIdentity,
 } from "../store/login-tokens.ts";
@@ -57,6 +58,16 @@ const RECENT_MESSAGES = 10;
 
 /** Holds the Login Widget sign-in's state between the console page and Telegram's redirect. */
 const WIDGET_COOKIE = "dn_widget";
+
+/** Why `POST /sign-in/finish` started no session, by the sign-in's state. */
+const NOT_FINISHED: Record<LoginTokenState, string> = {
+  unknown: "No sign-in is in progress in this browser; start again.",
+  pending: "The sign-in is not confirmed in Telegram yet.",
+  confirmed: "The sign-in could not be finished; start again.",
+  declined: "The sign-in was cancelled; start again.",
+  expired: "The sign-in link expired; start again.",
+  used: "The sign-in link was already used; start again.",
+};
 
 /** What "Send test message" sends. */
 export const TEST_MESSAGE =
@@ -155,10 +166,10 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   server.post("/sign-in", async (request, reply) => {
     spendSignInAttempt(request);
     const username = await options.botUsername();
-    // This browser's sign-in in progress, if any, ends here: its cookie is about to be replaced,
-    // so a Yes on its link could never sign anyone in (and the bot would say it did).
+    // This browser's sign-in in progress, if any, ends here, confirmed or not: its cookie is about
+    // to be replaced, so it could never be finished (and the bot would say a Yes on it worked).
     const previous = request.cookies[LOGIN_COOKIE];
-    if (previous) await options.loginTokens.decline(linkTokenFor(previous));
+    if (previous) await options.loginTokens.cancel(linkTokenFor(previous));
     const { token, browserSecret, expiresAt } = await options.loginTokens.create();
     const link = telegramLink(
       options.publicUrl,
@@ -172,21 +183,47 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     return { ok: true, link, qr_svg: qrSvg, expires_at: expiresAt };
   });
 
+  // Polled by the page. A confirmed sign-in names who confirmed it and starts no session: the
+  // person sees the name and presses Continue (finish) or "That's not me" (cancel). Someone who
+  // saw the link and pressed Yes first in their own Telegram cannot sign this browser in unseen.
   server.post("/sign-in/check", async (request, reply) => {
     const browserSecret = request.cookies[LOGIN_COOKIE];
     if (!browserSecret) return { ok: true, state: "none" };
-    const token = linkTokenFor(browserSecret);
-    const state = await options.loginTokens.state(token);
-    if (state === "confirmed") {
-      const userId = await options.loginTokens.consume(token);
-      if (userId !== null) {
-        await startSession(reply, { id: userId });
-        clearCookie(reply, LOGIN_COOKIE, secure);
-        return { ok: true, state: "signed_in" };
-      }
-      return { ok: true, state: "used" };
+    const { state, confirmer } = await options.loginTokens.confirmation(linkTokenFor(browserSecret));
+    if (state === "confirmed" && confirmer) {
+      return {
+        ok: true,
+        state: "confirmed",
+        user: { first_name: confirmer.firstName, username: confirmer.username },
+      };
     }
     if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
+    return { ok: true, state: state === "unknown" ? "none" : state };
+  });
+
+  // Continue: exchanges this browser's confirmed sign-in for a session, once.
+  server.post("/sign-in/finish", async (request, reply) => {
+    const browserSecret = request.cookies[LOGIN_COOKIE];
+    if (!browserSecret) throw new ApiError("sign_in_not_confirmed", NOT_FINISHED.unknown);
+    const token = linkTokenFor(browserSecret);
+    const userId = await options.loginTokens.consume(token);
+    if (userId === null) {
+      const state = await options.loginTokens.state(token);
+      if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
+      throw new ApiError("sign_in_not_confirmed", NOT_FINISHED[state]);
+    }
+    // An identity with only the id keeps the names the bot stored when the person pressed Yes.
+    await startSession(reply, { id: userId });
+    clearCookie(reply, LOGIN_COOKIE, secure);
+    return { ok: true, state: "signed_in" };
+  });
+
+  // "That's not me": this browser's sign-in is declined for good, even once confirmed.
+  server.post("/sign-in/cancel", async (request, reply) => {
+    const browserSecret = request.cookies[LOGIN_COOKIE];
+    if (!browserSecret) return { ok: true, state: "none" };
+    const state = await options.loginTokens.cancel(linkTokenFor(browserSecret));
+    clearCookie(reply, LOGIN_COOKIE, secure);
     return { ok: true, state: state === "unknown" ? "none" : state };
   });
 

@@ -14,6 +14,10 @@ export const ERRORS = {
   },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },
+  sign_in_not_confirmed: {
+    status: 409,
+    message: "This browser has no confirmed sign-in to finish; start again.",
+  },
   payload_too_large: { status: 413, message: "The request body is too large." },
   message_too_long: { status: 413, message: "The message is too long." },
   unsupported_media_type: { status: 415, message: "The Content-Type is not accepted here." },

@@ -10,8 +10,17 @@ export const LOGIN_TOKEN_TTL_MS = 10 * 60 * 1000;
 /** The deep-link payload that asks the bot to confirm a sign-in: `login_<token>` (28 characters). */
 export const LOGIN_PAYLOAD_PREFIX = "login_";
 
-/** `declined`: the person pressed No in the bot; the sign-in can no longer be confirmed. */
+/**
+ * `declined`: the person pressed No in the bot, or the browser said "That's not me" (see cancel);
+ * the sign-in can no longer be confirmed nor finished.
+ */
 export type LoginTokenState = "pending" | "confirmed" | "declined" | "expired" | "used" | "unknown";
+
+/** Who confirmed a sign-in, as Telegram named them when they pressed Yes. */
+export interface Confirmer {
+  firstName: string | null;
+  username: string | null;
+}
 
 /**
  * The token in a sign-in's link (and QR code), worked out from the secret only the browser that
@@ -32,7 +41,8 @@ export interface TelegramIdentity {
 
 /**
  * Console sign-in through the bot: the console creates a single-use token, the person confirms it
- * in Telegram (which proves who they are), the console exchanges it once for a session.
+ * in Telegram (which proves who they are), the browser that started it is shown who confirmed and
+ * either exchanges it once for a session or cancels it.
  */
 export class LoginTokenRepository {
   readonly #db: Db;
@@ -72,11 +82,42 @@ export class LoginTokenRepository {
   ): Promise<LoginTokenState> {
     const row = await db
       .selectFrom("login_tokens")
-      .selectAll()
+      .select(["confirmed_by", "consumed_at", "expires_at"])
       .where("token_hash", "=", sha256Hex(token))
       .executeTakeFirst();
+    return this.#stateOf(row);
+  }
+
+  /**
+   * The token's state and, while it is confirmed, who confirmed it: the console shows that name
+   * before the session starts, so a browser is never signed in to someone else's account unseen.
+   */
+  async confirmation(token: string): Promise<{ state: LoginTokenState; confirmer: Confirmer | null }> {
+    const row = await this.#db.kysely
+      .selectFrom("login_tokens")
+      .leftJoin("users", "users.telegram_id", "login_tokens.confirmed_by")
+      .select([
+        "login_tokens.confirmed_by",
+        "login_tokens.consumed_at",
+        "login_tokens.expires_at",
+        "users.first_name",
+        "users.username",
+      ])
+      .where("login_tokens.token_hash", "=", sha256Hex(token))
+      .executeTakeFirst();
+    const state = this.#stateOf(row);
+    const confirmer =
+      state === "confirmed" && row
+        ? { firstName: row.first_name ?? null, username: row.username ?? null }
+        : null;
+    return { state, confirmer };
+  }
+
+  #stateOf(
+    row: { confirmed_by: number | null; consumed_at: number | null; expires_at: number } | undefined,
+  ): LoginTokenState {
     if (!row) return "unknown";
-    // Consumed without a confirmation: declined in the bot (see decline).
+    // Consumed without a confirmation: declined in the bot or cancelled in the console.
     if (row.consumed_at !== null) return row.confirmed_by === null ? "declined" : "used";
     if (row.expires_at <= this.#now()) return "expired";
     return row.confirmed_by === null ? "pending" : "confirmed";
@@ -115,6 +156,23 @@ export class LoginTokenRepository {
       .set({ consumed_at: now })
       .where("token_hash", "=", sha256Hex(token))
       .where("confirmed_by", "is", null)
+      .where("consumed_at", "is", null)
+      .where("expires_at", ">", now)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 0n ? this.state(token) : "declined";
+  }
+
+  /**
+   * The browser that started the sign-in said "That's not me" (or replaced it with a new one): the
+   * token is declined for good, pending or already confirmed, and can never be exchanged. Forgets
+   * who confirmed it, so its state reads `declined`. Returns the token's state afterwards.
+   */
+  async cancel(token: string): Promise<LoginTokenState> {
+    const now = this.#now();
+    const result = await this.#db.kysely
+      .updateTable("login_tokens")
+      .set({ consumed_at: now, confirmed_by: null })
+      .where("token_hash", "=", sha256Hex(token))
       .where("consumed_at", "is", null)
       .where("expires_at", ">", now)
       .executeTakeFirst();

@@ -89,10 +89,13 @@ export interface LoginTokensTable {
   token_hash: string;
   created_at: Millis;
   expires_at: Millis;
-  /** Telegram user who confirmed the sign-in in the bot. */
+  /** Telegram user who confirmed the sign-in in the bot; null again once the console cancelled it. */
   confirmed_by: number | null;
   confirmed_at: Millis | null;
-  /** Set when the console exchanged the confirmed token for a session: a token works once. */
+  /**
+   * Set when the console exchanged the confirmed token for a session, or when the sign-in was
+   * declined (then `confirmed_by` is null): a token works once.
+   */
   consumed_at: Millis | null;
 }
 

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import { api, type Info } from "./api.ts";
+import { api, type Info, ServiceError } from "./api.ts";
 
 interface Pending {
   link: string;
@@ -7,7 +7,24 @@ interface Pending {
   expires_at: number;
 }
 
-type CheckState = "pending" | "confirmed" | "signed_in" | "declined" | "expired" | "used" | "none";
+type CheckState = "pending" | "confirmed" | "declined" | "expired" | "used" | "none";
+
+/** What the page shows: a state of the sign-in, or how the person ended it here. */
+type PageState = CheckState | "cancelled" | "failed";
+
+/** Who pressed Yes in the bot, as Telegram names them. */
+interface Confirmer {
+  first_name: string | null;
+  username: string | null;
+}
+
+/** "Ada (@ada)": the names Telegram gave the bot when the person pressed Yes. */
+function nameOf(confirmer: Confirmer): string {
+  const name = [confirmer.first_name, confirmer.username && `(@${confirmer.username})`]
+    .filter(Boolean)
+    .join(" ");
+  return name || "a Telegram account without a name";
+}
 
 /** How often the page asks whether the bot has confirmed the sign-in. */
 const CHECK_EVERY_MS = 1000;
@@ -29,13 +46,18 @@ function LoginWidget({ botUsername, authUrl }: { botUsername: string; authUrl: s
 
 /**
  * Sign in with Telegram: the service makes a single-use link to the bot; the person presses Yes
- * there; this page notices by asking every second and then has a session.
+ * there; this page notices by asking every second, names who confirmed, and starts the session
+ * only when the person presses Continue. Someone who saw the link or its QR code could press Yes
+ * first in their own Telegram: "That's not me" cancels that sign-in instead of entering their account.
  */
 export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => void }) {
   const [pending, setPending] = useState<Pending | null>(null);
-  const [state, setState] = useState<CheckState | null>(null);
+  const [state, setState] = useState<PageState | null>(null);
+  const [confirmer, setConfirmer] = useState<Confirmer | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const continueButton = useRef<HTMLButtonElement>(null);
+  const startButton = useRef<HTMLButtonElement>(null);
   const widgetFailed = new URLSearchParams(window.location.search).get("sign_in") === "failed";
 
   const start = async () => {
@@ -51,15 +73,51 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     }
   };
 
+  /** Back to the start page (which says why). */
+  const backToStart = (next: "cancelled" | "failed", message: string | null = null) => {
+    setPending(null);
+    setConfirmer(null);
+    setState(next);
+    setError(message);
+  };
+
+  const finish = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api<{ state: "signed_in" }>("POST", "/sign-in/finish");
+      onSignedIn();
+    } catch (e) {
+      // Expired, or cancelled elsewhere: this sign-in is over; the message says why.
+      if (e instanceof ServiceError && e.code === "sign_in_not_confirmed") backToStart("failed", e.message);
+      else setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const cancel = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api<{ state: string }>("POST", "/sign-in/cancel");
+      backToStart("cancelled");
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
   useEffect(() => {
     if (!pending || state !== "pending") return;
     let stopped = false;
     const timer = window.setInterval(async () => {
       try {
-        const answer = await api<{ state: CheckState }>("POST", "/sign-in/check");
+        const answer = await api<{ state: CheckState; user?: Confirmer }>("POST", "/sign-in/check");
         if (stopped) return;
-        if (answer.state === "signed_in") onSignedIn();
-        else if (answer.state !== "pending") setState(answer.state);
+        if (answer.state === "confirmed" && answer.user) setConfirmer(answer.user);
+        if (answer.state !== "pending") setState(answer.state);
       } catch (e) {
         if (!stopped) setError((e as Error).message);
       }
@@ -68,14 +126,20 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
       stopped = true;
       window.clearInterval(timer);
     };
-  }, [pending, state, onSignedIn]);
+  }, [pending, state]);
+
+  // The button just pressed is gone: the focus goes to the one to press next.
+  useEffect(() => {
+    if (state === "confirmed") continueButton.current?.focus();
+    if (state === "cancelled" || state === "failed") startButton.current?.focus();
+  }, [state]);
 
   return (
     <section className="panel sign-in" aria-labelledby="sign-in-title">
       <h1 id="sign-in-title">Sign in to Dock Notify</h1>
       <p>
         Dock Notify sends notifications from your applications to people on Telegram. You sign in with your
-        Telegram account: the bot asks you to confirm, and that is all.
+        Telegram account: the bot asks you to confirm, then you continue here.
       </p>
       {widgetFailed && (
         <p className="error" role="alert">
@@ -87,14 +151,45 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
           {error}
         </p>
       )}
-      {!pending || state !== "pending" ? (
+      {pending && state === "confirmed" && confirmer ? (
+        <div className="confirmed">
+          <p id="sign-in-confirmed" role="status">
+            Confirmed in Telegram. Continue as <strong>{nameOf(confirmer)}</strong>?
+          </p>
+          <p className="muted">
+            If that is not your Telegram account, someone else pressed Yes on your sign-in link: press{" "}
+            <strong>That's not me</strong>.
+          </p>
+          <div className="actions">
+            <button
+              ref={continueButton}
+              type="button"
+              className="primary"
+              onClick={finish}
+              disabled={busy}
+              aria-describedby="sign-in-confirmed"
+            >
+              Continue
+            </button>
+            <button type="button" onClick={cancel} disabled={busy}>
+              That's not me
+            </button>
+          </div>
+        </div>
+      ) : !pending || state !== "pending" ? (
         <>
           {state === "declined" && (
             <p role="alert">The sign-in was declined in Telegram (No was pressed). Start again.</p>
           )}
+          {state === "cancelled" && (
+            <p role="alert">
+              Sign-in cancelled: nobody was signed in. Someone else may have confirmed your sign-in link (for
+              example after seeing its QR code). Start again, and press Yes only in your own Telegram.
+            </p>
+          )}
           {state === "expired" && <p role="alert">That sign-in link expired. Start again.</p>}
           {state === "used" && <p role="alert">That sign-in link was already used. Start again.</p>}
-          <button type="button" className="primary" onClick={start} disabled={busy}>
+          <button ref={startButton} type="button" className="primary" onClick={start} disabled={busy}>
             Sign in with Telegram
           </button>
           {info.login_widget && (
@@ -119,7 +214,9 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
             <li>
               Press <strong>Yes</strong> in the chat with @{info.bot_username}.
             </li>
-            <li>This page signs you in by itself.</li>
+            <li>
+              Back here, check the name shown and press <strong>Continue</strong>.
+            </li>
           </ol>
           <figure>
             <img
