@@ -75,6 +75,24 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
     expect((await openLogin(carol, "NotATokenAtAll")).text).toContain("This sign-in link is not valid");
   });
 
+  it("a Yes from someone else on a link already confirmed says so and changes nothing", async () => {
+    const fay = await people.person("Fay");
+    const gus = await people.person("Gus");
+    const { token } = await service.app.loginTokens.create();
+    const fayPrompt = await openLogin(fay, token);
+    const gusPrompt = await openLogin(gus, token);
+    await people.press(gus, gusPrompt, "Yes");
+    await people.edited(gus, gusPrompt);
+    // Fay started the sign-in, Gus confirmed it first: Fay must not be told to press Continue.
+    await people.press(fay, fayPrompt, "Yes");
+    const elsewhere = /Someone else already confirmed this sign-in link.*That's not me/;
+    expect((await people.edited(fay, fayPrompt)).text).toMatch(elsewhere);
+    expect((await openLogin(fay, token)).text).toMatch(elsewhere);
+    // Gus himself is told it is confirmed, as before.
+    expect((await openLogin(gus, token)).text).toContain("already confirmed");
+    expect(await service.app.loginTokens.consume(token)).toBe(gus);
+  });
+
   it("a Yes pressed after the console already used the token does not confirm it again", async () => {
     const dan = await people.person("Dan");
     const eve = await people.person("Eve");

@@ -37,7 +37,11 @@ describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
   it("a second confirmation does not change who confirmed", async () => {
     const { token } = await tokens.create();
     await tokens.confirm(token, { id: 1 });
-    expect(await tokens.confirm(token, { id: 2 })).toBe("confirmed");
+    // The second person learns someone else was first; the first, pressing again, that it is theirs.
+    expect(await tokens.confirm(token, { id: 2 })).toBe("confirmed_elsewhere");
+    expect(await tokens.confirm(token, { id: 1 })).toBe("confirmed");
+    expect(await tokens.stateFor(token, 2)).toBe("confirmed_elsewhere");
+    expect(await tokens.state(token)).toBe("confirmed");
     expect(await tokens.consume(token)).toBe(1);
   });
 

@@ -1,6 +1,6 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
 import type { User } from "grammy/types";
-import type { LoginTokenState } from "../store/login-tokens.ts";
+import type { LoginTokenStateFor } from "../store/login-tokens.ts";
 import { answer, type BotDeps, edit, say } from "./context.ts";
 import { texts } from "./texts.ts";
 
@@ -15,10 +15,12 @@ function displayName(user: User): string {
 }
 
 /** What to say about a token that cannot be confirmed (any longer). */
-function refusal(state: LoginTokenState): string {
+function refusal(state: LoginTokenStateFor): string {
   switch (state) {
     case "confirmed":
       return texts.loginAlreadyConfirmed;
+    case "confirmed_elsewhere":
+      return texts.loginConfirmedElsewhere;
     case "declined":
       return texts.loginDeclined;
     case "expired":
@@ -40,7 +42,7 @@ export async function askLoginConfirmation(ctx: Context, deps: BotDeps, token: s
     await say(ctx, texts.privateOnly);
     return;
   }
-  const state = await deps.loginTokens.state(token);
+  const state = await deps.loginTokens.stateFor(token, ctx.from.id);
   if (state !== "pending") {
     await say(ctx, refusal(state));
     return;

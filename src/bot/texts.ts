@@ -130,6 +130,10 @@ export const texts = {
   loginUsed: "This sign-in link was already used. Start again from the console's sign-in page.",
   loginAlreadyConfirmed:
     "This sign-in is already confirmed. Go back to the Dock console and press Continue there.",
+  // Someone else pressed Yes on this link first: the console shows their name to whoever started
+  // the sign-in, who can refuse it there.
+  loginConfirmedElsewhere:
+    "Someone else already confirmed this sign-in link, so it cannot sign you in. If you started this sign-in, press “That's not me” in the console and start again.",
   loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
 
   staleButton: "This button no longer works.",

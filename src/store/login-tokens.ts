@@ -16,6 +16,12 @@ export const LOGIN_PAYLOAD_PREFIX = "login_";
  */
 export type LoginTokenState = "pending" | "confirmed" | "declined" | "expired" | "used" | "unknown";
 
+/**
+ * A token's state as one Telegram user sees it in the bot: `confirmed_elsewhere` when someone else
+ * confirmed it (the console then names them, and its owner can say "That's not me").
+ */
+export type LoginTokenStateFor = LoginTokenState | "confirmed_elsewhere";
+
 /** Who confirmed a sign-in, as Telegram named them when they pressed Yes. */
 export interface Confirmer {
   firstName: string | null;
@@ -76,16 +82,27 @@ export class LoginTokenRepository {
     return { token, browserSecret, expiresAt };
   }
 
-  async state(
+  async state(token: string): Promise<LoginTokenState> {
+    return this.#stateOf(await this.#row(token));
+  }
+
+  /** The token's state as `userId` sees it in the bot (see LoginTokenStateFor). */
+  async stateFor(
     token: string,
+    userId: number,
     db: Pick<Db["kysely"], "selectFrom"> = this.#db.kysely,
-  ): Promise<LoginTokenState> {
-    const row = await db
+  ): Promise<LoginTokenStateFor> {
+    const row = await this.#row(token, db);
+    const state = this.#stateOf(row);
+    return state === "confirmed" && row?.confirmed_by !== userId ? "confirmed_elsewhere" : state;
+  }
+
+  #row(token: string, db: Pick<Db["kysely"], "selectFrom"> = this.#db.kysely) {
+    return db
       .selectFrom("login_tokens")
       .select(["confirmed_by", "consumed_at", "expires_at"])
       .where("token_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return this.#stateOf(row);
   }
 
   /**
@@ -125,9 +142,9 @@ export class LoginTokenRepository {
 
   /**
    * Records that `user` confirmed the sign-in in the bot, and remembers their Telegram name.
-   * Returns the token's state afterwards; only a pending token becomes confirmed.
+   * Returns the token's state afterwards as `user` sees it; only a pending token becomes confirmed.
    */
-  async confirm(token: string, user: TelegramIdentity): Promise<LoginTokenState> {
+  async confirm(token: string, user: TelegramIdentity): Promise<LoginTokenStateFor> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx
@@ -139,7 +156,7 @@ export class LoginTokenRepository {
         .where("expires_at", ">", now)
         .executeTakeFirst();
       // Not pending: say what it is instead (read in this transaction).
-      if (result.numUpdatedRows === 0n) return this.state(token, tx);
+      if (result.numUpdatedRows === 0n) return this.stateFor(token, user.id, tx);
       await rememberName(tx, { id: user.id, firstName: user.first_name, username: user.username }, now);
       return "confirmed";
     });
