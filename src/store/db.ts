@@ -56,16 +56,20 @@ export function openDb(
   options: { sqliteSynchronous?: "normal" | "full"; poolSize?: number } = {},
 ): Db {
   if (url.startsWith("sqlite:")) {
-    // The connection lives in a thread of its own, so the disk never holds up the event loop.
-    const thread = new SqliteThread(url.slice("sqlite:".length), {
-      synchronous: options.sqliteSynchronous ?? "normal",
-    });
+    // The connection lives in a thread of its own, so the disk never holds up the event loop;
+    // checkpoints run in another, so they never hold up a commit.
+    const warned = warnings();
+    const thread = new SqliteThread(
+      url.slice("sqlite:".length),
+      { synchronous: options.sqliteSynchronous ?? "normal" },
+      { onWarning: (message) => warned.emit(message) },
+    );
     const kysely = new Kysely<Database>({ dialect: sqliteThreadDialect(thread) });
     return {
       kysely,
       dialect: "sqlite",
       acceptBatch: (request) => thread.accept(request),
-      onWarning: () => () => {},
+      onWarning: warned.on,
       // Kysely only destroys a driver it has used: close the thread in any case.
       close: async () => {
         await kysely.destroy();

@@ -31,6 +31,11 @@ class Statement implements SqliteStatement {
 
 export interface SqliteOptions {
   synchronous: "normal" | "full";
+  /**
+   * `on-commit`: SQLite's default, the commit that takes the WAL past 1,000 pages copies it into the
+   * database. `background`: never on this connection; another one does it (sqlite-checkpointer.ts).
+   */
+  checkpoints: "on-commit" | "background";
 }
 
 /** Opens (creating the file and its folder if needed) a SQLite database in WAL mode. */
@@ -47,6 +52,7 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
     PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"};
     PRAGMA foreign_keys = ON;
     PRAGMA busy_timeout = 5000;
+    PRAGMA wal_autocheckpoint = ${options.checkpoints === "background" ? 0 : 1000};
   `);
   return {
     close: () => db.close(),

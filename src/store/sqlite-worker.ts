@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import {
   CompiledQuery,
@@ -15,7 +16,19 @@ import {
   fromStoreError,
   type StoreError,
 } from "./accept-batch.ts";
+import type { CheckpointerOptions, CheckpointerReport } from "./sqlite-checkpointer.ts";
 import type { SqliteOptions } from "./sqlite-driver.ts";
+
+export interface SqliteThreadOptions {
+  synchronous: "normal" | "full";
+}
+
+/**
+ * How often the checkpoint thread copies the WAL into the database file, and the WAL's size in
+ * pages (4 KiB each) from which it makes the writer wait for the rest so the file can start over.
+ */
+const CHECKPOINT_INTERVAL_MS = 200;
+const CHECKPOINT_RESTART_PAGES = 4000;
 
 /** What the service asks the SQLite thread (sqlite-thread.ts). */
 export type ThreadRequest =
@@ -95,23 +108,39 @@ export class SqliteThread {
   #nextId = 1;
   #stopped: Error | null = null;
   #closing: Promise<void> | null = null;
+  readonly #path: string;
+  readonly #onWarning: (message: string) => void;
+  /** The checkpoint thread (sqlite-checkpointer.ts): started after the first statement succeeds. */
+  #checkpointer: Worker | "wanted" | "none";
 
   /**
    * `onFailure`: the thread stopped on its own (it crashed, or ran out of memory). Nothing more can
    * be stored or read; the default ends the process with the reason, so that a supervisor starts a
    * new one (every message answered 202 is committed and will be found there).
+   * `onWarning`: something the operator should know that stops nothing (a checkpoint that failed).
    */
   constructor(
     path: string,
-    options: SqliteOptions,
-    onFailure: (error: Error) => void = (error) => {
-      process.nextTick(() => {
-        throw error;
-      });
-    },
+    options: SqliteThreadOptions,
+    {
+      onFailure = (error) => {
+        process.nextTick(() => {
+          throw error;
+        });
+      },
+      onWarning = (message) => process.emitWarning(message),
+    }: { onFailure?: (error: Error) => void; onWarning?: (message: string) => void } = {},
   ) {
+    this.#path = path;
+    this.#onWarning = onWarning;
+    // An in-memory database has no WAL to copy.
+    this.#checkpointer = path === ":memory:" || path === "" ? "none" : "wanted";
+    const threadOptions: SqliteOptions = {
+      synchronous: options.synchronous,
+      checkpoints: this.#checkpointer === "wanted" ? "background" : "on-commit",
+    };
     this.#worker = new Worker(new URL("./sqlite-thread.ts", import.meta.url), {
-      workerData: { path, options },
+      workerData: { path, options: threadOptions },
     });
     // An idle database keeps nobody alive (a CLI command ends when its work is done); a pending
     // request does (see #call).
@@ -121,6 +150,8 @@ export class SqliteThread {
       if (waiting === undefined) return;
       this.#waiting.delete(reply.id);
       if (this.#waiting.size === 0) this.#worker.unref();
+      // The first statement that succeeds shows the file is there, in WAL mode.
+      if (reply.ok && this.#checkpointer === "wanted" && !this.#closing) this.#startCheckpointer();
       if (reply.ok) waiting.resolve(reply.result);
       else waiting.reject(fromStoreError(reply.error));
     });
@@ -133,8 +164,62 @@ export class SqliteThread {
     this.#worker.on("exit", (code) => failed(new Error(`the SQLite thread stopped (exit code ${code})`)));
   }
 
+  #startCheckpointer(): void {
+    const worker = new Worker(new URL("./sqlite-checkpointer.ts", import.meta.url), {
+      workerData: {
+        path: this.#path,
+        intervalMs: CHECKPOINT_INTERVAL_MS,
+        restartPages: CHECKPOINT_RESTART_PAGES,
+      } satisfies CheckpointerOptions,
+    });
+    this.#checkpointer = worker;
+    worker.unref();
+    worker.on("message", (report: CheckpointerReport) => {
+      if (report.kind === "failed") {
+        this.#onWarning(
+          `a SQLite checkpoint failed (tried again every ${CHECKPOINT_INTERVAL_MS} ms; the WAL file keeps every commit meanwhile): ${report.message}`,
+        );
+      }
+    });
+    const lost = (reason: string) => {
+      if (this.#checkpointer !== worker) return;
+      this.#checkpointer = "none";
+      if (this.#closing || this.#stopped) return;
+      this.#onWarning(
+        `the SQLite checkpoint thread ${reason}; commits copy the WAL into the database from now on`,
+      );
+      // SQLite's default again, so that the WAL cannot grow without bound.
+      this.#call({ op: "query", sql: "PRAGMA wal_autocheckpoint = 1000", parameters: [] }).catch(() => {});
+    };
+    worker.on("error", (error) => lost(`failed: ${error.message}`));
+    worker.on("exit", (code) => lost(`stopped (exit code ${code})`));
+  }
+
+  /** Stops the checkpoint thread, if it runs: it closes its connection and ends. */
+  async #stopCheckpointer(): Promise<void> {
+    const worker = this.#checkpointer;
+    this.#checkpointer = "none";
+    if (typeof worker === "string") return;
+    // An "error" instead of an "exit" ends it too.
+    const exited = once(worker, "exit").then(
+      () => {},
+      () => {},
+    );
+    worker.postMessage("stop");
+    // A checkpoint in progress finishes first; one that hangs (a stuck disk) is not waited for.
+    const timeout = setTimeout(() => void worker.terminate(), 10_000);
+    try {
+      await exited;
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
   #stop(reason: Error): void {
     this.#stopped ??= this.#closing ? new Error("the database is closed") : reason;
+    const checkpointer = this.#checkpointer;
+    this.#checkpointer = "none";
+    if (typeof checkpointer !== "string") void checkpointer.terminate();
     for (const waiting of this.#waiting.values()) waiting.reject(this.#stopped);
     this.#waiting.clear();
     this.gate.shut(this.#stopped);
@@ -183,6 +268,8 @@ export class SqliteThread {
         () => false,
       );
       this.gate.shut(new Error("the database is closed"));
+      // First, so that the database's last connection (the thread's) copies the WAL in and removes it.
+      await this.#stopCheckpointer();
       if (entered) {
         try {
           await this.#call({ op: "close" });

@@ -1,0 +1,116 @@
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { sql } from "kysely";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { type Db, migrate, openDb } from "../src/store/db.ts";
+import { DockRepository } from "../src/store/docks.ts";
+import { waitFor } from "./wait.ts";
+
+/**
+ * SQLite's write-ahead log is copied into the database file by a thread of its own
+ * (sqlite-checkpointer.ts), never by the commits that store messages.
+ */
+describe("SQLite checkpoints", () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function open() {
+    const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
+    dirs.push(dir);
+    const path = join(dir, "dock-notify.db");
+    const db = openDb(`sqlite:${path}`);
+    const warnings: string[] = [];
+    db.onWarning((message) => warnings.push(message));
+    await migrate(db);
+    const dock = await new DockRepository(db, loadEncryptionKey(null, dir).key).create(1, {
+      name: "Checkpoints",
+      link: null,
+      description: null,
+    });
+    return { dir, path, db, dockId: dock.id, warnings };
+  }
+
+  async function store(db: Db, dockId: string, count: number, text = "a message") {
+    const items = Array.from({ length: count }, (_, i) => ({
+      dockId,
+      text: `${text} ${i}`,
+      idempotencyKey: null,
+      hash: null,
+      secretKey: null,
+    }));
+    const outcomes = await db.acceptBatch({ items, now: Date.now(), dockRate: null });
+    expect(outcomes.every((outcome) => outcome.kind === "accepted")).toBe(true);
+  }
+
+  /** Messages in the database file alone, without its WAL: what a checkpoint has copied there. */
+  function messagesInDatabaseFile(dir: string, path: string): number {
+    const copy = join(dir, `copy-${Date.now()}.db`);
+    copyFileSync(path, copy);
+    const db = new DatabaseSync(copy);
+    try {
+      return Number((db.prepare("select count(*) as n from messages").get() as { n: number }).n);
+    } finally {
+      db.close();
+      rmSync(copy, { force: true });
+      rmSync(`${copy}-wal`, { force: true });
+      rmSync(`${copy}-shm`, { force: true });
+    }
+  }
+
+  /** The WAL header's checkpoint sequence number: it goes up each time the WAL file starts over. */
+  function walSequence(path: string): number {
+    return readFileSync(`${path}-wal`).readUInt32BE(12);
+  }
+
+  it("commits leave checkpoints to the checkpoint thread, which copies an idle WAL in", async () => {
+    const { dir, path, db, dockId, warnings } = await open();
+    // The connection that stores messages never checkpoints on commit.
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db.kysely);
+    expect(rows[0]?.wal_autocheckpoint).toBe(0);
+
+    // Far fewer than the 1,000 pages after which a commit would have checkpointed by default: the
+    // messages reach the database file all the same, within moments, with nobody writing.
+    await store(db, dockId, 200);
+    await waitFor(
+      "the 200 messages in the database file",
+      () => messagesInDatabaseFile(dir, path) === 200,
+      10_000,
+    );
+    expect(warnings).toEqual([]);
+    await db.close();
+  });
+
+  it("under a steady stream of commits, the WAL file still starts over", async () => {
+    const { path, db, dockId, warnings } = await open();
+    const first = walSequence(path);
+    // ~1 KiB per message, four batches in flight so the writer never waits for the next: a
+    // PASSIVE checkpoint alone never catches up with it, and the WAL would only grow.
+    let stored = 0;
+    const inFlight = new Set<Promise<void>>();
+    while (walSequence(path) === first) {
+      expect(stored, "messages stored before the WAL started over").toBeLessThan(200_000);
+      const batch = store(db, dockId, 100, "x".repeat(1000)).finally(() => inFlight.delete(batch));
+      inFlight.add(batch);
+      stored += 100;
+      if (inFlight.size >= 4) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    expect(warnings).toEqual([]);
+    await db.close();
+  });
+
+  it("closing the database ends the checkpoint thread first, so the WAL is copied in and removed", async () => {
+    const { dir, path, db, dockId } = await open();
+    await store(db, dockId, 50);
+    // The checkpoint thread has its connection open by now.
+    await waitFor("a checkpoint", () => messagesInDatabaseFile(dir, path) === 50, 10_000);
+    await db.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    expect(messagesInDatabaseFile(dir, path)).toBe(50);
+  });
+});
