@@ -93,6 +93,23 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
     expect(await service.app.loginTokens.consume(token)).toBe(gus);
   });
 
+  it("a No from someone else on a link already confirmed says so and changes nothing", async () => {
+    const hal = await people.person("Hal");
+    const ivy = await people.person("Ivy");
+    const { token } = await service.app.loginTokens.create();
+    const halPrompt = await openLogin(hal, token);
+    const ivyPrompt = await openLogin(ivy, token);
+    await people.press(ivy, ivyPrompt, "Yes");
+    await people.edited(ivy, ivyPrompt);
+    // Hal started the sign-in and Ivy confirmed it first: No cannot cancel it here, and Hal must
+    // be told why (and what to press in the console), never to press Continue.
+    await people.press(hal, halPrompt, "No");
+    expect((await people.edited(hal, halPrompt)).text).toMatch(
+      /Someone else already confirmed this sign-in link.*That's not me/,
+    );
+    expect(await service.app.loginTokens.consume(token)).toBe(ivy);
+  });
+
   it("a Yes pressed after the console already used the token does not confirm it again", async () => {
     const dan = await people.person("Dan");
     const eve = await people.person("Eve");

@@ -231,7 +231,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const client = new ConsoleClient(service.url);
       const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
       const cookie = `dn_login=${login}`;
-      expect(await service.app.loginTokens.decline(linkTokenFor(login))).toBe("declined");
+      expect(await service.app.loginTokens.decline(linkTokenFor(login), 1)).toBe("declined");
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
       expect(checked.body.state).toBe("declined");
       expect(cookieFrom(checked.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);

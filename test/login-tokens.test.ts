@@ -68,14 +68,16 @@ describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
 
   it("a declined token is never confirmed nor exchanged", async () => {
     const { token } = await tokens.create();
-    expect(await tokens.decline(token)).toBe("declined");
+    expect(await tokens.decline(token, 9)).toBe("declined");
     expect(await tokens.state(token)).toBe("declined");
     expect(await tokens.confirm(token, { id: 9 })).toBe("declined");
     expect(await tokens.consume(token)).toBeNull();
-    // Declining a confirmed one changes nothing.
+    // Declining a confirmed one changes nothing; whoever did not confirm it learns that someone
+    // else did.
     const other = await tokens.create();
     await tokens.confirm(other.token, { id: 10 });
-    expect(await tokens.decline(other.token)).toBe("confirmed");
+    expect(await tokens.decline(other.token, 10)).toBe("confirmed");
+    expect(await tokens.decline(other.token, 11)).toBe("confirmed_elsewhere");
     expect(await tokens.consume(other.token)).toBe(10);
   });
 

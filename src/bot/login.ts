@@ -77,7 +77,7 @@ export function login(deps: BotDeps): Composer<Context> {
       await edit(ctx, texts.loginOutdated);
       return;
     }
-    const state = await deps.loginTokens.decline(token);
+    const state = await deps.loginTokens.decline(token, ctx.from.id);
     await edit(ctx, state === "declined" ? texts.loginDeclined : refusal(state));
   });
 

@@ -163,10 +163,11 @@ export class LoginTokenRepository {
   }
 
   /**
-   * The person pressed No: a pending token can no longer be confirmed, and the console that waits
-   * for it learns so (state `declined`). Returns the token's state afterwards.
+   * Telegram user `userId` pressed No: a pending token can no longer be confirmed, and the console
+   * that waits for it learns so (state `declined`). Returns the token's state afterwards, as that
+   * person sees it (a token someone else confirmed first is `confirmed_elsewhere`).
    */
-  async decline(token: string): Promise<LoginTokenState> {
+  async decline(token: string, userId: number): Promise<LoginTokenStateFor> {
     const now = this.#now();
     const result = await this.#db.kysely
       .updateTable("login_tokens")
@@ -176,7 +177,7 @@ export class LoginTokenRepository {
       .where("consumed_at", "is", null)
       .where("expires_at", ">", now)
       .executeTakeFirst();
-    return result.numUpdatedRows === 0n ? this.state(token) : "declined";
+    return result.numUpdatedRows === 0n ? this.stateFor(token, userId) : "declined";
   }
 
   /**
