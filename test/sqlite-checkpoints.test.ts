@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -15,7 +15,10 @@ import { waitFor } from "./wait.ts";
  */
 describe("SQLite checkpoints", () => {
   const dirs: string[] = [];
-  afterAll(() => {
+  const dbs: Db[] = [];
+  afterAll(async () => {
+    // A test that failed half-way leaves no thread behind (closing twice is harmless).
+    await Promise.all(dbs.map((db) => db.close()));
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -24,6 +27,7 @@ describe("SQLite checkpoints", () => {
     dirs.push(dir);
     const path = join(dir, "dock-notify.db");
     const db = openDb(`sqlite:${path}`);
+    dbs.push(db);
     const warnings: string[] = [];
     db.onWarning((message) => warnings.push(message));
     await migrate(db);
@@ -102,6 +106,39 @@ describe("SQLite checkpoints", () => {
     await Promise.all(inFlight);
     expect(warnings).toEqual([]);
     await db.close();
+  });
+
+  it("a reader outside the service that keeps old pages in use holds up no commit", async () => {
+    const { path, db, dockId, warnings } = await open();
+    try {
+      // An operator's `sqlite3` shell in the middle of a transaction: the WAL cannot start over
+      // while it reads, and a checkpoint that waited for it would hold the write lock meanwhile.
+      const reader = new DatabaseSync(path);
+      reader.exec("begin");
+      reader.prepare("select count(*) from messages").get();
+      const first = walSequence(path);
+      // Past the 4,000 pages at which RESTART checkpoints begin, then on for ten ticks of the
+      // checkpoint thread: every batch is accepted (none fails on the lock).
+      const restartBytes = 4000 * 4096;
+      let until = Number.POSITIVE_INFINITY;
+      while (Date.now() < until) {
+        await store(db, dockId, 100, "x".repeat(1000));
+        if (until === Number.POSITIVE_INFINITY && statSync(`${path}-wal`).size > restartBytes) {
+          until = Date.now() + 2000;
+        }
+      }
+      expect(walSequence(path)).toBe(first);
+      reader.exec("commit");
+      reader.close();
+      // Once it lets go, the WAL is copied in and starts over.
+      await waitFor("the WAL to start over", async () => {
+        await store(db, dockId, 10);
+        return walSequence(path) !== first;
+      });
+      expect(warnings).toEqual([]);
+    } finally {
+      await db.close();
+    }
   });
 
   it("closing the database ends the checkpoint thread first, so the WAL is copied in and removed", async () => {

@@ -1,6 +1,6 @@
 /**
  * The checkpoint thread: copies the SQLite write-ahead log back into the database file on a
- * connection of its own, so that the SQLite thread's commits never wait for it.
+ * connection of its own, so that the SQLite thread's commits (almost) never wait for it.
  *
  * With SQLite's default, the commit that takes the WAL past 1,000 pages runs the checkpoint itself:
  * it copies the pages and `fsync`s the WAL and the database before the next batch of messages can
@@ -11,7 +11,8 @@
  * pages more by the time a checkpoint ends, and SQLite starts the WAL file over only once all of it
  * is copied; when the WAL holds `restartPages` pages or more, a RESTART checkpoint waits for the
  * writer's transaction in progress, copies what is left (little: the PASSIVE one just before did
- * the bulk) and lets the next commit start the file over, so the WAL stays bounded.
+ * the bulk) and lets the next commit start the file over, so the WAL stays bounded. Commits wait for
+ * that copy (a few milliseconds), never for a reader: see RESTART_WAIT_MS.
  */
 
 import { DatabaseSync } from "node:sqlite";
@@ -24,7 +25,11 @@ export interface CheckpointerOptions {
 }
 
 /** What the thread tells its owner. */
-export type CheckpointerReport = { kind: "failed"; message: string } | { kind: "stopped" };
+export type CheckpointerReport =
+  | { kind: "failed"; message: string }
+  /** The WAL has not been able to start over for `seconds`: a reader keeps its old pages in use. */
+  | { kind: "stuck"; pages: number; seconds: number }
+  | { kind: "stopped" };
 
 /** One checkpoint's answer (SQLite's `PRAGMA wal_checkpoint`): WAL pages, and how many are copied. */
 interface CheckpointRow {
@@ -37,19 +42,59 @@ const port = parentPort;
 if (port === null) throw new Error("sqlite-checkpointer.ts runs as a worker thread");
 const { path, intervalMs, restartPages } = workerData as CheckpointerOptions;
 
+/**
+ * How long a RESTART may hold the write lock waiting (for the writer's transaction in progress, then
+ * for readers of older pages to finish). A reader outside the service (a `sqlite3` shell in a
+ * transaction, a backup) can keep old pages in use for minutes: the RESTART then gives up after
+ * this long instead of holding up every commit meanwhile.
+ */
+const RESTART_WAIT_MS = 20;
+/** After a RESTART that had to give up, the next one is tried this much later. */
+const RESTART_BACKOFF_MS = 5_000;
+/** The owner is told when the WAL could not start over for this long. */
+const STUCK_AFTER_MS = 60_000;
+/** Checkpoints failing this many ticks in a row: the thread ends, and commits checkpoint again. */
+const GIVE_UP_AFTER = 25;
+
 let db: DatabaseSync | null = null;
 let failures = 0;
+let nextRestart = 0;
+/** Since when RESTART checkpoints have been giving up, and whether the owner was told. */
+let stuckSince: number | null = null;
+let toldStuck = false;
+
+function report(message: CheckpointerReport): void {
+  port?.postMessage(message);
+}
 
 function checkpoint(): void {
   if (db === null) {
     // Opened on the first tick: by then the SQLite thread has created the file and set WAL mode.
     db = new DatabaseSync(path);
-    // Only RESTART waits (for the writer's transaction in progress); the writer waits for a
-    // RESTART the same way (its own busy_timeout).
-    db.exec("PRAGMA busy_timeout = 5000");
+    // Only RESTART waits (PASSIVE never does). The writer waits for a RESTART the same way, with
+    // its own busy_timeout.
+    db.exec(`PRAGMA busy_timeout = ${RESTART_WAIT_MS}`);
   }
   const passive = db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as unknown as CheckpointRow;
-  if (passive.log >= restartPages) db.prepare("PRAGMA wal_checkpoint(RESTART)").get();
+  const now = Date.now();
+  if (passive.log < restartPages) {
+    stuckSince = null;
+    toldStuck = false;
+    return;
+  }
+  if (now < nextRestart) return;
+  const restart = db.prepare("PRAGMA wal_checkpoint(RESTART)").get() as unknown as CheckpointRow;
+  if (restart.busy === 0) {
+    stuckSince = null;
+    toldStuck = false;
+    return;
+  }
+  nextRestart = now + RESTART_BACKOFF_MS;
+  stuckSince ??= now;
+  if (!toldStuck && now - stuckSince >= STUCK_AFTER_MS) {
+    toldStuck = true;
+    report({ kind: "stuck", pages: restart.log, seconds: Math.round((now - stuckSince) / 1000) });
+  }
 }
 
 const timer = setInterval(() => {
@@ -57,22 +102,32 @@ const timer = setInterval(() => {
     checkpoint();
     failures = 0;
   } catch (error) {
-    // A checkpoint that cannot run now (the disk is full, another process holds a lock past the
-    // timeout) is tried again at the next tick; the WAL keeps every commit meanwhile. Said once per
-    // run of failures.
-    if (failures++ === 0)
-      port.postMessage({ kind: "failed", message: (error as Error).message } satisfies CheckpointerReport);
+    // A checkpoint that cannot run now (the disk is full, a lock held past the timeout) is tried
+    // again at the next tick; the WAL keeps every commit meanwhile. Said once per run of failures;
+    // a run that goes on ends the thread, and its owner has the commits checkpoint again.
+    failures++;
+    if (failures === 1) report({ kind: "failed", message: (error as Error).message });
+    if (failures >= GIVE_UP_AFTER) {
+      clearInterval(timer);
+      closeQuietly();
+      process.exit(1);
+    }
   }
 }, intervalMs);
+
+function closeQuietly(): void {
+  try {
+    db?.close();
+  } catch {
+    // Nothing more to do with it.
+  }
+  db = null;
+}
 
 port.on("message", (message: "stop") => {
   if (message !== "stop") return;
   clearInterval(timer);
-  try {
-    db?.close();
-  } finally {
-    db = null;
-    port.postMessage({ kind: "stopped" } satisfies CheckpointerReport);
-    port.close();
-  }
+  closeQuietly();
+  report({ kind: "stopped" });
+  port.close();
 });

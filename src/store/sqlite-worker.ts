@@ -150,10 +150,10 @@ export class SqliteThread {
       if (waiting === undefined) return;
       this.#waiting.delete(reply.id);
       if (this.#waiting.size === 0) this.#worker.unref();
-      // The first statement that succeeds shows the file is there, in WAL mode.
-      if (reply.ok && this.#checkpointer === "wanted" && !this.#closing) this.#startCheckpointer();
       if (reply.ok) waiting.resolve(reply.result);
       else waiting.reject(fromStoreError(reply.error));
+      // The first statement that succeeds shows the file is there, in WAL mode.
+      if (reply.ok && this.#checkpointer === "wanted" && !this.#closing) this.#startCheckpointer();
     });
     const failed = (reason: Error) => {
       if (this.#stopped) return;
@@ -165,13 +165,20 @@ export class SqliteThread {
   }
 
   #startCheckpointer(): void {
-    const worker = new Worker(new URL("./sqlite-checkpointer.ts", import.meta.url), {
-      workerData: {
-        path: this.#path,
-        intervalMs: CHECKPOINT_INTERVAL_MS,
-        restartPages: CHECKPOINT_RESTART_PAGES,
-      } satisfies CheckpointerOptions,
-    });
+    let worker: Worker;
+    try {
+      worker = new Worker(new URL("./sqlite-checkpointer.ts", import.meta.url), {
+        workerData: {
+          path: this.#path,
+          intervalMs: CHECKPOINT_INTERVAL_MS,
+          restartPages: CHECKPOINT_RESTART_PAGES,
+        } satisfies CheckpointerOptions,
+      });
+    } catch (error) {
+      this.#checkpointer = "none";
+      this.#checkpointOnCommit(`could not start: ${(error as Error).message}`);
+      return;
+    }
     this.#checkpointer = worker;
     worker.unref();
     worker.on("message", (report: CheckpointerReport) => {
@@ -179,20 +186,28 @@ export class SqliteThread {
         this.#onWarning(
           `a SQLite checkpoint failed (tried again every ${CHECKPOINT_INTERVAL_MS} ms; the WAL file keeps every commit meanwhile): ${report.message}`,
         );
+      } else if (report.kind === "stuck") {
+        this.#onWarning(
+          `the SQLite WAL file has not been able to start over for ${report.seconds} s (${report.pages} pages): another connection keeps a read transaction open on this database`,
+        );
       }
     });
     const lost = (reason: string) => {
       if (this.#checkpointer !== worker) return;
       this.#checkpointer = "none";
-      if (this.#closing || this.#stopped) return;
-      this.#onWarning(
-        `the SQLite checkpoint thread ${reason}; commits copy the WAL into the database from now on`,
-      );
-      // SQLite's default again, so that the WAL cannot grow without bound.
-      this.#call({ op: "query", sql: "PRAGMA wal_autocheckpoint = 1000", parameters: [] }).catch(() => {});
+      this.#checkpointOnCommit(reason);
     };
     worker.on("error", (error) => lost(`failed: ${error.message}`));
     worker.on("exit", (code) => lost(`stopped (exit code ${code})`));
+  }
+
+  /** Without a checkpoint thread: SQLite's default again, so that the WAL cannot grow without bound. */
+  #checkpointOnCommit(reason: string): void {
+    if (this.#closing || this.#stopped) return;
+    this.#onWarning(
+      `the SQLite checkpoint thread ${reason}; commits copy the WAL into the database from now on`,
+    );
+    this.#call({ op: "query", sql: "PRAGMA wal_autocheckpoint = 1000", parameters: [] }).catch(() => {});
   }
 
   /** Stops the checkpoint thread, if it runs: it closes its connection and ends. */
@@ -206,7 +221,8 @@ export class SqliteThread {
       () => {},
     );
     worker.postMessage("stop");
-    // A checkpoint in progress finishes first; one that hangs (a stuck disk) is not waited for.
+    // A checkpoint in progress finishes first (a running SQLite call cannot be interrupted); a
+    // thread that still has not ended 10 s later is terminated.
     const timeout = setTimeout(() => void worker.terminate(), 10_000);
     try {
       await exited;
