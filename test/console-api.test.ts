@@ -74,16 +74,16 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const onlooker = { cookie: `dn_login=${token}` };
       const looked = await client.call("POST", "/sign-in/check", undefined, onlooker);
       expect(looked.body).toEqual({ ok: true, state: "none" });
-      const taken = await client.call("POST", "/sign-in/finish", undefined, onlooker);
+      const taken = await client.call("POST", "/sign-in/finish", { user_id: 1003 }, onlooker);
       expect(taken.status).toBe(409);
       expect(cookieFrom(taken.response, "dn_session")).toBeUndefined();
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
       expect(checked.body).toEqual({
         ok: true,
         state: "confirmed",
-        user: { first_name: "Carol", username: null },
+        user: { id: 1003, first_name: "Carol", username: null },
       });
-      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      const finished = await client.call("POST", "/sign-in/finish", { user_id: 1003 }, { cookie });
       expect(finished.body).toEqual({ ok: true, state: "signed_in" });
       const session = cookieFrom(finished.response, "dn_session");
       expect(session?.header).toMatch(/HttpOnly/);
@@ -113,7 +113,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         expect(checked.body).toEqual({
           ok: true,
           state: "confirmed",
-          user: { first_name: "Mallory", username: "mallory_m" },
+          user: { id: 1012, first_name: "Mallory", username: "mallory_m" },
         });
         expect(checked.response.headers.getSetCookie()).toEqual([]);
       }
@@ -132,10 +132,10 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
       const cookie = `dn_login=${login}`;
       await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1013, first_name: "Olga" });
-      const first = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      const first = await client.call("POST", "/sign-in/finish", { user_id: 1013 }, { cookie });
       expect(first.body).toEqual({ ok: true, state: "signed_in" });
       expect(cookieFrom(first.response, "dn_session")).toBeDefined();
-      const second = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      const second = await client.call("POST", "/sign-in/finish", { user_id: 1013 }, { cookie });
       expect(second.status).toBe(409);
       expect(second.body).toEqual({
         ok: false,
@@ -145,12 +145,57 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(cookieFrom(second.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
     });
 
+    it("finish starts a session only for the person the page showed", async () => {
+      const client = new ConsoleClient(service.url);
+      // The page showed Rita; meanwhile another tab started a new sign-in, and someone else (Sam)
+      // confirmed that one. Continue on the first tab must not sign in as Sam.
+      const first = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      await service.app.loginTokens.confirm(linkTokenFor(first), { id: 1018, first_name: "Rita" });
+      const second = cookieFrom(
+        (await client.call("POST", "/sign-in", undefined, { cookie: `dn_login=${first}` })).response,
+        "dn_login",
+      )?.value as string;
+      await service.app.loginTokens.confirm(linkTokenFor(second), { id: 1019, first_name: "Sam" });
+      const cookie = `dn_login=${second}`;
+      const wrong = await client.call("POST", "/sign-in/finish", { user_id: 1018 }, { cookie });
+      expect(wrong.status).toBe(409);
+      expect(wrong.body.error).toEqual({
+        code: "sign_in_not_confirmed",
+        message:
+          "Someone other than the person shown confirmed this sign-in; nobody was signed in. Check the name again.",
+      });
+      expect(wrong.response.headers.getSetCookie()).toEqual([]);
+      // Nothing was used up: the page asks again, shows Sam, and Continue for Sam works.
+      const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+      expect(checked.body.user).toEqual({ id: 1019, first_name: "Sam", username: null });
+      const finished = await client.call("POST", "/sign-in/finish", { user_id: 1019 }, { cookie });
+      expect(finished.body).toEqual({ ok: true, state: "signed_in" });
+    });
+
+    it("finish must say whom it is for", async () => {
+      const client = new ConsoleClient(service.url);
+      const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
+      const cookie = `dn_login=${login}`;
+      await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1020 });
+      for (const body of [undefined, {}, { user_id: "1020" }]) {
+        const answer = await client.call("POST", "/sign-in/finish", body, { cookie });
+        expect(answer.status).toBe(400);
+        expect(cookieFrom(answer.response, "dn_session")).toBeUndefined();
+      }
+      expect(await service.app.loginTokens.state(linkTokenFor(login))).toBe("confirmed");
+    });
+
     it("finish without a confirmation fails: pending, no sign-in, an unknown cookie", async () => {
       const client = new ConsoleClient(service.url);
       const login = cookieFrom((await client.call("POST", "/sign-in")).response, "dn_login")?.value as string;
-      const pending = await client.call("POST", "/sign-in/finish", undefined, {
-        cookie: `dn_login=${login}`,
-      });
+      const pending = await client.call(
+        "POST",
+        "/sign-in/finish",
+        { user_id: 1014 },
+        {
+          cookie: `dn_login=${login}`,
+        },
+      );
       expect(pending.status).toBe(409);
       expect(pending.body.error).toEqual({
         code: "sign_in_not_confirmed",
@@ -160,14 +205,24 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       // Still pending: confirming it afterwards works, and then Continue does.
       await service.app.loginTokens.confirm(linkTokenFor(login), { id: 1014 });
       for (const cookie of [undefined, "dn_login=nope"]) {
-        const answer = await client.call("POST", "/sign-in/finish", undefined, cookie ? { cookie } : {});
+        const answer = await client.call(
+          "POST",
+          "/sign-in/finish",
+          { user_id: 1014 },
+          cookie ? { cookie } : {},
+        );
         expect(answer.status).toBe(409);
         expect(answer.body.error.code).toBe("sign_in_not_confirmed");
         expect(cookieFrom(answer.response, "dn_session")).toBeUndefined();
       }
-      const finished = await client.call("POST", "/sign-in/finish", undefined, {
-        cookie: `dn_login=${login}`,
-      });
+      const finished = await client.call(
+        "POST",
+        "/sign-in/finish",
+        { user_id: 1014 },
+        {
+          cookie: `dn_login=${login}`,
+        },
+      );
       expect(finished.body.state).toBe("signed_in");
     });
 
@@ -181,7 +236,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(cookieFrom(cancelled.response, "dn_login")?.header).toMatch(/Expires=Thu, 01 Jan 1970/);
       expect(cookieFrom(cancelled.response, "dn_session")).toBeUndefined();
       // A browser that still sent the old cookie (another tab) cannot finish it either.
-      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      const finished = await client.call("POST", "/sign-in/finish", { user_id: 1015 }, { cookie });
       expect(finished.status).toBe(409);
       expect(finished.body.error).toEqual({
         code: "sign_in_not_confirmed",
@@ -206,14 +261,19 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       // Another browser, with its own sign-in or with the link's token as its cookie: its cancel
       // and finish touch only its own sign-in (or none).
       for (const cookie of [`dn_login=${otherLogin}`, `dn_login=${linkTokenFor(login)}`]) {
-        const finished = await other.call("POST", "/sign-in/finish", undefined, { cookie });
+        const finished = await other.call("POST", "/sign-in/finish", { user_id: 1016 }, { cookie });
         expect(finished.status).toBe(409);
         expect(cookieFrom(finished.response, "dn_session")).toBeUndefined();
         await other.call("POST", "/sign-in/cancel", undefined, { cookie });
       }
       expect(await service.app.loginTokens.state(linkTokenFor(login))).toBe("confirmed");
       expect(await service.app.loginTokens.state(linkTokenFor(otherLogin))).toBe("declined");
-      const finished = await mine.call("POST", "/sign-in/finish", undefined, { cookie: `dn_login=${login}` });
+      const finished = await mine.call(
+        "POST",
+        "/sign-in/finish",
+        { user_id: 1016 },
+        { cookie: `dn_login=${login}` },
+      );
       expect(finished.body.state).toBe("signed_in");
       // Without any cookie, cancel has nothing to cancel.
       expect((await other.call("POST", "/sign-in/cancel")).body).toEqual({ ok: true, state: "none" });
@@ -239,7 +299,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const again = await client.call("POST", "/sign-in/check", undefined, { cookie });
       expect(again.body.state).toBe("declined");
       expect(cookieFrom(again.response, "dn_session")).toBeUndefined();
-      const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+      const finished = await client.call("POST", "/sign-in/finish", { user_id: 1005 }, { cookie });
       expect(finished.body.error.code).toBe("sign_in_not_confirmed");
       expect(cookieFrom(finished.response, "dn_session")).toBeUndefined();
     });
@@ -270,9 +330,14 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       await service.app.loginTokens.confirm(linkTokenFor(firstSecret), { id: 1017 });
       await client.call("POST", "/sign-in", undefined, { cookie: `dn_login=${firstSecret}` });
       expect(await service.app.loginTokens.state(linkTokenFor(firstSecret))).toBe("declined");
-      const finished = await client.call("POST", "/sign-in/finish", undefined, {
-        cookie: `dn_login=${firstSecret}`,
-      });
+      const finished = await client.call(
+        "POST",
+        "/sign-in/finish",
+        { user_id: 1017 },
+        {
+          cookie: `dn_login=${firstSecret}`,
+        },
+      );
       expect(finished.body.error.code).toBe("sign_in_not_confirmed");
     });
 
@@ -288,9 +353,14 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const checked = await client.call("POST", "/sign-in/check", undefined, { cookie: `dn_login=${login}` });
       expect(checked.body.state).toBe("expired");
       expect(cookieFrom(checked.response, "dn_session")).toBeUndefined();
-      const finished = await client.call("POST", "/sign-in/finish", undefined, {
-        cookie: `dn_login=${login}`,
-      });
+      const finished = await client.call(
+        "POST",
+        "/sign-in/finish",
+        { user_id: 1004 },
+        {
+          cookie: `dn_login=${login}`,
+        },
+      );
       expect(finished.body.error).toEqual({
         code: "sign_in_not_confirmed",
         message: "The sign-in link expired; start again.",

@@ -62,9 +62,9 @@ export async function signIn(service: RunningService, user: TelegramIdentity): P
   expect(checked.body).toEqual({
     ok: true,
     state: "confirmed",
-    user: { first_name: user.first_name ?? null, username: user.username ?? null },
+    user: { id: user.id, first_name: user.first_name ?? null, username: user.username ?? null },
   });
-  const finished = await client.call("POST", "/sign-in/finish", undefined, { cookie });
+  const finished = await client.call("POST", "/sign-in/finish", { user_id: user.id }, { cookie });
   expect(finished.body).toEqual({ ok: true, state: "signed_in" });
   const session = cookieFrom(finished.response, "dn_session");
   if (!session) throw new Error("no session cookie");

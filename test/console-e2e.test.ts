@@ -278,9 +278,10 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       .getAttribute("href")) as string;
     const payload = new URL(loginLink).searchParams.get("start") as string;
 
-    // An onlooker scans the QR code and presses Yes first, in their own Telegram.
+    // An onlooker scans the QR code and presses Yes first, in their own Telegram, under a first
+    // name made to look like Alice's name and username.
     const people = new People(`${service.url}/sandbox`);
-    const onlooker = await people.person("Mallory", "mallory_onlooker");
+    const onlooker = await people.person("Alice (@alice_sandbox)");
     const prompt = await people.botReply(
       onlooker,
       await people.start(onlooker, payload),
@@ -289,8 +290,13 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await people.press(onlooker, prompt, "Yes");
     await people.edited(onlooker, prompt);
 
-    // The page names the onlooker instead of signing in to their account unseen.
-    await page.getByRole("status").filter({ hasText: "Continue as Mallory (@mallory_onlooker)?" }).waitFor();
+    // The page names the onlooker instead of signing in to their account unseen, and the missing
+    // username tells them apart from Alice.
+    const named = page.getByRole("status").filter({ hasText: "Continue as" });
+    await named.waitFor();
+    expect(await named.textContent()).toBe(
+      "Confirmed in Telegram. Continue as Alice (@alice_sandbox) (no username)?",
+    );
     await page.getByRole("button", { name: "That's not me" }).click();
     await page.getByRole("alert").filter({ hasText: "Sign-in cancelled: nobody was signed in." }).waitFor();
     await page

@@ -112,9 +112,12 @@ describe.each(DIALECTS)("console sign-in tokens on %s", (dialect) => {
     await tokens.confirm(token, { id: 16, first_name: "Grace", username: "grace_h" });
     expect(await tokens.confirmation(token)).toEqual({
       state: "confirmed",
-      confirmer: { firstName: "Grace", username: "grace_h" },
+      confirmer: { id: 16, firstName: "Grace", username: "grace_h" },
     });
-    await tokens.consume(token);
+    // Exchanged only for the person who confirmed it, when the caller names one.
+    expect(await tokens.consume(token, 17)).toBeNull();
+    expect(await tokens.confirmation(token)).toMatchObject({ state: "confirmed" });
+    expect(await tokens.consume(token, 16)).toBe(16);
     expect(await tokens.confirmation(token)).toEqual({ state: "used", confirmer: null });
     expect(await tokens.confirmation("nope")).toEqual({ state: "unknown", confirmer: null });
   });

@@ -63,7 +63,9 @@ const WIDGET_COOKIE = "dn_widget";
 const NOT_FINISHED: Record<LoginTokenState, string> = {
   unknown: "No sign-in is in progress in this browser; start again.",
   pending: "The sign-in is not confirmed in Telegram yet.",
-  confirmed: "The sign-in could not be finished; start again.",
+  // Continue named another person than the one who confirmed (the browser's sign-in changed since).
+  confirmed:
+    "Someone other than the person shown confirmed this sign-in; nobody was signed in. Check the name again.",
   declined: "The sign-in was cancelled; start again.",
   expired: "The sign-in link expired; start again.",
   used: "The sign-in link was already used; start again.",
@@ -84,6 +86,12 @@ const signOutBody = Type.Optional(
     everywhere: Type.Optional(Type.Boolean({ description: "End every session of this person." })),
   }),
 );
+
+const signInFinishBody = Type.Object({
+  user_id: Type.Integer({
+    description: "The Telegram user id that /sign-in/check named: the session starts only for that person.",
+  }),
+});
 
 const dockParams = Type.Object({ id: Type.String() });
 const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
@@ -194,22 +202,24 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
       return {
         ok: true,
         state: "confirmed",
-        user: { first_name: confirmer.firstName, username: confirmer.username },
+        user: { id: confirmer.id, first_name: confirmer.firstName, username: confirmer.username },
       };
     }
     if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
     return { ok: true, state: state === "unknown" ? "none" : state };
   });
 
-  // Continue: exchanges this browser's confirmed sign-in for a session, once.
-  server.post("/sign-in/finish", async (request, reply) => {
+  // Continue: exchanges this browser's confirmed sign-in for a session, once, for the person the
+  // page showed (another tab may have started a new sign-in, confirmed by someone else, since).
+  server.post("/sign-in/finish", { schema: { body: signInFinishBody } }, async (request, reply) => {
     const browserSecret = request.cookies[LOGIN_COOKIE];
     if (!browserSecret) throw new ApiError("sign_in_not_confirmed", NOT_FINISHED.unknown);
     const token = linkTokenFor(browserSecret);
-    const userId = await options.loginTokens.consume(token);
+    const userId = await options.loginTokens.consume(token, request.body.user_id);
     if (userId === null) {
       const state = await options.loginTokens.state(token);
-      if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
+      // Confirmed by someone else than shown: the page asks again and shows who.
+      if (state !== "pending" && state !== "confirmed") clearCookie(reply, LOGIN_COOKIE, secure);
       throw new ApiError("sign_in_not_confirmed", NOT_FINISHED[state]);
     }
     // An identity with only the id keeps the names the bot stored when the person pressed Yes.

@@ -24,6 +24,8 @@ export type LoginTokenStateFor = LoginTokenState | "confirmed_elsewhere";
 
 /** Who confirmed a sign-in, as Telegram named them when they pressed Yes. */
 export interface Confirmer {
+  /** Telegram user id. */
+  id: number;
   firstName: string | null;
   username: string | null;
 }
@@ -124,8 +126,8 @@ export class LoginTokenRepository {
       .executeTakeFirst();
     const state = this.#stateOf(row);
     const confirmer =
-      state === "confirmed" && row
-        ? { firstName: row.first_name ?? null, username: row.username ?? null }
+      state === "confirmed" && row?.confirmed_by != null
+        ? { id: row.confirmed_by, firstName: row.first_name ?? null, username: row.username ?? null }
         : null;
     return { state, confirmer };
   }
@@ -197,14 +199,17 @@ export class LoginTokenRepository {
     return result.numUpdatedRows === 0n ? this.state(token) : "declined";
   }
 
-  /** Exchanges a confirmed, unexpired token for the Telegram user id, once; null otherwise. */
-  async consume(token: string): Promise<number | null> {
+  /**
+   * Exchanges a confirmed, unexpired token for the Telegram user id, once; null otherwise. With
+   * `confirmedBy`, only a token that this user confirmed (the one the console showed).
+   */
+  async consume(token: string, confirmedBy?: number): Promise<number | null> {
     const now = this.#now();
     const row = await this.#db.kysely
       .updateTable("login_tokens")
       .set({ consumed_at: now })
       .where("token_hash", "=", sha256Hex(token))
-      .where("confirmed_by", "is not", null)
+      .where("confirmed_by", confirmedBy === undefined ? "is not" : "=", confirmedBy ?? null)
       .where("consumed_at", "is", null)
       .where("expires_at", ">", now)
       .returning("confirmed_by")

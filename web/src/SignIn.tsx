@@ -14,16 +14,25 @@ type PageState = CheckState | "cancelled" | "failed";
 
 /** Who pressed Yes in the bot, as Telegram names them. */
 interface Confirmer {
+  id: number;
   first_name: string | null;
   username: string | null;
 }
 
-/** "Ada (@ada)": the names Telegram gave the bot when the person pressed Yes. */
-function nameOf(confirmer: Confirmer): string {
-  const name = [confirmer.first_name, confirmer.username && `(@${confirmer.username})`]
-    .filter(Boolean)
-    .join(" ");
-  return name || "a Telegram account without a name";
+/**
+ * "Ada (@ada)": the names Telegram gave the bot when the person pressed Yes. The username, which
+ * nobody else can have, is set apart from the first name, which anyone can choose: an onlooker
+ * named "Ada (@ada)" shows as "Ada (@ada) (no username)".
+ */
+function ConfirmerName({ confirmer }: { confirmer: Confirmer }) {
+  return (
+    <>
+      <strong>{confirmer.first_name || "A Telegram account without a name"}</strong>{" "}
+      <span className="telegram-username">
+        {confirmer.username ? `(@${confirmer.username})` : "(no username)"}
+      </span>
+    </>
+  );
 }
 
 /** How often the page asks whether the bot has confirmed the sign-in. */
@@ -81,11 +90,12 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     setError(message);
   };
 
-  const finish = async () => {
+  const finish = async (confirmed: Confirmer) => {
     setBusy(true);
     setError(null);
     try {
-      await api<{ state: "signed_in" }>("POST", "/sign-in/finish");
+      // Only for the person shown: if this browser's sign-in changed since (another tab), nobody.
+      await api<{ state: "signed_in" }>("POST", "/sign-in/finish", { user_id: confirmed.id });
       onSignedIn();
     } catch (e) {
       // Expired, or cancelled elsewhere: this sign-in is over; the message says why.
@@ -154,7 +164,7 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
       {pending && state === "confirmed" && confirmer ? (
         <div className="confirmed">
           <p id="sign-in-confirmed" role="status">
-            Confirmed in Telegram. Continue as <strong>{nameOf(confirmer)}</strong>?
+            Confirmed in Telegram. Continue as <ConfirmerName confirmer={confirmer} />?
           </p>
           <p className="muted">
             If that is not your Telegram account, someone else pressed Yes on your sign-in link: press{" "}
@@ -165,7 +175,7 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
               ref={continueButton}
               type="button"
               className="primary"
-              onClick={finish}
+              onClick={() => finish(confirmer)}
               disabled={busy}
               aria-describedby="sign-in-confirmed"
             >
