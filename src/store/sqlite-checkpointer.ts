@@ -15,7 +15,7 @@
  * that copy (a few milliseconds), never for a reader: see RESTART_WAIT_MS.
  */
 
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
 
 export interface CheckpointerOptions {
@@ -28,8 +28,7 @@ export interface CheckpointerOptions {
 export type CheckpointerReport =
   | { kind: "failed"; message: string }
   /** The WAL has not been able to start over for `seconds`: a reader keeps its old pages in use. */
-  | { kind: "stuck"; pages: number; seconds: number }
-  | { kind: "stopped" };
+  | { kind: "stuck"; pages: number; seconds: number };
 
 /** One checkpoint's answer (SQLite's `PRAGMA wal_checkpoint`): WAL pages, and how many are copied. */
 interface CheckpointRow {
@@ -56,7 +55,8 @@ const STUCK_AFTER_MS = 60_000;
 /** Checkpoints failing this many ticks in a row: the thread ends, and commits checkpoint again. */
 const GIVE_UP_AFTER = 25;
 
-let db: DatabaseSync | null = null;
+/** The connection and its two statements, prepared once. */
+let db: { connection: DatabaseSync; passive: StatementSync; restart: StatementSync } | null = null;
 let failures = 0;
 let nextRestart = 0;
 /** Since when RESTART checkpoints have been giving up, and whether the owner was told. */
@@ -67,26 +67,35 @@ function report(message: CheckpointerReport): void {
   port?.postMessage(message);
 }
 
+/** The WAL is below the RESTART mark, or started over: nothing is stuck. */
+function unstuck(): void {
+  stuckSince = null;
+  toldStuck = false;
+}
+
 function checkpoint(): void {
   if (db === null) {
     // Opened on the first tick: by then the SQLite thread has created the file and set WAL mode.
-    db = new DatabaseSync(path);
+    const connection = new DatabaseSync(path);
     // Only RESTART waits (PASSIVE never does). The writer waits for a RESTART the same way, with
     // its own busy_timeout.
-    db.exec(`PRAGMA busy_timeout = ${RESTART_WAIT_MS}`);
+    connection.exec(`PRAGMA busy_timeout = ${RESTART_WAIT_MS}`);
+    db = {
+      connection,
+      passive: connection.prepare("PRAGMA wal_checkpoint(PASSIVE)"),
+      restart: connection.prepare("PRAGMA wal_checkpoint(RESTART)"),
+    };
   }
-  const passive = db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as unknown as CheckpointRow;
+  const passive = db.passive.get() as unknown as CheckpointRow;
   const now = Date.now();
   if (passive.log < restartPages) {
-    stuckSince = null;
-    toldStuck = false;
+    unstuck();
     return;
   }
   if (now < nextRestart) return;
-  const restart = db.prepare("PRAGMA wal_checkpoint(RESTART)").get() as unknown as CheckpointRow;
+  const restart = db.restart.get() as unknown as CheckpointRow;
   if (restart.busy === 0) {
-    stuckSince = null;
-    toldStuck = false;
+    unstuck();
     return;
   }
   nextRestart = now + RESTART_BACKOFF_MS;
@@ -117,7 +126,7 @@ const timer = setInterval(() => {
 
 function closeQuietly(): void {
   try {
-    db?.close();
+    db?.connection.close();
   } catch {
     // Nothing more to do with it.
   }
@@ -128,6 +137,5 @@ port.on("message", (message: "stop") => {
   if (message !== "stop") return;
   clearInterval(timer);
   closeQuietly();
-  report({ kind: "stopped" });
   port.close();
 });

@@ -19,9 +19,7 @@ import {
 import type { CheckpointerOptions, CheckpointerReport } from "./sqlite-checkpointer.ts";
 import type { SqliteOptions } from "./sqlite-driver.ts";
 
-export interface SqliteThreadOptions {
-  synchronous: "normal" | "full";
-}
+export type SqliteThreadOptions = Pick<SqliteOptions, "synchronous">;
 
 /**
  * How often the checkpoint thread copies the WAL into the database file, and the WAL's size in
@@ -210,11 +208,17 @@ export class SqliteThread {
     this.#call({ op: "query", sql: "PRAGMA wal_autocheckpoint = 1000", parameters: [] }).catch(() => {});
   }
 
-  /** Stops the checkpoint thread, if it runs: it closes its connection and ends. */
-  async #stopCheckpointer(): Promise<void> {
+  /** The checkpoint thread, if it runs, now no longer this object's: its exit is no loss. */
+  #takeCheckpointer(): Worker | null {
     const worker = this.#checkpointer;
     this.#checkpointer = "none";
-    if (typeof worker === "string") return;
+    return typeof worker === "string" ? null : worker;
+  }
+
+  /** Stops the checkpoint thread, if it runs: it closes its connection and ends. */
+  async #stopCheckpointer(): Promise<void> {
+    const worker = this.#takeCheckpointer();
+    if (worker === null) return;
     // An "error" instead of an "exit" ends it too.
     const exited = once(worker, "exit").then(
       () => {},
@@ -233,9 +237,7 @@ export class SqliteThread {
 
   #stop(reason: Error): void {
     this.#stopped ??= this.#closing ? new Error("the database is closed") : reason;
-    const checkpointer = this.#checkpointer;
-    this.#checkpointer = "none";
-    if (typeof checkpointer !== "string") void checkpointer.terminate();
+    void this.#takeCheckpointer()?.terminate();
     for (const waiting of this.#waiting.values()) waiting.reject(this.#stopped);
     this.#waiting.clear();
     this.gate.shut(this.#stopped);
