@@ -290,7 +290,7 @@ describe("sandbox rate limits", () => {
 
   const sendRaw = (chat: number) => sandbox.raw("sendMessage", json({ chat_id: chat, text: "x" }));
 
-  it("a private chat takes a burst of 3, then 429 with retry_after", async () => {
+  it("a private chat takes 3 in any 3 seconds, then 429 with retry_after (until the first leaves the window)", async () => {
     const chat = await sandbox.startedPerson();
     for (let i = 0; i < 3; i++) expect((await sendRaw(chat)).status).toBe(200);
     const limited = await sendRaw(chat);
@@ -299,8 +299,8 @@ describe("sandbox rate limits", () => {
       {
         ok: false,
         error_code: 429,
-        description: "Too Many Requests: retry after 1",
-        parameters: { retry_after: 1 },
+        description: "Too Many Requests: retry after 3",
+        parameters: { retry_after: 3 },
       },
     ]);
   });
@@ -310,7 +310,7 @@ describe("sandbox rate limits", () => {
     for (let i = 0; i < 3; i++) await sandbox.api.sendMessage(chat, "x");
     const error = await sandbox.api.sendMessage(chat, "x").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GrammyError);
-    expect((error as GrammyError).parameters.retry_after).toBe(1);
+    expect((error as GrammyError).parameters.retry_after).toBe(3);
   });
 
   it("a group takes 20 messages a minute", async () => {
@@ -324,7 +324,29 @@ describe("sandbox rate limits", () => {
     for (let i = 0; i < 21; i++) statuses.push((await sendRaw(group)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(20);
     const limited = await sendRaw(group);
-    expect(limited.body.parameters.retry_after).toBe(3);
+    expect(limited.body.parameters.retry_after).toBe(60);
+  });
+
+  it("is a strict sliding window: a sender quiet for a while still gets no more than 30 into any second", async () => {
+    const clock = { now: 1_700_000_000_000 };
+    const strict = await startSandbox({ rateLimits: true, now: () => clock.now });
+    try {
+      await strict.control("PUT", "/limits", { rate_limits: false });
+      const chats: number[] = [];
+      for (let i = 0; i < 61; i++) chats.push(await strict.startedPerson());
+      await strict.control("PUT", "/limits", { rate_limits: true });
+      const send = async (chat: number) =>
+        (await strict.raw("sendMessage", json({ chat_id: chat, text: "x" }))).status;
+      // 30 at once after a long quiet: the window's whole allowance, and nothing on top of it
+      // (a token bucket would have let the quiet time's refill through as well).
+      for (const chat of chats.slice(0, 30)) expect(await send(chat)).toBe(200);
+      clock.now += 999;
+      expect(await send(chats[30] as number)).toBe(429);
+      clock.now += 1;
+      for (const chat of chats.slice(31, 61)) expect(await send(chat)).toBe(200);
+    } finally {
+      await strict.close();
+    }
   });
 
   it("the bot as a whole takes 30 messages a second, more with allow_paid_broadcast; stats count the 429s", async () => {
@@ -414,6 +436,16 @@ describe("sandbox fault injection", () => {
     const error = await sandbox.api.sendMessage(chat, "x").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpError);
     expect((await sandbox.api.sendMessage(chat, "x")).text).toBe("x");
+  });
+
+  it("a slow fault answers as usual, only later", async () => {
+    const chat = await sandbox.startedPerson();
+    await sandbox.control("POST", "/faults", { kind: "slow", count: 1, hang_seconds: 0.5 });
+    const started = performance.now();
+    // Held for half a second (at least), then carried out and answered.
+    expect((await sandbox.api.sendMessage(chat, "late")).text).toBe("late");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
+    expect((await sandbox.control("GET", `/chats/${chat}/messages`)).body.at(-1).text).toBe("late");
   });
 
   it("bad fault requests are a clear 400", async () => {

@@ -21,10 +21,19 @@ export interface RunningSandbox {
   close: () => Promise<void>;
 }
 
-export async function startSandbox(options: Partial<SandboxOptions> = {}): Promise<RunningSandbox> {
+/** A sandbox on its own port (`port`: a chosen one, e.g. for a service started before it). */
+export async function startSandbox(
+  options: Partial<SandboxOptions> & { port?: number } = {},
+): Promise<RunningSandbox> {
+  const { port: listenPort = 0, ...sandboxOptions } = options;
   const server = Fastify();
-  await server.register(sandbox, { prefix: "/sandbox", rateLimits: false, historyLimit: 1000, ...options });
-  await server.listen({ port: 0, host: "127.0.0.1" });
+  await server.register(sandbox, {
+    prefix: "/sandbox",
+    rateLimits: false,
+    historyLimit: 1000,
+    ...sandboxOptions,
+  });
+  await server.listen({ port: listenPort, host: "127.0.0.1" });
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const root = `http://127.0.0.1:${port}/sandbox`;

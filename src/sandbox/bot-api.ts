@@ -119,6 +119,9 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
         await sleep(fault.hang_seconds * 1000, undefined, { signal: closing }).catch(() => undefined);
         return dropConnection(reply);
       }
+      if (fault?.kind === "slow") {
+        await sleep(fault.hang_seconds * 1000, undefined, { signal: closing }).catch(() => undefined);
+      }
 
       // A long poll ends early when the client goes away or the server closes.
       const gone = new AbortController();

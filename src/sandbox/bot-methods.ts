@@ -439,13 +439,14 @@ export const BOT_METHODS: Record<string, BotMethod> = {
       return { command, description };
     });
     emulator.commands.set(commandsKey(params), commands);
+    emulator.changed();
     return true;
   },
 
   getmycommands: (emulator, params) => emulator.commands.get(commandsKey(params)) ?? [],
 
   deletemycommands: (emulator, params) => {
-    emulator.commands.delete(commandsKey(params));
+    if (emulator.commands.delete(commandsKey(params))) emulator.changed();
     return true;
   },
 

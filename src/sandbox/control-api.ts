@@ -316,8 +316,7 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
 
   server.get("/stats", async () => emulator.stats);
   server.delete("/stats", async () => {
-    emulator.stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
-    return emulator.stats;
+    return emulator.resetStats();
   });
 
   server.get("/faults", async () => emulator.faults.list());

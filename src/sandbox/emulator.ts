@@ -5,7 +5,7 @@ import { Faults } from "./faults.ts";
 import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "./identity.ts";
 import { SendLimiter } from "./limits.ts";
 import { isInlineKeyboard, type ReplyMarkup } from "./markup.ts";
-import { UpdateQueue } from "./updates.ts";
+import { UpdateQueue, type UpdateQueueState } from "./updates.ts";
 import { type WebhookReplyHandler, WebhookSender } from "./webhook.ts";
 
 /** A simulated person. */
@@ -110,12 +110,35 @@ export interface CallbackQueryRecord {
   answer?: { text?: string; show_alert: boolean; url?: string };
 }
 
+/** A command the bot registered with setMyCommands. */
+export interface BotCommand {
+  command: string;
+  description: string;
+}
+
+/**
+ * What of the emulator outlives a restart of the built-in sandbox, as plain data (persistence.ts
+ * keeps it in a file). Callback queries, faults, counters, rate-limit buckets and the webhook are
+ * left out: they belong to one run.
+ */
+export interface EmulatorState {
+  users: SimUser[];
+  chats: SimChat[];
+  /** The counters new ids are taken from (a group's id is the negative of its counter). */
+  nextIds: { user: number; group: number; supergroup: number };
+  updates: UpdateQueueState;
+  /** setMyCommands per `scope|language`. */
+  commands: [string, BotCommand[]][];
+}
+
 /** Counters for tests and benchmarks ("no 429 was ever answered"). */
 export interface Stats {
   calls: Record<string, number>;
   send_message: number;
   too_many_requests: number;
   errors: number;
+  /** The most messages the bot got through in any one second (sliding), limits on or off. */
+  peak_per_second: number;
 }
 
 export interface EmulatorOptions {
@@ -152,14 +175,15 @@ export class Emulator {
   readonly faults: Faults;
   readonly callbackQueries = new Map<string, CallbackQueryRecord>();
   /** Commands per scope and language (`scope|language`). */
-  readonly commands = new Map<string, { command: string; description: string }[]>();
+  readonly commands = new Map<string, BotCommand[]>();
   readonly events = new EventEmitter<{ event: [SandboxEvent] }>();
   readonly historyLimit: number;
   readonly now: () => number;
-  stats: Stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+  #stats: Omit<Stats, "peak_per_second"> = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
   #nextUserId = FIRST_USER_ID;
   #nextGroupId = FIRST_GROUP_ID;
   #nextSupergroupId = FIRST_SUPERGROUP_ID;
+  readonly #changeListeners: (() => void)[] = [];
 
   constructor(options: EmulatorOptions, onWebhookReply: WebhookReplyHandler) {
     this.now = options.now ?? Date.now;
@@ -167,8 +191,22 @@ export class Emulator {
     this.limiter = new SendLimiter({ enabled: options.rateLimits, now: this.now });
     this.faults = new Faults(options.random);
     this.webhook = new WebhookSender(this.updates, onWebhookReply);
+    this.updates.onChange(() => this.changed());
     // Every SSE client listens; the default limit of 10 would warn about a leak that is not one.
     this.events.setMaxListeners(0);
+  }
+
+  /** The counters (live: callers increment them), with the peak rate read from the limiter. */
+  get stats(): Stats {
+    const stats = this.#stats as Stats;
+    stats.peak_per_second = this.limiter.peak;
+    return stats;
+  }
+
+  resetStats(): Stats {
+    this.#stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+    this.limiter.peak = 0;
+    return this.stats;
   }
 
   /** Unix time in seconds, the unit of every Bot API date. */
@@ -180,8 +218,55 @@ export class Emulator {
     return { id: SANDBOX_BOT_ID, is_bot: true, first_name: SANDBOX_BOT_NAME, username: SANDBOX_BOT_USERNAME };
   }
 
+  /** Tells the event stream; every event but a callback answer is also a change (`onChange`). */
   emit(event: SandboxEvent): void {
     this.events.emit("event", event);
+    if (event.type !== "callback_answer") this.changed();
+  }
+
+  /**
+   * Calls `listener` after anything that `snapshot()` would show changed, so the plugin can keep
+   * the state file up to date without polling.
+   */
+  onChange(listener: () => void): void {
+    this.#changeListeners.push(listener);
+  }
+
+  /** Reports a change that no event announces (the bot's commands); events report their own. */
+  changed(): void {
+    for (const listener of this.#changeListeners) listener();
+  }
+
+  /** The state a restart keeps, as plain data: the live objects, to be serialised at once. */
+  snapshot(): EmulatorState {
+    return {
+      users: [...this.users.values()],
+      chats: [...this.chats.values()],
+      nextIds: { user: this.#nextUserId, group: this.#nextGroupId, supergroup: this.#nextSupergroupId },
+      updates: this.updates.snapshot(),
+      commands: [...this.commands],
+    };
+  }
+
+  /**
+   * Takes over a snapshot of an earlier run, replacing people, chats, updates and commands. Call
+   * before anything uses the emulator; histories longer than the history limit are trimmed.
+   */
+  restore(state: EmulatorState): void {
+    this.users.clear();
+    this.chats.clear();
+    this.commands.clear();
+    for (const user of state.users) this.users.set(user.id, user);
+    for (const chat of state.chats) {
+      if (chat.messages.length > this.historyLimit)
+        chat.messages.splice(0, chat.messages.length - this.historyLimit);
+      this.chats.set(chat.id, chat);
+    }
+    this.#nextUserId = state.nextIds.user;
+    this.#nextGroupId = state.nextIds.group;
+    this.#nextSupergroupId = state.nextIds.supergroup;
+    this.updates.restore(state.updates);
+    for (const [key, commands] of state.commands) this.commands.set(key, commands);
   }
 
   /** Forgets every person, chat, update, fault and counter; the webhook is removed. */
@@ -194,7 +279,7 @@ export class Emulator {
     this.faults.clear();
     this.callbackQueries.clear();
     this.commands.clear();
-    this.stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+    this.resetStats();
     this.emit({ type: "reset" });
   }
 

@@ -1,9 +1,10 @@
 /**
  * Failures a test can ask for, to see how a client copes: `server_error` answers a 5xx envelope,
- * `timeout` never answers (the connection is dropped after `hang_seconds`), `forbidden` answers
- * 403 "bot was blocked by the user" for one chat without the person having blocked anyone.
+ * `timeout` never answers (the connection is dropped after `hang_seconds`), `slow` answers as
+ * usual but only after `hang_seconds` (the call takes effect then), `forbidden` answers 403 "bot
+ * was blocked by the user" for one chat without the person having blocked anyone.
  */
-export type FaultKind = "server_error" | "timeout" | "forbidden";
+export type FaultKind = "server_error" | "timeout" | "slow" | "forbidden";
 
 /** One armed fault, as the control API shows it. */
 export interface Fault {
@@ -19,11 +20,11 @@ export interface Fault {
   rate: number;
   /** HTTP status of a `server_error` (500–599). */
   status: number;
-  /** How long a `timeout` holds the call before dropping the connection. */
+  /** How long a `timeout` holds the call before dropping the connection, a `slow` one before answering. */
   hang_seconds: number;
 }
 
-const KINDS: FaultKind[] = ["server_error", "timeout", "forbidden"];
+const KINDS: FaultKind[] = ["server_error", "timeout", "slow", "forbidden"];
 
 /** Thrown by `Faults.add` for a request the control API must refuse with 400. */
 export class FaultSpecError extends Error {

@@ -5,6 +5,7 @@ import { chatPage } from "./chat-page.ts";
 import { controlApi } from "./control-api.ts";
 import { Emulator } from "./emulator.ts";
 import { Params } from "./params.ts";
+import { StateFile } from "./persistence.ts";
 
 export interface SandboxOptions {
   /** Answer 429 like Telegram when the bot sends too fast (SANDBOX_RATE_LIMITS). */
@@ -13,12 +14,17 @@ export interface SandboxOptions {
   historyLimit: number;
   /** Clock in milliseconds; tests freeze it to make rate limits exact. */
   now?: () => number;
+  /**
+   * A file that keeps people, chats and pending updates across restarts (persistence.ts);
+   * absent = everything lives in memory and ends when the server closes.
+   */
+  stateFile?: string;
 }
 
 /**
  * The Telegram sandbox as one Fastify plugin; register it with `{ prefix: "/sandbox" }`. Serves the
  * Bot API emulator (`/bot<token>/<method>`), the control API (`/api/…`) and the chat page (`/`).
- * Everything lives in memory and ends when the server closes.
+ * With `stateFile` it starts from that file and keeps it up to date, writing once more on close.
  */
 export async function sandbox(app: FastifyInstance, options: SandboxOptions): Promise<void> {
   const closing = new AbortController();
@@ -32,6 +38,15 @@ export async function sandbox(app: FastifyInstance, options: SandboxOptions): Pr
       await callMethod(emulator, method, new Params(params), closing.signal);
     },
   );
+
+  if (options.stateFile !== undefined) {
+    const file = new StateFile(options.stateFile, app.log, () => emulator.snapshot());
+    const state = await file.load();
+    if (state !== undefined) emulator.restore(state);
+    emulator.onChange(() => file.changed());
+    // After preClose has ended long polls and the webhook: nothing changes any more.
+    app.addHook("onClose", () => file.close());
+  }
 
   // The sandbox is not part of the service's API: keep it out of the OpenAPI document.
   app.addHook("onRoute", (route) => {

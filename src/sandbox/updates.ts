@@ -12,6 +12,14 @@ const OPT_IN_ONLY = new Set(["chat_member", "message_reaction", "message_reactio
 /** Pending updates kept at most; older ones are dropped first (Telegram drops them after 24 h). */
 const MAX_PENDING = 10_000;
 
+/** The queue as the built-in sandbox's state file keeps it (persistence.ts). */
+export interface UpdateQueueState {
+  nextUpdateId: number;
+  pending: Update[];
+  /** The kinds the bot asked for; null = Telegram's default. */
+  allowedUpdates: string[] | null;
+}
+
 interface Waiter {
   limit: number;
   finish: (updates: Update[]) => void;
@@ -28,6 +36,7 @@ export class UpdateQueue {
   #allowed: Set<string> | null = null;
   #waiter: Waiter | null = null;
   #listeners: (() => void)[] = [];
+  #changeListeners: (() => void)[] = [];
 
   /** Queues an update unless the bot's `allowed_updates` leave its kind out. */
   push(kind: string, payload: unknown): Update | undefined {
@@ -42,6 +51,7 @@ export class UpdateQueue {
       waiter.finish(this.#pending.slice(0, waiter.limit));
     }
     for (const listener of this.#listeners) listener();
+    this.#changed();
     return update;
   }
 
@@ -50,10 +60,21 @@ export class UpdateQueue {
     this.#listeners.push(listener);
   }
 
+  /** Calls `listener` after anything a restart should keep changed: queued, confirmed, dropped, kinds. */
+  onChange(listener: () => void): void {
+    this.#changeListeners.push(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#changeListeners) listener();
+  }
+
   /** Sets the kinds to queue from now on; an empty list means Telegram's default. */
   setAllowed(kinds: string[] | undefined): void {
     if (kinds === undefined) return;
+    const before = this.allowed;
     this.#allowed = kinds.length === 0 ? null : new Set(kinds);
+    if (JSON.stringify(before) !== JSON.stringify(this.allowed)) this.#changed();
   }
 
   get allowed(): string[] | undefined {
@@ -73,12 +94,28 @@ export class UpdateQueue {
    * `-offset` updates.
    */
   confirm(offset: number): void {
+    const before = this.#pending.length;
     if (offset < 0) this.#pending = this.#pending.slice(offset);
     else if (offset > 0) this.#pending = this.#pending.filter((update) => update.update_id >= offset);
+    if (this.#pending.length !== before) this.#changed();
   }
 
   drop(): void {
+    if (this.#pending.length === 0) return;
     this.#pending = [];
+    this.#changed();
+  }
+
+  /** The pending updates, the next update_id and the kinds asked for, for the state file. */
+  snapshot(): UpdateQueueState {
+    return { nextUpdateId: this.#nextId, pending: [...this.#pending], allowedUpdates: this.allowed ?? null };
+  }
+
+  /** Takes over a snapshot (at start, before any bot polls). */
+  restore(state: UpdateQueueState): void {
+    this.#pending = state.pending.slice(-MAX_PENDING);
+    this.#nextId = Math.max(state.nextUpdateId, (this.#pending.at(-1)?.update_id ?? 0) + 1);
+    this.#allowed = state.allowedUpdates === null ? null : new Set(state.allowedUpdates);
   }
 
   /**
