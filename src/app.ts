@@ -17,16 +17,18 @@ import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
-import { createMetrics, type Metrics, registerBacklogGauges } from "./metrics.ts";
+import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
 import { sandbox } from "./sandbox/plugin.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
-import { type Db, isDatabaseUnavailable } from "./store/db.ts";
+import type { Db } from "./store/db.ts";
 import { DeliveryRepository } from "./store/deliveries.ts";
 import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
+import { isDatabaseUnavailable, storageFault } from "./store/faults.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
 import { ACCEPTED_CHANNEL, PgLeadership } from "./store/pg-leadership.ts";
+import { DatabaseProbe } from "./store/readiness.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
@@ -112,6 +114,7 @@ function toApiError(
   maxBodyBytes: number,
 ): ApiError {
   if (error instanceof ApiError) return error;
+  if (storageFault(error) !== null) return ApiError.retryAfter("storage_unavailable", 10);
   if (isDatabaseUnavailable(error)) return ApiError.retryAfter("database_unavailable", 5);
   if (error.validation) {
     return new ApiError("invalid_request", describeValidation(error.validation[0], error.validationContext));
@@ -144,7 +147,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const deliveries = new DeliveryRepository(db, now);
   registerBacklogGauges(metrics, () => deliveries.backlog(), now);
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
-  const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: config.telegramRateLimit }, now);
+  const pacer = new Pacer(
+    {
+      ...TELEGRAM_LIMITS,
+      globalPerSecond: config.telegramRateLimit,
+      // Instances sharing a PostgreSQL database share the bot: the others' replies are not counted here.
+      othersSend: db.dialect === "postgres",
+    },
+    now,
+  );
+  // A restart: Telegram still counts what the previous process sent just before it stopped.
+  pacer.coldStart();
   const botStates = new BotStateRepository(db, now);
   const sessions = new SessionRepository(db, now);
   const telegram = telegramTarget(config);
@@ -166,7 +179,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     const apiError = toApiError(error, config.maxBodyBytes);
     // A 5xx we meant (an outage, the console not built, Telegram unreachable) is a warn line
     // without a stack: there is no bug to trace. Any other 5xx is one, logged with its stack.
-    if (apiError.status >= 500 && (apiError === error || apiError.code === "database_unavailable")) {
+    if (apiError.code === "storage_unavailable") {
+      request.log.warn({ cause: storageFault(error), reason: error.message }, apiError.code);
+    } else if (apiError.status >= 500 && (apiError === error || apiError.code === "database_unavailable")) {
       request.log.warn({ reason: error.message }, apiError.code);
     } else if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
     metrics.requestsRejected.inc({ code: apiError.code });
@@ -188,7 +203,21 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginWidget: config.telegramLoginDomain !== null,
   });
   await server.register(docs, { publicUrl: config.publicUrl, version: pkg.version });
-  await server.register(health, { db, metrics });
+  const probe = new DatabaseProbe(db, now);
+  await server.register(health, {
+    probe,
+    metrics,
+    // Read at request time: the bot and the dispatcher are created below.
+    checks: () => ({
+      bot: statusView(bot.status()),
+      telegram: statusView(dispatcher.telegramStatus()),
+    }),
+  });
+  registerStateGauges(metrics, {
+    botUp: () => bot.status().state === "running",
+    telegramUp: () => dispatcher.telegramStatus().state === "up",
+    databaseWritable: async () => (await probe.check()).state === "ok",
+  });
   const intake = new Intake({ messages, metrics });
   await server.register(sendApi, {
     docks,
@@ -244,11 +273,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
     concurrency: config.deliveryConcurrency,
     windowPerDock: 500,
     sweepMs: 2000,
-    soleDispatcher: db.dialect === "sqlite",
     paidBroadcast: config.telegramPaidBroadcast,
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
     ...(db.dialect === "postgres"
-      ? { leadership: new PgLeadership(config.databaseUrl, `dispatcher:${telegram.token.split(":")[0]}`) }
+      ? {
+          leadership: new PgLeadership(
+            config.databaseUrl,
+            `dispatcher:${telegram.token.split(":")[0]}`,
+            config.databaseTimeoutMs,
+          ),
+        }
       : {}),
     now,
   });
@@ -280,7 +314,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     states: botStates,
     log: server.log.child({ worker: "bot" }),
     webhookUrl: config.telegramWebhookUrl,
+    webhookCheckMs: config.telegramWebhookCheckMs,
     pacer,
+    now,
   });
   if (config.telegramWebhookUrl !== null) {
     await server.register(telegramWebhook, {
@@ -325,6 +361,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
       await Promise.all(running.map((worker) => worker.stop()));
     },
   };
+}
+
+/** A background part's state for `/readyz`: its time as an ISO date. */
+function statusView<T extends { since: number }>(status: T): Omit<T, "since"> & { since: string } {
+  return { ...status, since: new Date(status.since).toISOString() };
 }
 
 /** The server's own loopback URL once it listens (what in-process clients of the sandbox use). */

@@ -109,7 +109,8 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
     .addOption(new Option("--json", "print JSON instead of text"))
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig();
-      const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+      // No DATABASE_TIMEOUT_SECONDS here: a migration may rightly take long.
+      const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, timeoutMs: 0 });
       try {
         const applied = await migrate(db).catch((error: unknown) => {
           throw explained(error, config);

@@ -8,6 +8,8 @@ export interface Config {
   /** External base URL, without a trailing slash; used in every link the service produces. */
   publicUrl: string;
   databaseUrl: string;
+  /** PostgreSQL: how long connecting, waiting for a connection and one statement may take before it counts as an outage. */
+  databaseTimeoutMs: number;
   /** Where the default SQLite file and the generated encryption key live. */
   dataDir: string;
   /** 32-byte key that encrypts Dock secret keys at rest; null = read or generate `<dataDir>/encryption.key`. */
@@ -38,6 +40,8 @@ export interface Config {
    * Telegram posts updates to. Null = long polling (one instance at a time).
    */
   telegramWebhookUrl: string | null;
+  /** In webhook mode, how often the bot checks with Telegram that the webhook is still its own. */
+  telegramWebhookCheckMs: number;
 
   // Telegram sandbox: used when TELEGRAM_BOT_TOKEN is unset, and by `dock-notify sandbox`.
   /** Answer 429 like Telegram when the bot sends too fast; switch off for load tests. */
@@ -216,6 +220,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     publicUrl,
     databaseUrl: databaseUrl(text(env, "DATABASE_URL"), dataDir),
+    databaseTimeoutMs: integer(env, "DATABASE_TIMEOUT_SECONDS", 5, 1, 600) * 1000,
     dataDir,
     encryptionKey: encryptionKey(text(env, "ENCRYPTION_KEY")),
     telegramBotToken: token,
@@ -238,6 +243,8 @@ export function loadConfig(env: Env = process.env): Config {
       text(env, "TELEGRAM_WEBHOOK_URL"),
       token === null || token === SANDBOX_BOT_TOKEN,
     ),
+
+    telegramWebhookCheckMs: integer(env, "TELEGRAM_WEBHOOK_CHECK_SECONDS", 60, 1, 86_400) * 1000,
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),

@@ -4,8 +4,9 @@ import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { flushLogs } from "./log.ts";
-import { type Db, isDatabaseUnavailable, migrate, openDb } from "./store/db.ts";
+import { type Db, migrate, openDb } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
+import { isDatabaseUnavailable } from "./store/faults.ts";
 
 /**
  * The encryption key (loadEncryptionKey), checked against the Docks already in the database: a
@@ -32,14 +33,23 @@ export async function loadCheckedEncryptionKey(
   );
 }
 
-/** Opens the database named in the config and brings its schema up to date. */
+/**
+ * Opens the database named in the config and brings its schema up to date. On PostgreSQL the
+ * migrations run on a connection of their own without DATABASE_TIMEOUT_SECONDS (building an index
+ * on a large table rightly takes long); the service's connections have the bound.
+ */
 export async function openMigratedDb(config: Config): Promise<Db> {
-  const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const options = { sqliteSynchronous: config.sqliteSynchronous, timeoutMs: config.databaseTimeoutMs };
+  const postgres = !config.databaseUrl.startsWith("sqlite:");
+  const db = openDb(config.databaseUrl, options);
+  const migrating = postgres ? openDb(config.databaseUrl, { poolSize: 1, timeoutMs: 0 }) : db;
   try {
-    await migrate(db);
+    await migrate(migrating);
   } catch (error) {
     await db.close();
     throw explained(error, config);
+  } finally {
+    if (migrating !== db) await migrating.close().catch(() => {});
   }
   return db;
 }

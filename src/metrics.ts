@@ -104,3 +104,38 @@ export function registerBacklogGauges(
     },
   });
 }
+
+/**
+ * 1/0 gauges of the parts that recover by themselves, read at scrape time: whether the bot is
+ * running (polling, or its webhook registered), whether Telegram answers the dispatcher, whether
+ * the database takes writes (a full disk or a read-only database reads 0 while `database_up` reads 1).
+ */
+export function registerStateGauges(
+  metrics: Metrics,
+  states: { botUp: () => boolean; telegramUp: () => boolean; databaseWritable: () => Promise<boolean> },
+): void {
+  const gauge = (name: string, help: string, read: () => boolean | Promise<boolean>) =>
+    new Gauge({
+      name,
+      help,
+      registers: [metrics.registry],
+      async collect() {
+        this.set((await read()) ? 1 : 0);
+      },
+    });
+  gauge(
+    "dock_notify_bot_up",
+    "1 while the bot runs (polling, or its webhook registered and checked); 0 while it starts or reconnects.",
+    states.botUp,
+  );
+  gauge(
+    "dock_notify_telegram_up",
+    "1 while Telegram answers the dispatcher's sends; 0 while it fails them (deliveries wait, a probe retries).",
+    states.telegramUp,
+  );
+  gauge(
+    "dock_notify_database_writable",
+    "1 when this scrape could write to the database; 0 when it refused (a full disk, read-only) or could not be reached.",
+    states.databaseWritable,
+  );
+}

@@ -6,22 +6,25 @@ const CLI = join(import.meta.dirname, "..", "src", "cli.ts");
 
 /**
  * `dock-notify serve` as a child process (so a test can kill it), resolved once it listens, with
- * its URL. Its stdout is drained; its stderr goes to the test's.
+ * its URL and every log line it writes (`logs`, filled as they come). Its stderr goes to the test's.
  */
 export async function startChildService(
   env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string }> {
+): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
   const child = spawn(process.execPath, [CLI, "serve"], {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  const logs: string[] = [];
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  for await (const line of lines) {
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    if (entry.msg?.startsWith("Dock Notify is ready")) {
-      child.stdout?.resume();
-      return { child, url: `http://127.0.0.1:${entry.port}` };
-    }
-  }
-  throw new Error("the service exited before it was ready");
+  return new Promise((resolve, reject) => {
+    lines.on("line", (line) => {
+      logs.push(line);
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      if (entry.msg?.startsWith("Dock Notify is ready")) {
+        resolve({ child, url: `http://127.0.0.1:${entry.port}`, logs });
+      }
+    });
+    lines.on("close", () => reject(new Error("the service exited before it was ready")));
+  });
 }

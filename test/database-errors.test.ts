@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isDatabaseUnavailable } from "../src/store/db.ts";
+import { isDatabaseUnavailable } from "../src/store/faults.ts";
 
 /** Which errors the service answers with 503 database_unavailable (retry later) instead of 500. */
 describe("isDatabaseUnavailable", () => {

@@ -26,11 +26,11 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     const [pending] = await repo.queuedFor(dock.id, 0, 10);
     if (!pending) throw new Error("nothing queued");
 
-    const first = await repo.claim(pending.id, 1000);
+    const first = await repo.claim(pending.id, clock + 1000);
     if (first.status !== "claimed") throw new Error("not claimed");
     clock += 5000; // the first sender stalls past its lease
     expect(await repo.requeueAbandoned(false)).toBe(1);
-    const second = await repo.claim(pending.id, 1000);
+    const second = await repo.claim(pending.id, clock + 1000);
     if (second.status !== "claimed") throw new Error("not claimed again");
 
     expect(await repo.failed(pending.id, first.lease, "late", [])).toBe(false);
@@ -54,7 +54,7 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     expect(await service.subscriptions.moveChat(group, supergroup)).toBe(1);
     expect(await service.subscriptions.moveChat(group, supergroup)).toBe(0);
     // The row was read under the old id; the claim says where it points now.
-    expect(await repo.claim(read.id, 1000)).toMatchObject({ status: "claimed", chatId: supergroup });
+    expect(await repo.claim(read.id, clock + 1000)).toMatchObject({ status: "claimed", chatId: supergroup });
     expect(await service.subscriptions.listActive(supergroup)).toMatchObject([{ dockId: dock.id }]);
   });
 

@@ -43,8 +43,12 @@ export function sandboxOf(service: RunningService) {
     async botTexts(chatId: number): Promise<string[]> {
       return (await botMessages(chatId)).map((m) => m.text as string);
     },
-    stats: (): Promise<{ send_message: number; too_many_requests: number; errors: number }> =>
-      control("GET", "/stats"),
+    stats: (): Promise<{
+      send_message: number;
+      too_many_requests: number;
+      errors: number;
+      peak_per_second: number;
+    }> => control("GET", "/stats"),
   };
 }
 

@@ -181,7 +181,11 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
           values (${messageId}, 'DockBeforeMigration', ${now})`.execute(db.kysely);
       }
 
-      expect(await migrate(db)).toEqual(["0005-fanout-subscribers", "0006-dock-allowances"]);
+      expect(await migrate(db)).toEqual([
+        "0005-fanout-subscribers",
+        "0006-dock-allowances",
+        "0007-write-probes",
+      ]);
       const rows = await db.kysely
         .selectFrom("fanouts")
         .select(["message_id", "subscribers"])

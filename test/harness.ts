@@ -128,7 +128,7 @@ export async function startServiceOver(
     LOG_LEVEL: "info",
     ...env,
   });
-  const db = openDb(config.databaseUrl);
+  const db = openDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs });
   await migrate(db);
   const logs = new LogCapture();
   const app = await createApp({ config, db, encryptionKey, logStream: logs });

@@ -15,7 +15,10 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
 
   it("/healthz and /readyz answer 200", async () => {
     expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ ok: true });
-    expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${service.url}/readyz`)).json()).toMatchObject({
+      ok: true,
+      checks: { database: "ok", bot: { state: "running", mode: "polling" }, telegram: { state: "up" } },
+    });
   });
 
   it("/openapi.json is OpenAPI 3.1 describing both send endpoints", async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { freePort } from "./browser.ts";
 import {
   createTestDatabase,
   hasPostgres,
@@ -26,13 +27,19 @@ describe.skipIf(!POSTGRES)("several instances on PostgreSQL", () => {
   beforeAll(async () => {
     database = await createTestDatabase("postgres");
     sandbox = await startSandbox({ rateLimits: true });
+    // Webhook mode is how several instances share the bot: one URL in front of them all (a load
+    // balancer; here the first instance's address). Polling instances would take turns ending each
+    // other's polls with 409 Conflict.
+    const port = await freePort();
     const env = {
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: sandbox.root,
-      // Webhook mode is how several instances share the bot; here the bot is not under test.
+      TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
       DOCK_RATE_BURST: "0",
     };
-    for (let i = 0; i < 3; i++) instances.push(await startServiceOver(database, env, key));
+    for (let i = 0; i < 3; i++) {
+      instances.push(await startServiceOver(database, i === 0 ? { ...env, PORT: String(port) } : env, key));
+    }
   });
   afterAll(async () => {
     for (const instance of instances) await instance.close();

@@ -1,10 +1,12 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { autoRetry } from "@grammyjs/auto-retry";
 import type { FastifyBaseLogger } from "fastify";
-import { Bot, BotError, Composer, type Context, GrammyError, HttpError } from "grammy";
+import { Bot, BotError, Composer, type Context, GrammyError, HttpError, type Transformer } from "grammy";
 import type { Update } from "grammy/types";
 import type { BackgroundWorker } from "../app.ts";
 import { type Pacer, pacedSends } from "../delivery/pacer.ts";
 import { maskUrl } from "../log.ts";
+import { logDatabaseFailure } from "../store/faults.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { answer, type BotDeps, say } from "./context.ts";
 import { login } from "./login.ts";
@@ -37,6 +39,18 @@ export function botHandlers(deps: BotDeps): Composer<Context> {
 /** How long starting the service waits for Telegram before the bot goes on connecting in the background. */
 const START_GRACE_MS = 5000;
 
+/** Relaunch delays after the bot stopped or could not start: doubling from the first to the cap. */
+const RELAUNCH_FIRST_MS = 1000;
+const RELAUNCH_MAX_MS = 60_000;
+/** A bot that ran this long before it stopped starts its relaunch delays over from the first. */
+const HEALTHY_AFTER_MS = 60_000;
+/** Retries of the calls that only polish the bot (its command list): doubling up to this. */
+const POLISH_RETRY_MAX_MS = 10 * 60_000;
+/** A poll the server has held open this long (not failed) shows the bot is reachable again. */
+const POLL_HELD_MS = 2000;
+/** How long stopping waits for polling to confirm the last update before giving up on it. */
+const STOP_CONFIRM_MS = 3000;
+
 /** What `setMyCommands` publishes: the commands Telegram suggests when a person types `/`. */
 const COMMANDS = (["start", "subscribe", "list", "unsubscribe", "cancel", "help"] as const).map(
   (command) => ({
@@ -50,29 +64,70 @@ export interface BotWorkerOptions extends BotDeps {
   log: FastifyBaseLogger;
   /** Webhook mode when set: Telegram posts updates there instead of being polled. */
   webhookUrl: string | null;
+  /** In webhook mode, how often to check with Telegram that the webhook is still ours. */
+  webhookCheckMs: number;
   /** Shared with the delivery engine: the bot's replies count against the same flood limits. */
   pacer: Pacer;
+  now?: () => number;
 }
 
 /**
- * The bot as a background worker of the service. On start it learns who it is (`getMe`),
- * publishes its commands, and either polls for updates (the default; one instance at a time) or
- * registers its webhook (any number of instances behind the same URL). Every Bot API call goes
- * through auto-retry, so a `429` is waited out instead of losing the reply.
+ * Where the bot stands, for `/readyz` and the `dock_notify_bot_up` gauge:
+ * `starting` (not yet heard from Telegram), `running` (polling, or its webhook registered),
+ * `reconnecting` (it stopped or cannot reach Telegram, and is being relaunched), `stopped`.
+ */
+export interface BotStatus {
+  state: "starting" | "running" | "reconnecting" | "stopped";
+  mode: "polling" | "webhook";
+  /** Since when (ms since the epoch) the bot is in this state. */
+  since: number;
+  /** Why it is not running, when it is not. */
+  reason?: string;
+}
+
+/** Thrown by the webhook watch when someone else's webhook replaced ours; the relaunch restores it. */
+class WebhookReplaced extends Error {
+  override name = "WebhookReplaced";
+}
+
+/**
+ * The bot as a background worker of the service, supervised: it learns who it is (`getMe`), then
+ * polls for updates (the default; one instance at a time) or registers its webhook (any number of
+ * instances behind the same URL). Whatever stops it after that — a `409 Conflict` because someone
+ * else called getUpdates with the token, Telegram unreachable, a `401`, a failing handler, a
+ * webhook someone else replaced — relaunches it with capped backoff, for as long as the service
+ * runs; each change of state is logged once. Publishing the command list only polishes the bot:
+ * its failure never holds the start up, it is retried in the background.
  */
 export class BotWorker implements BackgroundWorker {
   readonly name = "bot";
   readonly #options: BotWorkerOptions;
+  readonly #now: () => number;
   #bot: Bot | null = null;
   #token = "";
-  #polling: Promise<void> | null = null;
   #username: string | null = null;
-  #stopped = false;
+  #stopped = true;
   #abort = new AbortController();
-  #retryTimer: NodeJS.Timeout | null = null;
+  #supervisor: Promise<void> | null = null;
+  #polishing: Promise<void> | null = null;
+  #status: BotStatus;
+  #runningSince = 0;
+  /** Resolves the start's wait once the first launch succeeded or failed. */
+  #leftStarting: (() => void) | null = null;
 
   constructor(options: BotWorkerOptions) {
     this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.#status = {
+      state: "stopped",
+      mode: options.webhookUrl === null ? "polling" : "webhook",
+      since: this.#now(),
+    };
+  }
+
+  /** Ends the worker's Bot API calls when it stops (grammY types its signals with its own shim). */
+  #signal(): Parameters<Bot["init"]>[0] {
+    return this.#abort.signal as Parameters<Bot["init"]>[0];
   }
 
   /** The bot's username once it started (for "Open in Telegram" links); null before. */
@@ -80,87 +135,257 @@ export class BotWorker implements BackgroundWorker {
     return this.#username;
   }
 
+  status(): BotStatus {
+    return { ...this.#status };
+  }
+
   async start(telegram: TelegramTarget): Promise<void> {
-    const { log } = this.#options;
     this.#token = telegram.token;
+    this.#stopped = false;
+    this.#abort = new AbortController();
     const bot = new Bot(telegram.token, { client: { apiRoot: telegram.apiRoot } });
-    // Paced like deliveries (inside auto-retry, so every attempt waits its turn), then retried on 429.
+    bot.api.config.use(this.#watchPolls());
+    // Paced like deliveries (inside auto-retry, so every attempt waits its turn), then, for the
+    // bot's replies, retried on 429 and Telegram's 5xx. Network failures are not retried there
+    // (auto-retry would wait up to an hour between tries, long after Telegram is back): a reply is
+    // tried a few times. The worker's own calls (polling, its webhook, its command list) fail fast
+    // and are retried by the worker, which says so in its state.
     bot.api.config.use(pacedSends(this.#options.pacer));
-    bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
+    bot.api.config.use(
+      repliesOnly(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300, rethrowHttpErrors: true })),
+    );
+    bot.api.config.use(repliesOnly(retryNetwork(this.#abort.signal)));
     bot.use(botHandlers(this.#options));
     bot.catch((error) => this.#failed(error.error, error.ctx.update));
 
     // Telegram unreachable, refusing or silent at start must not stop the service (the send API
-    // keeps accepting, deliveries wait): give the first attempt a few seconds, then keep trying in
-    // the background, backing off up to a minute.
-    this.#stopped = false;
-    this.#abort = new AbortController();
-    const launched = this.#keepLaunching(bot, telegram);
-    const grace = new Promise<"waiting">((resolve) =>
-      setTimeout(() => resolve("waiting"), START_GRACE_MS).unref(),
-    );
-    if ((await Promise.race([launched, grace])) === "waiting") {
-      log.warn("Telegram has not answered yet; the bot starts once it does");
+    // keeps accepting, deliveries wait): give the first attempt a few seconds, then go on trying
+    // in the background.
+    const settled = new Promise<void>((resolve) => {
+      this.#leftStarting = resolve;
+      setTimeout(resolve, START_GRACE_MS).unref();
+    });
+    this.#setState("starting");
+    this.#supervisor = this.#supervise(bot, telegram);
+    await settled;
+    this.#leftStarting = null;
+    if (this.#status.state === "starting") {
+      this.#options.log.warn("Telegram has not answered yet; the bot starts once it does");
     }
   }
 
-  async #keepLaunching(bot: Bot, telegram: TelegramTarget): Promise<"launched" | "stopped"> {
-    for (let attempt = 1; !this.#stopped; attempt++) {
+  /** Launches the bot, and again whenever it stops, until the service stops. */
+  async #supervise(bot: Bot, telegram: TelegramTarget): Promise<void> {
+    for (let attempt = 0; !this.#stopped; ) {
       try {
-        await this.#launch(bot, telegram);
-        return "launched";
+        await this.#run(bot, telegram);
+        if (this.#stopped) return;
+        throw new Error("polling ended by itself");
       } catch (error) {
-        if (this.#stopped) break;
-        this.#options.log.error({ error: this.#describe(error), attempt }, "bot could not start; retrying");
+        if (this.#stopped) return;
+        if (this.#runningSince > 0 && this.#now() - this.#runningSince >= HEALTHY_AFTER_MS) attempt = 0;
+        this.#runningSince = 0;
+        attempt++;
+        const delay = Math.min(RELAUNCH_MAX_MS, RELAUNCH_FIRST_MS * 2 ** (attempt - 1));
+        this.#setState("reconnecting", this.#reason(error), { retryInSeconds: delay / 1000 });
+        try {
+          await sleep(delay, undefined, { signal: this.#abort.signal });
+        } catch {
+          return;
+        }
       }
-      await new Promise<void>((resolve) => {
-        this.#retryTimer = setTimeout(resolve, Math.min(60_000, 1000 * 2 ** attempt));
-      });
     }
-    return "stopped";
   }
 
-  async #launch(bot: Bot, telegram: TelegramTarget): Promise<void> {
-    const { log, webhookUrl } = this.#options;
-
-    await bot.init(this.#abort.signal as Parameters<Bot["init"]>[0]);
+  /** One life of the bot: resolves when polling was stopped, rejects with whatever ended it. */
+  async #run(bot: Bot, telegram: TelegramTarget): Promise<void> {
+    const { webhookUrl } = this.#options;
+    // getMe once per process (grammY keeps the answer); every relaunch after that skips it. Asked
+    // here, not by grammY's init, which retries by itself with waits growing to 20 minutes: a bot
+    // that started while Telegram was away would then start long after it came back.
+    if (!bot.isInited()) bot.botInfo = await bot.api.getMe(this.#signal());
     this.#username = bot.botInfo.username;
-    await bot.api.setMyCommands(COMMANDS);
-    await this.#options.states.prune();
+    this.#bot = bot;
+    this.#polishing ??= this.#polish(bot);
 
     if (webhookUrl !== null) {
-      await bot.api.setWebhook(webhookUrl, {
-        secret_token: webhookSecret(telegram.token),
-        allowed_updates: [...ALLOWED_UPDATES],
-      });
-      this.#bot = bot;
-      log.info({ username: this.#username, mode: "webhook", url: webhookUrl }, "bot started");
+      await this.#register(bot, telegram, webhookUrl);
+      this.#running({ username: this.#username, mode: "webhook", url: webhookUrl });
+      await this.#watchWebhook(bot, webhookUrl);
       return;
     }
-    this.#bot = bot;
-    await new Promise<void>((resolve, reject) => {
-      this.#polling = bot
-        .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: () => resolve() })
-        .catch((error: unknown) => {
-          log.error({ error: this.#describe(error) }, "bot polling stopped");
-          reject(error);
-        });
+    // grammY's start removes any webhook too, but retrying with the same growing waits: fail fast here.
+    await bot.api.deleteWebhook(undefined, this.#signal());
+    await bot.start({
+      allowed_updates: [...ALLOWED_UPDATES],
+      onStart: () => this.#running({ username: this.#username, mode: "polling" }),
     });
-    log.info({ username: this.#username, mode: "polling" }, "bot started");
+  }
+
+  async #register(bot: Bot, telegram: TelegramTarget, url: string): Promise<void> {
+    await bot.api.setWebhook(
+      url,
+      { secret_token: webhookSecret(telegram.token), allowed_updates: [...ALLOWED_UPDATES] },
+      this.#signal(),
+    );
+  }
+
+  /**
+   * Asks Telegram every `webhookCheckMs` whether the webhook is still ours: someone with the token
+   * (a script, another deployment, a `deleteWebhook` to debug with getUpdates) can replace it, and
+   * Telegram would then post our updates elsewhere, or nowhere. Returns when the worker stops;
+   * throws when the webhook was replaced (the relaunch registers it again) or Telegram cannot be asked.
+   */
+  async #watchWebhook(bot: Bot, url: string): Promise<void> {
+    let told: string | undefined;
+    while (!this.#stopped) {
+      try {
+        await sleep(this.#options.webhookCheckMs, undefined, { signal: this.#abort.signal });
+      } catch {
+        return;
+      }
+      const info = await bot.api.getWebhookInfo(this.#signal());
+      const current = info.url ?? "";
+      if (current !== url) {
+        throw new WebhookReplaced(
+          current === ""
+            ? "the webhook was removed by someone else; registering it again"
+            : `the webhook was changed by someone else (to ${maskUrl(current)}); registering ours again`,
+        );
+      }
+      // Telegram cannot reach us: nothing to fix from here, but the operator must know (once).
+      const recent = (info.last_error_date ?? 0) * 1000 > this.#now() - 2 * this.#options.webhookCheckMs;
+      const failing = recent && info.pending_update_count > 0 ? info.last_error_message : undefined;
+      if (failing !== told) {
+        if (failing !== undefined) {
+          this.#options.log.warn(
+            { reason: failing, pending: info.pending_update_count },
+            "Telegram reports it cannot deliver updates to the webhook",
+          );
+        } else this.#options.log.info("Telegram delivers updates to the webhook again");
+        told = failing;
+      }
+    }
+  }
+
+  /**
+   * Housekeeping and the command list: nice to have, never a reason not to run. The list is
+   * retried until Telegram takes it.
+   */
+  async #polish(bot: Bot): Promise<void> {
+    await this.#options.states.prune().catch((error: unknown) => {
+      logDatabaseFailure(this.#options.log, error, "could not prune old bot conversations");
+    });
+    for (let attempt = 1; !this.#stopped; attempt++) {
+      try {
+        await bot.api.setMyCommands(COMMANDS, undefined, this.#signal());
+        return;
+      } catch (error) {
+        if (this.#stopped) return;
+        const delay = Math.min(POLISH_RETRY_MAX_MS, 5000 * 2 ** (attempt - 1));
+        if (attempt === 1) {
+          this.#options.log.warn(
+            { error: this.#describe(error), retryInSeconds: delay / 1000 },
+            "could not publish the bot's command list; the bot works without it, trying again later",
+          );
+        }
+        try {
+          await sleep(delay, undefined, { signal: this.#abort.signal });
+        } catch {
+          return;
+        }
+      }
+    }
+  }
+
+  #running(fields: Record<string, unknown>): void {
+    if (this.#stopped) return;
+    this.#runningSince = this.#now();
+    this.#setState("running", undefined, fields);
+  }
+
+  /**
+   * A grammY transformer that follows getUpdates: one that fails (Telegram unreachable, a `5xx`)
+   * puts the bot in `reconnecting` — grammY keeps polling, every few seconds — and the next one
+   * that succeeds puts it back in `running`.
+   */
+  #watchPolls(): Transformer {
+    return async (prev, method, payload, signal) => {
+      if (method !== "getUpdates") return prev(method, payload, signal);
+      // A long poll answers only when an update comes or its timeout ends: one that the server
+      // has held open for a moment is answered, and the bot is running again.
+      const held =
+        this.#status.state === "reconnecting"
+          ? setTimeout(() => this.#running({ mode: "polling" }), POLL_HELD_MS)
+          : null;
+      try {
+        const result = await prev(method, payload, signal);
+        if (result.ok) {
+          if (this.#status.state === "reconnecting") this.#running({ mode: "polling" });
+        } else if (result.error_code !== 409 && result.error_code !== 401) {
+          this.#setState("reconnecting", `getUpdates: ${result.error_code} ${result.description}`);
+        }
+        return result;
+      } catch (error) {
+        if (!signal?.aborted && !this.#stopped) this.#setState("reconnecting", this.#reason(error));
+        throw error;
+      } finally {
+        if (held !== null) clearTimeout(held);
+      }
+    };
+  }
+
+  /** Logs each change of state once: an operator reads a story, not a line per retry. */
+  #setState(state: BotStatus["state"], reason?: string, fields: Record<string, unknown> = {}): void {
+    const previous = this.#status;
+    if (previous.state === state && previous.reason === reason) return;
+    this.#status = {
+      state,
+      mode: previous.mode,
+      since: previous.state === state ? previous.since : this.#now(),
+      ...(reason !== undefined ? { reason } : {}),
+    };
+    if (previous.state === state) return;
+    if (state !== "starting") this.#leftStarting?.();
+    const { log } = this.#options;
+    if (state === "running") {
+      log.info(fields, previous.state === "reconnecting" ? "bot running again" : "bot started");
+    } else if (state === "reconnecting") {
+      log.warn(
+        { reason, ...fields },
+        previous.state === "starting" ? "bot could not start yet; retrying" : "bot stopped; relaunching",
+      );
+    }
+  }
+
+  #reason(error: unknown): string {
+    if (error instanceof WebhookReplaced) return error.message;
+    if (error instanceof GrammyError) {
+      const hint =
+        error.error_code === 409
+          ? " (another getUpdates call or instance uses this bot token)"
+          : error.error_code === 401
+            ? " (check TELEGRAM_BOT_TOKEN)"
+            : "";
+      return `${error.method}: ${error.error_code} ${error.description}${hint}`;
+    }
+    const described = this.#describe(error);
+    return String(described.cause ?? described.message ?? described.kind);
   }
 
   async stop(): Promise<void> {
+    if (this.#stopped) return;
     this.#stopped = true;
     this.#abort.abort();
-    if (this.#retryTimer) clearTimeout(this.#retryTimer);
     const bot = this.#bot;
-    const polling = this.#polling;
     this.#bot = null;
-    this.#polling = null;
-    if (bot !== null && polling !== null) {
-      await bot.stop();
-      await polling;
+    if (bot?.isRunning()) {
+      // Confirms the last update to Telegram; not worth holding a shutdown up when it is away.
+      await Promise.race([bot.stop().catch(() => undefined), sleep(STOP_CONFIRM_MS)]);
     }
+    await this.#supervisor;
+    await this.#polishing;
+    this.#setState("stopped");
   }
 
   /**
@@ -206,4 +431,36 @@ export class BotWorker implements BackgroundWorker {
       return { kind: error.name, message: clean(error.message), stack: clean(error.stack) };
     return { kind: "unknown", message: clean(String(error)) };
   }
+}
+
+/** Calls the worker makes and retries itself (grammY's polling retries getUpdates on its own). */
+const SUPERVISED_METHODS = new Set([
+  "getUpdates",
+  "getMe",
+  "deleteWebhook",
+  "setWebhook",
+  "getWebhookInfo",
+  "setMyCommands",
+]);
+
+/** A transformer applied to the bot's replies only, not to the calls the worker retries itself. */
+function repliesOnly(transformer: Transformer): Transformer {
+  return (prev, method, payload, signal) =>
+    SUPERVISED_METHODS.has(method)
+      ? prev(method, payload, signal)
+      : transformer(prev, method, payload, signal);
+}
+
+/** Network failures of a reply are tried again twice, after 0.5 s and 1 s; then the reply fails. */
+function retryNetwork(stopping: AbortSignal): Transformer {
+  return async (prev, method, payload, signal) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await prev(method, payload, signal);
+      } catch (error) {
+        if (!(error instanceof HttpError) || attempt >= 3 || signal?.aborted || stopping.aborted) throw error;
+        await sleep(500 * attempt);
+      }
+    }
+  };
 }

@@ -1,13 +1,14 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
 import { renderNotification } from "../domain/render.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
-import { logDatabaseFailure } from "../store/db.ts";
 import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
+import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
 import type { PgLeadership } from "../store/pg-leadership.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
-import { chatKind, type Pacer } from "./pacer.ts";
+import { chatKind, type Pacer, type Ticket } from "./pacer.ts";
 import { backoffMs, classify } from "./retry-policy.ts";
 
 export interface DispatcherOptions {
@@ -27,8 +28,6 @@ export interface DispatcherOptions {
   windowPerDock: number;
   /** Safety net: look for work this often even when nobody woke us. */
   sweepMs: number;
-  /** True when this is the only dispatcher (SQLite): `sending` rows at start are from a dead process. */
-  soleDispatcher: boolean;
   /** Send with `allow_paid_broadcast` (rates above 30/s). */
   paidBroadcast: boolean;
   /** A Telegram call that has not answered by then counts as failed (and is retried). */
@@ -40,6 +39,28 @@ export interface DispatcherOptions {
 
 /** How often a standby instance checks whether the active dispatcher is gone. */
 const CAMPAIGN_MS = 5000;
+
+/** Telegram failing this many sends in a row, with none answered between, is down (not one chat's trouble). */
+const DOWN_AFTER_FAILURES = 3;
+/** While Telegram is down, one send at a time probes it: first after this long, then doubling to the cap. */
+const PROBE_FIRST_MS = 250;
+const PROBE_MAX_MS = 1000;
+/** An outcome the database would not take is written again after this long, doubling to the cap. */
+const PERSIST_FIRST_MS = 250;
+const PERSIST_MAX_MS = 5000;
+
+/**
+ * Telegram as the dispatcher sees it: `up` while it answers (even with an error about one
+ * message), `down` after DOWN_AFTER_FAILURES sends in a row failed for Telegram's own reasons
+ * (unreachable, no answer, `5xx`).
+ */
+export interface TelegramStatus {
+  state: "up" | "down";
+  /** Since when (ms since the epoch). */
+  since: number;
+  /** The last failure, while down. */
+  reason?: string;
+}
 
 /** One Dock's queued deliveries in memory: a FIFO per chat, visited round-robin. */
 interface DockQueues {
@@ -82,10 +103,27 @@ export class Dispatcher {
   /** Docks to look at in the next refill ("all": every Dock with queued deliveries). */
   #wanted: Set<string> | "all" = new Set();
   #idle: (() => void) | null = null;
+  /** Deliveries with a send (or its outcome's write) under way: never re-queued behind our back. */
+  readonly #inFlightIds = new Set<number>();
+  #telegram: TelegramStatus;
+  /** Sends failed in a row for Telegram's reasons, and when the first of them failed. */
+  #failures = 0;
+  #outageStart = 0;
+  /** While Telegram is down: when the next probe may go, the delay after that, one in flight. */
+  #probeAt = 0;
+  #probeDelay = PROBE_FIRST_MS;
+  #probing = false;
+  #stopPacerListener: (() => void) | null = null;
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#telegram = { state: "up", since: this.#now() };
+  }
+
+  /** Whether Telegram answers the sends (see TelegramStatus). */
+  telegramStatus(): TelegramStatus {
+    return { ...this.#telegram };
   }
 
   async start(telegram: TelegramTarget): Promise<void> {
@@ -94,6 +132,10 @@ export class Dispatcher {
       timeoutSeconds: this.#o.telegramTimeoutSeconds,
     });
     this.#running = true;
+    // A send answered elsewhere (a bot reply) may free the place the next delivery waits for.
+    this.#stopPacerListener = this.#o.pacer.onRelease(() => {
+      if (this.#leading()) this.#pump();
+    });
     if (!this.#o.leadership) {
       await this.#lead();
       return;
@@ -103,19 +145,27 @@ export class Dispatcher {
     this.#campaignTimer.unref();
   }
 
-  /** Standing by: become the active dispatcher when the lock is free (at start, or when the leader is gone). */
+  /**
+   * Standing by: become the active dispatcher when the lock is free (at start, or when the leader
+   * is gone). Leading: check that the lock's session still answers, or step down.
+   */
   async #campaign(): Promise<void> {
     const leadership = this.#o.leadership as PgLeadership;
-    if (!this.#running || leadership.isLeader) return;
+    if (!this.#running) return;
+    const lost = (error: Error) => {
+      // It comes back by itself (the next lock attempt); an operator wants to know, not be paged.
+      this.#o.log.warn({ reason: error.message }, "lost the dispatcher lock; standing by");
+      this.#abdicate();
+    };
+    if (leadership.isLeader) {
+      await leadership.heartbeat(lost);
+      return;
+    }
     try {
       const acquired = await leadership.tryAcquire(
         // The payload names the Docks that got messages (comma-separated).
         (payload) => this.wake(payload === "" ? undefined : payload.split(",")),
-        (error) => {
-          // It comes back by itself (the next lock attempt); an operator wants to know, not be paged.
-          this.#o.log.warn({ reason: error.message }, "lost the dispatcher lock; standing by");
-          this.#abdicate();
-        },
+        lost,
       );
       if (acquired && this.#running) {
         this.#o.log.info("this instance is now the active dispatcher");
@@ -129,7 +179,10 @@ export class Dispatcher {
   async #lead(): Promise<void> {
     let requeued: number;
     try {
-      requeued = await this.#o.deliveries.requeueAbandoned(this.#o.soleDispatcher);
+      // This dispatcher is now the only one (SQLite's single process, or the holder of the lock):
+      // whatever is still `sending` was left by a process that is gone. It goes out again at once,
+      // before its chats' later messages, instead of after its lease runs out.
+      requeued = await this.#o.deliveries.requeueAbandoned(true, this.#inFlightIds);
     } catch (error) {
       // Holding the lock without dispatching would stall every instance: let it go, try again later.
       logDatabaseFailure(this.#o.log, error, "could not take up dispatching; releasing the lock");
@@ -137,6 +190,8 @@ export class Dispatcher {
       return;
     }
     if (requeued > 0) this.#o.log.warn({ requeued }, "re-queued deliveries left in flight by a previous run");
+    // Telegram still counts what the previous dispatcher sent in its last moments.
+    this.#o.pacer.coldStart();
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
     this.#sweep.unref();
     this.wake();
@@ -159,6 +214,7 @@ export class Dispatcher {
   /** Stops taking new work and resolves once the sends in flight have settled. */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#stopPacerListener?.();
     if (this.#campaignTimer) clearInterval(this.#campaignTimer);
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
@@ -187,7 +243,7 @@ export class Dispatcher {
   async #refill(wanted: Set<string> | "all"): Promise<void> {
     try {
       // Leases that expired: a send whose outcome could not be recorded, or a dead instance's.
-      if (wanted === "all") await this.#o.deliveries.requeueAbandoned(false);
+      if (wanted === "all") await this.#o.deliveries.requeueAbandoned(false, this.#inFlightIds);
       for (const dockId of wanted === "all" ? await this.#o.deliveries.queuedDocks() : wanted) {
         const held = this.#docks.get(dockId)?.held ?? 0;
         if (held >= this.#o.windowPerDock / 2) {
@@ -258,19 +314,31 @@ export class Dispatcher {
       this.#timer = null;
     }
     while (this.#leading() && this.#inFlight < this.#o.concurrency) {
+      // Telegram is down: one send at a time finds out whether it is back.
+      if (this.#telegram.state === "down") {
+        if (this.#probing) return;
+        const wait = this.#probeAt - this.#now();
+        if (wait > 0) {
+          this.#timer = setTimeout(() => this.#pump(), wait);
+          return;
+        }
+      }
       const next = this.#next();
       if (next.delivery === null) {
-        if (next.at !== Number.POSITIVE_INFINITY) {
+        // +Infinity: waiting for an answer, which pumps again (the pacer's release).
+        if (Number.isFinite(next.at)) {
           this.#timer = setTimeout(() => this.#pump(), Math.max(1, next.at - this.#now()));
         }
         return;
       }
-      void this.#send(next.delivery);
+      const probe = this.#telegram.state === "down";
+      if (probe) this.#probing = true;
+      void this.#send(next.delivery, next.ticket, probe);
     }
   }
 
   /** The next delivery to send, round-robin over Docks and their chats, or when to look again. */
-  #next(): { delivery: PendingDelivery | null; at: number } {
+  #next(): { delivery: PendingDelivery; ticket: Ticket } | { delivery: null; at: number } {
     const now = this.#now();
     let earliest = Number.POSITIVE_INFINITY;
     for (let d = 0; d < this.#dockOrder.length; d++) {
@@ -287,8 +355,7 @@ export class Dispatcher {
         if (at <= now) {
           dock.cursor = chatIndex + 1;
           this.#dockCursor = dockIndex + 1;
-          this.#o.pacer.take(chatId, kind);
-          return { delivery: head, at: now };
+          return { delivery: head, ticket: this.#o.pacer.take(chatId, kind) };
         }
         earliest = Math.min(earliest, at);
       }
@@ -354,17 +421,40 @@ export class Dispatcher {
     }
   }
 
-  async #send(delivery: PendingDelivery): Promise<void> {
+  /**
+   * One delivery: claim it, send its parts, record the outcome. `ticket`: the pacer's place taken
+   * for its first part. The chat is busy until the outcome is written, however long the database
+   * takes to accept it, so that none of the chat's later messages can overtake this one.
+   */
+  async #send(delivery: PendingDelivery, ticket: Ticket, probe: boolean): Promise<void> {
     const api = this.#api as Api;
     const { chatId } = delivery;
     const kind = chatKind(delivery.chatType);
     this.#busyChats.add(chatId);
     this.#inFlight++;
+    this.#inFlightIds.add(delivery.id);
     const sentParts = [...delivery.sentParts];
+    let pending: Ticket | null = ticket;
+    let answered = false;
     try {
       const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
       // Long enough for every part to time out once: a lease must not expire while we still send.
-      const claim = await this.#o.deliveries.claim(delivery.id, this.#o.leaseMs * parts.length);
+      const lease = this.#now() + this.#o.leaseMs * parts.length;
+      let claim: Awaited<ReturnType<DispatcherOptions["deliveries"]["claim"]>>;
+      try {
+        claim = await this.#o.deliveries.claim(delivery.id, lease, delivery.lostLease ?? null);
+      } catch (error) {
+        if (!isOutage(error)) throw error;
+        // Whether the claim was written is unknown: the delivery stays at the head of its chat and
+        // is claimed again later, under this lease if it was.
+        delivery.lostLease = lease;
+        delivery.nextAttemptAt = Math.max(delivery.nextAttemptAt, this.#now() + PERSIST_FIRST_MS * 4);
+        logDatabaseFailure(this.#o.log, error, "could not claim a delivery; it keeps its place", {
+          deliveryId: delivery.id,
+        });
+        return;
+      }
+      delete delivery.lostLease;
       if (claim.status !== "claimed") {
         if (claim.status === "unsubscribed") {
           this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unsubscribed" });
@@ -376,12 +466,14 @@ export class Dispatcher {
       if (claim.chatId !== chatId) {
         // The bot moved the chat (a group became a supergroup) after this row was read: hand the
         // claim back and let the chat's deliveries go, in order, under the new id.
-        await this.#o.deliveries.retry(delivery.id, claim.lease, {
-          nextAttemptAt: delivery.nextAttemptAt,
-          error: "the group became a supergroup",
-          countAttempt: false,
-          sentParts: delivery.sentParts,
-        });
+        await this.#persist(delivery, () =>
+          this.#o.deliveries.retry(delivery.id, claim.lease, {
+            nextAttemptAt: delivery.nextAttemptAt,
+            error: "the group became a supergroup",
+            countAttempt: false,
+            sentParts: delivery.sentParts,
+          }),
+        );
         this.#moveChat(chatId, claim.chatId);
         return;
       }
@@ -389,7 +481,7 @@ export class Dispatcher {
       try {
         for (let i = sentParts.length; i < parts.length; i++) {
           // The first part's place was taken when this delivery was picked; later parts wait their turn.
-          if (i > delivery.sentParts.length) await this.#o.pacer.acquire(chatId, kind);
+          pending ??= await this.#o.pacer.acquire(chatId, kind);
           const part = parts[i] as (typeof parts)[number];
           const started = performance.now();
           try {
@@ -401,32 +493,125 @@ export class Dispatcher {
             sentParts.push(message.message_id);
           } finally {
             this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+            if (pending !== null) this.#o.pacer.release(pending);
+            pending = null;
           }
         }
       } catch (error) {
         failure = error;
       }
       if (failure === null) {
-        this.#recorded(await this.#o.deliveries.sent(delivery.id, claim.lease, sentParts), delivery);
+        answered = true;
+        this.#telegramAnswered();
+        this.#recorded(
+          await this.#persist(delivery, () => this.#o.deliveries.sent(delivery.id, claim.lease, sentParts)),
+          delivery,
+        );
         this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
         this.#o.metrics.acceptToSend.observe((this.#now() - delivery.createdAt) / 1000);
         this.#remove(delivery);
       } else {
-        await this.#settleFailure(delivery, failure, sentParts);
+        answered = await this.#settleFailure(delivery, failure, sentParts);
       }
-    } catch (dbError) {
-      // The database refused the claim or the outcome. The row stays as it was (`sending` after a
-      // claim); once its lease expires the sweep queues it again, so it is retried, never lost.
-      logDatabaseFailure(this.#o.log, dbError, "could not record a delivery outcome", {
+    } catch (error) {
+      // Not an outage (those are waited out above): a bug. The row stays as it was (`sending`
+      // after a claim); once its lease expires the sweep queues it again, so it is retried, never lost.
+      logDatabaseFailure(this.#o.log, error, "could not record a delivery outcome", {
         deliveryId: delivery.id,
       });
       this.#remove(delivery);
     } finally {
+      if (pending !== null) this.#o.pacer.release(pending);
+      if (probe) {
+        this.#probing = false;
+        // A probe that ended without an answer either way (a database fault) is tried again later.
+        if (!answered && this.#telegram.state === "down" && this.#probeAt <= this.#now()) {
+          this.#probeAt = this.#now() + this.#probeDelay;
+        }
+      }
+      this.#inFlightIds.delete(delivery.id);
       this.#busyChats.delete(chatId);
       this.#inFlight--;
       if (this.#inFlight === 0 && this.#idle) this.#idle();
       if (this.#running) this.#pump();
     }
+  }
+
+  /**
+   * Writes a delivery's outcome (or another change of its row), again and again while the
+   * database is down or full: Telegram has already acted, and the chat's next message must not go
+   * before this one is on record. Gives up only when the service stops (the next start re-queues
+   * the row: at worst one duplicate). Anything but an outage is thrown.
+   */
+  async #persist(delivery: PendingDelivery, write: () => Promise<unknown>): Promise<boolean> {
+    for (let delay = PERSIST_FIRST_MS, told = false; ; delay = Math.min(PERSIST_MAX_MS, delay * 2)) {
+      try {
+        const written = await write();
+        if (told) this.#o.log.info({ deliveryId: delivery.id }, "delivery outcome recorded after all");
+        return written !== false;
+      } catch (error) {
+        if (!isOutage(error)) throw error;
+        if (!told) {
+          logDatabaseFailure(this.#o.log, error, "could not record a delivery outcome; trying again", {
+            deliveryId: delivery.id,
+          });
+          told = true;
+        }
+        // Even after losing the lock (to the same outage): the row stays this process's until the
+        // next leader re-queues it, and if that is this process again, it waits for this write.
+        if (!this.#running) return false;
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** Telegram answered a send (with a message or an error about it): it is up. */
+  #telegramAnswered(): void {
+    this.#failures = 0;
+    this.#probeDelay = PROBE_FIRST_MS;
+    if (this.#telegram.state === "up") return;
+    const now = this.#now();
+    // Deliveries that sat out a backoff for this outage go now, at the pacer's rate, in their
+    // chats' order; the rest of the queue never stopped being due.
+    let woken = 0;
+    for (const dock of this.#docks.values()) {
+      for (const queue of dock.chats.values()) {
+        for (const delivery of queue) {
+          if (delivery.waitedForTelegram !== undefined && delivery.waitedForTelegram >= this.#outageStart) {
+            delivery.nextAttemptAt = Math.min(delivery.nextAttemptAt, now);
+            delete delivery.waitedForTelegram;
+            woken++;
+          }
+        }
+      }
+    }
+    this.#o.log.info(
+      { downSeconds: Math.round((now - this.#telegram.since) / 1000), woken },
+      "Telegram answers again; deliveries resume",
+    );
+    this.#telegram = { state: "up", since: now };
+  }
+
+  /** A send failed for Telegram's own reasons; enough of them in a row and Telegram is down. */
+  #telegramFailed(reason: string): void {
+    const now = this.#now();
+    if (this.#failures === 0) this.#outageStart = now;
+    this.#failures++;
+    if (this.#telegram.state === "down") {
+      // A probe failed: the next one waits longer.
+      this.#probeDelay = Math.min(PROBE_MAX_MS, this.#probeDelay * 2);
+      this.#probeAt = now + this.#probeDelay;
+      this.#telegram.reason = reason;
+      return;
+    }
+    if (this.#failures < DOWN_AFTER_FAILURES) return;
+    this.#telegram = { state: "down", since: now, reason };
+    this.#probeDelay = PROBE_FIRST_MS;
+    this.#probeAt = now + this.#probeDelay;
+    this.#o.log.warn(
+      { reason, probeEveryMs: PROBE_MAX_MS },
+      "Telegram is not answering; deliveries wait, and one send at a time checks whether it is back",
+    );
   }
 
   /** A settling write found the lease gone (expired and claimed again): say so, change nothing. */
@@ -436,7 +621,8 @@ export class Dispatcher {
     }
   }
 
-  async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<void> {
+  /** Records a failed send's outcome; true when Telegram answered it (as opposed to not at all). */
+  async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<boolean> {
     const outcome = classify(error, delivery.chatId);
     const now = this.#now();
     const context = {
@@ -445,64 +631,81 @@ export class Dispatcher {
       chatId: delivery.chatId,
       reason: outcome.reason,
     };
+    if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
+    else this.#telegramAnswered();
     switch (outcome.kind) {
       case "rate_limited": {
         this.#o.metrics.tooManyRequests.inc();
         this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
         delivery.nextAttemptAt = now + outcome.retryAfter * 1000;
         delivery.sentParts = sentParts;
-        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
-          nextAttemptAt: delivery.nextAttemptAt,
-          error: outcome.reason,
-          countAttempt: false,
-          sentParts,
-        });
+        await this.#persist(delivery, () =>
+          this.#o.deliveries.retry(delivery.id, delivery.lease, {
+            nextAttemptAt: delivery.nextAttemptAt,
+            error: outcome.reason,
+            countAttempt: false,
+            sentParts,
+          }),
+        );
         this.#o.log.warn(context, "Telegram asked us to slow down");
-        return;
+        return true;
       }
       case "gone":
-        await this.#o.deliveries.chatGone(delivery.chatId, outcome.reason);
+        await this.#persist(delivery, () => this.#o.deliveries.chatGone(delivery.chatId, outcome.reason));
         this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unreachable" });
         this.#o.log.info(context, "chat unreachable; its subscriptions are now inactive");
         this.#dropChat(delivery.chatId);
-        return;
+        return true;
       case "moved": {
         // Not the delivery's fault: no attempt counted, and it goes out again at once, to the new chat.
         delivery.sentParts = sentParts;
-        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
-          nextAttemptAt: now,
-          error: outcome.reason,
-          countAttempt: false,
-          sentParts,
-        });
+        await this.#persist(delivery, () =>
+          this.#o.deliveries.retry(delivery.id, delivery.lease, {
+            nextAttemptAt: now,
+            error: outcome.reason,
+            countAttempt: false,
+            sentParts,
+          }),
+        );
         // After the retry: the move takes queued deliveries along, this one included.
-        await this.#o.subscriptions.moveChat(delivery.chatId, outcome.to);
+        await this.#persist(delivery, () => this.#o.subscriptions.moveChat(delivery.chatId, outcome.to));
         this.#o.log.info(
           { ...context, to: outcome.to },
           "group became a supergroup; its subscriptions moved",
         );
         this.#moveChat(delivery.chatId, outcome.to);
-        return;
+        return true;
       }
-      case "transient":
+      case "transient": {
         if (now - delivery.createdAt >= this.#o.maxAgeMs) break;
         delivery.attempts++;
-        delivery.nextAttemptAt = now + backoffMs(delivery.attempts);
+        // While Telegram is down the probes decide when to try again (and wake this one the
+        // moment it answers); a failure of its own backs off.
+        const down = this.#telegram.state === "down";
+        delivery.nextAttemptAt = down ? now : now + backoffMs(delivery.attempts);
+        delivery.waitedForTelegram = now;
         delivery.sentParts = sentParts;
-        await this.#o.deliveries.retry(delivery.id, delivery.lease, {
-          nextAttemptAt: delivery.nextAttemptAt,
-          error: outcome.reason,
-          countAttempt: true,
-          sentParts,
-        });
+        await this.#persist(delivery, () =>
+          this.#o.deliveries.retry(delivery.id, delivery.lease, {
+            nextAttemptAt: delivery.nextAttemptAt,
+            error: outcome.reason,
+            countAttempt: true,
+            sentParts,
+          }),
+        );
         this.#o.metrics.outcomes.inc({ outcome: "retried", reason: "transient" });
-        this.#o.log.warn({ ...context, attempts: delivery.attempts }, "delivery will be retried");
-        return;
+        // While down, the outage is one story (its start and end), not a line per delivery.
+        if (down) this.#o.log.debug({ ...context, attempts: delivery.attempts }, "delivery will be retried");
+        else this.#o.log.warn({ ...context, attempts: delivery.attempts }, "delivery will be retried");
+        return false;
+      }
       case "permanent":
         break;
     }
     this.#recorded(
-      await this.#o.deliveries.failed(delivery.id, delivery.lease, outcome.reason, sentParts),
+      await this.#persist(delivery, () =>
+        this.#o.deliveries.failed(delivery.id, delivery.lease, outcome.reason, sentParts),
+      ),
       delivery,
     );
     this.#o.metrics.outcomes.inc({
@@ -511,5 +714,11 @@ export class Dispatcher {
     });
     this.#o.log.warn(context, "delivery failed");
     this.#remove(delivery);
+    return outcome.kind !== "transient";
   }
+}
+
+/** A database fault of the surroundings (down, unreachable, full, read-only): waited out, not a bug. */
+function isOutage(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || storageFault(error) !== null;
 }

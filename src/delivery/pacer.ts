@@ -1,28 +1,24 @@
 import type { Transformer } from "grammy";
+
 /**
- * Telegram's flood limits, kept on our side so that we never hit them: a global rate for the bot,
- * about one message a second per private chat (with a small burst), twenty a minute per group.
- * Each bucket is smaller than Telegram's: that reserve absorbs jitter between when we take a place
- * and when Telegram counts the request (a request held up on its way while a later one is not
- * looks to Telegram like two sent closer together), which is what keeps `429`s at zero in
- * practice. A chat's bucket keeps one message back (a second or more of jitter); the bot's, which
- * refills 30 to 1000 times a second, keeps back GLOBAL_RESERVE_MS worth of messages.
+ * Telegram's flood limits, as sliding windows: at most `limit` messages in any `windowMs`. For the
+ * bot as a whole TELEGRAM_RATE_LIMIT a second (30 by default; up to 1000 with paid broadcast), for
+ * a private chat 3 in any 3 seconds (one a second, with a short burst), for a group 20 a minute.
  */
 export interface PacerLimits {
-  /** Messages per second for the whole bot (30 by default; up to 1000 with paid broadcast). */
+  /** Messages per second for the whole bot. */
   globalPerSecond: number;
+  /** A private chat: at most `privateBurst` messages in any `privateBurst / privatePerSecond` seconds. */
   privatePerSecond: number;
   privateBurst: number;
   groupPerMinute: number;
+  /**
+   * Other processes send with the same bot, out of this pacer's sight (several instances on one
+   * PostgreSQL database: the standbys' bot replies). Each window then keeps places back for them:
+   * one in a chat's, a tenth in the bot's.
+   */
+  othersSend?: boolean;
 }
-
-/**
- * The bot-wide bucket holds back this long's worth of messages. One message (33 ms at 30/s, 1 ms
- * with paid broadcast) left too little room: on a loaded test machine a run once met a `429`; so
- * did 100 ms (3 messages at 30/s), once, on a CI machine running the whole suite. It costs only the
- * first burst (22 messages at once instead of 30), never the rate.
- */
-export const GLOBAL_RESERVE_MS = 250;
 
 export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
   privatePerSecond: 1,
@@ -30,136 +26,223 @@ export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
   groupPerMinute: 20,
 };
 
-class Bucket {
-  readonly capacity: number;
-  readonly perMs: number;
-  tokens: number;
-  at: number;
+export type ChatKind = "private" | "group";
+
+/** One send's places in the windows it counts against; hand it back with `Pacer.release`. */
+export interface Ticket {
+  readonly places: readonly { window: Window; place: Place }[];
+}
+
+/**
+ * A send as a window sees it: when Telegram answered (null: not yet), and whether it has left the
+ * window's last `limit` sends.
+ */
+interface Place {
+  end: number | null;
+  departed: boolean;
+}
+
+/**
+ * At most `limit` sends in any `windowMs`, counted the way Telegram can count them. Telegram counts
+ * a message when it arrives, some time between our sending it and its answer; a send held up on its
+ * way (a busy event loop, a slow network) can arrive after a later one. So a send's place is held
+ * until a window's length after its *answer*: a new send may start only once the send `limit`
+ * places back — and every send before it — was answered at least `windowMs` ago. Then no window of
+ * `windowMs` can hold more than `limit` arrivals, whatever the delays: a hard cap, not a rate with
+ * a burst on top. The cost is the round trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
+ */
+class Window {
+  readonly limit: number;
+  readonly windowMs: number;
+  /** The last `limit` sends, oldest first. */
+  readonly #places: Place[] = [];
+  /** Sends older than those: how many are still unanswered, and the latest answer among them. */
+  #departedInFlight = 0;
+  #departedEnd = Number.NEGATIVE_INFINITY;
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
-  constructor(capacity: number, perSecond: number, now: number, empty = false) {
-    this.capacity = Math.max(1, capacity);
-    this.perMs = perSecond / 1000;
-    this.tokens = empty ? 0 : this.capacity;
-    this.at = now;
+  constructor(limit: number, windowMs: number) {
+    this.limit = Math.max(1, Math.floor(limit));
+    this.windowMs = windowMs;
   }
 
-  #refill(now: number): void {
-    this.tokens = Math.min(this.capacity, this.tokens + (now - this.at) * this.perMs);
-    this.at = now;
-  }
-
-  /** When one token will be available (now or later). */
+  /** When one more send may start: now or later; +Infinity while that waits for an answer. */
   readyAt(now: number): number {
-    this.#refill(now);
-    const tokenAt = this.tokens >= 1 ? now : now + (1 - this.tokens) / this.perMs;
-    return Math.max(tokenAt, this.pausedUntil);
+    let at = Math.max(now, this.pausedUntil);
+    if (this.#departedInFlight > 0) return Number.POSITIVE_INFINITY;
+    at = Math.max(at, this.#departedEnd + this.windowMs);
+    if (this.#places.length < this.limit) return at;
+    const oldest = this.#places[0] as Place;
+    return oldest.end === null ? Number.POSITIVE_INFINITY : Math.max(at, oldest.end + this.windowMs);
   }
 
-  take(now: number): void {
-    this.#refill(now);
-    this.tokens -= 1;
+  take(): Place {
+    const place: Place = { end: null, departed: false };
+    this.#places.push(place);
+    if (this.#places.length > this.limit) this.#depart(this.#places.shift() as Place);
+    return place;
   }
 
-  full(now: number): boolean {
-    this.#refill(now);
-    return this.tokens >= this.capacity && this.pausedUntil <= now;
+  /** A send left the last `limit`: from now on only its answer's time matters. */
+  #depart(place: Place): void {
+    place.departed = true;
+    if (place.end === null) this.#departedInFlight++;
+    else this.#departedEnd = Math.max(this.#departedEnd, place.end);
+  }
+
+  release(place: Place, now: number): void {
+    if (place.end !== null) return;
+    place.end = now;
+    if (place.departed) {
+      this.#departedInFlight--;
+      this.#departedEnd = Math.max(this.#departedEnd, now);
+    }
+  }
+
+  /**
+   * As if `limit` sends had been answered just before `now`, evenly spread over the window (or,
+   * `full`, all at `now`): what a previous process may have sent that Telegram still counts.
+   */
+  assumeSent(now: number, full: boolean): void {
+    this.#places.length = 0;
+    this.#departedInFlight = 0;
+    this.#departedEnd = Number.NEGATIVE_INFINITY;
+    for (let i = this.limit - 1; i >= 0; i--) {
+      const at = full ? now : now - (i * this.windowMs) / this.limit;
+      this.#places.push({ end: at, departed: false });
+    }
+  }
+
+  /** Nothing sent in the last window and nothing in flight: indistinguishable from a new window. */
+  idle(now: number): boolean {
+    return (
+      this.readyAt(now) <= now && this.#places.every((p) => p.end !== null && p.end + this.windowMs <= now)
+    );
   }
 }
 
-export type ChatKind = "private" | "group";
-
-/** Decides when the next message to a chat may go out; shared by deliveries and bot replies. */
+/**
+ * Decides when the next message to a chat may go out, for the bot as a whole and for each chat;
+ * shared by deliveries and the bot's replies. Every send takes a place (`take`/`acquire`) and
+ * hands it back when Telegram answered (`release`); see Window for why the answer matters.
+ */
 export class Pacer {
   readonly #limits: PacerLimits;
   readonly #now: () => number;
-  readonly #global: Bucket;
-  readonly #chats = new Map<number, Bucket>();
+  readonly #global: Window;
+  readonly #chats = new Map<number, Window>();
+  readonly #listeners = new Set<() => void>();
   #lastSweep = 0;
-  readonly #coldUntil: number;
+  /** The last cold start: chats first seen within their window of it are assumed to have had the previous process's messages. */
+  #coldAt = Number.NEGATIVE_INFINITY;
 
-  /**
-   * `coldStartMs`: Telegram still counts what a previous process sent just before it stopped
-   * (a restart, a crash). For this long after start, buckets begin empty instead of full, so the
-   * first sends after a restart cannot exceed what Telegram allows.
-   */
-  constructor(limits: PacerLimits, now: () => number = Date.now, coldStartMs = 3000) {
+  constructor(limits: PacerLimits, now: () => number = Date.now) {
     this.#limits = limits;
     this.#now = now;
-    const start = now();
-    this.#coldUntil = start + coldStartMs;
-    const reserve = Math.max(1, Math.ceil((limits.globalPerSecond * GLOBAL_RESERVE_MS) / 1000));
-    this.#global = new Bucket(
-      Math.ceil(limits.globalPerSecond) - reserve,
-      limits.globalPerSecond,
-      start,
-      coldStartMs > 0,
-    );
+    const global = Math.ceil(limits.globalPerSecond);
+    this.#global = new Window(limits.othersSend ? global - Math.ceil(global / 10) : global, 1000);
   }
 
-  #chat(chatId: number, kind: ChatKind, now: number): Bucket {
-    let bucket = this.#chats.get(chatId);
-    if (bucket === undefined) {
-      const cold = now < this.#coldUntil;
-      bucket =
+  /**
+   * Starting to send after another process may have (a restart, a crash, a leadership takeover):
+   * Telegram still counts what that one sent just before it stopped. The bot's window is taken as
+   * full for a second (nothing goes out in the first second); each chat as having had a steady
+   * stream until now (its first message waits its share of the window: until 1 s after the cold
+   * start in a private chat, 3 s in a group).
+   */
+  coldStart(): void {
+    const now = this.#now();
+    this.#global.assumeSent(now, true);
+    this.#chats.clear();
+    this.#coldAt = now;
+  }
+
+  #chat(chatId: number, kind: ChatKind, now: number): Window {
+    let window = this.#chats.get(chatId);
+    if (window === undefined) {
+      const { privateBurst, privatePerSecond, groupPerMinute, othersSend } = this.#limits;
+      const reserve = othersSend ? 1 : 0;
+      window =
         kind === "private"
-          ? new Bucket(this.#limits.privateBurst - 1, this.#limits.privatePerSecond, now, cold)
-          : new Bucket(this.#limits.groupPerMinute - 1, this.#limits.groupPerMinute / 60, now, cold);
-      this.#chats.set(chatId, bucket);
+          ? new Window(privateBurst - reserve, (privateBurst / privatePerSecond) * 1000)
+          : new Window(groupPerMinute - reserve, 60_000);
+      if (now < this.#coldAt + window.windowMs) window.assumeSent(this.#coldAt, false);
+      this.#chats.set(chatId, window);
     }
-    return bucket;
+    return window;
   }
 
-  /** The earliest time (ms) a message to this chat may be sent. */
+  /** The earliest time (ms) a message to this chat may be sent; +Infinity until a send in flight is answered. */
   readyAt(chatId: number, kind: ChatKind): number {
     const now = this.#now();
     return Math.max(this.#global.readyAt(now), this.#chat(chatId, kind, now).readyAt(now));
   }
 
-  /** Records a send to this chat now. Call only when `readyAt` is not in the future. */
-  take(chatId: number, kind: ChatKind): void {
+  /** Records a send to this chat starting now. Call only when `readyAt` is not in the future. */
+  take(chatId: number, kind: ChatKind): Ticket {
     const now = this.#now();
-    this.#global.take(now);
-    this.#chat(chatId, kind, now).take(now);
     this.#sweep(now);
+    const chat = this.#chat(chatId, kind, now);
+    return {
+      places: [
+        { window: this.#global, place: this.#global.take() },
+        { window: chat, place: chat.take() },
+      ],
+    };
+  }
+
+  /** Telegram answered the send (or it failed, or timed out): its places count from now. */
+  release(ticket: Ticket): void {
+    const now = this.#now();
+    for (const { window, place } of ticket.places) window.release(place, now);
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Calls `listener` whenever a send is answered (a place may have come free). */
+  onRelease(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Waits until a message to this chat may go, then takes its place. */
-  async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<void> {
+  async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<Ticket | null> {
     for (;;) {
-      if (signal?.aborted) return;
+      if (signal?.aborted) return null;
       const wait = this.readyAt(chatId, kind) - this.#now();
       if (wait <= 0) break;
       await new Promise<void>((resolve) => {
+        let stopListening = () => {};
         const done = () => {
           clearTimeout(timer);
+          stopListening();
           signal?.removeEventListener("abort", done);
           resolve();
         };
-        const timer = setTimeout(done, wait);
+        // A wait for an answer (Infinity) ends when any send is answered; look again then.
+        const timer = setTimeout(done, Number.isFinite(wait) ? wait : 60_000);
+        if (!Number.isFinite(wait)) stopListening = this.onRelease(done);
         signal?.addEventListener("abort", done, { once: true });
       });
     }
-    this.take(chatId, kind);
+    return this.take(chatId, kind);
   }
 
   /** Telegram said `retry_after`: nothing goes to this chat, nor (conservatively) anywhere, until then. */
   pause(chatId: number | null, seconds: number): void {
-    const now = this.#now();
-    const until = now + seconds * 1000;
+    const until = this.#now() + seconds * 1000;
     this.#global.pausedUntil = Math.max(this.#global.pausedUntil, until);
     if (chatId !== null) {
-      const bucket = this.#chats.get(chatId);
-      if (bucket) bucket.pausedUntil = Math.max(bucket.pausedUntil, until);
+      const window = this.#chats.get(chatId);
+      if (window) window.pausedUntil = Math.max(window.pausedUntil, until);
     }
   }
 
-  /** Forget chats whose buckets are full again (they behave exactly like new ones): bounded memory. */
+  /** Forget chats whose windows are idle (they behave exactly like new ones): bounded memory. */
   #sweep(now: number): void {
     if (now - this.#lastSweep < 60_000) return;
     this.#lastSweep = now;
-    for (const [chatId, bucket] of this.#chats) if (bucket.full(now)) this.#chats.delete(chatId);
+    for (const [chatId, window] of this.#chats) if (window.idle(now)) this.#chats.delete(chatId);
   }
 }
 
@@ -182,9 +265,13 @@ export function pacedSends(pacer: Pacer): Transformer {
     if (!PACED_METHODS.has(method) || typeof chatId !== "number") return prev(method, payload, signal);
     // Telegram's group and channel ids are negative; people's are positive.
     const kind: ChatKind = chatId > 0 ? "private" : "group";
-    await pacer.acquire(chatId, kind, signal as AbortSignal | undefined);
-    const result = await prev(method, payload, signal);
-    if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);
-    return result;
+    const ticket = await pacer.acquire(chatId, kind, signal as AbortSignal | undefined);
+    try {
+      const result = await prev(method, payload, signal);
+      if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);
+      return result;
+    } finally {
+      if (ticket !== null) pacer.release(ticket);
+    }
   };
 }

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
-import { logDatabaseFailure } from "../store/db.ts";
 import type { DeliveryRepository } from "../store/deliveries.ts";
+import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 
 /**

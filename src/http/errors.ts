@@ -44,6 +44,11 @@ export const ERRORS = {
     message:
       "The database cannot be reached; the message may not have been stored. Try again shortly, with the same Idempotency-Key.",
   },
+  storage_unavailable: {
+    status: 503,
+    message:
+      "The database cannot store anything right now (its disk is full or it is read-only); the message was not stored. Try again shortly.",
+  },
   telegram_unavailable: {
     status: 503,
     message: "Telegram cannot be reached to look up the bot; try again shortly.",

@@ -1,39 +1,70 @@
 import type { FastifyInstance } from "fastify";
-import { sql } from "kysely";
 import type { Metrics } from "../metrics.ts";
-import type { Db } from "../store/db.ts";
+import type { DatabaseProbe } from "../store/readiness.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
 
+export interface HealthOptions {
+  probe: DatabaseProbe;
+  metrics: Metrics;
+  /**
+   * The background parts' states for `/readyz`'s body (the bot, Telegram as the dispatcher sees
+   * it). They never change its status: a service whose bot is reconnecting still takes messages.
+   */
+  checks: () => Record<string, unknown>;
+}
+
 /** Liveness, readiness and Prometheus metrics: what orchestrators and scrapers ask for. */
-export async function health(app: FastifyInstance, options: { db: Db; metrics: Metrics }): Promise<void> {
+export async function health(app: FastifyInstance, options: HealthOptions): Promise<void> {
   app.get("/healthz", { schema: { summary: "The process is alive", tags: ["operations"] } }, async () => ({
     ok: true,
   }));
+
+  const checksSchema = {
+    type: "object",
+    description:
+      "database: ok, unreachable or not_writable (the status code follows it); bot and telegram: the background parts' states, informative only.",
+    additionalProperties: true,
+  } as const;
 
   app.get(
     "/readyz",
     {
       schema: {
-        summary: "The database answers",
+        summary: "The database takes writes (so messages can be accepted)",
         tags: ["operations"],
         response: {
-          200: { description: "Ready.", type: "object", properties: { ok: { const: true } } },
-          503: { description: "The database is not reachable (not_ready).", ...errorBodySchema },
+          200: {
+            description: "Ready.",
+            type: "object",
+            properties: { ok: { const: true }, checks: checksSchema },
+          },
+          503: {
+            description: "The database cannot be reached, or refuses writes (not_ready).",
+            ...errorBodySchema,
+            properties: { ...errorBodySchema.properties, checks: checksSchema },
+          },
         },
       },
     },
     async (request, reply) => {
-      try {
-        await sql`select 1`.execute(options.db.kysely);
-      } catch (error) {
-        // One warn line per failed probe, with the reason (answered here, not by the error
-        // handler, which would log a second one).
-        request.log.warn({ reason: (error as Error).message }, "database not reachable");
-        const notReady = new ApiError("not_ready", "The database is not reachable.");
-        options.metrics.requestsRejected.inc({ code: notReady.code });
-        return reply.code(503).send(notReady.body);
-      }
-      return { ok: true };
+      const database = await options.probe.check();
+      const checks = { database: database.state, ...options.checks() };
+      if (database.state === "ok") return { ok: true, checks };
+      // One warn line per failed probe, with the reason (answered here, not by the error
+      // handler, which would log a second one).
+      const cause = database.state === "not_writable" ? database.cause : undefined;
+      request.log.warn(
+        { reason: database.reason, ...(cause ? { cause } : {}) },
+        database.state === "not_writable" ? "database refuses writes" : "database not reachable",
+      );
+      const notReady = new ApiError(
+        "not_ready",
+        database.state === "not_writable"
+          ? `The database refuses writes (${cause}).`
+          : "The database is not reachable.",
+      );
+      options.metrics.requestsRejected.inc({ code: notReady.code });
+      return reply.code(503).send({ ...notReady.body, checks });
     },
   );
 

@@ -2,6 +2,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { checkCredentials, credentialsQuery } from "./docks.ts";
+import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 
@@ -140,7 +141,11 @@ export class AcceptBatch {
     const entries = items.map((item, index) => ({ item, index }));
     try {
       return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, admit, now));
-    } catch {
+    } catch (error) {
+      // The database is down, silent or full: every message would meet the same, one by one (a
+      // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
+      // The whole batch fails at once, and its senders are told to try again.
+      if (isDatabaseUnavailable(error) || storageFault(error) !== null) throw error;
       // One message's failure must not fail its neighbours: store each on its own.
       const outcomes: AcceptOutcome[] = [];
       for (const entry of entries) outcomes.push(await this.#alone(entry, admit, now));

@@ -1,12 +1,22 @@
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect } from "kysely";
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from "kysely";
 import pg from "pg";
 import { AcceptBatch, type AcceptBatchRequest, type AcceptOutcome } from "./accept-batch.ts";
+import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { initial } from "./migrations/0001-initial.ts";
 import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
 import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
 import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
 import { fanoutSubscribers } from "./migrations/0005-fanout-subscribers.ts";
 import { dockAllowances } from "./migrations/0006-dock-allowances.ts";
+import { writeProbes } from "./migrations/0007-write-probes.ts";
 import type { Database } from "./schema.ts";
 import { SqliteThread, sqliteThreadDialect } from "./sqlite-worker.ts";
 
@@ -28,7 +38,32 @@ export interface Db {
    * function that removes the listener.
    */
   onWarning(listener: (message: string) => void): () => void;
+  /**
+   * The last time storing messages failed because the database could not write (a full disk,
+   * read-only), with the cause; null once a batch was stored again. A small write may still fit
+   * where a batch of messages does not, so readiness asks this as well as probing.
+   */
+  lastStorageFault(): { cause: string; at: number } | null;
   close(): Promise<void>;
+}
+
+/** Follows whether batches of messages could be stored (see Db.lastStorageFault). */
+function watchStorage(accept: Db["acceptBatch"]) {
+  let fault: { cause: string; at: number } | null = null;
+  return {
+    acceptBatch: (async (request) => {
+      try {
+        const outcomes = await accept(request);
+        fault = null;
+        return outcomes;
+      } catch (error) {
+        const cause = storageFault(error);
+        if (cause !== null) fault = { cause, at: Date.now() };
+        throw error;
+      }
+    }) satisfies Db["acceptBatch"],
+    lastStorageFault: () => fault,
+  };
 }
 
 /** Warnings of one database handle: to its listeners, or as a process warning when it has none. */
@@ -50,11 +85,19 @@ function warnings() {
 // pg would hand them back as strings and the repositories would need dialect-specific code.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
+export interface DbOptions {
+  sqliteSynchronous?: "normal" | "full";
+  poolSize?: number;
+  /**
+   * PostgreSQL: how long connecting, waiting for a free connection, and each statement may take
+   * (ms) before the call fails as the database being unavailable (DATABASE_TIMEOUT_SECONDS); 0 for
+   * no bound (migrations, which may rightly take long). SQLite waits for its lock busy_timeout.
+   */
+  timeoutMs?: number;
+}
+
 /** Opens the database named by DATABASE_URL (`sqlite:<path>` or `postgres://…`). */
-export function openDb(
-  url: string,
-  options: { sqliteSynchronous?: "normal" | "full"; poolSize?: number } = {},
-): Db {
+export function openDb(url: string, options: DbOptions = {}): Db {
   if (url.startsWith("sqlite:")) {
     // The connection lives in a thread of its own, so the disk never holds up the event loop;
     // checkpoints run in another, so they never hold up a commit.
@@ -68,7 +111,7 @@ export function openDb(
     return {
       kysely,
       dialect: "sqlite",
-      acceptBatch: (request) => thread.accept(request),
+      ...watchStorage((request) => thread.accept(request)),
       onWarning: warned.on,
       // Kysely only destroys a driver it has used: close the thread in any case.
       close: async () => {
@@ -77,18 +120,28 @@ export function openDb(
       },
     };
   }
+  const timeoutMs = options.timeoutMs ?? 5000;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
-    // A database host that stops answering (a partition, a failover moving its address) is an
-    // outage in 5 s (503, /readyz, a scrape's database_up 0), not a request hanging for minutes.
-    connectionTimeoutMillis: 5000,
+    // A database that stops answering (down, a partition, a failover moving its address, a server
+    // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
+    // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
+    // connecting and waiting for a free connection; the server cuts off a statement at it; and
+    // if its answer has not come a second later, the network lost it and the call fails here.
+    ...(timeoutMs > 0
+      ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 }
+      : {}),
+    keepAlive: true,
   });
+  const warned = warnings();
   // An idle connection can be closed by the server (a restart, a failover, an administrator);
   // the pool replaces it. Without a listener that event would crash the process.
-  const warned = warnings();
   pool.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
+  // the reason and the pool drops it; the event itself must not crash the process either.
+  pool.on("connect", (client) => client.on("error", () => {}));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingBroken(pool) }) });
   // Several instances may share the database: they share each Dock's allowance through it too.
   const batches = new AcceptBatch(kysely, { sharedAllowances: true });
   // One batch at a time, in order: each Dock's messages are committed in the order they came.
@@ -96,72 +149,42 @@ export function openDb(
   return {
     kysely,
     dialect: "postgres",
-    acceptBatch: (request) => {
+    ...watchStorage((request) => {
       const run = last.then(() => batches.run(request));
       last = run.catch(() => {});
       return run;
-    },
+    }),
     onWarning: warned.on,
     close: () => kysely.destroy(),
   };
 }
 
-/** Network errors meaning the database server cannot be reached (Node's and pg's). */
-const UNREACHABLE = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENOTFOUND",
-  "EPIPE",
-  "EAI_AGAIN",
-]);
-
 /**
- * Whether `error` says the database cannot be used right now (down, restarting, refusing
- * connections, dropped ours, locked for too long), as opposed to a fault in a statement: the first
- * is worth a retry later (503), the second is our bug (500).
+ * The pool as Kysely sees it, with one difference: a connection whose query failed because the
+ * database was unavailable is closed when released, not handed to the next caller. After a query
+ * timed out on our side the connection still waits for that answer, and would hold up whoever
+ * used it next for as long as the network stays silent.
  */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: unknown; errcode?: unknown; message?: unknown; statusCode?: unknown } | null;
-  // An HTTP error (Fastify's: a client that hung up mid-body is ECONNRESET too) is not the database's.
-  if (e?.statusCode !== undefined) return false;
-  const code = typeof e?.code === "string" ? e.code : "";
-  const message = typeof e?.message === "string" ? e.message : "";
-  // PostgreSQL: connection exceptions (class 08, but not 08P01, a protocol violation: a bug),
-  // shutdown or restart (57P01–57P03), too many connections (53300), a database closed to
-  // connections (55000 with that text).
-  if ((code.startsWith("08") && code !== "08P01") || ["57P01", "57P02", "57P03", "53300"].includes(code)) {
-    return true;
-  }
-  if (code === "55000" && message.includes("not currently accepting connections")) return true;
-  if (UNREACHABLE.has(code)) return true;
-  // pg: the connection went away under a query, or none could be made in time. (Not "Client was
-  // closed and is not queryable": that is our code using a connection it closed.)
-  if (
-    /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
-      message,
-    )
-  ) {
-    return true;
-  }
-  // SQLite: another process held the write lock past busy_timeout (SQLITE_BUSY).
-  return e?.errcode === 5 || /database is locked/.test(message);
-}
-
-/**
- * Logs a database operation that failed in the background (the dispatcher, retention): an outage
- * as a warn line with its reason (it passes by itself, and comes back every few seconds while it
- * lasts), anything else as an error with its stack (a bug to trace).
- */
-export function logDatabaseFailure(
-  log: { warn: (fields: object, message: string) => void; error: (fields: object, message: string) => void },
-  error: unknown,
-  message: string,
-  fields: Record<string, unknown> = {},
-): void {
-  if (isDatabaseUnavailable(error)) log.warn({ ...fields, reason: (error as Error).message }, message);
-  else log.error({ ...fields, err: error }, message);
+function discardingBroken(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let broken = false;
+      const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
+        const result = (client.query as (...args: unknown[]) => unknown)(sqlOrCursor, parameters);
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          if (isDatabaseUnavailable(error)) broken = true;
+          throw error;
+        });
+      };
+      return {
+        query: query as PostgresPoolClient["query"],
+        release: () => client.release(broken || undefined),
+      };
+    },
+    end: () => pool.end(),
+  };
 }
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -172,6 +195,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     "0004-deferred-fanout": deferredFanout(dialect),
     "0005-fanout-subscribers": fanoutSubscribers(),
     "0006-dock-allowances": dockAllowances(),
+    "0007-write-probes": writeProbes(),
   };
 }
 

@@ -19,6 +19,10 @@ export interface PendingDelivery {
   sentParts: number[];
   /** The lease of the current claim (0 until claimed); settling writes must present it. */
   lease: number;
+  /** The dispatcher's memory: the lease of a claim whose answer the database lost (see claim's `orLease`). */
+  lostLease?: number;
+  /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
+  waitedForTelegram?: number;
 }
 
 export interface MessageStatus {
@@ -42,6 +46,9 @@ function parseIds(value: string | null): number[] {
 
 /** At most this many messages are fanned out in one transaction. */
 const FANOUT_BATCH = 100;
+
+/** At most this many messages are pruned in one statement. */
+const PRUNE_CHUNK = 1000;
 
 /** The outbox: what the dispatcher claims, and how each attempt ended. Dialect-neutral. */
 export class DeliveryRepository {
@@ -196,16 +203,18 @@ export class DeliveryRepository {
   }
 
   /**
-   * Claims one delivery for sending, with a lease: if the process dies mid-send, the delivery is
-   * queued again once the lease expires (at-least-once). Refuses, and marks the delivery gone,
-   * when its subscription is no longer active — unsubscribing stops deliveries at once.
+   * Claims one delivery for sending, with a lease (a time, ms): if the process dies mid-send, the
+   * delivery is queued again once the lease expires (at-least-once). Refuses, and marks the
+   * delivery gone, when its subscription is no longer active — unsubscribing stops deliveries at
+   * once. `orLease`: the lease of an earlier claim of ours whose answer was lost (the database
+   * failed as it answered): a row still `sending` under it is ours, and is claimed again.
    */
   async claim(
     id: number,
-    leaseMs: number,
+    lease: number,
+    orLease: number | null = null,
   ): Promise<{ status: "claimed"; lease: number; chatId: number } | { status: "unsubscribed" | "missing" }> {
     const now = this.#now();
-    const lease = now + leaseMs;
     const claimed = await this.#db.kysely
       .updateTable("deliveries")
       .set((eb) => ({
@@ -215,7 +224,14 @@ export class DeliveryRepository {
         updated_at: now,
       }))
       .where("id", "=", id)
-      .where("state", "=", "queued")
+      .where((eb) =>
+        orLease === null
+          ? eb("state", "=", "queued")
+          : eb.or([
+              eb("state", "=", "queued"),
+              eb.and([eb("state", "=", "sending"), eb("lease_until", "=", orLease)]),
+            ]),
+      )
       .where(({ exists, selectFrom }) =>
         exists(
           selectFrom("subscriptions")
@@ -232,9 +248,16 @@ export class DeliveryRepository {
     if (claimed !== undefined) return { status: "claimed", lease, chatId: claimed.chat_id };
     const gone = await this.#db.kysely
       .updateTable("deliveries")
-      .set({ state: "gone", last_error: "unsubscribed", updated_at: now })
+      .set({ state: "gone", last_error: "unsubscribed", lease_until: null, updated_at: now })
       .where("id", "=", id)
-      .where("state", "=", "queued")
+      .where((eb) =>
+        orLease === null
+          ? eb("state", "=", "queued")
+          : eb.or([
+              eb("state", "=", "queued"),
+              eb.and([eb("state", "=", "sending"), eb("lease_until", "=", orLease)]),
+            ]),
+      )
       .executeTakeFirst();
     return { status: gone.numUpdatedRows > 0n ? "unsubscribed" : "missing" };
   }
@@ -322,15 +345,19 @@ export class DeliveryRepository {
   }
 
   /**
-   * Deliveries left `sending` by a process that died: queued again. With `all`, every one (safe
-   * when this process is the only dispatcher, as with SQLite); otherwise only expired leases.
+   * Deliveries left `sending` by a dispatcher that is gone (a crash, a leader whose lock passed to
+   * this one): queued again, so they go out before their chats' later messages. With `all`, every
+   * one (right for the dispatcher that has just become the only one); otherwise only expired
+   * leases. `except`: this dispatcher's own sends in flight, which it settles itself.
    */
-  async requeueAbandoned(all: boolean): Promise<number> {
+  async requeueAbandoned(all: boolean, except: Iterable<number> = []): Promise<number> {
     let query = this.#db.kysely
       .updateTable("deliveries")
       .set({ state: "queued", lease_until: null, updated_at: this.#now() })
       .where("state", "=", "sending");
     if (!all) query = query.where("lease_until", "<", this.#now());
+    const mine = [...except];
+    if (mine.length > 0) query = query.where("id", "not in", mine);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);
   }
@@ -428,30 +455,45 @@ export class DeliveryRepository {
 
   /**
    * Deletes messages older than `cutoff` whose deliveries are all finished (sent, failed or gone),
-   * with their deliveries. Nothing still queued is ever pruned.
+   * with their deliveries. Nothing still queued is ever pruned. In chunks of PRUNE_CHUNK messages,
+   * each its own statement: a long-grown backlog of old messages never makes one statement outlast
+   * DATABASE_TIMEOUT_SECONDS, nor hold SQLite's one connection for long.
    */
   async prune(cutoff: number): Promise<number> {
-    const result = await this.#db.kysely
-      .deleteFrom("messages")
-      .where("created_at", "<", cutoff)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom("deliveries")
-              .select("deliveries.id")
-              .whereRef("deliveries.message_id", "=", "messages.id")
-              .where("deliveries.state", "in", ["queued", "sending"]),
-          ),
-        ),
-      )
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom("fanouts").select("fanouts.id").whereRef("fanouts.message_id", "=", "messages.id"),
-          ),
-        ),
-      )
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+    let total = 0;
+    for (;;) {
+      const result = await this.#db.kysely
+        .deleteFrom("messages")
+        .where("id", "in", (eb) =>
+          eb
+            .selectFrom("messages")
+            .select("messages.id")
+            .where("messages.created_at", "<", cutoff)
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom("deliveries")
+                    .select("deliveries.id")
+                    .whereRef("deliveries.message_id", "=", "messages.id")
+                    .where("deliveries.state", "in", ["queued", "sending"]),
+                ),
+              ),
+            )
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom("fanouts")
+                    .select("fanouts.id")
+                    .whereRef("fanouts.message_id", "=", "messages.id"),
+                ),
+              ),
+            )
+            .limit(PRUNE_CHUNK),
+        )
+        .executeTakeFirst();
+      const deleted = Number(result.numDeletedRows);
+      total += deleted;
+      if (deleted < PRUNE_CHUNK) return total;
+    }
   }
 }

@@ -7,6 +7,7 @@ import {
   MAX_BATCH,
 } from "./accept-batch.ts";
 import type { Db } from "./db.ts";
+import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 
 export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
 
@@ -104,6 +105,11 @@ export class MessageRepository {
       // No answer from the database (unreachable, or its thread stopped): whether the batch was
       // committed is unknown, so nobody gets a 202 for it.
       for (const pending of batch) pending.reject(error);
+      // Those who came while it failed would only wait as long again for the same answer: they
+      // get it now (a prompt 503). Whoever comes next tries again.
+      if (isDatabaseUnavailable(error) || storageFault(error) !== null) {
+        for (const pending of this.#pending.splice(0)) pending.reject(error);
+      }
       return;
     }
     const docks = new Set<string>();

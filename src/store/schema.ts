@@ -126,6 +126,12 @@ export interface DockAllowancesTable {
   at: Millis;
 }
 
+/** The row `/readyz` rewrites to check that the database takes writes (migration 0007). */
+export interface WriteProbesTable {
+  id: number;
+  probed_at: Millis;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -137,4 +143,5 @@ export interface Database {
   sessions: SessionsTable;
   bot_states: BotStatesTable;
   dock_allowances: DockAllowancesTable;
+  write_probes: WriteProbesTable;
 }

@@ -27,6 +27,8 @@ export interface CheckpointerOptions {
 /** What the thread tells its owner. */
 export type CheckpointerReport =
   | { kind: "failed"; message: string }
+  /** Checkpoints work again after failing (space was freed). */
+  | { kind: "recovered"; failures: number }
   /** The WAL has not been able to start over for `seconds`: a reader keeps its old pages in use. */
   | { kind: "stuck"; pages: number; seconds: number };
 
@@ -52,8 +54,8 @@ const RESTART_WAIT_MS = 20;
 const RESTART_BACKOFF_MS = 5_000;
 /** The owner is told when the WAL could not start over for this long. */
 const STUCK_AFTER_MS = 60_000;
-/** Checkpoints failing this many ticks in a row: the thread ends, and commits checkpoint again. */
-const GIVE_UP_AFTER = 25;
+/** While checkpoints fail (a full disk), they are tried this often instead of every interval. */
+const FAILING_INTERVAL_MS = 1000;
 
 /** The connection and its two statements, prepared once. */
 let db: { connection: DatabaseSync; passive: StatementSync; restart: StatementSync } | null = null;
@@ -106,23 +108,25 @@ function checkpoint(): void {
   }
 }
 
-const timer = setInterval(() => {
+let timer: NodeJS.Timeout | null = null;
+
+function tick(): void {
   try {
     checkpoint();
+    if (failures > 0) report({ kind: "recovered", failures });
     failures = 0;
   } catch (error) {
     // A checkpoint that cannot run now (the disk is full, a lock held past the timeout) is tried
-    // again at the next tick; the WAL keeps every commit meanwhile. Said once per run of failures;
-    // a run that goes on ends the thread, and its owner has the commits checkpoint again.
+    // again later, for as long as it takes: the WAL keeps every commit meanwhile, and checkpoints
+    // go on by themselves once space is freed. Said once per run of failures, and when it ends.
     failures++;
     if (failures === 1) report({ kind: "failed", message: (error as Error).message });
-    if (failures >= GIVE_UP_AFTER) {
-      clearInterval(timer);
-      closeQuietly();
-      process.exit(1);
-    }
+    // The connection may be the trouble (its file handles): a fresh one at the next try.
+    if (failures % 10 === 0) closeQuietly();
   }
-}, intervalMs);
+  timer = setTimeout(tick, failures > 0 ? FAILING_INTERVAL_MS : intervalMs);
+}
+timer = setTimeout(tick, intervalMs);
 
 function closeQuietly(): void {
   try {
@@ -135,7 +139,7 @@ function closeQuietly(): void {
 
 port.on("message", (message: "stop") => {
   if (message !== "stop") return;
-  clearInterval(timer);
+  if (timer !== null) clearTimeout(timer);
   closeQuietly();
   port.close();
 });

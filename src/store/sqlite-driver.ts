@@ -29,6 +29,35 @@ class Statement implements SqliteStatement {
   }
 }
 
+/**
+ * ROLLBACK of a transaction SQLite has already rolled back by itself: it does so on SQLITE_FULL and
+ * some I/O errors, and the ROLLBACK that follows would fail with "cannot rollback - no transaction
+ * is active", an error that would replace the one that says what went wrong (the disk is full).
+ */
+class Rollback implements SqliteStatement {
+  readonly reader = false;
+  readonly #db: DatabaseSync;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  all(): unknown[] {
+    this.run();
+    return [];
+  }
+
+  run(): { changes: number; lastInsertRowid: number } {
+    if (this.#db.isTransaction) this.#db.exec("rollback");
+    return { changes: 0, lastInsertRowid: 0 };
+  }
+
+  iterate(): IterableIterator<unknown> {
+    this.run();
+    return [][Symbol.iterator]();
+  }
+}
+
 export interface SqliteOptions {
   synchronous: "normal" | "full";
   /**
@@ -47,6 +76,7 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
   // Kysely prepares every query it runs; preparing is a large share of a small query's cost, and
   // the service runs the same few statements over and over, so prepared statements are reused.
   const statements = new Map<string, Statement>();
+  const rollback = new Rollback(db);
   db.exec(`
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"};
@@ -61,6 +91,7 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
       // write, and if another process (the CLI, a second connection) committed since this
       // transaction's first read, SQLite answers SQLITE_BUSY at once instead of waiting. BEGIN
       // IMMEDIATE takes the lock up front, so busy_timeout makes it wait its turn.
+      if (query === "rollback") return rollback;
       const sql = query === "begin" ? "begin immediate" : query;
       let statement = statements.get(sql);
       if (statement === undefined) {

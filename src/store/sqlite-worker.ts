@@ -182,8 +182,10 @@ export class SqliteThread {
     worker.on("message", (report: CheckpointerReport) => {
       if (report.kind === "failed") {
         this.#onWarning(
-          `a SQLite checkpoint failed (tried again every ${CHECKPOINT_INTERVAL_MS} ms; the WAL file keeps every commit meanwhile): ${report.message}`,
+          `a SQLite checkpoint failed (tried again every second until it works; the WAL file keeps every commit meanwhile): ${report.message}`,
         );
+      } else if (report.kind === "recovered") {
+        this.#onWarning(`SQLite checkpoints work again after ${report.failures} failed attempts`);
       } else if (report.kind === "stuck") {
         this.#onWarning(
           `the SQLite WAL file has not been able to start over for ${report.seconds} s (${report.pages} pages): another connection keeps a read transaction open on this database`,

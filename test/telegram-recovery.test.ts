@@ -1,0 +1,80 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
+import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+/** What `/readyz` says of Telegram (as the dispatcher sees it), and the `dock_notify_telegram_up` gauge. */
+async function telegramState(service: RunningService): Promise<{ state: string; up: number }> {
+  const body = (await (await fetch(`${service.url}/readyz`)).json()) as {
+    checks: { telegram: { state: string } };
+  };
+  const metrics = await (await fetch(`${service.url}/metrics`)).text();
+  return {
+    state: body.checks.telegram.state,
+    up: Number(/^dock_notify_telegram_up (\d)$/m.exec(metrics)?.[1]),
+  };
+}
+
+/**
+ * Telegram down for a while, then back: the deliveries that waited drain at the pacer's pace from
+ * the moment it answers again, not each after its own backoff (which grows to minutes).
+ */
+describe("Telegram coming back", () => {
+  let service: RunningService | undefined;
+  afterEach(async () => service?.close());
+
+  it("drains the queue within 15 % of the pace-limited minimum once Telegram answers again", async () => {
+    service = await startService("sqlite", { DOCK_RATE_BURST: "0", AUTH_FAILURES_PER_MINUTE: "0" });
+    const running = service;
+    const sandbox = sandboxOf(running);
+    const chats = 15;
+    const perChat = 20;
+    const dock = await running.app.docks.create(1, { name: "Outage", link: null, description: null });
+    const readers: number[] = [];
+    for (let i = 0; i < chats; i++) {
+      const reader = await sandbox.person(`Reader ${i}`);
+      readers.push(reader);
+      await running.subscriptions.subscribe(dock.id, reader, "private");
+    }
+    expect(await telegramState(running)).toEqual({ state: "up", up: 1 });
+
+    // Telegram fails every send…
+    await sandbox.control("POST", "/faults", { kind: "server_error", methods: ["sendMessage"], rate: 1 });
+    for (let n = 1; n <= perChat; n++) await ping(running.url, dock, `n${n}`);
+    await waitFor(
+      "Telegram seen as down",
+      async () => (await telegramState(running)).state === "down",
+      20_000,
+      100,
+    );
+    expect(await telegramState(running)).toEqual({ state: "down", up: 0 });
+    // …for 15 s: long enough that deliveries retried each on its own backoff would be waiting many
+    // seconds apart by now.
+    await new Promise((r) => setTimeout(r, 15_000));
+    expect((await deliveryStates(running)).sent ?? 0).toBe(0);
+
+    await sandbox.control("DELETE", "/faults");
+    const recovered = performance.now();
+    await waitFor(
+      "every delivery sent",
+      async () => (await deliveryStates(running)).sent === chats * perChat,
+      120_000,
+      100,
+    );
+    const seconds = (performance.now() - recovered) / 1000;
+
+    // The pace-limited minimum: each chat takes its 3 messages in any 3 seconds (the binding limit
+    // here: 15 chats stay under the bot's 30 a second), so its last window opens 18 s after the first.
+    const windows = Math.ceil(perChat / TELEGRAM_LIMITS.privateBurst) - 1;
+    const minimum = (windows * TELEGRAM_LIMITS.privateBurst) / TELEGRAM_LIMITS.privatePerSecond;
+    expect(minimum).toBe(18);
+    expect(seconds).toBeLessThanOrEqual(minimum * 1.15);
+
+    const expected = Array.from({ length: perChat }, (_, i) => `Outage\nn${i + 1}`);
+    for (const reader of readers) expect(await sandbox.botTexts(reader)).toEqual(expected);
+    expect((await sandbox.stats()).too_many_requests).toBe(0);
+    expect(await telegramState(running)).toEqual({ state: "up", up: 1 });
+    expect(running.logs.text).toContain("Telegram answers again; deliveries resume");
+  }, 120_000);
+});
