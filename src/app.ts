@@ -316,6 +316,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     webhookUrl: config.telegramWebhookUrl,
     webhookCheckMs: config.telegramWebhookCheckMs,
     pacer,
+    replyTimeoutMs: config.telegramTimeoutSeconds * 1000,
     now,
   });
   if (config.telegramWebhookUrl !== null) {

@@ -35,6 +35,7 @@ describe("the bot keeps running", () => {
     service = await startService("sqlite");
     const running = service;
     const people = new People(`${running.url}/sandbox`);
+    await waitFor("the bot running", async () => (await botState(running)).state === "running");
     expect(await botState(running)).toEqual({ state: "running", up: 1, ready: 200 });
 
     // An operator debugging with curl: their poll ends the bot's waiting one with 409 Conflict.
@@ -82,12 +83,7 @@ describe("the bot keeps running", () => {
     expect(accepted.status).toBe(202);
 
     sandbox = await startSandbox({ port });
-    await waitFor(
-      "the bot running",
-      async () => (await botState(running)).state === "running",
-      20_000,
-      200,
-    );
+    await waitFor("the bot running", async () => (await botState(running)).state === "running", 20_000, 200);
     const people = new People(sandbox.root);
     const rui = await people.person("Rui");
     expect((await people.botReply(rui, await people.start(rui), "the welcome")).text).toContain("Dock");
@@ -144,13 +140,14 @@ describe("the bot keeps running", () => {
     expect(await sandbox.api.getMyCommands()).toEqual([]);
 
     await sandbox.control("DELETE", "/faults");
+    // Retried 5, 10, 20 … s after the first failure: the next try may be half a minute away.
     await waitFor(
       "the command list published",
       async () => (await sandbox?.api.getMyCommands())?.length === 6,
-      20_000,
+      60_000,
       250,
     );
-  }, 60_000);
+  }, 120_000);
 });
 
 describe("the bot's webhook stays its own", () => {

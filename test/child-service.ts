@@ -20,7 +20,12 @@ export async function startChildService(
   return new Promise((resolve, reject) => {
     lines.on("line", (line) => {
       logs.push(line);
-      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      let entry: { msg?: string; port?: number } = {};
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        return; // not a log line (something printed by a dependency)
+      }
       if (entry.msg?.startsWith("Dock Notify is ready")) {
         resolve({ child, url: `http://127.0.0.1:${entry.port}`, logs });
       }

@@ -1,25 +1,13 @@
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin } from "./fault-harness.ts";
 import {
   createTestDatabase,
   hasPostgres,
-  POSTGRES_ADMIN_URL,
   type RunningService,
   startServiceOver,
   type TestDatabase,
 } from "./harness.ts";
 import { waitFor } from "./wait.ts";
-
-/** Runs one statement as the PostgreSQL administrator. */
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 describe.skipIf(!(await hasPostgres()))("a PostgreSQL outage", () => {
   let database: TestDatabase;

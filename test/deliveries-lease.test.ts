@@ -42,6 +42,29 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
       .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ state: "sent", telegram_message_ids: "7", attempts: 2 });
   });
+  it("a claim whose answer was lost is taken again under its own lease only; re-queueing spares the sends in flight", async () => {
+    const dock = await service.app.docks.create(1, { name: "Lost", link: null, description: null });
+    await service.subscriptions.subscribe(dock.id, 43, "private");
+    await service.app.messages.accept({ dockId: dock.id, text: "hello" });
+    await repo.fanOut(dock.id, 10);
+    const [pending] = await repo.queuedFor(dock.id, 0, 10);
+    if (!pending) throw new Error("nothing queued");
+
+    // The claim is written, but its answer never reaches the dispatcher (the database failed).
+    const lost = clock + 60_000;
+    expect(await repo.claim(pending.id, lost)).toMatchObject({ status: "claimed" });
+    expect(await repo.claim(pending.id, clock + 70_000)).toEqual({ status: "missing" });
+    expect(await repo.claim(pending.id, clock + 70_000, [lost - 1])).toEqual({ status: "missing" });
+    // Several claims may have failed meanwhile; any of them may be the one that was written.
+    expect(await repo.claim(pending.id, clock + 70_000, [lost - 2, lost, lost + 5])).toMatchObject({
+      status: "claimed",
+      lease: clock + 70_000,
+    });
+    // A dispatcher taking over re-queues what is left in flight, but not its own sends.
+    expect(await repo.requeueAbandoned(true, [pending.id])).toBe(0);
+    expect(await repo.requeueAbandoned(true)).toBe(1);
+  });
+
   it("a group's move to a supergroup takes its queued deliveries along; a claim answers where the row now points", async () => {
     const dock = await service.app.docks.create(1, { name: "Moves", link: null, description: null });
     const [group, supergroup] = [-4000000900, -1001000000900];

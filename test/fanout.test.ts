@@ -46,6 +46,35 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     return result;
   };
 
+  it("a large audience is fanned out whole, in subscription order, a chunk of subscribers per statement", async () => {
+    const { id } = await dock("Crowd");
+    const chats = Array.from({ length: 4500 }, (_, i) => 700_000 + i);
+    // Subscribed in bulk (the repository's one-by-one path would take a while for 4,500).
+    for (let i = 0; i < chats.length; i += 500) {
+      await service.db.kysely
+        .insertInto("subscriptions")
+        .values(
+          chats.slice(i, i + 500).map((chat) => ({
+            dock_id: id,
+            chat_id: chat,
+            chat_type: "private",
+            state: "active",
+            active_since: clock,
+            created_at: clock,
+            updated_at: clock,
+          })),
+        )
+        .execute();
+    }
+    // One of them leaves before the message: not in its audience.
+    await subscriptions.setState(700_100, "removed", id);
+    clock += 1000;
+    const crowd = await accept(id, "to everyone");
+    expect(crowd.subscribers).toBe(4499);
+    expect(await deliveries.fanOut(id, 10)).toEqual({ queued: 4499, more: false });
+    expect(await chatsOf(crowd.messageId)).toEqual(chats.filter((chat) => chat !== 700_100));
+  });
+
   it("reaches those subscribed when the message was accepted and active now, in order", async () => {
     const { id } = await dock("Audience");
     for (const chat of [101, 102, 103, 105]) await subscriptions.subscribe(id, chat, "private");

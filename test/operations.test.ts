@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERRORS } from "../src/http/errors.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
 
 const DIALECTS = await dialects();
 
@@ -15,7 +16,10 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
 
   it("/healthz and /readyz answer 200", async () => {
     expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ ok: true });
-    expect(await (await fetch(`${service.url}/readyz`)).json()).toMatchObject({
+    const readyz = async () =>
+      (await (await fetch(`${service.url}/readyz`)).json()) as { checks: { bot: { state: string } } };
+    await waitFor("the bot running", async () => (await readyz()).checks.bot.state === "running");
+    expect(await readyz()).toMatchObject({
       ok: true,
       checks: { database: "ok", bot: { state: "running", mode: "polling" }, telegram: { state: "up" } },
     });

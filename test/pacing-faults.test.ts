@@ -5,13 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
-import { migrate, openDb } from "../src/store/db.ts";
-import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
-import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
 import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { childEnv, seedDock } from "./fault-harness.ts";
 import {
   createTestDatabase,
   hasPostgres,
@@ -57,23 +54,6 @@ describe("the pacer's hard cap across faults", () => {
     dataDir = undefined;
   });
 
-  /** A Dock with CHATS subscribers who opened the bot in `sandbox`, made in the database at `url`. */
-  async function seed(url: string, key: Buffer): Promise<DockWithSecret> {
-    const db = openDb(url);
-    await migrate(db);
-    const dock = await new DockRepository(db, key).create(1, { name: "Cap", link: null, description: null });
-    const subscriptions = new SubscriptionRepository(db);
-    for (let i = 0; i < CHATS; i++) {
-      await subscriptions.subscribe(
-        dock.id,
-        await (sandbox as RunningSandbox).startedPerson(`Reader ${i}`),
-        "private",
-      );
-    }
-    await db.close();
-    return dock;
-  }
-
   const stats = async () => (await (sandbox as RunningSandbox).control("GET", "/stats")).body;
   /** Waits until nothing has been sent for over a second (no send of before is in the next window). */
   const quiet = async () => {
@@ -110,14 +90,9 @@ describe("the pacer's hard cap across faults", () => {
     dataDir = mkdtempSync(join(tmpdir(), "dock-notify-cap-"));
     sandbox = await startSandbox({ rateLimits: true });
     const key = randomBytes(32);
-    const dock = await seed(`sqlite:${join(dataDir, "dock-notify.db")}`, key);
-    const env = {
-      DATA_DIR: dataDir,
-      ENCRYPTION_KEY: key.toString("base64"),
-      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
-      TELEGRAM_API_ROOT: sandbox.root,
-      DOCK_RATE_BURST: "0",
-    };
+    const url = `sqlite:${join(dataDir, "dock-notify.db")}`;
+    const { dock } = await seedDock(url, key, sandbox, "Cap", CHATS);
+    const env = childEnv({ url, dataDir }, key, sandbox);
     const first = await startChildService(env);
     children.push(first.child);
     await waitFor("the welcomes sent", async () => (await stats()).send_message >= CHATS);
@@ -146,17 +121,11 @@ describe("the pacer's hard cap across faults", () => {
       database = await createTestDatabase("postgres");
       sandbox = await startSandbox({ rateLimits: true });
       const key = randomBytes(32);
-      const dock = await seed(database.url, key);
+      const { dock } = await seedDock(database.url, key, sandbox, "Cap", CHATS);
       const port = await freePort();
-      const env = {
-        DATABASE_URL: database.url,
-        DATA_DIR: database.dataDir,
-        ENCRYPTION_KEY: key.toString("base64"),
-        TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
-        TELEGRAM_API_ROOT: sandbox.root,
+      const env = childEnv(database, key, sandbox, {
         TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
-        DOCK_RATE_BURST: "0",
-      };
+      });
       const leader = await startChildService(env);
       children.push(leader.child);
       const standby = await startChildService({ ...env, PORT: String(port) });

@@ -1,18 +1,16 @@
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
-import { migrate, openDb } from "../src/store/db.ts";
-import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
-import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { openDb } from "../src/store/db.ts";
+import type { DockWithSecret } from "../src/store/docks.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
+import { sandboxOf } from "./delivery-harness.ts";
+import { admin, childEnv, seedDock, terminateAll } from "./fault-harness.ts";
 import {
   createTestDatabase,
   hasPostgres,
-  POSTGRES_ADMIN_URL,
   type RunningService,
   startServiceOver,
   type TestDatabase,
@@ -22,20 +20,6 @@ import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 import { waitFor } from "./wait.ts";
 
 const POSTGRES = await hasPostgres();
-
-/** Runs statements as the PostgreSQL administrator (on the `postgres` database, never the test's). */
-async function admin(...statements: string[]): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await client.connect();
-  try {
-    for (const statement of statements) await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
-const terminateAll = (name: string) =>
-  `select pg_terminate_backend(pid) from pg_stat_activity where datname = '${name}' and pid <> pg_backend_pid()`;
 
 /** Notifications a chat received from a Dock, oldest first, as the sandbox has them. */
 async function received(sandbox: RunningSandbox, chat: number, dock: string): Promise<string[]> {
@@ -73,21 +57,6 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     sandbox = undefined;
   });
 
-  /** A Dock with `people` subscribers who opened the bot, made in the test database. */
-  async function seed(url: string, key: Buffer, name: string, people: number) {
-    const db = openDb(url);
-    await migrate(db);
-    const dock = await new DockRepository(db, key).create(1, { name, link: null, description: null });
-    const chats: number[] = [];
-    for (let i = 0; i < people; i++) {
-      const chat = await (sandbox as RunningSandbox).startedPerson(`${name} reader ${i}`);
-      chats.push(chat);
-      await new SubscriptionRepository(db).subscribe(dock.id, chat, "private");
-    }
-    await db.close();
-    return { dock, chats };
-  }
-
   const ping = (url: string, dock: DockWithSecret, msg: string, key?: string) =>
     fetch(`${url}/ping`, {
       method: "POST",
@@ -101,18 +70,11 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     const name = new URL(database.url).pathname.slice(1);
     sandbox = await startSandbox({ rateLimits: true });
     const key = randomBytes(32);
-    const load = await seed(database.url, key, "Load", 0);
-    const ordered = await seed(database.url, key, "Ordered", 5);
-    const started = await startChildService({
-      DATABASE_URL: database.url,
-      DATA_DIR: database.dataDir,
-      ENCRYPTION_KEY: key.toString("base64"),
-      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
-      TELEGRAM_API_ROOT: sandbox.root,
-      DOCK_RATE_BURST: "0",
-      AUTH_FAILURES_PER_MINUTE: "0",
-      DATABASE_TIMEOUT_SECONDS: "2",
-    });
+    const load = await seedDock(database.url, key, sandbox, "Load", 0);
+    const ordered = await seedDock(database.url, key, sandbox, "Ordered", 5);
+    const started = await startChildService(
+      childEnv(database, key, sandbox, { AUTH_FAILURES_PER_MINUTE: "0", DATABASE_TIMEOUT_SECONDS: "2" }),
+    );
     const child = started.child;
     children.push(child);
 
@@ -164,8 +126,13 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       await admin(terminateAll(name));
       await new Promise((r) => setTimeout(r, 250));
     }
+    const refusedBefore = statuses.get(503) ?? 0;
     await admin(`alter database ${name} allow_connections false`, terminateAll(name));
-    await waitFor("503s while the database is closed", () => (statuses.get(503) ?? 0) >= 5, 20_000);
+    await waitFor(
+      "503s while the database is closed",
+      () => (statuses.get(503) ?? 0) >= refusedBefore + 5,
+      20_000,
+    );
     await admin(`alter database ${name} allow_connections true`);
     const before = acknowledged.length;
     await waitFor("202s again without a restart", () => acknowledged.length >= before + 100, 30_000);
@@ -219,7 +186,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     );
     const running = service;
     const dock = await running.app.docks.create(1, { name: "Silent", link: null, description: null });
-    const reader = await sandboxPerson(running, "Sol");
+    const reader = await sandboxOf(running).person("Sol");
     await running.subscriptions.subscribe(dock.id, reader, "private");
     expect((await ping(running.url, dock, "before")).status).toBe(202);
 
@@ -229,8 +196,9 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       const response = await request();
       return { response, seconds: (performance.now() - startedAt) / 1000 };
     };
-    // The bound is 2 s to connect or to wait for a connection, and 3 s for a statement's answer;
-    // without it these requests hang for as long as the database is silent (here: until restored).
+    // The bound is 2 s to connect or to wait for a connection, and 3 s for a statement's answer (a
+    // request may meet both); without it these requests hang for as long as the database is silent
+    // (here: until restored).
     const refused = await timed(() => ping(running.url, dock, "during"));
     expect(refused.response.status).toBe(503);
     expect(refused.response.headers.get("retry-after")).toMatch(/^\d+$/);
@@ -260,7 +228,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     // The dispatcher lost its lock's session and took it back: deliveries flow again.
     await waitFor(
       "the message after the outage delivered",
-      async () => (await sandboxMessages(running, reader)).includes("Silent\nafter"),
+      async () => (await chatTexts(running, reader)).includes("Silent\nafter"),
       45_000,
       250,
     );
@@ -277,27 +245,17 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       DELIVERY_LEASE_SECONDS: "20",
     });
     const running = service;
-    const control = (method: string, path: string, body?: unknown) =>
-      fetch(`${running.url}/sandbox/api${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      }).then(async (r) => (r.status === 204 ? null : r.json()));
+    const { control } = sandboxOf(running);
     const dock = await running.app.docks.create(1, { name: "Inflight", link: null, description: null });
     const chats: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const chat = await sandboxPerson(running, `Reader ${i}`);
+      const chat = await sandboxOf(running).person(`Reader ${i}`);
       chats.push(chat);
       await running.subscriptions.subscribe(dock.id, chat, "private");
     }
-    const welcomed = async () =>
-      (await Promise.all(chats.map((chat) => sandboxMessages(running, chat)))).every((m) => m.length >= 2);
-    await waitFor("the bot's welcomes", welcomed);
     // Telegram is slow: each send is held for 3 s, then carried out.
     await control("POST", "/faults", { kind: "slow", methods: ["sendMessage"], rate: 1, hang_seconds: 3 });
-    const calls = async () =>
-      ((await control("GET", "/stats")) as { calls: Record<string, number> }).calls.sendmessage ?? 0;
+    const calls = async () => ((await control("GET", "/stats")).calls.sendmessage as number) ?? 0;
     const before = await calls();
     for (let n = 1; n <= 6; n++) expect((await ping(running.url, dock, `n${n}`)).status).toBe(202);
     await waitFor("a send in flight to every reader", async () => (await calls()) >= before + 5);
@@ -306,7 +264,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     await waitFor(
       "the held sends carried out",
       async () => {
-        const received = await Promise.all(chats.map((chat) => sandboxMessages(running, chat)));
+        const received = await Promise.all(chats.map((chat) => chatTexts(running, chat)));
         return received.every((texts) => texts.includes("Inflight\nn1"));
       },
       20_000,
@@ -319,7 +277,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       "every message delivered",
       async () => {
         for (const chat of chats) {
-          const texts = (await sandboxMessages(running, chat)).filter((t) => t.startsWith("Inflight\n"));
+          const texts = (await chatTexts(running, chat)).filter((t) => t.startsWith("Inflight\n"));
           if (new Set(texts).size < 6) return false;
         }
         return true;
@@ -328,9 +286,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       250,
     );
     for (const chat of chats) {
-      expect((await sandboxMessages(running, chat)).filter((t) => t.startsWith("Inflight\n"))).toEqual(
-        expected,
-      );
+      expect((await chatTexts(running, chat)).filter((t) => t.startsWith("Inflight\n"))).toEqual(expected);
     }
     expect(running.logs.text).toContain("delivery outcome recorded after all");
     expect(running.logs.lines.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
@@ -340,21 +296,15 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     database = await createTestDatabase("postgres");
     sandbox = await startSandbox({ rateLimits: true });
     const key = randomBytes(32);
-    const { dock, chats } = await seed(database.url, key, "Fleet", 10);
+    const { dock, chats } = await seedDock(database.url, key, sandbox, "Fleet", 10);
     // Both share the bot through one webhook URL (the standby's address, as a load balancer would
     // be): polling instances would end each other's polls.
     const port = await freePort();
-    const env = {
+    const env = childEnv(database, key, sandbox, {
       TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
-      DATABASE_URL: database.url,
-      DATA_DIR: database.dataDir,
-      ENCRYPTION_KEY: key.toString("base64"),
-      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
-      TELEGRAM_API_ROOT: sandbox.root,
-      DOCK_RATE_BURST: "0",
       // Long enough that waiting for the killed leader's leases would show as out-of-order arrivals.
       DELIVERY_LEASE_SECONDS: "30",
-    };
+    });
     // The first to start takes the lock (its start waits for the first campaign); the second stands by.
     const leader = await startChildService(env);
     children.push(leader.child);
@@ -401,21 +351,9 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
   }, 120_000);
 });
 
-/** A person of the service's built-in sandbox who opened the bot. */
-async function sandboxPerson(service: RunningService, name: string): Promise<number> {
-  const control = (method: string, path: string, body?: unknown) =>
-    fetch(`${service.url}/sandbox/api${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-    }).then((r) => r.json() as Promise<{ id: number }>);
-  const user = await control("POST", "/users", { first_name: name });
-  await control("POST", `/users/${user.id}/start`);
-  return user.id;
-}
-
-async function sandboxMessages(service: RunningService, chat: number): Promise<string[]> {
-  const response = await fetch(`${service.url}/sandbox/api/chats/${chat}/messages?limit=100`);
-  return ((await response.json()) as { text: string }[]).map((m) => m.text);
+/** The texts of a chat of the service's built-in sandbox, both sides, oldest first. */
+async function chatTexts(service: RunningService, chat: number): Promise<string[]> {
+  return (
+    (await sandboxOf(service).control("GET", `/chats/${chat}/messages?limit=100`)) as { text: string }[]
+  ).map((m) => m.text);
 }

@@ -29,7 +29,7 @@ describe("Telegram coming back", () => {
     const running = service;
     const sandbox = sandboxOf(running);
     const chats = 15;
-    const perChat = 20;
+    const perChat = 26;
     const dock = await running.app.docks.create(1, { name: "Outage", link: null, description: null });
     const readers: number[] = [];
     for (let i = 0; i < chats; i++) {
@@ -65,10 +65,10 @@ describe("Telegram coming back", () => {
     const seconds = (performance.now() - recovered) / 1000;
 
     // The pace-limited minimum: each chat takes its 3 messages in any 3 seconds (the binding limit
-    // here: 15 chats stay under the bot's 30 a second), so its last window opens 18 s after the first.
+    // here: 15 chats stay under the bot's 30 a second), so its last window opens 24 s after the first.
     const windows = Math.ceil(perChat / TELEGRAM_LIMITS.privateBurst) - 1;
     const minimum = (windows * TELEGRAM_LIMITS.privateBurst) / TELEGRAM_LIMITS.privatePerSecond;
-    expect(minimum).toBe(18);
+    expect(minimum).toBe(24);
     expect(seconds).toBeLessThanOrEqual(minimum * 1.15);
 
     const expected = Array.from({ length: perChat }, (_, i) => `Outage\nn${i + 1}`);
@@ -77,4 +77,42 @@ describe("Telegram coming back", () => {
     expect(await telegramState(running)).toEqual({ state: "up", up: 1 });
     expect(running.logs.text).toContain("Telegram answers again; deliveries resume");
   }, 120_000);
+
+  it("notices Telegram is back even with nothing left to send (it asks who the bot is)", async () => {
+    service = await startService("sqlite", { DOCK_RATE_BURST: "0" });
+    const running = service;
+    const sandbox = sandboxOf(running);
+    const dock = await running.app.docks.create(1, { name: "Idle", link: null, description: null });
+    const reader = await sandbox.person("Iris");
+    await running.subscriptions.subscribe(dock.id, reader, "private");
+    await sandbox.control("POST", "/faults", {
+      kind: "server_error",
+      methods: ["sendMessage", "getMe"],
+      rate: 1,
+    });
+    await ping(running.url, dock, "lost in the outage");
+    await waitFor(
+      "Telegram seen as down",
+      async () => (await telegramState(running)).state === "down",
+      20_000,
+      100,
+    );
+    // The only subscriber leaves: the queue empties while Telegram is still down.
+    await running.subscriptions.setState(reader, "removed", dock.id);
+    await waitFor(
+      "the queue empty",
+      async () => (await deliveryStates(running)).queued === undefined,
+      20_000,
+      100,
+    );
+    expect((await telegramState(running)).state).toBe("down");
+
+    await sandbox.control("DELETE", "/faults");
+    await waitFor(
+      "Telegram seen as up again",
+      async () => (await telegramState(running)).state === "up",
+      10_000,
+      100,
+    );
+  });
 });

@@ -68,6 +68,8 @@ export interface BotWorkerOptions extends BotDeps {
   webhookCheckMs: number;
   /** Shared with the delivery engine: the bot's replies count against the same flood limits. */
   pacer: Pacer;
+  /** A reply Telegram has not answered by then fails (TELEGRAM_TIMEOUT_SECONDS). */
+  replyTimeoutMs: number;
   now?: () => number;
 }
 
@@ -145,6 +147,9 @@ export class BotWorker implements BackgroundWorker {
     this.#abort = new AbortController();
     const bot = new Bot(telegram.token, { client: { apiRoot: telegram.apiRoot } });
     bot.api.config.use(this.#watchPolls());
+    // Each attempt of a reply that Telegram does not answer gives up after TELEGRAM_TIMEOUT_SECONDS
+    // (grammY's own default is 500 s).
+    bot.api.config.use(repliesOnly(timeLimit(this.#options.replyTimeoutMs)));
     // Paced like deliveries (inside auto-retry, so every attempt waits its turn), then, for the
     // bot's replies, retried on 429 and Telegram's 5xx. Network failures are not retried there
     // (auto-retry would wait up to an hour between tries, long after Telegram is back): a reply is
@@ -449,6 +454,18 @@ function repliesOnly(transformer: Transformer): Transformer {
     SUPERVISED_METHODS.has(method)
       ? prev(method, payload, signal)
       : transformer(prev, method, payload, signal);
+}
+
+/** Each attempt of a call fails when Telegram has not answered within `ms`. */
+function timeLimit(ms: number): Transformer {
+  return (prev, method, payload, signal) => {
+    const limit = AbortSignal.timeout(ms);
+    return prev(
+      method,
+      payload,
+      (signal ? AbortSignal.any([signal as AbortSignal, limit]) : limit) as typeof signal,
+    );
+  };
 }
 
 /** Network failures of a reply are tried again twice, after 0.5 s and 1 s; then the reply fails. */

@@ -114,6 +114,9 @@ export class Dispatcher {
   #probeDelay = PROBE_FIRST_MS;
   #probing = false;
   #stopPacerListener: (() => void) | null = null;
+  /** Taking up dispatching failed this many times in a row (SQLite: retried with backoff). */
+  #leadAttempts = 0;
+  #leadRetry: NodeJS.Timeout | null = null;
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
@@ -170,6 +173,9 @@ export class Dispatcher {
       if (acquired && this.#running) {
         this.#o.log.info("this instance is now the active dispatcher");
         await this.#lead();
+      } else if (acquired) {
+        // Won while stopping: let the others have it at once.
+        await leadership.release();
       }
     } catch (error) {
       logDatabaseFailure(this.#o.log, error, "could not contend for the dispatcher lock");
@@ -184,11 +190,24 @@ export class Dispatcher {
       // before its chats' later messages, instead of after its lease runs out.
       requeued = await this.#o.deliveries.requeueAbandoned(true, this.#inFlightIds);
     } catch (error) {
-      // Holding the lock without dispatching would stall every instance: let it go, try again later.
-      logDatabaseFailure(this.#o.log, error, "could not take up dispatching; releasing the lock");
-      await this.#o.leadership?.release();
+      if (this.#o.leadership) {
+        // Holding the lock without dispatching would stall every instance: let it go, try again later.
+        logDatabaseFailure(this.#o.log, error, "could not take up dispatching; releasing the lock");
+        await this.#o.leadership.release();
+        return;
+      }
+      // The only dispatcher (SQLite): try again until the database lets it (a full disk, a lock).
+      this.#leadAttempts++;
+      const delay = Math.min(PROBE_MAX_MS * 30, PERSIST_FIRST_MS * 2 ** this.#leadAttempts);
+      logDatabaseFailure(this.#o.log, error, "could not take up dispatching; trying again", {
+        retryInMs: delay,
+      });
+      if (this.#running) this.#leadRetry = setTimeout(() => void this.#lead(), delay);
       return;
     }
+    this.#leadAttempts = 0;
+    // The lock may have been lost while the statement ran.
+    if (!this.#leading()) return;
     if (requeued > 0) this.#o.log.warn({ requeued }, "re-queued deliveries left in flight by a previous run");
     // Telegram still counts what the previous dispatcher sent in its last moments.
     this.#o.pacer.coldStart();
@@ -215,6 +234,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.#running = false;
     this.#stopPacerListener?.();
+    if (this.#leadRetry) clearTimeout(this.#leadRetry);
     if (this.#campaignTimer) clearInterval(this.#campaignTimer);
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
@@ -325,7 +345,12 @@ export class Dispatcher {
       }
       const next = this.#next();
       if (next.delivery === null) {
-        // +Infinity: waiting for an answer, which pumps again (the pacer's release).
+        // Down with nothing to send now: ask Telegram who the bot is, so that its coming back is
+        // noticed (and shown) without a message to carry the question.
+        if (this.#telegram.state === "down") {
+          void this.#probeIdle();
+          return;
+        }
         if (Number.isFinite(next.at)) {
           this.#timer = setTimeout(() => this.#pump(), Math.max(1, next.at - this.#now()));
         }
@@ -421,6 +446,25 @@ export class Dispatcher {
     }
   }
 
+  /** While Telegram is down and no delivery is due: a probe that sends nothing (getMe). */
+  async #probeIdle(): Promise<void> {
+    this.#probing = true;
+    try {
+      await (this.#api as Api).getMe();
+      this.#telegramAnswered();
+    } catch (error) {
+      const outcome = classify(error, 0);
+      if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
+      else this.#telegramAnswered();
+    } finally {
+      this.#probing = false;
+      if (this.#telegram.state === "down" && this.#probeAt <= this.#now()) {
+        this.#probeAt = this.#now() + this.#probeDelay;
+      }
+      if (this.#running) this.#pump();
+    }
+  }
+
   /**
    * One delivery: claim it, send its parts, record the outcome. `ticket`: the pacer's place taken
    * for its first part. The chat is busy until the outcome is written, however long the database
@@ -442,19 +486,19 @@ export class Dispatcher {
       const lease = this.#now() + this.#o.leaseMs * parts.length;
       let claim: Awaited<ReturnType<DispatcherOptions["deliveries"]["claim"]>>;
       try {
-        claim = await this.#o.deliveries.claim(delivery.id, lease, delivery.lostLease ?? null);
+        claim = await this.#o.deliveries.claim(delivery.id, lease, delivery.lostLeases ?? []);
       } catch (error) {
         if (!isOutage(error)) throw error;
         // Whether the claim was written is unknown: the delivery stays at the head of its chat and
-        // is claimed again later, under this lease if it was.
-        delivery.lostLease = lease;
+        // is claimed again later, under any of the leases whose claims may have been written.
+        delivery.lostLeases = [...(delivery.lostLeases ?? []), lease];
         delivery.nextAttemptAt = Math.max(delivery.nextAttemptAt, this.#now() + PERSIST_FIRST_MS * 4);
         logDatabaseFailure(this.#o.log, error, "could not claim a delivery; it keeps its place", {
           deliveryId: delivery.id,
         });
         return;
       }
-      delete delivery.lostLease;
+      delete delivery.lostLeases;
       if (claim.status !== "claimed") {
         if (claim.status === "unsubscribed") {
           this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unsubscribed" });
@@ -475,6 +519,7 @@ export class Dispatcher {
           }),
         );
         this.#moveChat(chatId, claim.chatId);
+        this.#keep(delivery);
         return;
       }
       let failure: unknown = null;
@@ -521,7 +566,8 @@ export class Dispatcher {
       });
       this.#remove(delivery);
     } finally {
-      if (pending !== null) this.#o.pacer.release(pending);
+      // A place taken for a send that never went (the claim failed, the row was gone) is given back.
+      if (pending !== null) this.#o.pacer.cancel(pending);
       if (probe) {
         this.#probing = false;
         // A probe that ended without an answer either way (a database fault) is tried again later.
@@ -543,12 +589,12 @@ export class Dispatcher {
    * before this one is on record. Gives up only when the service stops (the next start re-queues
    * the row: at worst one duplicate). Anything but an outage is thrown.
    */
-  async #persist(delivery: PendingDelivery, write: () => Promise<unknown>): Promise<boolean> {
+  async #persist(delivery: PendingDelivery, write: () => Promise<unknown>): Promise<Recorded> {
     for (let delay = PERSIST_FIRST_MS, told = false; ; delay = Math.min(PERSIST_MAX_MS, delay * 2)) {
       try {
         const written = await write();
         if (told) this.#o.log.info({ deliveryId: delivery.id }, "delivery outcome recorded after all");
-        return written !== false;
+        return written === false ? "refused" : "written";
       } catch (error) {
         if (!isOutage(error)) throw error;
         if (!told) {
@@ -559,10 +605,20 @@ export class Dispatcher {
         }
         // Even after losing the lock (to the same outage): the row stays this process's until the
         // next leader re-queues it, and if that is this process again, it waits for this write.
-        if (!this.#running) return false;
+        if (!this.#running) return "abandoned";
         await sleep(delay);
       }
     }
+  }
+
+  /**
+   * A delivery that goes back to the queue for another try: normally still held, in its place. If
+   * this dispatcher lost the lock and took it back while the delivery was in flight, the queue in
+   * memory was rebuilt without it (its row was `sending`): it goes back in, before its chat's later
+   * messages.
+   */
+  #keep(delivery: PendingDelivery): void {
+    if (this.#leading() && !this.#known.has(delivery.id)) this.#hold(delivery);
   }
 
   /** Telegram answered a send (with a message or an error about it): it is up. */
@@ -614,10 +670,15 @@ export class Dispatcher {
     );
   }
 
-  /** A settling write found the lease gone (expired and claimed again): say so, change nothing. */
-  #recorded(written: boolean, delivery: PendingDelivery): void {
-    if (!written) {
+  /** A settling write that did not land: say why (the row is sent again later: at worst a duplicate). */
+  #recorded(recorded: Recorded, delivery: PendingDelivery): void {
+    if (recorded === "refused") {
       this.#o.log.warn({ deliveryId: delivery.id }, "outcome not recorded: the delivery's lease had expired");
+    } else if (recorded === "abandoned") {
+      this.#o.log.warn(
+        { deliveryId: delivery.id },
+        "outcome not recorded: the database was unavailable as the service stopped; the next start sends it again",
+      );
     }
   }
 
@@ -648,6 +709,7 @@ export class Dispatcher {
           }),
         );
         this.#o.log.warn(context, "Telegram asked us to slow down");
+        this.#keep(delivery);
         return true;
       }
       case "gone":
@@ -674,6 +736,7 @@ export class Dispatcher {
           "group became a supergroup; its subscriptions moved",
         );
         this.#moveChat(delivery.chatId, outcome.to);
+        this.#keep(delivery);
         return true;
       }
       case "transient": {
@@ -697,6 +760,7 @@ export class Dispatcher {
         // While down, the outage is one story (its start and end), not a line per delivery.
         if (down) this.#o.log.debug({ ...context, attempts: delivery.attempts }, "delivery will be retried");
         else this.#o.log.warn({ ...context, attempts: delivery.attempts }, "delivery will be retried");
+        this.#keep(delivery);
         return false;
       }
       case "permanent":
@@ -717,6 +781,9 @@ export class Dispatcher {
     return outcome.kind !== "transient";
   }
 }
+
+/** How a settling write ended: written, refused (the lease was gone), or abandoned as the service stopped. */
+type Recorded = "written" | "refused" | "abandoned";
 
 /** A database fault of the surroundings (down, unreachable, full, read-only): waited out, not a bug. */
 function isOutage(error: unknown): boolean {

@@ -34,31 +34,42 @@ export interface Ticket {
 }
 
 /**
- * A send as a window sees it: when Telegram answered (null: not yet), and whether it has left the
- * window's last `limit` sends.
+ * A send as a window sees it: when it started, and when Telegram answered (null: not yet).
  */
 interface Place {
+  start: number;
   end: number | null;
-  departed: boolean;
+}
+
+/**
+ * How long after it was sent a message is taken to have reached Telegram at the latest, when its
+ * answer is slower than that: the request is on its way at once, only the answer is late. Without
+ * this bound one hung request would hold every later send up until it times out.
+ */
+export const ARRIVAL_BOUND_MS = 2000;
+
+/** The latest time the send can have been counted by Telegram: its answer, or the bound. */
+function counted(place: Place): number {
+  return place.end ?? place.start + ARRIVAL_BOUND_MS;
 }
 
 /**
  * At most `limit` sends in any `windowMs`, counted the way Telegram can count them. Telegram counts
  * a message when it arrives, some time between our sending it and its answer; a send held up on its
  * way (a busy event loop, a slow network) can arrive after a later one. So a send's place is held
- * until a window's length after its *answer*: a new send may start only once the send `limit`
- * places back — and every send before it — was answered at least `windowMs` ago. Then no window of
- * `windowMs` can hold more than `limit` arrivals, whatever the delays: a hard cap, not a rate with
- * a burst on top. The cost is the round trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
+ * until a window's length after its *answer* (or ARRIVAL_BOUND_MS after it was sent, if the answer
+ * is slower): a new send may start only once the send `limit` places back — and every send before
+ * it — was counted at least `windowMs` ago. Then no window of `windowMs` can hold more than `limit`
+ * arrivals, whatever the delays: a hard cap, not a rate with a burst on top. The cost is the round
+ * trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
  */
 class Window {
   readonly limit: number;
   readonly windowMs: number;
   /** The last `limit` sends, oldest first. */
   readonly #places: Place[] = [];
-  /** Sends older than those: how many are still unanswered, and the latest answer among them. */
-  #departedInFlight = 0;
-  #departedEnd = Number.NEGATIVE_INFINITY;
+  /** The latest time any older send can have been counted. */
+  #departedCounted = Number.NEGATIVE_INFINITY;
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
@@ -67,37 +78,33 @@ class Window {
     this.windowMs = windowMs;
   }
 
-  /** When one more send may start: now or later; +Infinity while that waits for an answer. */
+  /** When one more send may start: now or later (sooner, if a send in flight is answered first). */
   readyAt(now: number): number {
-    let at = Math.max(now, this.pausedUntil);
-    if (this.#departedInFlight > 0) return Number.POSITIVE_INFINITY;
-    at = Math.max(at, this.#departedEnd + this.windowMs);
+    const at = Math.max(now, this.pausedUntil, this.#departedCounted + this.windowMs);
     if (this.#places.length < this.limit) return at;
-    const oldest = this.#places[0] as Place;
-    return oldest.end === null ? Number.POSITIVE_INFINITY : Math.max(at, oldest.end + this.windowMs);
+    return Math.max(at, counted(this.#places[0] as Place) + this.windowMs);
   }
 
-  take(): Place {
-    const place: Place = { end: null, departed: false };
+  take(now: number): Place {
+    const place: Place = { start: now, end: null };
     this.#places.push(place);
-    if (this.#places.length > this.limit) this.#depart(this.#places.shift() as Place);
+    if (this.#places.length > this.limit) {
+      // Left the last `limit`: from now on only the latest time it can have been counted matters
+      // (its answer if it has one; if not, the bound — a later answer cannot make it earlier).
+      const departed = this.#places.shift() as Place;
+      this.#departedCounted = Math.max(this.#departedCounted, counted(departed));
+    }
     return place;
   }
 
-  /** A send left the last `limit`: from now on only its answer's time matters. */
-  #depart(place: Place): void {
-    place.departed = true;
-    if (place.end === null) this.#departedInFlight++;
-    else this.#departedEnd = Math.max(this.#departedEnd, place.end);
+  release(place: Place, now: number): void {
+    if (place.end === null) place.end = Math.min(now, place.start + ARRIVAL_BOUND_MS);
   }
 
-  release(place: Place, now: number): void {
-    if (place.end !== null) return;
-    place.end = now;
-    if (place.departed) {
-      this.#departedInFlight--;
-      this.#departedEnd = Math.max(this.#departedEnd, now);
-    }
+  /** The send never went to Telegram (its claim failed, the delivery was gone): it takes no place. */
+  cancel(place: Place): void {
+    const index = this.#places.indexOf(place);
+    if (index >= 0) this.#places.splice(index, 1);
   }
 
   /**
@@ -105,19 +112,20 @@ class Window {
    * `full`, all at `now`): what a previous process may have sent that Telegram still counts.
    */
   assumeSent(now: number, full: boolean): void {
+    for (const place of this.#places) this.#departedCounted = Math.max(this.#departedCounted, counted(place));
     this.#places.length = 0;
-    this.#departedInFlight = 0;
-    this.#departedEnd = Number.NEGATIVE_INFINITY;
     for (let i = this.limit - 1; i >= 0; i--) {
       const at = full ? now : now - (i * this.windowMs) / this.limit;
-      this.#places.push({ end: at, departed: false });
+      this.#places.push({ start: at, end: at });
     }
   }
 
-  /** Nothing sent in the last window and nothing in flight: indistinguishable from a new window. */
+  /** Nothing counted in the last window and nothing in flight: indistinguishable from a new window. */
   idle(now: number): boolean {
     return (
-      this.readyAt(now) <= now && this.#places.every((p) => p.end !== null && p.end + this.windowMs <= now)
+      this.pausedUntil <= now &&
+      this.#departedCounted + this.windowMs <= now &&
+      this.#places.every((p) => p.end !== null && p.end + this.windowMs <= now)
     );
   }
 }
@@ -173,7 +181,7 @@ export class Pacer {
     return window;
   }
 
-  /** The earliest time (ms) a message to this chat may be sent; +Infinity until a send in flight is answered. */
+  /** The earliest time (ms) a message to this chat may be sent (sooner if a send in flight is answered). */
   readyAt(chatId: number, kind: ChatKind): number {
     const now = this.#now();
     return Math.max(this.#global.readyAt(now), this.#chat(chatId, kind, now).readyAt(now));
@@ -186,8 +194,8 @@ export class Pacer {
     const chat = this.#chat(chatId, kind, now);
     return {
       places: [
-        { window: this.#global, place: this.#global.take() },
-        { window: chat, place: chat.take() },
+        { window: this.#global, place: this.#global.take(now) },
+        { window: chat, place: chat.take(now) },
       ],
     };
   }
@@ -199,29 +207,34 @@ export class Pacer {
     for (const listener of this.#listeners) listener();
   }
 
+  /** The place was taken but nothing went to Telegram: it is given back as if never taken. */
+  cancel(ticket: Ticket): void {
+    for (const { window, place } of ticket.places) window.cancel(place);
+    for (const listener of this.#listeners) listener();
+  }
+
   /** Calls `listener` whenever a send is answered (a place may have come free). */
   onRelease(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Waits until a message to this chat may go, then takes its place. */
+  /** Waits until a message to this chat may go, then takes its place; null if `signal` aborted the wait. */
   async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<Ticket | null> {
     for (;;) {
       if (signal?.aborted) return null;
       const wait = this.readyAt(chatId, kind) - this.#now();
       if (wait <= 0) break;
       await new Promise<void>((resolve) => {
-        let stopListening = () => {};
         const done = () => {
           clearTimeout(timer);
           stopListening();
           signal?.removeEventListener("abort", done);
           resolve();
         };
-        // A wait for an answer (Infinity) ends when any send is answered; look again then.
-        const timer = setTimeout(done, Number.isFinite(wait) ? wait : 60_000);
-        if (!Number.isFinite(wait)) stopListening = this.onRelease(done);
+        const timer = setTimeout(done, wait);
+        // A send answered early frees its place early: look again then.
+        const stopListening = this.onRelease(done);
         signal?.addEventListener("abort", done, { once: true });
       });
     }

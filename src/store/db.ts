@@ -171,6 +171,10 @@ function discardingBroken(pool: pg.Pool): PostgresPool {
       const client = await pool.connect();
       let broken = false;
       const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
+        // Given up on: what follows (a transaction's ROLLBACK) would only queue behind the lost
+        // query and wait out the timeout again.
+        if (broken)
+          return Promise.reject(new Error("Connection terminated: given up after a database timeout"));
         const result = (client.query as (...args: unknown[]) => unknown)(sqlOrCursor, parameters);
         if (!(result instanceof Promise)) return result;
         return result.catch((error: unknown) => {

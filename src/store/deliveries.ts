@@ -19,8 +19,8 @@ export interface PendingDelivery {
   sentParts: number[];
   /** The lease of the current claim (0 until claimed); settling writes must present it. */
   lease: number;
-  /** The dispatcher's memory: the lease of a claim whose answer the database lost (see claim's `orLease`). */
-  lostLease?: number;
+  /** The dispatcher's memory: the leases of claims whose answers the database lost (see claim's `orLeases`). */
+  lostLeases?: number[];
   /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
   waitedForTelegram?: number;
 }
@@ -47,8 +47,21 @@ function parseIds(value: string | null): number[] {
 /** At most this many messages are fanned out in one transaction. */
 const FANOUT_BATCH = 100;
 
-/** At most this many messages are pruned in one statement. */
-const PRUNE_CHUNK = 1000;
+/** A message's audience is fanned out this many subscribers per statement. */
+const FANOUT_CHUNK = 2000;
+
+/** A row a claim may take: queued, or still ours under a claim whose answer was lost (`orLeases`). */
+function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: readonly number[]) {
+  if (orLeases.length === 0) return eb("state", "=", "queued");
+  return eb.or([
+    eb("state", "=", "queued"),
+    eb.and([eb("state", "=", "sending"), eb("lease_until", "in", [...orLeases])]),
+  ]);
+}
+
+/** Messages pruned together, and their deliveries deleted per statement. */
+const PRUNE_CHUNK = 100;
+const PRUNE_DELIVERIES = 10_000;
 
 /** The outbox: what the dispatcher claims, and how each attempt ended. Dialect-neutral. */
 export class DeliveryRepository {
@@ -97,7 +110,7 @@ export class DeliveryRepository {
       const waiting = await tx
         .selectFrom("fanouts")
         .innerJoin("messages", "messages.id", "fanouts.message_id")
-        .select(["fanouts.id", "fanouts.message_id", "messages.created_at"])
+        .select(["fanouts.id", "fanouts.message_id", "fanouts.subscribers", "messages.created_at"])
         .where("fanouts.dock_id", "=", dockId)
         .orderBy("fanouts.id")
         .limit(FANOUT_BATCH + 1)
@@ -111,39 +124,69 @@ export class DeliveryRepository {
         // lock), the second finds it gone and fans nothing out twice.
         const claimed = await tx.deleteFrom("fanouts").where("id", "=", message.id).executeTakeFirst();
         if (claimed.numDeletedRows === 0n) continue;
-        const inserted = await tx
-          .insertInto("deliveries")
-          .columns([
-            "message_id",
-            "dock_id",
-            "chat_id",
-            "state",
-            "next_attempt_at",
-            "created_at",
-            "updated_at",
-          ])
-          .expression(
-            tx
-              .selectFrom("subscriptions")
-              .select([
-                // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
-                sql<string>`cast(${message.message_id} as text)`.as("message_id"),
-                "subscriptions.dock_id",
-                "subscriptions.chat_id",
-                sql<"queued">`cast(${"queued"} as text)`.as("state"),
-                sql<number>`cast(${message.created_at} as bigint)`.as("next_attempt_at"),
-                sql<number>`cast(${message.created_at} as bigint)`.as("created_at"),
-                sql<number>`cast(${now} as bigint)`.as("updated_at"),
-              ])
-              .where("subscriptions.dock_id", "=", dockId)
-              .where("subscriptions.state", "=", "active")
-              // Subscribed since before the message: someone who subscribed (or came back after
-              // leaving) later does not receive what was sent before.
-              .where("subscriptions.active_since", "<=", message.created_at)
-              .orderBy("subscriptions.id"),
-          )
-          .executeTakeFirst();
-        queued += Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+        const audience = (range?: { after: number; upto: number }) => {
+          let query = tx
+            .selectFrom("subscriptions")
+            .where("subscriptions.dock_id", "=", dockId)
+            .where("subscriptions.state", "=", "active")
+            // Subscribed since before the message: someone who subscribed (or came back after
+            // leaving) later does not receive what was sent before.
+            .where("subscriptions.active_since", "<=", message.created_at);
+          if (range) {
+            query = query
+              .where("subscriptions.id", ">", range.after)
+              .where("subscriptions.id", "<=", range.upto);
+          }
+          return query;
+        };
+        const insert = async (range?: { after: number; upto: number }) => {
+          const inserted = await tx
+            .insertInto("deliveries")
+            .columns([
+              "message_id",
+              "dock_id",
+              "chat_id",
+              "state",
+              "next_attempt_at",
+              "created_at",
+              "updated_at",
+            ])
+            .expression(
+              audience(range)
+                .select([
+                  // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
+                  sql<string>`cast(${message.message_id} as text)`.as("message_id"),
+                  "subscriptions.dock_id",
+                  "subscriptions.chat_id",
+                  sql<"queued">`cast(${"queued"} as text)`.as("state"),
+                  sql<number>`cast(${message.created_at} as bigint)`.as("next_attempt_at"),
+                  sql<number>`cast(${message.created_at} as bigint)`.as("created_at"),
+                  sql<number>`cast(${now} as bigint)`.as("updated_at"),
+                ])
+                .orderBy("subscriptions.id"),
+            )
+            .executeTakeFirst();
+          return Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+        };
+        if (message.subscribers <= FANOUT_CHUNK) {
+          queued += await insert();
+          continue;
+        }
+        // A large audience, in chunks: no one statement grows with the Dock's subscribers (and
+        // outlasts DATABASE_TIMEOUT_SECONDS, or holds SQLite's one connection for long).
+        for (let after = 0; ; ) {
+          const page = await audience()
+            .select("subscriptions.id")
+            .where("subscriptions.id", ">", after)
+            .orderBy("subscriptions.id")
+            .limit(FANOUT_CHUNK)
+            .execute();
+          const last = page.at(-1);
+          if (last === undefined) break;
+          queued += await insert({ after, upto: last.id });
+          after = last.id;
+          if (page.length < FANOUT_CHUNK) break;
+        }
       }
       return { queued, more: waiting.length > done };
     });
@@ -206,13 +249,13 @@ export class DeliveryRepository {
    * Claims one delivery for sending, with a lease (a time, ms): if the process dies mid-send, the
    * delivery is queued again once the lease expires (at-least-once). Refuses, and marks the
    * delivery gone, when its subscription is no longer active — unsubscribing stops deliveries at
-   * once. `orLease`: the lease of an earlier claim of ours whose answer was lost (the database
-   * failed as it answered): a row still `sending` under it is ours, and is claimed again.
+   * once. `orLeases`: the leases of earlier claims of ours whose answers were lost (the database
+   * failed as it answered): a row still `sending` under one of them is ours, and is claimed again.
    */
   async claim(
     id: number,
     lease: number,
-    orLease: number | null = null,
+    orLeases: readonly number[] = [],
   ): Promise<{ status: "claimed"; lease: number; chatId: number } | { status: "unsubscribed" | "missing" }> {
     const now = this.#now();
     const claimed = await this.#db.kysely
@@ -224,14 +267,7 @@ export class DeliveryRepository {
         updated_at: now,
       }))
       .where("id", "=", id)
-      .where((eb) =>
-        orLease === null
-          ? eb("state", "=", "queued")
-          : eb.or([
-              eb("state", "=", "queued"),
-              eb.and([eb("state", "=", "sending"), eb("lease_until", "=", orLease)]),
-            ]),
-      )
+      .where((eb) => claimable(eb, orLeases))
       .where(({ exists, selectFrom }) =>
         exists(
           selectFrom("subscriptions")
@@ -250,14 +286,7 @@ export class DeliveryRepository {
       .updateTable("deliveries")
       .set({ state: "gone", last_error: "unsubscribed", lease_until: null, updated_at: now })
       .where("id", "=", id)
-      .where((eb) =>
-        orLease === null
-          ? eb("state", "=", "queued")
-          : eb.or([
-              eb("state", "=", "queued"),
-              eb.and([eb("state", "=", "sending"), eb("lease_until", "=", orLease)]),
-            ]),
-      )
+      .where((eb) => claimable(eb, orLeases))
       .executeTakeFirst();
     return { status: gone.numUpdatedRows > 0n ? "unsubscribed" : "missing" };
   }
@@ -455,45 +484,52 @@ export class DeliveryRepository {
 
   /**
    * Deletes messages older than `cutoff` whose deliveries are all finished (sent, failed or gone),
-   * with their deliveries. Nothing still queued is ever pruned. In chunks of PRUNE_CHUNK messages,
-   * each its own statement: a long-grown backlog of old messages never makes one statement outlast
-   * DATABASE_TIMEOUT_SECONDS, nor hold SQLite's one connection for long.
+   * with their deliveries. Nothing still queued is ever pruned. In chunks — PRUNE_CHUNK messages at
+   * a time, their deliveries PRUNE_DELIVERIES per statement — so that a long-grown backlog of old
+   * messages to many subscribers never makes one statement outlast DATABASE_TIMEOUT_SECONDS, nor
+   * hold SQLite's one connection for long.
    */
   async prune(cutoff: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const result = await this.#db.kysely
-        .deleteFrom("messages")
-        .where("id", "in", (eb) =>
-          eb
-            .selectFrom("messages")
-            .select("messages.id")
-            .where("messages.created_at", "<", cutoff)
-            .where(({ not, exists, selectFrom }) =>
-              not(
-                exists(
-                  selectFrom("deliveries")
-                    .select("deliveries.id")
-                    .whereRef("deliveries.message_id", "=", "messages.id")
-                    .where("deliveries.state", "in", ["queued", "sending"]),
-                ),
+      const ids = (
+        await this.#db.kysely
+          .selectFrom("messages")
+          .select("messages.id")
+          .where("messages.created_at", "<", cutoff)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("deliveries")
+                  .select("deliveries.id")
+                  .whereRef("deliveries.message_id", "=", "messages.id")
+                  .where("deliveries.state", "in", ["queued", "sending"]),
               ),
-            )
-            .where(({ not, exists, selectFrom }) =>
-              not(
-                exists(
-                  selectFrom("fanouts")
-                    .select("fanouts.id")
-                    .whereRef("fanouts.message_id", "=", "messages.id"),
-                ),
+            ),
+          )
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("fanouts").select("fanouts.id").whereRef("fanouts.message_id", "=", "messages.id"),
               ),
-            )
-            .limit(PRUNE_CHUNK),
-        )
-        .executeTakeFirst();
-      const deleted = Number(result.numDeletedRows);
-      total += deleted;
-      if (deleted < PRUNE_CHUNK) return total;
+            ),
+          )
+          .limit(PRUNE_CHUNK)
+          .execute()
+      ).map((row) => row.id);
+      if (ids.length === 0) return total;
+      for (;;) {
+        const removed = await this.#db.kysely
+          .deleteFrom("deliveries")
+          .where("id", "in", (eb) =>
+            eb.selectFrom("deliveries").select("id").where("message_id", "in", ids).limit(PRUNE_DELIVERIES),
+          )
+          .executeTakeFirst();
+        if (Number(removed.numDeletedRows) < PRUNE_DELIVERIES) break;
+      }
+      const result = await this.#db.kysely.deleteFrom("messages").where("id", "in", ids).executeTakeFirst();
+      total += Number(result.numDeletedRows);
+      if (ids.length < PRUNE_CHUNK) return total;
     }
   }
 }

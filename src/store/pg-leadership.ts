@@ -72,7 +72,8 @@ export class PgLeadership {
       await this.#endAbandoned(client);
       const { rows } = await client.query<{ locked: boolean; pid: number; started: string }>(
         `select pg_try_advisory_lock(hashtext($1)) as locked, pg_backend_pid() as pid,
-                (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`,
+                (select extract(epoch from backend_start)::text from pg_stat_activity
+                  where pid = pg_backend_pid()) as started`,
         [this.#key],
       );
       const row = rows[0];
@@ -124,14 +125,15 @@ export class PgLeadership {
   /**
    * Ends this instance's previous leadership session if the server still keeps it (it would hold
    * the lock until it notices the connection is dead). A pid is reused by later sessions: the
-   * session's start time tells them apart.
+   * session's start time (as seconds since the epoch, whatever the session's time zone) tells them
+   * apart.
    */
   async #endAbandoned(client: pg.Client): Promise<void> {
     const abandoned = this.#abandoned;
     if (abandoned === null) return;
     await client.query(
       `select pg_terminate_backend(pid) from pg_stat_activity
-        where pid = $1 and backend_start::text = $2 and pid <> pg_backend_pid()`,
+        where pid = $1 and extract(epoch from backend_start) = $2::numeric and pid <> pg_backend_pid()`,
       [abandoned.pid, abandoned.backendStart],
     );
     this.#abandoned = null;
