@@ -4,7 +4,7 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
 import { telegramWebhook, webhookSecret } from "./bot/webhook.ts";
-import type { Config } from "./config.ts";
+import { type Config, trustProxyOption } from "./config.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { Pacer, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
@@ -13,6 +13,7 @@ import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { requestGuard } from "./http/request-guard.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { Intake } from "./intake.ts";
@@ -165,7 +166,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
     bodyLimit: config.maxBodyBytes,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     logController: new RequestLog(),
     // Strict types: a number is not a message, and "1" is not a number.
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
@@ -198,6 +199,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return reply.code(error.status).send(error.body);
   });
 
+  await server.register(requestGuard, { publicUrl: config.publicUrl, allowedHosts: config.allowedHosts });
   await server.register(securityHeaders, {
     https: config.publicUrl.startsWith("https:"),
     loginWidget: config.telegramLoginDomain !== null,

@@ -7,6 +7,11 @@ export interface Config {
   host: string;
   /** External base URL, without a trailing slash; used in every link the service produces. */
   publicUrl: string;
+  /**
+   * Host names the console, the sandbox and the API reference answer to besides PUBLIC_URL's and
+   * the loopback names; "any" switches the check off.
+   */
+  allowedHosts: string[] | "any";
   databaseUrl: string;
   /** PostgreSQL: how long connecting, waiting for a connection and one statement may take before it counts as an outage. */
   databaseTimeoutMs: number;
@@ -27,8 +32,12 @@ export interface Config {
   dockRateBurst: number;
   /** Messages per second that refill a Dock's allowance. */
   dockRatePerSecond: number;
-  /** Honour `X-Forwarded-For` from a reverse proxy when telling clients apart. */
-  trustProxy: boolean;
+  /**
+   * Which `X-Forwarded-For` entries to believe when telling clients apart (Fastify's trustProxy):
+   * false (none), a number of proxy hops, a list of proxy addresses/CIDRs, or true (every entry:
+   * only when the proxy overwrites the header).
+   */
+  trustProxy: boolean | number | string[];
   /** How long SIGTERM waits for in-flight work before closing anyway. */
   shutdownTimeoutMs: number;
   /** SQLite `synchronous` pragma: `normal` survives process crashes, `full` also power loss. */
@@ -159,6 +168,70 @@ function encryptionKey(raw: string | undefined): Buffer | null {
   return key;
 }
 
+/** An IPv4 or IPv6 address, optionally with a /prefix (what proxy-addr takes). */
+const PROXY_ADDRESS = /^(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)(?:\/[0-9]{1,3})?$/i;
+/** proxy-addr's names for ranges of addresses. */
+const PROXY_RANGES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** ALLOWED_HOSTS: comma-separated host names (no scheme, no port), or `*` for any. */
+function allowedHosts(raw: string | undefined): string[] | "any" {
+  if (raw === undefined) return [];
+  if (raw === "*") return "any";
+  const names = raw.split(",").map((name) =>
+    name
+      .trim()
+      .toLowerCase()
+      .replace(/^\[(.*)\]$/, "$1"),
+  );
+  for (const name of names) {
+    if (!/^[a-z0-9.:_-]+$/.test(name) || name.includes("://")) {
+      throw new ConfigError(
+        `ALLOWED_HOSTS must be host names separated by commas (no scheme, no port), or *; "${name}" is not one`,
+      );
+    }
+  }
+  return names;
+}
+
+/**
+ * TRUST_PROXY: `false`/unset, a hop count (`1`: one proxy in front, its entry is the client), a
+ * comma-separated list of the proxies' addresses, CIDRs or `loopback`/`linklocal`/`uniquelocal`,
+ * or `true` (every entry believed).
+ */
+function trustProxy(raw: string | undefined): boolean | number | string[] {
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (["0", "false", "no", "off"].includes(lower)) return false;
+  if (["true", "yes", "on"].includes(lower)) return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 100) throw new ConfigError(`TRUST_PROXY as a hop count must be at most 100, got "${raw}"`);
+    return hops;
+  }
+  const entries = raw.split(",").map((entry) => entry.trim().toLowerCase());
+  for (const entry of entries) {
+    if (!PROXY_RANGES.has(entry) && !PROXY_ADDRESS.test(entry)) {
+      throw new ConfigError(
+        `TRUST_PROXY must be false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDRs; "${entry}" is none of those`,
+      );
+    }
+  }
+  return entries;
+}
+
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes "believe the last N addresses of the chain"
+ * (the socket's peer and the entries the proxies appended): Fastify refuses numbers, since a client
+ * that reaches the service directly can then write the entries itself — so a hop count is only
+ * for a service that nothing but its proxies can reach (docs/deployment.md#security-model).
+ */
+export function trustProxyOption(
+  value: boolean | number | string[],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof value !== "number") return value;
+  return value === 0 ? false : (_address, hop) => hop < value;
+}
+
 const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{30,}$/;
 
 function webhookUrl(raw: string | undefined, sandbox: boolean): string | null {
@@ -219,6 +292,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     publicUrl,
+    allowedHosts: allowedHosts(text(env, "ALLOWED_HOSTS")),
     databaseUrl: databaseUrl(text(env, "DATABASE_URL"), dataDir),
     databaseTimeoutMs: integer(env, "DATABASE_TIMEOUT_SECONDS", 5, 1, 600) * 1000,
     dataDir,
@@ -234,7 +308,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerMinute: integer(env, "AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
     dockRateBurst: integer(env, "DOCK_RATE_BURST", 60, 0, 1_000_000),
     dockRatePerSecond: positiveNumber(env, "DOCK_RATE_PER_SECOND", 1),
-    trustProxy: boolean(env, "TRUST_PROXY", false),
+    trustProxy: trustProxy(text(env, "TRUST_PROXY")),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
 

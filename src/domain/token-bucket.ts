@@ -37,6 +37,14 @@ export class TokenBuckets {
     return 0;
   }
 
+  /** Gives back a token taken for something that turned out not to count (up to the capacity). */
+  refund(key: string): void {
+    const now = this.#now();
+    const level = this.#level(key, now);
+    if (level >= this.capacity) return;
+    this.#buckets.set(key, { tokens: Math.min(this.capacity, level + 1), at: now });
+  }
+
   get size(): number {
     return this.#buckets.size;
   }

@@ -240,10 +240,9 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   // The Login Widget in redirect mode: Telegram sends the browser here with the signed fields.
   server.get("/sign-in/telegram-widget", async (request, reply) => {
     if (options.loginWidgetDomain === null) throw new ApiError("not_found");
-    const wait = signInAttempts?.waitSeconds(request.ip) ?? 0;
-    if (wait > 0) {
-      throw ApiError.retryAfter("too_many_sign_in_attempts", wait);
-    }
+    // Counted first, in the same step as the decision (concurrent forgeries cannot race the
+    // count), and given back when the signature turns out right.
+    spendSignInAttempt(request);
     const { state, ...fields } = request.query as Record<string, unknown>;
     const expectedState = request.cookies[WIDGET_COOKIE];
     const stateMatches =
@@ -253,10 +252,10 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
       timingSafeEqual(Buffer.from(state), Buffer.from(expectedState));
     const user = stateMatches ? verifyLoginWidget(fields, options.botToken, options.now()) : null;
     if (!user) {
-      signInAttempts?.take(request.ip);
       // The browser arrives here from Telegram: answer with the console, which says what went wrong.
       return reply.redirect(`${options.publicUrl}/console/?sign_in=failed`, 303);
     }
+    signInAttempts?.refund(request.ip);
     await startSession(reply, user);
     return reply.redirect(`${options.publicUrl}/console/`, 303);
   });

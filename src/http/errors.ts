@@ -12,6 +12,10 @@ export const ERRORS = {
     status: 403,
     message: "The request lacks a valid X-CSRF-Token header; reload the console and try again.",
   },
+  cross_site_request: {
+    status: 403,
+    message: "Requests sent by a browser on behalf of another site are not accepted here.",
+  },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },
   sign_in_not_confirmed: {
@@ -19,6 +23,7 @@ export const ERRORS = {
     message: "This browser has no confirmed sign-in to finish; start again.",
   },
   payload_too_large: { status: 413, message: "The request body is too large." },
+  host_not_allowed: { status: 421, message: "This service does not answer for that host name." },
   message_too_long: { status: 413, message: "The message is too long." },
   unsupported_media_type: { status: 415, message: "The Content-Type is not accepted here." },
   idempotency_conflict: {
@@ -88,6 +93,11 @@ export class ApiError extends Error {
     this.status = ERRORS[code].status;
     this.headers = headers;
     this.fields = fields;
+  }
+
+  /** The status under the name Fastify's own handlers read. */
+  get statusCode(): number {
+    return this.status;
   }
 
   /** A 429 telling the client how many whole seconds to wait (`Retry-After`). */

@@ -270,17 +270,44 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       done();
     };
 
-  const unauthorized = (request: FastifyRequest, headers: Record<string, string> = {}) => {
-    authFailures?.take(request.ip);
-    return new ApiError("unauthorized", undefined, headers);
+  /**
+   * Spends one of the address's failed-authentication allowance *before* the credentials are
+   * checked — counting first and deciding in the same step, so that concurrent guesses cannot all
+   * be evaluated before any counts — and returns the function that gives it back once the
+   * credentials turn out right (or are never judged: a database outage). An address over its
+   * allowance is refused even with the right credentials: otherwise a 429-or-202 answer would tell
+   * a guesser which guess was right.
+   */
+  const spendAttempt = (request: FastifyRequest): (() => void) => {
+    if (authFailures === null) return () => {};
+    const wait = authFailures.take(request.ip);
+    if (wait > 0) throw ApiError.retryAfter("too_many_auth_failures", wait);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      authFailures.refund(request.ip);
+    };
   };
 
   const basicAuth = async (request: FastifyRequest) => {
-    const blocked = blockedError(request);
-    if (blocked) throw blocked;
-    const credentials = parseBasicAuth(request.headers.authorization);
-    const dock = credentials && (await options.docks.authenticate(credentials.user, credentials.password));
-    if (!dock) throw unauthorized(request, WWW_AUTHENTICATE);
+    const header = request.headers.authorization;
+    // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
+    // this challenge, and must not lock themselves out by doing so.
+    if (header === undefined) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+    const giveBack = spendAttempt(request);
+    const credentials = parseBasicAuth(header);
+    let dock: { id: string; name: string } | undefined;
+    try {
+      dock = credentials
+        ? await options.docks.authenticate(credentials.user, credentials.password)
+        : undefined;
+    } catch (error) {
+      giveBack();
+      throw error;
+    }
+    if (!dock) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+    giveBack();
     request.dock = dock;
   };
 
@@ -292,13 +319,23 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     msg: string,
     endpoint: "ping" | "webhook",
   ) => {
-    const result = await options.intake.accept({
-      ...credentials,
-      text: msg,
-      idempotencyKey: idempotencyKeyOf(request),
-      source: endpoint,
-    });
-    if (result.kind === "unauthorized") throw unauthorized(request);
+    // /ping's key is checked with the message, in the storing transaction: its attempt is spent now.
+    const giveBack = credentials.secretKey === undefined ? () => {} : spendAttempt(request);
+    let result: Awaited<ReturnType<Intake["accept"]>>;
+    try {
+      result = await options.intake.accept({
+        ...credentials,
+        text: msg,
+        idempotencyKey: idempotencyKeyOf(request),
+        source: endpoint,
+      });
+    } catch (error) {
+      // Refused for another reason (the Dock's rate, an outage): the key was right, or never judged.
+      giveBack();
+      throw error;
+    }
+    if (result.kind === "unauthorized") throw new ApiError("unauthorized");
+    giveBack();
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
     // Context for the request's one log line, written when the response is sent.
     request.logFields = {

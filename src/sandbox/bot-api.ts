@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../http/errors.ts";
 import { callMethod } from "./bot-methods.ts";
 import type { Emulator } from "./emulator.ts";
 import { BotApiError, badRequest, forbidden, NOT_FOUND, UNAUTHORIZED } from "./errors.ts";
@@ -86,6 +87,8 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
   };
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    // The service's request guard (a foreign Host, a cross-site request): its answer, in its format.
+    if (error instanceof ApiError) return reply.code(error.status).headers(error.headers).send(error.body);
     if (error instanceof BotApiError) return answer(reply, error);
     if (error.statusCode === 413) return answer(reply, new BotApiError(413, "Request Entity Too Large"));
     request.log.error({ err: error }, "sandbox Bot API call failed");

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Type } from "typebox";
+import { ApiError } from "../http/errors.ts";
 import {
   type BotStatus,
   type Emulator,
@@ -80,6 +81,8 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
 
   app.setErrorHandler((error: Error & { statusCode?: number; validation?: unknown }, request, reply) => {
+    // The service's request guard (a foreign Host, a cross-site request): its answer, in its format.
+    if (error instanceof ApiError) return reply.code(error.status).headers(error.headers).send(error.body);
     if (error instanceof ActionError)
       return reply.code(error.status).send(errorBody(error.status, error.message));
     if (error instanceof FaultSpecError) return reply.code(400).send(errorBody(400, error.message));

@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
-import type { Config } from "../config.ts";
+import { type Config, trustProxyOption } from "../config.ts";
+import { ApiError } from "../http/errors.ts";
+import { requestGuard } from "../http/request-guard.ts";
 import { decorateRequestLog, flushLogs, loggerOptions, RequestLog } from "../log.ts";
 import { SANDBOX_BOT_USERNAME } from "./identity.ts";
 import { sandbox } from "./plugin.ts";
@@ -14,9 +16,15 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
   const server = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
     logController: new RequestLog(),
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
   });
   decorateRequestLog(server);
+  await server.register(requestGuard, { publicUrl: config.publicUrl, allowedHosts: config.allowedHosts });
+  // The request guard's refusals (a foreign Host, a cross-site request) in the service's error format.
+  server.setErrorHandler((error, _request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.status).headers(error.headers).send(error.body);
+    return reply.send(error);
+  });
   server.setNotFoundHandler((_request, reply) =>
     reply.code(404).send({ ok: false, error_code: 404, description: "Not Found" }),
   );
