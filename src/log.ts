@@ -42,6 +42,21 @@ export function maskUrl(url: string): string {
   return masked;
 }
 
+/**
+ * A text that came back from Telegram (an error's description, a network error's message), made
+ * safe to log, store or show: a Bot API server may echo the request's path, and with it the bot
+ * token. The token, its secret half and any `/bot<token>` path are cut out.
+ */
+export function scrubToken(text: string, token: string): string {
+  let clean = text;
+  if (token !== "") {
+    clean = clean.replaceAll(token, "<redacted>");
+    const secret = token.slice(token.indexOf(":") + 1);
+    if (secret.length >= 16) clean = clean.replaceAll(secret, "<redacted>");
+  }
+  return maskUrl(clean);
+}
+
 const destinations = new Map<number, DestinationStream & { drained(): Promise<void> }>();
 
 /** How long flushLogs waits for the last writes at most. */

@@ -5,7 +5,7 @@ import { Bot, BotError, Composer, type Context, GrammyError, HttpError, type Tra
 import type { Update } from "grammy/types";
 import type { BackgroundWorker } from "../app.ts";
 import { type Pacer, pacedSends } from "../delivery/pacer.ts";
-import { maskUrl } from "../log.ts";
+import { maskUrl, scrubToken } from "../log.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { answer, type BotDeps, say } from "./context.ts";
@@ -264,7 +264,7 @@ export class BotWorker implements BackgroundWorker {
       if (failing !== told) {
         if (failing !== undefined) {
           this.#options.log.warn(
-            { reason: failing, pending: info.pending_update_count },
+            { reason: scrubToken(failing, this.#token), pending: info.pending_update_count },
             "Telegram reports it cannot deliver updates to the webhook",
           );
         } else this.#options.log.info("Telegram delivers updates to the webhook again");
@@ -328,7 +328,10 @@ export class BotWorker implements BackgroundWorker {
         if (result.ok) {
           if (this.#status.state === "reconnecting") this.#running({ mode: "polling" });
         } else if (result.error_code !== 409 && result.error_code !== 401) {
-          this.#setState("reconnecting", `getUpdates: ${result.error_code} ${result.description}`);
+          this.#setState(
+            "reconnecting",
+            scrubToken(`getUpdates: ${result.error_code} ${result.description}`, this.#token),
+          );
         }
         return result;
       } catch (error) {
@@ -372,7 +375,7 @@ export class BotWorker implements BackgroundWorker {
           : error.error_code === 401
             ? " (check TELEGRAM_BOT_TOKEN)"
             : "";
-      return `${error.method}: ${error.error_code} ${error.description}${hint}`;
+      return scrubToken(`${error.method}: ${error.error_code} ${error.description}${hint}`, this.#token);
     }
     const described = this.#describe(error);
     return String(described.cause ?? described.message ?? described.kind);
@@ -415,18 +418,19 @@ export class BotWorker implements BackgroundWorker {
     );
   }
 
-  /** An error as a log field, with the bot token scrubbed from every string (network errors embed URLs). */
+  /**
+   * An error as a log field, with the bot token scrubbed from every string (network errors embed
+   * URLs, and a Bot API server may echo the request's path in an error's description).
+   */
   #describe(error: unknown): Record<string, unknown> {
     const clean = (text: string | undefined) =>
-      text === undefined
-        ? undefined
-        : maskUrl(this.#token === "" ? text : text.replaceAll(this.#token, "<redacted>"));
+      text === undefined ? undefined : scrubToken(text, this.#token);
     if (error instanceof GrammyError) {
       return {
         kind: "telegram",
         method: error.method,
         code: error.error_code,
-        description: error.description,
+        description: clean(error.description),
       };
     }
     if (error instanceof HttpError) {

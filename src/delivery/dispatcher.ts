@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
 import { renderNotification } from "../domain/render.ts";
+import { scrubToken } from "../log.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { DeliveryRepository, PendingDelivery } from "../store/deliveries.ts";
 import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
@@ -9,7 +10,7 @@ import type { PgLeadership } from "../store/pg-leadership.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { chatKind, type Pacer, type Ticket } from "./pacer.ts";
-import { backoffMs, classify } from "./retry-policy.ts";
+import { backoffMs, classify, type Outcome } from "./retry-policy.ts";
 
 export interface DispatcherOptions {
   deliveries: DeliveryRepository;
@@ -87,6 +88,7 @@ export class Dispatcher {
   readonly #o: DispatcherOptions;
   readonly #now: () => number;
   #api: Api | null = null;
+  #token = "";
   readonly #docks = new Map<string, DockQueues>();
   #dockOrder: string[] = [];
   #dockCursor = 0;
@@ -130,6 +132,7 @@ export class Dispatcher {
   }
 
   async start(telegram: TelegramTarget): Promise<void> {
+    this.#token = telegram.token;
     this.#api = new Api(telegram.token, {
       apiRoot: telegram.apiRoot,
       timeoutSeconds: this.#o.telegramTimeoutSeconds,
@@ -453,7 +456,7 @@ export class Dispatcher {
       await (this.#api as Api).getMe();
       this.#telegramAnswered();
     } catch (error) {
-      const outcome = classify(error, 0);
+      const outcome = this.#classify(error, 0);
       if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
       else this.#telegramAnswered();
     } finally {
@@ -621,6 +624,16 @@ export class Dispatcher {
     if (this.#leading() && !this.#known.has(delivery.id)) this.#hold(delivery);
   }
 
+  /**
+   * What to do after a failed call, its reason cleaned of the bot token: the reason is logged,
+   * stored as the delivery's last error (which GET /messages/:id shows the Dock's holder) and shown
+   * in /readyz, and a Bot API server may echo the request's path in its error text.
+   */
+  #classify(error: unknown, chatId: number): Outcome {
+    const outcome = classify(error, chatId);
+    return { ...outcome, reason: scrubToken(outcome.reason, this.#token) };
+  }
+
   /** Telegram answered a send (with a message or an error about it): it is up. */
   #telegramAnswered(): void {
     this.#failures = 0;
@@ -684,7 +697,7 @@ export class Dispatcher {
 
   /** Records a failed send's outcome; true when Telegram answered it (as opposed to not at all). */
   async #settleFailure(delivery: PendingDelivery, error: unknown, sentParts: number[]): Promise<boolean> {
-    const outcome = classify(error, delivery.chatId);
+    const outcome = this.#classify(error, delivery.chatId);
     const now = this.#now();
     const context = {
       deliveryId: delivery.id,

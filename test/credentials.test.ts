@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newDockId } from "../src/domain/ids.ts";
+import { checkCredentials, credentialsQuery } from "../src/store/docks.ts";
+import { dialects, type RunningService, startService } from "./harness.ts";
+
+const DIALECTS = await dialects();
+
+/**
+ * Authentication answers an unknown Dock and a wrong key with the same work: the credentials query
+ * returns one row either way (`npm run bench:timing` measures that the time does not tell them
+ * apart).
+ */
+describe.each(DIALECTS)("credentials on %s", (dialect) => {
+  let service: RunningService;
+  beforeAll(async () => {
+    service = await startService(dialect);
+  });
+  afterAll(async () => service.close());
+
+  it("the query answers exactly one row for a Dock that exists and for one that does not", async () => {
+    const dock = await service.app.docks.create(1, { name: "Real", link: null, description: null });
+    const query = credentialsQuery(service.db.kysely);
+    const found = (await service.db.kysely.executeQuery(query({ id: dock.id }))).rows;
+    const missing = (await service.db.kysely.executeQuery(query({ id: newDockId() }))).rows;
+    expect(found).toHaveLength(1);
+    expect(missing).toHaveLength(1);
+    expect(found[0]).toMatchObject({ id: dock.id, name: "Real", absent: 0 });
+    expect(missing[0]).toMatchObject({ absent: 1 });
+    expect((found[0] as { secret_hash: string }).secret_hash).toHaveLength(64);
+    expect((missing[0] as { secret_hash: string }).secret_hash).toHaveLength(64);
+
+    expect(checkCredentials(found[0], dock.secretKey)).toEqual({ id: dock.id, name: "Real" });
+    expect(checkCredentials(found[0], "dnsk_wrong")).toBeUndefined();
+    expect(checkCredentials(missing[0], dock.secretKey)).toBeUndefined();
+    // A secret that hashes to the stand-in's hash cannot exist; even a stand-in row with a hash
+    // that matched would not be a Dock.
+    expect(
+      checkCredentials(
+        { ...(missing[0] as { id: string; name: string; secret_hash: string }), absent: 1 },
+        "x",
+      ),
+    ).toBeUndefined();
+  });
+});
