@@ -12,11 +12,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { Agent, request } from "node:http";
 import { newDockId } from "../src/domain/ids.ts";
 import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
@@ -29,7 +29,8 @@ const { values } = parseArgs({
 });
 const samples = Number(values.samples);
 const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-bench-timing-"));
-const databaseUrl = values.database === "sqlite" ? `sqlite:${join(dataDir, "dock-notify.db")}` : values.database;
+const databaseUrl =
+  values.database === "sqlite" ? `sqlite:${join(dataDir, "dock-notify.db")}` : values.database;
 const key = randomBytes(32);
 
 const db = openDb(databaseUrl);
@@ -155,8 +156,10 @@ const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 const cases = {
   "/ping": {
-    unknown: () => time("/ping", JSON.stringify({ dock_id: unknownId, secret_key: "dnsk_wrong", msg: "m" }), {}),
-    wrongKey: () => time("/ping", JSON.stringify({ dock_id: dock.id, secret_key: "dnsk_wrong", msg: "m" }), {}),
+    unknown: () =>
+      time("/ping", JSON.stringify({ dock_id: unknownId, secret_key: "dnsk_wrong", msg: "m" }), {}),
+    wrongKey: () =>
+      time("/ping", JSON.stringify({ dock_id: dock.id, secret_key: "dnsk_wrong", msg: "m" }), {}),
   },
   "/webhook": {
     unknown: () => time("/webhook", '{"msg":"m"}', { authorization: basic(unknownId, "dnsk_wrong") }),
@@ -195,7 +198,9 @@ rmSync(dataDir, { recursive: true, force: true });
 console.log(
   `\nbench:timing on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database: ${values.database}; ${samples} samples per class`,
 );
-console.log("\n| endpoint | unknown Dock, median µs | existing Dock + wrong key, median µs | difference µs | z | p |");
+console.log(
+  "\n| endpoint | unknown Dock, median µs | existing Dock + wrong key, median µs | difference µs | z | p |",
+);
 console.log("|---|---|---|---|---|---|");
 for (const r of results) {
   console.log(
@@ -204,7 +209,9 @@ for (const r of results) {
 }
 const leaks = results.filter((r) => r.p < 0.001);
 if (leaks.length > 0) {
-  console.log(`\nSIGNIFICANT (p < 0.001) on ${leaks.map((r) => r.endpoint).join(", ")}: timing tells whether a Dock exists.`);
+  console.log(
+    `\nSIGNIFICANT (p < 0.001) on ${leaks.map((r) => r.endpoint).join(", ")}: timing tells whether a Dock exists.`,
+  );
   process.exit(1);
 }
 console.log("\nno significant difference (p ≥ 0.001): timing does not tell whether a Dock exists.");

@@ -146,17 +146,25 @@ describe("requests from other sites", () => {
     ).toBe(200);
     expect((await block({})).status).toBe(200);
   });
+});
 
-  describe.skipIf(!chromiumPath)("in Chromium", () => {
-    let attacker: Server;
-    let attackerUrl: string;
-    beforeAll(async () => {
-      // Another site (localhost vs 127.0.0.1: another host, so another site, for the browser).
-      attacker = createServer((incoming, response) => {
-        const target = service.url;
-        const victim = new URL(incoming.url ?? "/", "http://attacker").searchParams.get("victim") ?? "0";
-        response.writeHead(200, { "content-type": "text/html" });
-        response.end(`<!doctype html><body>
+describe.skipIf(!chromiumPath)("requests from other sites, in Chromium", () => {
+  let service: RunningService;
+  let webhookInfo: () => Promise<string>;
+  let attacker: Server;
+  let attackerUrl: string;
+  beforeAll(async () => {
+    service = await startService("sqlite");
+    webhookInfo = async () => {
+      const response = await fetch(`${service.url}/sandbox/bot${SANDBOX_BOT_TOKEN}/getWebhookInfo`);
+      return ((await response.json()) as { result: { url: string } }).result.url;
+    };
+    // Another site (localhost vs 127.0.0.1: another host, so another site, for the browser).
+    attacker = createServer((incoming, response) => {
+      const target = service.url;
+      const victim = new URL(incoming.url ?? "/", "http://attacker").searchParams.get("victim") ?? "0";
+      response.writeHead(200, { "content-type": "text/html" });
+      response.end(`<!doctype html><body>
 <img src="${target}/sandbox/bot${SANDBOX_BOT_TOKEN}/setWebhook?url=http://evil.test/hook">
 <form id="f" method="post" action="${target}/sandbox/api/users/${victim}/block"></form>
 <script>
@@ -165,42 +173,44 @@ describe("requests from other sites", () => {
   fetch("${target}/console/api/info", { mode: "no-cors" });
   setTimeout(() => document.getElementById("f").submit(), 300);
 </script></body>`);
-      });
-      await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
-      const address = attacker.address();
-      attackerUrl = `http://localhost:${typeof address === "object" && address ? address.port : 0}/`;
     });
-    afterAll(async () => new Promise<void>((resolve) => attacker.close(() => resolve())));
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+    const address = attacker.address();
+    attackerUrl = `http://localhost:${typeof address === "object" && address ? address.port : 0}/`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => attacker.close(() => resolve()));
+    await service.close();
+  });
 
-    it("a page on another site cannot redirect the bot's webhook, add people or block one", async () => {
-      const people = sandboxOf(service);
-      const victim = await people.person("Walt");
-      const before = ((await people.control("GET", "/users")) as unknown[]).length;
-      const webhookRefusals = () =>
-        service.logs.lines.filter((line) => {
-          const entry = JSON.parse(line) as { url?: string; status?: number };
-          return entry.url?.includes("/setWebhook") && entry.status === 403;
-        }).length;
-      const refusedBefore = webhookRefusals();
-      const browser = await launchChromium();
-      try {
-        const page = await browser.newPage();
-        const refusals: number[] = [];
-        page.on("response", (response) => {
-          if (response.url().startsWith(service.url)) refusals.push(response.status());
-        });
-        await page.goto(`${attackerUrl}?victim=${victim}`);
-        // The page's form post navigates to our refusal: wait for it, and for the others. (The
-        // image's answer is not shown to the page at all, so it is read from the service's log.)
-        await waitFor("the attack's requests answered", () => refusals.length >= 3, 15_000);
-        expect(refusals.every((status) => status === 403)).toBe(true);
-        await waitFor("the image's request refused", () => webhookRefusals() > refusedBefore);
-      } finally {
-        await browser.close();
-      }
-      expect(await webhookInfo()).toBe("");
-      expect(((await people.control("GET", "/users")) as unknown[]).length).toBe(before);
-      expect(((await people.control("GET", `/chats/${victim}`)) as { blocked: boolean }).blocked).toBe(false);
-    });
+  it("a page on another site cannot redirect the bot's webhook, add people or block one", async () => {
+    const people = sandboxOf(service);
+    const victim = await people.person("Walt");
+    const before = ((await people.control("GET", "/users")) as unknown[]).length;
+    const webhookRefusals = () =>
+      service.logs.lines.filter((line) => {
+        const entry = JSON.parse(line) as { url?: string; status?: number };
+        return entry.url?.includes("/setWebhook") && entry.status === 403;
+      }).length;
+    const refusedBefore = webhookRefusals();
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const refusals: number[] = [];
+      page.on("response", (response) => {
+        if (response.url().startsWith(service.url)) refusals.push(response.status());
+      });
+      await page.goto(`${attackerUrl}?victim=${victim}`);
+      // The page's form post navigates to our refusal: wait for it, and for the others. (The
+      // image's answer is not shown to the page at all, so it is read from the service's log.)
+      await waitFor("the attack's requests answered", () => refusals.length >= 3, 15_000);
+      expect(refusals.every((status) => status === 403)).toBe(true);
+      await waitFor("the image's request refused", () => webhookRefusals() > refusedBefore);
+    } finally {
+      await browser.close();
+    }
+    expect(await webhookInfo()).toBe("");
+    expect(((await people.control("GET", "/users")) as unknown[]).length).toBe(before);
+    expect(((await people.control("GET", `/chats/${victim}`)) as { blocked: boolean }).blocked).toBe(false);
   });
 });
