@@ -34,8 +34,9 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
 
     await people.press(alice, prompt, "Yes");
     // Not signed in yet: the console names who confirmed and waits for Continue.
+    // The confirmation names the person's Telegram ID, which the console shows beside the name.
     expect((await people.edited(alice, prompt)).text).toBe(
-      "Confirmed. Go back to the Dock console and press Continue there to sign in.",
+      `Confirmed. Go back to the Dock console: it shows your Telegram ID, ${alice}. If it does, press Continue there to sign in.`,
     );
     expect(await service.app.loginTokens.state(token)).toBe("confirmed");
     const user = await service.db.kysely

@@ -17,6 +17,14 @@ async function ping(url: string, dockId: string, secretKey: string, msg: string)
 /** The sandbox chat page's message list. */
 const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
 
+/** The Telegram account the sign-in page names, as its lines read: name, username, Telegram ID. */
+async function identityOf(page: Page): Promise<Record<string, string>> {
+  const list = page.locator("dl.telegram-identity");
+  const terms = await list.locator("dt").allTextContents();
+  const details = await list.locator("dd").allTextContents();
+  return Object.fromEntries(terms.map((term, i) => [term, details[i] ?? ""]));
+}
+
 describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", () => {
   let service: RunningService;
   let browser: Browser;
@@ -71,8 +79,14 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await signInChat.getByRole("button", { name: /^Yes/ }).click();
     await signInChat.close();
 
-    // The page noticed by itself and names who confirmed; the focus waits on Continue.
-    await page.getByRole("status").filter({ hasText: "Continue as Alice (@alice_sandbox)?" }).waitFor();
+    // The page noticed by itself and names who confirmed — name, username and Telegram ID apart —
+    // and the focus waits on Continue.
+    await page.getByRole("status").filter({ hasText: "Continue as this Telegram account?" }).waitFor();
+    expect(await identityOf(page)).toEqual({
+      Name: "Alice",
+      Username: "@alice_sandbox",
+      "Telegram ID": String(person.id),
+    });
     const continueButton = page.getByRole("button", { name: "Continue", exact: true });
     expect(await continueButton.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(
       true,
@@ -290,13 +304,14 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await people.press(onlooker, prompt, "Yes");
     await people.edited(onlooker, prompt);
 
-    // The page names the onlooker instead of signing in to their account unseen, and the missing
-    // username tells them apart from Alice.
-    const named = page.getByRole("status").filter({ hasText: "Continue as" });
-    await named.waitFor();
-    expect(await named.textContent()).toBe(
-      "Confirmed in Telegram. Continue as Alice (@alice_sandbox) (no username)?",
-    );
+    // The page names the onlooker instead of signing in to their account unseen: the name they
+    // chose stands alone, and the username and Telegram ID tell them apart from Alice.
+    await page.getByRole("status").filter({ hasText: "Continue as this Telegram account?" }).waitFor();
+    expect(await identityOf(page)).toEqual({
+      Name: "Alice (@alice_sandbox)",
+      Username: "none",
+      "Telegram ID": String(onlooker),
+    });
     await page.getByRole("button", { name: "That's not me" }).click();
     await page.getByRole("alert").filter({ hasText: "Sign-in cancelled: nobody was signed in." }).waitFor();
     await page

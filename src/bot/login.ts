@@ -65,7 +65,7 @@ export function login(deps: BotDeps): Composer<Context> {
     const { id, first_name, username } = ctx.from;
     const state = await deps.loginTokens.confirm(ctx.match[1] as string, { id, first_name, username });
     await answer(ctx);
-    await edit(ctx, state === "confirmed" ? texts.loginConfirmed : refusal(state));
+    await edit(ctx, state === "confirmed" ? texts.loginConfirmed(id) : refusal(state));
   });
 
   composer.callbackQuery(new RegExp(`^${NO}(?::(.+))?$`), async (ctx) => {

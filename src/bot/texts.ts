@@ -123,7 +123,8 @@ export const texts = {
       // take over your account.
       "Press Yes only if you started this sign-in yourself, just now, in your own browser. If someone sent you this link, press No.",
     ].join("\n"),
-  loginConfirmed: "Confirmed. Go back to the Dock console and press Continue there to sign in.",
+  loginConfirmed: (userId: number) =>
+    `Confirmed. Go back to the Dock console: it shows your Telegram ID, ${userId}. If it does, press Continue there to sign in.`,
   loginDeclined: "Sign-in cancelled. Nobody was signed in.",
   loginOutdated: "This sign-in prompt is out of date. Open the sign-in link from the console again.",
   loginExpired: "This sign-in link has expired. Start again from the console's sign-in page.",

@@ -20,18 +20,23 @@ interface Confirmer {
 }
 
 /**
- * "Ada (@ada)": the names Telegram gave the bot when the person pressed Yes. The username, which
- * nobody else can have, is set apart from the first name, which anyone can choose: an onlooker
- * named "Ada (@ada)" shows as "Ada (@ada) (no username)".
+ * Who pressed Yes, in three separate lines: the name, which anyone can choose (an onlooker may
+ * call themselves "Ada (@ada)"); the username, which nobody else can have; and the Telegram ID,
+ * which every account has and the bot tells the person when they press Yes. Nothing a name can
+ * hold makes one account look like another here.
  */
-function ConfirmerName({ confirmer }: { confirmer: Confirmer }) {
+function ConfirmerIdentity({ confirmer }: { confirmer: Confirmer }) {
   return (
-    <>
-      <strong>{confirmer.first_name || "A Telegram account without a name"}</strong>{" "}
-      <span className="telegram-username">
-        {confirmer.username ? `(@${confirmer.username})` : "(no username)"}
-      </span>
-    </>
+    <dl className="telegram-identity" aria-label="The Telegram account that confirmed">
+      <dt>Name</dt>
+      <dd>{confirmer.first_name || "(none)"}</dd>
+      <dt>Username</dt>
+      <dd>{confirmer.username ? `@${confirmer.username}` : "none"}</dd>
+      <dt>Telegram ID</dt>
+      <dd>
+        <code>{confirmer.id}</code>
+      </dd>
+    </dl>
   );
 }
 
@@ -164,11 +169,12 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
       {pending && state === "confirmed" && confirmer ? (
         <div className="confirmed">
           <p id="sign-in-confirmed" role="status">
-            Confirmed in Telegram. Continue as <ConfirmerName confirmer={confirmer} />?
+            Confirmed in Telegram. Continue as this Telegram account?
           </p>
+          <ConfirmerIdentity confirmer={confirmer} />
           <p className="muted">
-            If that is not your Telegram account, someone else pressed Yes on your sign-in link: press{" "}
-            <strong>That's not me</strong>.
+            The bot told you your Telegram ID when you pressed Yes. If this is not your account, someone else
+            pressed Yes on your sign-in link: press <strong>That's not me</strong>.
           </p>
           <div className="actions">
             <button
