@@ -11,10 +11,11 @@ import { Retention } from "./delivery/retention.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
+import { clientErrorHandler, frameworkErrors } from "./http/early-errors.ts";
 import { ApiError, type ErrorCode } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { requestGuard } from "./http/request-guard.ts";
-import { securityHeaders } from "./http/security-headers.ts";
+import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
@@ -163,16 +164,32 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const sessions = new SessionRepository(db, now);
   const telegram = telegramTarget(config);
 
+  const jsonHeaders = apiHeaders({
+    https: config.publicUrl.startsWith("https:"),
+    loginWidget: config.telegramLoginDomain !== null,
+  });
   const server = Fastify({
     logger: loggerOptions(config.logLevel, deps.logStream),
     bodyLimit: config.maxBodyBytes,
     trustProxy: trustProxyOption(config.trustProxy),
     logController: new RequestLog(),
+    // A request must arrive whole within REQUEST_TIMEOUT_SECONDS (its headers within 10 s): a client
+    // trickling a body byte by byte holds a connection that long, not for ever. Node checks every
+    // second (its default, 30 s, would let a timed-out request linger half a minute).
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      connectionsCheckingInterval: 1000,
+      headersTimeout: Math.min(10_000, config.requestTimeoutMs),
+    },
+    clientErrorHandler: clientErrorHandler(jsonHeaders, (code) => metrics.requestsRejected.inc({ code })),
+    frameworkErrors: frameworkErrors(jsonHeaders),
     // Strict types: a number is not a message, and "1" is not a number.
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
   });
 
   decorateRequestLog(server);
+  server.server.maxConnections = config.maxConnections;
   // The database's own warnings (a connection dropped while idle) are log lines like any other.
   const stopWarnings = db.onWarning((message) => server.log.warn(message));
   server.addHook("onClose", async () => stopWarnings());
@@ -209,6 +226,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(health, {
     probe,
     metrics,
+    metricsToken: config.metricsToken,
     // Read at request time: the bot and the dispatcher are created below.
     checks: () => ({
       bot: statusView(bot.status()),

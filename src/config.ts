@@ -40,6 +40,14 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** How long SIGTERM waits for in-flight work before closing anyway. */
   shutdownTimeoutMs: number;
+  /** When set, `/metrics` answers only `Authorization: Bearer <this>`. */
+  metricsToken: string | null;
+  /** A request (headers and body) must have arrived within this long, or the connection is closed. */
+  requestTimeoutMs: number;
+  /** How long an idle kept-alive connection stays open. */
+  keepAliveTimeoutMs: number;
+  /** Connections open at once; more are refused until some close. */
+  maxConnections: number;
   /** SQLite `synchronous` pragma: `normal` survives process crashes, `full` also power loss. */
   sqliteSynchronous: "normal" | "full";
 
@@ -172,6 +180,18 @@ function encryptionKey(raw: string | undefined): Buffer | null {
 const PROXY_ADDRESS = /^(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)(?:\/[0-9]{1,3})?$/i;
 /** proxy-addr's names for ranges of addresses. */
 const PROXY_RANGES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** METRICS_TOKEN: a bearer token for /metrics; long enough not to be guessed. */
+function metricsToken(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) {
+    // Never echo the value: it is a secret even when unusable.
+    throw new ConfigError(
+      "METRICS_TOKEN must be at least 16 printable characters without spaces (e.g. `openssl rand -hex 24`)",
+    );
+  }
+  return raw;
+}
 
 /** ALLOWED_HOSTS: comma-separated host names (no scheme, no port), or `*` for any. */
 function allowedHosts(raw: string | undefined): string[] | "any" {
@@ -310,6 +330,10 @@ export function loadConfig(env: Env = process.env): Config {
     dockRatePerSecond: positiveNumber(env, "DOCK_RATE_PER_SECOND", 1),
     trustProxy: trustProxy(text(env, "TRUST_PROXY")),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    metricsToken: metricsToken(text(env, "METRICS_TOKEN")),
+    requestTimeoutMs: integer(env, "REQUEST_TIMEOUT_SECONDS", 30, 1, 3600) * 1000,
+    keepAliveTimeoutMs: integer(env, "KEEP_ALIVE_TIMEOUT_SECONDS", 72, 1, 3600) * 1000,
+    maxConnections: integer(env, "MAX_CONNECTIONS", 1024, 1, 1_000_000),
     sqliteSynchronous: oneOf(env, "SQLITE_SYNCHRONOUS", ["normal", "full"] as const, "normal"),
 
     // The sandbox's bot: the built-in sandbox (no token), or a shared one (`dock-notify sandbox`).

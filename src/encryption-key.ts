@@ -21,7 +21,8 @@ export function loadEncryptionKey(
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
-  mkdirSync(dataDir, { recursive: true });
+  // Only the service's user may look inside (the key, the database, the sandbox's people).
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
   try {
     // "wx": if another process created it meanwhile, use theirs instead of overwriting.

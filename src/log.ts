@@ -31,6 +31,9 @@ export const REDACT_PATHS = [
 const SECRET_PARAMETER =
   /([?&][^=&#]*(?:secret|token|password|passwd|key|hash|auth|session|signature)[^=&#]*=)[^&#]*/gi;
 
+/** A start payload that carries a console sign-in token. */
+const SIGN_IN_PAYLOAD = /([?&]start=login_)[^&#]*/g;
+
 /**
  * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`): keep the shape,
  * drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
@@ -38,7 +41,11 @@ const SECRET_PARAMETER =
  */
 export function maskUrl(url: string): string {
   let masked = url.includes("/bot") ? url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>") : url;
-  if (masked.includes("?")) masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
+  if (masked.includes("?")) {
+    masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
+    // A sign-in link opened in the sandbox (`/sandbox?start=login_<token>`): the token is a credential.
+    masked = masked.replace(SIGN_IN_PAYLOAD, "$1<redacted>");
+  }
   return masked;
 }
 

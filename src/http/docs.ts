@@ -50,6 +50,20 @@ export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string
       return document;
     },
   });
-  await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
+  await app.register(swaggerUi, {
+    routePrefix: "/docs",
+    staticCSP: true,
+    uiHooks: {
+      // The UI's own redirect from its index.html keeps a query string in the path it rewrites,
+      // and so sends `/docs/static/index.html?…` to itself for ever: lead there ourselves.
+      onRequest: (request, reply, done) => {
+        if (request.url.split("?", 1)[0] === "/docs/static/index.html") {
+          void reply.redirect("/docs/", 302);
+          return;
+        }
+        done();
+      },
+    },
+  });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 });

@@ -18,6 +18,10 @@ export const ERRORS = {
   },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },
+  request_timeout: {
+    status: 408,
+    message: "The request did not arrive in time (REQUEST_TIMEOUT_SECONDS); the connection is closed.",
+  },
   sign_in_not_confirmed: {
     status: 409,
     message: "This browser has no confirmed sign-in to finish; start again.",
@@ -26,6 +30,7 @@ export const ERRORS = {
   host_not_allowed: { status: 421, message: "This service does not answer for that host name." },
   message_too_long: { status: 413, message: "The message is too long." },
   unsupported_media_type: { status: 415, message: "The Content-Type is not accepted here." },
+  headers_too_large: { status: 431, message: "The request's headers are too large." },
   idempotency_conflict: {
     status: 422,
     message: "This Idempotency-Key was already used with a different message.",

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Metrics } from "../metrics.ts";
 import type { DatabaseProbe } from "../store/readiness.ts";
@@ -11,6 +12,17 @@ export interface HealthOptions {
    * it). They never change its status: a service whose bot is reconnecting still takes messages.
    */
   checks: () => Record<string, unknown>;
+  /** METRICS_TOKEN: when set, /metrics answers only `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+}
+
+/** `Authorization: Bearer <token>`, compared in constant time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
+  if (given === undefined) return false;
+  const a = createHash("sha256").update(given).digest();
+  const b = createHash("sha256").update(token).digest();
+  return timingSafeEqual(a, b);
 }
 
 /** Liveness, readiness and Prometheus metrics: what orchestrators and scrapers ask for. */
@@ -77,7 +89,12 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
         tags: ["operations"],
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
+      if (options.metricsToken !== null && !bearerMatches(request.headers.authorization, options.metricsToken)) {
+        throw new ApiError("unauthorized", "A valid bearer token (METRICS_TOKEN) is needed for the metrics.", {
+          "WWW-Authenticate": 'Bearer realm="dock-notify metrics"',
+        });
+      }
       reply.type(options.metrics.registry.contentType);
       return options.metrics.registry.metrics();
     },

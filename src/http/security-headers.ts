@@ -40,7 +40,7 @@ export const securityHeaders = fp(async (app: FastifyInstance, options: Security
 });
 
 /** For JSON nobody renders: not to be sniffed as another type, framed, run as a page, or cached. */
-function apiHeaders(options: SecurityHeadersOptions): Record<string, string> {
+export function apiHeaders(options: SecurityHeadersOptions): Record<string, string> {
   return {
     "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",

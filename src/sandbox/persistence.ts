@@ -209,7 +209,7 @@ export class StateFile {
   async #write(text: string): Promise<boolean> {
     const temp = `${this.path}.tmp`;
     try {
-      await mkdir(dirname(this.path), { recursive: true });
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
       const file = await open(temp, "w", 0o600);
       try {
         await file.writeFile(text);

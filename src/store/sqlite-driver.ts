@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { SqliteDatabase, SqliteStatement } from "kysely";
@@ -69,7 +69,12 @@ export interface SqliteOptions {
 
 /** Opens (creating the file and its folder if needed) a SQLite database in WAL mode. */
 export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") {
+    // The database holds people's chat ids and the Docks' sealed keys: readable by the service's
+    // user only. SQLite gives its -wal and -shm files the database file's mode.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, "a", 0o600));
+  }
   const db = new DatabaseSync(path);
   // WAL lets readers proceed during a write; busy_timeout makes a second process (the CLI while
   // the server runs) wait for the lock instead of failing at once.
