@@ -90,10 +90,17 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
       },
     },
     async (request, reply) => {
-      if (options.metricsToken !== null && !bearerMatches(request.headers.authorization, options.metricsToken)) {
-        throw new ApiError("unauthorized", "A valid bearer token (METRICS_TOKEN) is needed for the metrics.", {
-          "WWW-Authenticate": 'Bearer realm="dock-notify metrics"',
-        });
+      if (
+        options.metricsToken !== null &&
+        !bearerMatches(request.headers.authorization, options.metricsToken)
+      ) {
+        throw new ApiError(
+          "unauthorized",
+          "A valid bearer token (METRICS_TOKEN) is needed for the metrics.",
+          {
+            "WWW-Authenticate": 'Bearer realm="dock-notify metrics"',
+          },
+        );
       }
       reply.type(options.metrics.registry.contentType);
       return options.metrics.registry.metrics();
