@@ -181,6 +181,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     http: {
       connectionsCheckingInterval: 1000,
       headersTimeout: Math.min(10_000, config.requestTimeoutMs),
+      // Node answers a request without Host with a bare 400 of its own; the request guard answers
+      // it instead (machine routes need no Host, the others get 421 in the error format).
+      requireHostHeader: false,
     },
     clientErrorHandler: clientErrorHandler(jsonHeaders, (code) => metrics.requestsRejected.inc({ code })),
     frameworkErrors: frameworkErrors(jsonHeaders),
@@ -190,6 +193,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   decorateRequestLog(server);
   server.server.maxConnections = config.maxConnections;
+  // At the cap, kept-alive connections that sit idle make room (a client holding many open
+  // without a request would otherwise lock everyone else out); their clients simply reconnect.
+  server.server.on("drop", () => server.server.closeIdleConnections());
   // The database's own warnings (a connection dropped while idle) are log lines like any other.
   const stopWarnings = db.onWarning((message) => server.log.warn(message));
   server.addHook("onClose", async () => stopWarnings());
@@ -216,7 +222,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return reply.code(error.status).send(error.body);
   });
 
-  await server.register(requestGuard, { publicUrl: config.publicUrl, allowedHosts: config.allowedHosts });
+  await server.register(requestGuard, {
+    publicUrl: config.publicUrl,
+    allowedHosts: config.allowedHosts,
+    listenHost: config.host,
+    sandboxLocalOnly: telegram.sandbox && !config.sandboxAllowRemote,
+  });
   await server.register(securityHeaders, {
     https: config.publicUrl.startsWith("https:"),
     loginWidget: config.telegramLoginDomain !== null,

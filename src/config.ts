@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { SANDBOX_BOT_TOKEN } from "./sandbox/identity.ts";
 
@@ -65,6 +66,8 @@ export interface Config {
   sandboxRateLimits: boolean;
   /** Messages the sandbox keeps per chat; older ones are trimmed. */
   sandboxHistoryLimit: number;
+  /** SANDBOX_ALLOW_REMOTE: the sandbox answers other machines too (otherwise only this one). */
+  sandboxAllowRemote: boolean;
 
   // Delivery (see src/delivery/).
   /** Messages per second to Telegram for the whole bot. */
@@ -176,10 +179,19 @@ function encryptionKey(raw: string | undefined): Buffer | null {
   return key;
 }
 
-/** An IPv4 or IPv6 address, optionally with a /prefix (what proxy-addr takes). */
-const PROXY_ADDRESS = /^(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)(?:\/[0-9]{1,3})?$/i;
 /** proxy-addr's names for ranges of addresses. */
 const PROXY_RANGES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** An IPv4 or IPv6 address, optionally with a /prefix that fits it (what proxy-addr takes). */
+function proxyAddress(entry: string): boolean {
+  const [address = "", prefix, extra] = entry.split("/");
+  if (extra !== undefined) return false;
+  const family = isIP(address);
+  if (family === 0) return false;
+  if (prefix === undefined) return true;
+  if (!/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 /** METRICS_TOKEN: a bearer token for /metrics; long enough not to be guessed. */
 function metricsToken(raw: string | undefined): string | null {
@@ -204,7 +216,8 @@ function allowedHosts(raw: string | undefined): string[] | "any" {
       .replace(/^\[(.*)\]$/, "$1"),
   );
   for (const name of names) {
-    if (!/^[a-z0-9.:_-]+$/.test(name) || name.includes("://")) {
+    // A colon only in an IPv6 address: "example.com:443" would never match (ports are not compared).
+    if (!/^[a-z0-9._-]+$/.test(name) && isIP(name) !== 6) {
       throw new ConfigError(
         `ALLOWED_HOSTS must be host names separated by commas (no scheme, no port), or *; "${name}" is not one`,
       );
@@ -230,7 +243,7 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
   }
   const entries = raw.split(",").map((entry) => entry.trim().toLowerCase());
   for (const entry of entries) {
-    if (!PROXY_RANGES.has(entry) && !PROXY_ADDRESS.test(entry)) {
+    if (!PROXY_RANGES.has(entry) && !proxyAddress(entry)) {
       throw new ConfigError(
         `TRUST_PROXY must be false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDRs; "${entry}" is none of those`,
       );
@@ -289,6 +302,10 @@ function telegramLoginDomain(
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = text(env, "HOST") ?? "127.0.0.1";
+  const name = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
+  if (isIP(host) === 0 && (!name.test(host) || /^[\d.]+$/.test(host))) {
+    throw new ConfigError(`HOST must be an IP address or a host name to listen on, got "${host}"`);
+  }
   const dataDir = resolve(text(env, "DATA_DIR") ?? "data");
   const publicHost =
     host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
@@ -346,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
+    sandboxAllowRemote,
 
     sessionTtlMs: integer(env, "SESSION_TTL_HOURS", 168, 1, 8760) * 60 * 60 * 1000,
     signInAttemptsPerMinute: integer(env, "SIGN_IN_ATTEMPTS_PER_MINUTE", 10, 0, 1_000_000),

@@ -104,7 +104,14 @@ export async function serve(config: Config): Promise<void> {
     throw explained(error, config);
   }
   const { key, generated } = loaded;
-  const app = await createApp({ config, db, encryptionKey: key });
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp({ config, db, encryptionKey: key });
+  } catch (error) {
+    // The database's thread would keep the process alive, not listening, for nothing.
+    await db.close();
+    throw error;
+  }
   const { server } = app;
   if (generated) {
     server.log.warn(

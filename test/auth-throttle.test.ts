@@ -25,6 +25,16 @@ const count = (answers: { status: number }[], status: number) =>
   answers.filter((a) => a.status === status).length;
 
 /**
+ * Runs `burst` and answers how many attempts the limit of `perMinute` could have refilled while it
+ * ran (one every 60/perMinute seconds): a loaded machine may take long enough for one or two.
+ */
+async function timed<T>(perMinute: number, burst: () => Promise<T>): Promise<{ result: T; refills: number }> {
+  const started = performance.now();
+  const result = await burst();
+  return { result, refills: Math.floor((performance.now() - started) / ((60 / perMinute) * 1000)) };
+}
+
+/**
  * The failed-authentication limit (AUTH_FAILURES_PER_MINUTE): counted before the credentials are
  * judged, so concurrent guesses cannot outrun it; counted per client address as the operator's
  * TRUST_PROXY says to read it, so a forged X-Forwarded-For neither escapes it nor turns it against
@@ -46,29 +56,52 @@ describe("the failed-authentication limit", () => {
 
   it("holds against a burst: of 100 concurrent wrong guesses, 20 are evaluated, the rest refused unjudged", async () => {
     const { running, dock } = await start({});
+    const started = performance.now();
     const ping = await Promise.all(
       Array.from({ length: 100 }, () => send(`${running.url}/ping`, wrong(dock))),
     );
-    expect(count(ping, 401)).toBe(20);
-    expect(count(ping, 429)).toBe(80);
-    // The same on /webhook, from another address's point of view: the allowance is spent.
+    // (A loaded machine may run long enough for the limit to refill an attempt or two: 1 per 3 s.)
+    const refills = () => Math.floor((performance.now() - started) / 3000);
+    expect(count(ping, 401)).toBeGreaterThanOrEqual(20);
+    expect(count(ping, 401)).toBeLessThanOrEqual(20 + refills());
+    expect(count(ping, 401) + count(ping, 429)).toBe(100);
+    // The allowance is the address's, whichever endpoint: /webhook is refused too.
     const webhook = await send(
       `${running.url}/webhook`,
       { msg: "m" },
       { authorization: basic(dock.id, "dnsk_wrong") },
     );
-    expect(webhook).toEqual({ status: 429, code: "too_many_auth_failures" });
+    if (refills() === 0) expect(webhook).toEqual({ status: 429, code: "too_many_auth_failures" });
   });
 
   it("holds against a burst on /webhook too", async () => {
     const { running, dock } = await start({});
-    const answers = await Promise.all(
-      Array.from({ length: 60 }, () =>
-        send(`${running.url}/webhook`, { msg: "m" }, { authorization: basic(dock.id, "dnsk_wrong") }),
+    const { result: answers, refills } = await timed(20, () =>
+      Promise.all(
+        Array.from({ length: 60 }, () =>
+          send(`${running.url}/webhook`, { msg: "m" }, { authorization: basic(dock.id, "dnsk_wrong") }),
+        ),
       ),
     );
-    expect(count(answers, 401)).toBe(20);
-    expect(count(answers, 429)).toBe(40);
+    expect(count(answers, 401)).toBeGreaterThanOrEqual(20);
+    expect(count(answers, 401)).toBeLessThanOrEqual(20 + refills);
+    expect(count(answers, 429) + count(answers, 401)).toBe(60);
+  });
+
+  it("many right requests at once are never refused for the limit (they wait for each other's verdicts)", async () => {
+    const { running, dock } = await start({});
+    const webhook = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        send(`${running.url}/webhook`, { msg: `${i}` }, { authorization: basic(dock.id, dock.secretKey) }),
+      ),
+    );
+    expect(count(webhook, 202)).toBe(50);
+    const ping = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        send(`${running.url}/ping`, { dock_id: dock.id, secret_key: dock.secretKey, msg: `${i}` }),
+      ),
+    );
+    expect(count(ping, 202)).toBe(300);
   });
 
   it("right credentials give their attempt back: a client that only sends right ones is never limited", async () => {
@@ -156,7 +189,8 @@ describe("the client address behind a proxy (TRUST_PROXY)", () => {
       const attacker = "203.0.113.66";
       const victim = "198.51.100.9";
       // Every guess claims another address, and the last ones the victim's: all counted as the attacker's.
-      const answers = [];
+      const answers: { status: number }[] = [];
+      const started = performance.now();
       for (let i = 0; i < 25; i++) {
         const forged = i < 20 ? `192.0.2.${i + 1}` : victim;
         answers.push(
@@ -167,8 +201,10 @@ describe("the client address behind a proxy (TRUST_PROXY)", () => {
           ),
         );
       }
-      expect(count(answers, 401)).toBe(20);
-      expect(count(answers, 429)).toBe(5);
+      const refills = Math.floor((performance.now() - started) / 3000);
+      expect(count(answers, 401)).toBeGreaterThanOrEqual(20);
+      expect(count(answers, 401)).toBeLessThanOrEqual(20 + refills);
+      expect(count(answers, 429)).toBeGreaterThanOrEqual(5 - refills);
       // The victim, behind the same proxy, is untouched.
       expect(
         await send(
@@ -196,6 +232,19 @@ describe("the client address behind a proxy (TRUST_PROXY)", () => {
       "loopback",
     ]);
     expect(() => loadConfig({ TRUST_PROXY: "nginx" })).toThrow(ConfigError);
+    // Addresses and prefixes that cannot be: refused at once, naming the variable (one such value
+    // used to leave the service running without listening).
+    for (const value of ["300.1.1.1", "127.0.0.1/33", "::1/129", ":", "10.0.0.0/8/1"]) {
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(/^TRUST_PROXY must be/);
+    }
+    expect(() => loadConfig({ ALLOWED_HOSTS: "notify.internal:8080" })).toThrow(
+      /^ALLOWED_HOSTS must be host names/,
+    );
+    expect(loadConfig({ ALLOWED_HOSTS: "[::1], Notify.Internal" }).allowedHosts).toEqual([
+      "::1",
+      "notify.internal",
+    ]);
+    expect(() => loadConfig({ HOST: "300.1.1.1" })).toThrow(/^HOST must be an IP address or a host name/);
     expect(() => loadConfig({ TRUST_PROXY: "nginx" })).toThrow(
       /TRUST_PROXY must be false, true, a number of proxy hops/,
     );

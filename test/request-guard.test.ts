@@ -1,5 +1,7 @@
+import { once } from "node:events";
 import { createServer, request as httpRequest, type Server } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
 import { chromiumPath, launchChromium } from "./browser.ts";
 import { sandboxOf } from "./delivery-harness.ts";
@@ -99,6 +101,25 @@ describe("requests from other sites", () => {
     expect(ping.status).toBe(202);
   });
 
+  it("a request without a Host header: machine routes answer, the others say so in the error format", async () => {
+    const { hostname, port: portNumber } = new URL(service.url);
+    const raw = async (path: string) => {
+      const socket = connect(Number(portNumber), hostname);
+      let text = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      socket.write(`GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`);
+      await once(socket, "close");
+      return text;
+    };
+    expect(await raw("/healthz")).toMatch(/^HTTP\/1\.1 200 /);
+    const consoleAnswer = await raw("/console/api/info");
+    expect(consoleAnswer).toMatch(/^HTTP\/1\.1 421 /);
+    expect(consoleAnswer).toContain('"code":"host_not_allowed"');
+  });
+
   it("cross-site requests to the sandbox and the console API are refused; the browser's own and machines' pass", async () => {
     const people = sandboxOf(service);
     const person = await people.person("Vera");
@@ -121,6 +142,21 @@ describe("requests from other sites", () => {
       expect(await setWebhook(headers)).toEqual(refused);
       expect(await request(`${service.url}/console/api/info`, { headers })).toEqual(refused);
     }
+    // The same paths spelled with %-escapes (the router decodes them) are the same routes.
+    expect(
+      await request(`${service.url}/%73andbox/api/users/${person}/block`, {
+        method: "POST",
+        headers: { "sec-fetch-site": "cross-site" },
+      }),
+    ).toEqual(refused);
+    expect(
+      await request(`${service.url}/%73andbox/bot${SANDBOX_BOT_TOKEN}/setWebhook?url=http://evil.test/hook`, {
+        headers: { origin: "http://evil.test" },
+      }),
+    ).toEqual(refused);
+    expect(
+      await request(`${service.url}/console/%61pi/info`, { headers: { origin: "http://evil.test" } }),
+    ).toEqual(refused);
     // A link clicked on another site may open the sandbox's chat page, not change anything.
     expect(
       (
@@ -212,5 +248,67 @@ describe.skipIf(!chromiumPath)("requests from other sites, in Chromium", () => {
     expect(await webhookInfo()).toBe("");
     expect(((await people.control("GET", "/users")) as unknown[]).length).toBe(before);
     expect(((await people.control("GET", `/chats/${victim}`)) as { blocked: boolean }).blocked).toBe(false);
+  });
+});
+
+/**
+ * Sandbox mode: the sandbox acts as any simulated person (and so can sign in to the console), so
+ * it answers only requests made on this machine — not another machine's, and not anyone's that a
+ * reverse proxy in front carries to it.
+ */
+describe("the sandbox behind a reverse proxy", () => {
+  let service: RunningService | undefined;
+  afterEach(async () => {
+    await service?.close();
+    service = undefined;
+  });
+
+  it("refuses requests a proxy carries (the public name, a forwarding header) unless SANDBOX_ALLOW_REMOTE", async () => {
+    service = await startService("sqlite", { PUBLIC_URL: "https://notify.example.test" });
+    const running = service;
+    const refused = { status: 403, code: "sandbox_not_local" };
+    const create = (headers: Record<string, string>) =>
+      request(`${running.url}/sandbox/api/users`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ first_name: "Remote" }),
+      });
+    expect(await create({ host: "notify.example.test" })).toEqual(refused);
+    expect(await create({ "x-forwarded-for": "203.0.113.7" })).toEqual(refused);
+    expect(await create({ forwarded: "for=203.0.113.7" })).toEqual(refused);
+    expect(await request(`${running.url}/sandbox`, { headers: { host: "notify.example.test" } })).toEqual(
+      refused,
+    );
+    // The console is the proxy's to serve; only its sandbox is not.
+    expect(
+      (await request(`${running.url}/console/api/info`, { headers: { host: "notify.example.test" } })).status,
+    ).toBe(200);
+    // On this machine it works, and so does the service's own bot.
+    expect((await create({})).status).toBe(201);
+    await waitFor("the bot running", async () => {
+      const body = (await (await fetch(`${running.url}/readyz`)).json()) as {
+        checks: { bot: { state: string } };
+      };
+      return body.checks.bot.state === "running";
+    });
+
+    await running.close();
+    service = await startService("sqlite", {
+      PUBLIC_URL: "https://notify.example.test",
+      SANDBOX_ALLOW_REMOTE: "true",
+    });
+    expect(
+      (
+        await request(`${service.url}/sandbox/api/users`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            host: "notify.example.test",
+            "x-forwarded-for": "203.0.113.7",
+          },
+          body: JSON.stringify({ first_name: "Remote" }),
+        })
+      ).status,
+    ).toBe(201);
   });
 });

@@ -4,8 +4,10 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
 import { startChildService } from "./child-service.ts";
 import { type RunningService, startService } from "./harness.ts";
+import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
 /** A raw connection to the service, with everything it receives and whether it was closed. */
@@ -49,7 +51,6 @@ describe("the HTTP server's limits", () => {
   beforeAll(async () => {
     service = await startService("sqlite", {
       REQUEST_TIMEOUT_SECONDS: "2",
-      MAX_CONNECTIONS: "40",
       METRICS_TOKEN: "metrics-token-0123456789",
     });
   });
@@ -94,28 +95,13 @@ describe("the HTTP server's limits", () => {
     expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   });
 
-  it("MAX_CONNECTIONS: connections beyond it are refused; one closing makes room", async () => {
-    const open = await Promise.all(Array.from({ length: 40 }, () => rawConnection(service.url)));
-    // The 41st is accepted by the kernel and closed by the server at once.
-    const extra = await rawConnection(service.url);
-    extra.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-    await waitFor("the extra connection closed", () => extra.closed());
-    expect(extra.received()).toBe("");
-    (open[0] as { socket: Socket }).socket.destroy();
-    await waitFor(
-      "room again",
-      async () => (await fetch(`${service.url}/healthz`).catch(() => null))?.status === 200,
-    );
-    for (const { socket } of open) socket.destroy();
-  });
-
   it("METRICS_TOKEN: /metrics answers only the bearer of the token", async () => {
     const metrics = (authorization?: string) =>
       fetch(`${service.url}/metrics`, { headers: authorization ? { authorization } : {} });
     const without = await metrics();
     expect(without.status).toBe(401);
     expect(without.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(await without.json()).toMatchObject({ ok: false, error: { code: "unauthorized" } });
+    expect(await without.json()).toMatchObject({ ok: false, error: { code: "metrics_token_required" } });
     expect((await metrics("Bearer not-the-token-at-all")).status).toBe(401);
     const right = await metrics("Bearer metrics-token-0123456789");
     expect(right.status).toBe(200);
@@ -136,6 +122,65 @@ describe("the HTTP server's limits", () => {
       service.logs.text.includes("/sandbox?start=login_<redacted>"),
     );
     expect(service.logs.text).not.toContain(token);
+  });
+});
+
+describe("MAX_CONNECTIONS", () => {
+  let sandbox: RunningSandbox;
+  let service: RunningService;
+  beforeAll(async () => {
+    // Telegram elsewhere: the service's own bot and dispatcher hold no connection to itself.
+    sandbox = await startSandbox();
+    service = await startService("sqlite", {
+      MAX_CONNECTIONS: "10",
+      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
+      TELEGRAM_API_ROOT: sandbox.root,
+    });
+  });
+  afterAll(async () => {
+    await service.close();
+    await sandbox.close();
+  });
+
+  it("refuses connections beyond it while the others are busy; one ending makes room", async () => {
+    // Ten requests in progress (their bodies still on the way).
+    const busy = await Promise.all(Array.from({ length: 10 }, () => rawConnection(service.url)));
+    for (const { socket } of busy) {
+      socket.write(
+        "POST /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+      );
+    }
+    const extra = await rawConnection(service.url);
+    extra.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await waitFor("the extra connection closed unanswered", () => extra.closed());
+    expect(extra.received()).toBe("");
+    (busy[0] as { socket: Socket }).socket.destroy();
+    await waitFor(
+      "room again",
+      async () => (await fetch(`${service.url}/healthz`).catch(() => null))?.status === 200,
+    );
+    for (const { socket } of busy) socket.destroy();
+  });
+
+  it("at the cap, kept-alive connections sitting idle are closed to make room", async () => {
+    // Clients that made one request each and keep their connections open, doing nothing: as many
+    // as fit (the first one refused shows the cap is reached).
+    const idle: Awaited<ReturnType<typeof rawConnection>>[] = [];
+    for (let i = 0; i < 15; i++) {
+      const client = await rawConnection(service.url);
+      client.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await waitFor("an answer or a refusal", () => client.received().includes("200 OK") || client.closed());
+      if (!client.received().includes("200 OK")) break;
+      idle.push(client);
+    }
+    expect(idle.length).toBeLessThanOrEqual(10);
+    // A newcomer gets in: the idle ones were closed to make room.
+    await waitFor(
+      "the newcomer answered",
+      async () => (await fetch(`${service.url}/healthz`).catch(() => null))?.status === 200,
+    );
+    expect(idle.some((c) => c.closed())).toBe(true);
+    for (const { socket } of idle) socket.destroy();
   });
 });
 

@@ -223,7 +223,11 @@ export class BotWorker implements BackgroundWorker {
     await bot.api.deleteWebhook(undefined, this.#signal());
     await bot.start({
       allowed_updates: [...ALLOWED_UPDATES],
-      onStart: () => this.#running({ username: this.#username, mode: "polling" }),
+      // The first start counts as running at once; a relaunch only once a poll has been held (or
+      // answered): a second poller still there would otherwise make it flip back within a moment.
+      onStart: () => {
+        if (this.#status.state === "starting") this.#running({ username: this.#username, mode: "polling" });
+      },
     });
   }
 

@@ -348,9 +348,11 @@ export class Dispatcher {
       }
       const next = this.#next();
       if (next.delivery === null) {
-        // Down with nothing to send now: ask Telegram who the bot is, so that its coming back is
-        // noticed (and shown) without a message to carry the question.
-        if (this.#telegram.state === "down") {
+        // Down with nothing at all to send: ask Telegram who the bot is, so that its coming back
+        // is noticed (and shown) without a message to carry the question. With deliveries held
+        // but not due yet (paced), the next of them is the probe: getMe answering proves nothing
+        // about sending.
+        if (this.#telegram.state === "down" && this.#docks.size === 0) {
           void this.#probeIdle();
           return;
         }

@@ -8,6 +8,10 @@ export const ERRORS = {
   invalid_fields: { status: 400, message: "Some fields are not valid; see error.fields." },
   unauthorized: { status: 401, message: "Unknown Dock or wrong secret key." },
   not_signed_in: { status: 401, message: "Sign in to the console first." },
+  metrics_token_required: {
+    status: 401,
+    message: "A valid bearer token (METRICS_TOKEN) is needed for the metrics.",
+  },
   csrf_rejected: {
     status: 403,
     message: "The request lacks a valid X-CSRF-Token header; reload the console and try again.",
@@ -15,6 +19,11 @@ export const ERRORS = {
   cross_site_request: {
     status: 403,
     message: "Requests sent by a browser on behalf of another site are not accepted here.",
+  },
+  sandbox_not_local: {
+    status: 403,
+    message:
+      "The Telegram sandbox answers only requests made on this machine, not through a proxy (SANDBOX_ALLOW_REMOTE=true opens it to others).",
   },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },

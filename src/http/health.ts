@@ -94,13 +94,9 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
         options.metricsToken !== null &&
         !bearerMatches(request.headers.authorization, options.metricsToken)
       ) {
-        throw new ApiError(
-          "unauthorized",
-          "A valid bearer token (METRICS_TOKEN) is needed for the metrics.",
-          {
-            "WWW-Authenticate": 'Bearer realm="dock-notify metrics"',
-          },
-        );
+        throw new ApiError("metrics_token_required", undefined, {
+          "WWW-Authenticate": 'Bearer realm="dock-notify metrics"',
+        });
       }
       reply.type(options.metrics.registry.contentType);
       return options.metrics.registry.metrics();

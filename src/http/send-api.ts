@@ -2,6 +2,7 @@ import { isUtf8 } from "node:buffer";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts";
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
@@ -234,6 +235,7 @@ declare module "fastify" {
 export async function sendApi(app: FastifyInstance, options: SendApiOptions): Promise<void> {
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
   const authFailures = perMinuteBuckets(options.authFailuresPerMinute);
+  const attempts = authFailures === null ? null : new AttemptLimiter(authFailures);
 
   // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
   app.removeAllContentTypeParsers();
@@ -251,7 +253,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {
-    const wait = authFailures?.waitSeconds(request.ip) ?? 0;
+    const wait = attempts?.refusedFor(addressKey(request.ip)) ?? 0;
     return wait > 0 ? ApiError.retryAfter("too_many_auth_failures", wait) : undefined;
   };
   // Hooks in callback style: /ping runs them thousands of times a second, and an async hook costs
@@ -271,23 +273,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     };
 
   /**
-   * Spends one of the address's failed-authentication allowance *before* the credentials are
-   * checked — counting first and deciding in the same step, so that concurrent guesses cannot all
-   * be evaluated before any counts — and returns the function that gives it back once the
-   * credentials turn out right (or are never judged: a database outage). An address over its
-   * allowance is refused even with the right credentials: otherwise a 429-or-202 answer would tell
-   * a guesser which guess was right.
+   * One of the address's failed-authentication allowance, taken *before* the credentials are
+   * checked (see AttemptLimiter: concurrent guesses cannot outrun the limit, concurrent right
+   * requests are never refused for it). An address over its allowance is refused even with the
+   * right credentials: otherwise a 429-or-202 answer would tell a guesser which guess was right.
    */
-  const spendAttempt = (request: FastifyRequest): (() => void) => {
-    if (authFailures === null) return () => {};
-    const wait = authFailures.take(request.ip);
-    if (wait > 0) throw ApiError.retryAfter("too_many_auth_failures", wait);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      authFailures.refund(request.ip);
-    };
+  const beginAttempt = async (request: FastifyRequest): Promise<Attempt> => {
+    if (attempts === null) return { right: () => {}, wrong: () => {} };
+    const attempt = await attempts.begin(addressKey(request.ip));
+    if ("waitSeconds" in attempt) throw ApiError.retryAfter("too_many_auth_failures", attempt.waitSeconds);
+    return attempt;
   };
 
   const basicAuth = async (request: FastifyRequest) => {
@@ -295,7 +290,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
     // this challenge, and must not lock themselves out by doing so.
     if (header === undefined) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
-    const giveBack = spendAttempt(request);
+    const attempt = await beginAttempt(request);
     const credentials = parseBasicAuth(header);
     let dock: { id: string; name: string } | undefined;
     try {
@@ -303,11 +298,15 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ? await options.docks.authenticate(credentials.user, credentials.password)
         : undefined;
     } catch (error) {
-      giveBack();
+      // Never judged (the database failed): not a failure.
+      attempt.right();
       throw error;
     }
-    if (!dock) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
-    giveBack();
+    if (!dock) {
+      attempt.wrong();
+      throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+    }
+    attempt.right();
     request.dock = dock;
   };
 
@@ -319,8 +318,11 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     msg: string,
     endpoint: "ping" | "webhook",
   ) => {
-    // /ping's key is checked with the message, in the storing transaction: its attempt is spent now.
-    const giveBack = credentials.secretKey === undefined ? () => {} : spendAttempt(request);
+    // /ping's key is checked with the message, in the storing transaction: its attempt is taken now.
+    const attempt =
+      credentials.secretKey === undefined
+        ? { right: () => {}, wrong: () => {} }
+        : await beginAttempt(request);
     let result: Awaited<ReturnType<Intake["accept"]>>;
     try {
       result = await options.intake.accept({
@@ -331,11 +333,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       });
     } catch (error) {
       // Refused for another reason (the Dock's rate, an outage): the key was right, or never judged.
-      giveBack();
+      attempt.right();
       throw error;
     }
-    if (result.kind === "unauthorized") throw new ApiError("unauthorized");
-    giveBack();
+    if (result.kind === "unauthorized") {
+      attempt.wrong();
+      throw new ApiError("unauthorized");
+    }
+    attempt.right();
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
     // Context for the request's one log line, written when the response is sent.
     request.logFields = {

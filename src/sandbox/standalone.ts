@@ -19,7 +19,12 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
     trustProxy: trustProxyOption(config.trustProxy),
   });
   decorateRequestLog(server);
-  await server.register(requestGuard, { publicUrl: config.publicUrl, allowedHosts: config.allowedHosts });
+  await server.register(requestGuard, {
+    publicUrl: config.publicUrl,
+    allowedHosts: config.allowedHosts,
+    listenHost: config.host,
+    sandboxLocalOnly: !config.sandboxAllowRemote,
+  });
   // The request guard's refusals (a foreign Host, a cross-site request) in the service's error format.
   server.setErrorHandler((error, _request, reply) => {
     if (error instanceof ApiError) return reply.code(error.status).headers(error.headers).send(error.body);
