@@ -1,6 +1,6 @@
 /**
  * bench:backlog — what a /metrics scrape costs when many messages wait to be fanned out (Telegram
- * down for hours): how long DeliveryRepository.backlog() takes, and how long an accept waits
+ * down for hours): how long OutboxViews.backlog() takes, and how long an accept waits
  * behind it on SQLite's one connection.
  *
  *   npm run bench:backlog [-- --messages 1000000 --database sqlite|postgres://…]
@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import type { AcceptItem } from "../src/store/accept-batch.ts";
-import { migrate, openDb } from "../src/store/db.ts";
-import { DeliveryRepository } from "../src/store/deliveries.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
+import { OutboxViews } from "../src/store/outbox-views.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 
 const { values } = parseArgs({
@@ -24,7 +24,9 @@ const { values } = parseArgs({
 });
 const total = Number(values.messages);
 const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-backlog-"));
-const db = openDb(values.database === "sqlite" ? `sqlite:${join(dataDir, "bench.db")}` : values.database);
+const db = await openDb(
+  values.database === "sqlite" ? `sqlite:${join(dataDir, "bench.db")}` : values.database,
+);
 await migrate(db);
 const dock = await new DockRepository(db, loadEncryptionKey(null, dataDir).key).create(1, {
   name: "Backlog",
@@ -48,7 +50,7 @@ for (let stored = 0; stored < total; stored += batch.length) {
 }
 console.log(`${total} waiting messages stored in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-const deliveries = new DeliveryRepository(db);
+const deliveries = new OutboxViews(db);
 console.log(
   `\nbench:backlog on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, database ${values.database}\n`,
 );

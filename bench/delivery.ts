@@ -19,8 +19,8 @@ import { parseArgs } from "node:util";
 import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { SEND_LIMITS } from "../src/sandbox/limits.ts";
-import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 
 const { values } = parseArgs({
@@ -106,7 +106,7 @@ void (async () => {
   }
 })();
 
-const db = openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
+const db = await openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
 await migrate(db);
 const docks = new DockRepository(db, loadEncryptionKey(null, dataDir).key);
 const subscriptions = new SubscriptionRepository(db);

@@ -12,8 +12,8 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { type OpenLoopResult, openLoop } from "./open-loop.ts";
 
@@ -164,7 +164,7 @@ function run(url: string, body: string, options: { overallRate?: number }) {
 const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-bench-"));
 const databaseUrl = values.database === "sqlite" ? `sqlite:${join(dataDir, "bench.db")}` : values.database;
 const key = loadEncryptionKey(null, dataDir).key;
-const db = openDb(databaseUrl);
+const db = await openDb(databaseUrl);
 await migrate(db);
 const dock = await new DockRepository(db, key).create(1, { name: "Bench", link: null, description: null });
 const subscriptions = new SubscriptionRepository(db);

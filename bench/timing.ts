@@ -18,8 +18,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { newDockId } from "../src/domain/ids.ts";
-import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +33,7 @@ const databaseUrl =
   values.database === "sqlite" ? `sqlite:${join(dataDir, "dock-notify.db")}` : values.database;
 const key = randomBytes(32);
 
-const db = openDb(databaseUrl);
+const db = await openDb(databaseUrl);
 await migrate(db);
 const dock = await new DockRepository(db, key).create(1, { name: "Timing", link: null, description: null });
 await db.close();

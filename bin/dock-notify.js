@@ -8,4 +8,4 @@ if (major < 24) {
   process.exit(2);
 }
 const { runCli } = await import("../src/cli.ts");
-await runCli(process.argv);
+process.exitCode = await runCli(process.argv.slice(2));

@@ -1,39 +1,36 @@
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
-import { sql } from "kysely";
+import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
-import { telegramWebhook, webhookSecret } from "./bot/webhook.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
-import { Pacer, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
+import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
-import { clientErrorHandler, frameworkErrors } from "./http/early-errors.ts";
-import { ApiError, type ErrorCode } from "./http/errors.ts";
+import { clientErrorHandler, errorBoundary, frameworkErrors } from "./http/error-boundary.ts";
+import { ApiError } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
+import { telegramWebhook } from "./http/telegram-webhook.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
-import { sandbox } from "./sandbox/plugin.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
-import { DeliveryRepository } from "./store/deliveries.ts";
-import { DeliveryReport } from "./store/delivery-report.ts";
 import { DockRepository } from "./store/docks.ts";
-import { isDatabaseUnavailable, storageFault } from "./store/faults.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
-import { ACCEPTED_CHANNEL, PgLeadership } from "./store/pg-leadership.ts";
+import { Outbox } from "./store/outbox.ts";
+import { OutboxViews } from "./store/outbox-views.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
-import { type TelegramTarget, telegramTarget } from "./telegram-target.ts";
+import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram-target.ts";
+import type { BackgroundWorker } from "./worker.ts";
 
 export interface AppDeps {
   config: Config;
@@ -42,6 +39,12 @@ export interface AppDeps {
   /** Where log lines go; stdout when omitted. */
   logStream?: DestinationStream;
   now?: () => number;
+  /**
+   * Overrides Telegram's flood limits in the pacer. For tests whose subject is not the pace (a
+   * conversation with the bot, the console) against a sandbox with its limits off; never set by
+   * the service itself.
+   */
+  pace?: Partial<PacerLimits>;
 }
 
 export interface App {
@@ -53,7 +56,10 @@ export interface App {
   telegram: TelegramTarget;
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
-  deliveries: DeliveryRepository;
+  /** Every change of a delivery's state (see store/outbox.ts). */
+  outbox: Outbox;
+  /** Read views of the outbox: a message's status, the backlog, a Dock's recent messages. */
+  outboxViews: OutboxViews;
   /** Telegram's flood limits on our side; whatever sends to Telegram paces itself through it. */
   pacer: Pacer;
   botStates: BotStateRepository;
@@ -73,68 +79,6 @@ export interface App {
   stop(): Promise<void>;
 }
 
-/**
- * A part of the service that runs in the background (the bot, the delivery dispatcher). It gets
- * the Telegram target resolved to an address it can reach.
- */
-export interface BackgroundWorker {
-  readonly name: string;
-  start(telegram: TelegramTarget): Promise<void>;
-  stop(): Promise<void>;
-}
-
-interface ValidationIssue {
-  keyword: string;
-  instancePath: string;
-  params: Record<string, unknown>;
-  message?: string;
-}
-
-/** A schema validation failure, said in terms of the field the client got wrong. */
-function describeValidation(issue: ValidationIssue | undefined, context: string | undefined): string {
-  if (!issue) return "The request is not valid.";
-  const where = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
-  if (issue.keyword === "required") return `${String(issue.params.missingProperty)} is required.`;
-  if (issue.keyword === "type") {
-    return where === ""
-      ? `The ${context ?? "body"} must be a JSON object.`
-      : `${where} must be a ${String(issue.params.type)}.`;
-  }
-  return `${where || context || "request"} ${issue.message ?? "is not valid"}.`;
-}
-
-const STATUS_CODES: Record<number, ErrorCode> = {
-  404: "not_found",
-  405: "method_not_allowed",
-  413: "payload_too_large",
-  415: "unsupported_media_type",
-};
-
-/** Maps anything thrown while handling a request to the catalogue's error format. */
-function toApiError(
-  error: FastifyError & { validation?: ValidationIssue[] },
-  maxBodyBytes: number,
-): ApiError {
-  if (error instanceof ApiError) return error;
-  if (storageFault(error) !== null) return ApiError.retryAfter("storage_unavailable", 10);
-  if (isDatabaseUnavailable(error)) return ApiError.retryAfter("database_unavailable", 5);
-  if (error.validation) {
-    return new ApiError("invalid_request", describeValidation(error.validation[0], error.validationContext));
-  }
-  switch (error.code) {
-    case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError("payload_too_large", `The request body is larger than ${maxBodyBytes} bytes.`);
-    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new ApiError("unsupported_media_type");
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-    case "FST_ERR_CTP_INVALID_JSON_BODY":
-      return new ApiError("invalid_json");
-  }
-  const status = error.statusCode ?? 500;
-  if (status >= 400 && status < 500) return new ApiError(STATUS_CODES[status] ?? "invalid_request");
-  return new ApiError("internal_error");
-}
-
 /** Builds the service from its parts; the caller owns the database and decides when to listen. */
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
@@ -146,15 +90,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
-  const deliveries = new DeliveryRepository(db, now);
-  registerBacklogGauges(metrics, () => deliveries.backlog(), now);
+  const outbox = new Outbox(db, now);
+  const outboxViews = new OutboxViews(db);
+  registerBacklogGauges(metrics, () => outboxViews.backlog(), now);
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
   const pacer = new Pacer(
     {
       ...TELEGRAM_LIMITS,
       globalPerSecond: config.telegramRateLimit,
       // Instances sharing a PostgreSQL database share the bot: the others' replies are not counted here.
-      othersSend: db.dialect === "postgres",
+      othersSend: db.shared,
+      ...deps.pace,
     },
     now,
   );
@@ -199,29 +145,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // The database's own warnings (a connection dropped while idle) are log lines like any other.
   const stopWarnings = db.onWarning((message) => server.log.warn(message));
   server.addHook("onClose", async () => stopWarnings());
-  server.setErrorHandler((error: FastifyError, request, reply) => {
-    const apiError = toApiError(error, config.maxBodyBytes);
-    // A 5xx we meant (an outage, the console not built, Telegram unreachable) is a warn line
-    // without a stack: there is no bug to trace. Any other 5xx is one, logged with its stack.
-    if (apiError.code === "storage_unavailable") {
-      request.log.warn({ cause: storageFault(error), reason: error.message }, apiError.code);
-    } else if (apiError.status >= 500 && (apiError === error || apiError.code === "database_unavailable")) {
-      request.log.warn({ reason: error.message }, apiError.code);
-    } else if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
-    metrics.requestsRejected.inc({ code: apiError.code });
-    return reply.code(apiError.status).headers(apiError.headers).send(apiError.body);
+  await server.register(errorBoundary, {
+    maxBodyBytes: config.maxBodyBytes,
+    onRefused: (code) => metrics.requestsRejected.inc({ code }),
   });
-  server.setNotFoundHandler(async (request, reply) => {
-    // Methods Fastify has no route for at all (PROPFIND, LOCK …) still get the send API's 405.
-    const path = request.url.split("?")[0];
-    if (path === "/ping" || path === "/webhook") {
-      const error = new ApiError("method_not_allowed", "Use POST.", { Allow: "POST" });
-      return reply.code(error.status).headers(error.headers).send(error.body);
-    }
-    const error = new ApiError("not_found", "No such endpoint; the API reference is at /docs.");
-    return reply.code(error.status).send(error.body);
-  });
-
   await server.register(requestGuard, {
     publicUrl: config.publicUrl,
     allowedHosts: config.allowedHosts,
@@ -253,7 +180,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(sendApi, {
     docks,
     intake,
-    deliveries,
+    views: outboxViews,
     maxBodyBytes: config.maxBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
@@ -266,7 +193,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     subscriptions,
     loginTokens,
     sessions,
-    report: new DeliveryReport(db),
+    report: outboxViews,
     publicUrl: config.publicUrl,
     sandbox: telegram.sandbox,
     // The bot learns its username from getMe when it starts (known at once in the sandbox).
@@ -284,6 +211,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(consolePage, {});
 
   if (telegram.sandbox) {
+    // Loaded only when it plays Telegram: a service with a real bot never loads the emulator.
+    const { sandbox } = await import("./sandbox/plugin.ts");
     await server.register(sandbox, {
       prefix: "/sandbox",
       rateLimits: config.sandboxRateLimits,
@@ -294,7 +223,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   }
 
   const dispatcher = new Dispatcher({
-    deliveries,
+    outbox,
     subscriptions,
     pacer,
     log: server.log.child({ worker: "delivery" }),
@@ -306,33 +235,22 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sweepMs: 2000,
     paidBroadcast: config.telegramPaidBroadcast,
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
-    ...(db.dialect === "postgres"
-      ? {
-          leadership: new PgLeadership(
-            config.databaseUrl,
-            `dispatcher:${telegram.token.split(":")[0]}`,
-            config.databaseTimeoutMs,
-          ),
-        }
-      : {}),
+    // One dispatcher per bot among the instances sharing the database.
+    leadership: db.leadership(`dispatcher:${telegram.token.split(":")[0]}`),
     now,
   });
   messages.onAccepted((dockIds) => {
     dispatcher.wake(dockIds);
     // The active dispatcher may be another instance: tell it through the database.
-    if (db.dialect === "postgres") {
-      sql`select pg_notify(${ACCEPTED_CHANNEL}, ${dockIds.join(",")})`
-        .execute(db.kysely)
-        .catch((error: unknown) => {
-          server.log.warn(
-            { err: error },
-            "could not notify the active dispatcher; its sweep will find the message",
-          );
-        });
-    }
+    db.announce(dockIds).catch((error: unknown) => {
+      server.log.warn(
+        { err: error },
+        "could not notify the active dispatcher; its sweep will find the message",
+      );
+    });
   });
   const retention = new Retention({
-    deliveries,
+    outbox,
     loginTokens,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
@@ -368,7 +286,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     telegram,
     subscriptions,
     loginTokens,
-    deliveries,
+    outbox,
+    outboxViews,
     pacer,
     botStates,
     botInfo() {

@@ -1,11 +1,29 @@
+// Only what every command needs is imported here: the service, the sandbox and the database are
+// loaded by the commands that use them, so `--help` or a usage error answers without loading them.
 import { Command, CommanderError, Option } from "commander";
+import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
+import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
-import { explained, loadCheckedEncryptionKey, openMigratedDb, serve } from "./main.ts";
-import { runSandbox } from "./sandbox/standalone.ts";
-import { migrate, openDb } from "./store/db.ts";
-import { type Dock, DockRepository, type DockWithSecret } from "./store/docks.ts";
+import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
+
+/**
+ * What the command line reads and writes besides its arguments. The binary passes the process's
+ * own; a test passes its own, to run commands in its process.
+ */
+export interface CliIo {
+  /** The environment the configuration is read from. */
+  env: Record<string, string | undefined>;
+  /** Where results go (standard output). */
+  stdout: { write(text: string): unknown };
+  /** Where errors go: one line each (standard error). */
+  stderr: { write(text: string): unknown };
+  /** Where `serve` and `sandbox` write their log lines; standard output when omitted. */
+  logs?: DestinationStream;
+}
+
+const PROCESS_IO: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr };
 
 /** A failure the operator caused: printed as one line, exit code 2 (1 for "not found"). */
 class UsageError extends Error {
@@ -16,7 +34,7 @@ class UsageError extends Error {
   }
 
   get exitCode(): number {
-    return this.code === "not_found" ? 1 : 2;
+    return CLI_ERRORS[this.code].exitCode;
   }
 }
 
@@ -34,7 +52,7 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
   };
 }
 
-function printDock(dock: DockWithSecret, config: Config): void {
+function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
   const lines = [
     `Dock "${dock.name}"`,
     `  Dock ID:      ${dock.id}`,
@@ -48,11 +66,16 @@ function printDock(dock: DockWithSecret, config: Config): void {
     "  Send a message:",
     `    curl -d '{"dock_id":"${dock.id}","secret_key":"${dock.secretKey}","msg":"Hello"}' ${config.publicUrl}/ping`,
   ];
-  console.log(lines.join("\n"));
+  io.stdout.write(`${lines.join("\n")}\n`);
 }
 
-async function withDocks<T>(fn: (docks: DockRepository, config: Config) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+async function withDocks<T>(
+  io: CliIo,
+  fn: (docks: DockRepository, config: Config) => Promise<T>,
+): Promise<T> {
+  const config = loadConfig(io.env);
+  const { explained, loadCheckedEncryptionKey, openMigratedDb } = await import("./main.ts");
+  const { DockRepository } = await import("./store/docks.ts");
   const db = await openMigratedDb(config);
   try {
     const { key } = await loadCheckedEncryptionKey(config, db).catch((error: unknown) => {
@@ -78,45 +101,63 @@ async function requireDock(docks: DockRepository, id: string): Promise<DockWithS
 }
 
 /**
- * `jsonErrors`: a script asked for `--json`; commander's own usage errors are then not printed
- * as text (runCli prints every error as one JSON line instead).
+ * The commands, writing to `io`. `jsonErrors`: a script asked for `--json`; commander's own usage
+ * errors are then not printed as text (runCli prints every error as one JSON line instead).
  */
-export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
+function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
+  const out = (text: string) => io.stdout.write(`${text}\n`);
   const program = new Command("dock-notify")
     .description("Send notifications from any application to people on Telegram.")
     .version(pkg.version)
     // Before any subcommand is added: they copy these, and without exitOverride they exit 1 on a
     // usage error (a missing option, an unknown command) instead of throwing for runCli to exit 2.
-    .exitOverride();
-  if (options.jsonErrors) program.configureOutput({ outputError: () => {} });
-  else program.showHelpAfterError();
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      ...(options.jsonErrors ? { outputError: () => {} } : {}),
+    });
+  if (!options.jsonErrors) program.showHelpAfterError();
 
   program
     .command("serve", { isDefault: true })
     .description("run the service (HTTP API, console, bot, delivery)")
-    .action(async () => serve(loadConfig()));
+    .action(async () => {
+      const config = loadConfig(io.env);
+      const { serve } = await import("./main.ts");
+      await serve(config, io.logs);
+    });
 
   program
     .command("sandbox")
     .description(
       "run only the Telegram sandbox (Bot API emulator and chat page) on PORT, for several instances to share",
     )
-    .action(async () => runSandbox(loadConfig()));
+    .action(async () => {
+      const config = loadConfig(io.env);
+      const { runSandbox } = await import("./sandbox/standalone.ts");
+      await runSandbox(config, io.logs);
+    });
 
   program
     .command("migrate")
     .description("bring the database schema up to date, then exit")
     .addOption(new Option("--json", "print JSON instead of text"))
     .action(async (opts: { json?: boolean }) => {
-      const config = loadConfig();
+      const config = loadConfig(io.env);
+      const { explained } = await import("./main.ts");
+      const { migrate, openDb } = await import("./store/open.ts");
       // No DATABASE_TIMEOUT_SECONDS here: a migration may rightly take long.
-      const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, timeoutMs: 0 });
+      const db = await openDb(config.databaseUrl, {
+        sqliteSynchronous: config.sqliteSynchronous,
+        timeoutMs: 0,
+      });
       try {
         const applied = await migrate(db).catch((error: unknown) => {
           throw explained(error, config);
         });
-        if (opts.json) console.log(JSON.stringify({ applied }));
-        else console.log(applied.length ? `applied: ${applied.join(", ")}` : "the database is up to date");
+        if (opts.json) out(JSON.stringify({ applied }));
+        else out(applied.length ? `applied: ${applied.join(", ")}` : "the database is up to date");
       } finally {
         await db.close();
       }
@@ -138,10 +179,10 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
         const owner = parseOwner(opts.owner);
         const fields = validateDockFields(opts);
         if (!fields.ok) throw new UsageError(fields.errors.map((e) => `--${e.message}`).join("; "));
-        await withDocks(async (repo, config) => {
+        await withDocks(io, async (repo, config) => {
           const dock = await repo.create(owner, fields.value);
-          if (opts.json) console.log(JSON.stringify(dockJson(dock, true), null, 2));
-          else printDock(dock, config);
+          if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
+          else printDock(dock, config, io);
         });
       },
     );
@@ -153,10 +194,10 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
     .addOption(json)
     .action(async (opts: { owner?: string; json?: boolean }) => {
       const owner = opts.owner === undefined ? undefined : parseOwner(opts.owner);
-      await withDocks(async (repo) => {
+      await withDocks(io, async (repo) => {
         const list = await repo.list(owner);
         if (opts.json) {
-          console.log(
+          out(
             JSON.stringify(
               list.map((d) => dockJson(d, false)),
               null,
@@ -167,14 +208,14 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
         }
         if (list.length === 0) {
           const create = `dock-notify docks create --owner ${owner ?? "<id>"} --name <name>`;
-          console.log(
+          out(
             `${owner === undefined ? "no Docks yet" : `owner ${owner} has no Docks`}; create one with: ${create}`,
           );
           return;
         }
-        console.log(["ID".padEnd(22), "SUBSCRIBERS", "OWNER".padEnd(12), "NAME"].join("  "));
+        out(["ID".padEnd(22), "SUBSCRIBERS", "OWNER".padEnd(12), "NAME"].join("  "));
         for (const d of list) {
-          console.log(
+          out(
             [d.id, String(d.activeSubscribers).padStart(11), String(d.ownerId).padEnd(12), d.name].join("  "),
           );
         }
@@ -186,10 +227,10 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
     .description("show one Dock with its secret key")
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withDocks(async (repo, config) => {
+      await withDocks(io, async (repo, config) => {
         const dock = await requireDock(repo, id);
-        if (opts.json) console.log(JSON.stringify(dockJson(dock, true), null, 2));
-        else printDock(dock, config);
+        if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
+        else printDock(dock, config, io);
       });
     });
 
@@ -198,11 +239,11 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
     .description("replace the secret key; the old one stops working at once")
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withDocks(async (repo) => {
+      await withDocks(io, async (repo) => {
         const secretKey = await repo.rotateSecret(id);
         if (secretKey === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
-        if (opts.json) console.log(JSON.stringify({ id, secret_key: secretKey }, null, 2));
-        else console.log(`New secret key for ${id}: ${secretKey}\nThe old key no longer works.`);
+        if (opts.json) out(JSON.stringify({ id, secret_key: secretKey }, null, 2));
+        else out(`New secret key for ${id}: ${secretKey}\nThe old key no longer works.`);
       });
     });
 
@@ -211,10 +252,10 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
     .description("delete a Dock, its subscriptions and its undelivered messages")
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withDocks(async (repo) => {
+      await withDocks(io, async (repo) => {
         if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
-        if (opts.json) console.log(JSON.stringify({ id, deleted: true }));
-        else console.log(`Deleted Dock ${id}.`);
+        if (opts.json) out(JSON.stringify({ id, deleted: true }));
+        else out(`Deleted Dock ${id}.`);
       });
     });
 
@@ -222,7 +263,7 @@ export function buildCli(options: { jsonErrors?: boolean } = {}): Command {
 }
 
 /** How runCli reports a failure: exit code, stable code (for `--json`), and the one line to print. */
-function failure(error: unknown): { exitCode: number; code: string; message: string } {
+function failure(error: unknown): { exitCode: number; code: CliErrorCode; message: string } {
   if (error instanceof CommanderError) {
     // --help and --version end with 0; every other commander error is a usage error.
     const exitCode = error.exitCode === 0 ? 0 : 2;
@@ -231,33 +272,44 @@ function failure(error: unknown): { exitCode: number; code: string; message: str
     return { exitCode, code: "invalid_input", message };
   }
   if (error instanceof ConfigError) {
-    return { exitCode: 2, code: "invalid_configuration", message: `invalid configuration: ${error.message}` };
+    return {
+      exitCode: CLI_ERRORS.invalid_configuration.exitCode,
+      code: "invalid_configuration",
+      message: `invalid configuration: ${error.message}`,
+    };
   }
   if (error instanceof UsageError)
     return { exitCode: error.exitCode, code: error.code, message: error.message };
-  return { exitCode: 1, code: "failed", message: error instanceof Error ? error.message : String(error) };
+  return {
+    exitCode: CLI_ERRORS.failed.exitCode,
+    code: "failed",
+    message: error instanceof Error ? error.message : String(error),
+  };
 }
 
 /**
- * Runs the command line. A failure is one line on stderr (with `--json`, a JSON object in the send
- * API's error format) and its exit code: 1 not found or failed, 2 invalid input or configuration.
+ * Runs the command line (`args` without node and the script) and resolves to its exit code: 0,
+ * 1 not found or failed, 2 invalid input or configuration. A failure is one line on stderr (with
+ * `--json`, a JSON object in the send API's error format). Every command closes what it opened
+ * before it resolves, except `serve` and `sandbox`, which resolve once they listen and stop the
+ * process on SIGTERM/SIGINT.
  */
-export async function runCli(argv: string[]): Promise<void> {
+export async function runCli(args: string[], io: CliIo = PROCESS_IO): Promise<number> {
   // Options end at "--": after it, "--json" is an argument (a Dock named so), not a request for JSON.
-  const args = argv.slice(2);
   const end = args.indexOf("--");
   const json = (end === -1 ? args : args.slice(0, end)).includes("--json");
-  const program = buildCli({ jsonErrors: json });
+  const program = buildCli(io, { jsonErrors: json });
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(args, { from: "user" });
+    return 0;
   } catch (error) {
     const { exitCode, code, message } = failure(error);
-    process.exitCode = exitCode;
     // Commander has printed its own (help, version, or the usage error as text).
-    if (exitCode === 0 || (error instanceof CommanderError && !json)) return;
-    if (json) console.error(JSON.stringify({ ok: false, error: { code, message } }));
-    else console.error(`dock-notify: ${message}`);
+    if (exitCode === 0 || (error instanceof CommanderError && !json)) return exitCode;
+    if (json) io.stderr.write(`${JSON.stringify({ ok: false, error: { code, message } })}\n`);
+    else io.stderr.write(`dock-notify: ${message}\n`);
+    return exitCode;
   }
 }
 
-if (import.meta.main) await runCli(process.argv);
+if (import.meta.main) process.exitCode = await runCli(process.argv.slice(2));

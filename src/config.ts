@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
-import { SANDBOX_BOT_TOKEN } from "./sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
 
 /** Every setting of the service, read once from the environment and validated. */
 export interface Config {

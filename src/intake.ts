@@ -1,4 +1,4 @@
-import { ApiError } from "./http/errors.ts";
+import { Refusal } from "./domain/refusal.ts";
 import type { Metrics } from "./metrics.ts";
 import type { AcceptResult, MessageRepository } from "./store/messages.ts";
 
@@ -8,7 +8,7 @@ export type Source = "ping" | "webhook" | "console";
 /**
  * The one way a message enters the service, whichever door it used (the send API or the
  * console's test message): durable storage (with the Dock's rate limit, see MessageRepository),
- * the answers as API errors, and the counters.
+ * its refusals as `Refusal`s (the HTTP edge answers them), and the counters.
  */
 export class Intake {
   readonly #messages: MessageRepository;
@@ -33,8 +33,8 @@ export class Intake {
     source: Source;
   }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" | "unauthorized" }>> {
     const result = await this.#messages.accept(input);
-    if (result.kind === "refused") throw ApiError.retryAfter("rate_limited", result.retryAfterSeconds);
-    if (result.kind === "conflict") throw new ApiError("idempotency_conflict");
+    if (result.kind === "refused") throw new Refusal("rate_limited", result.retryAfterSeconds);
+    if (result.kind === "conflict") throw new Refusal("idempotency_conflict");
     if (result.kind === "accepted") {
       this.#metrics.messagesAccepted.inc({ endpoint: input.source });
       this.#metrics.deliveriesQueued.inc(result.subscribers);

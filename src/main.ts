@@ -1,12 +1,13 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { createApp } from "./app.ts";
+import type { DestinationStream } from "pino";
+import type { App } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { flushLogs } from "./log.ts";
-import { type Db, migrate, openDb } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
 import { isDatabaseUnavailable } from "./store/faults.ts";
+import { type Db, migrate, openDb } from "./store/open.ts";
 
 /**
  * The encryption key (loadEncryptionKey), checked against the Docks already in the database: a
@@ -41,8 +42,8 @@ export async function loadCheckedEncryptionKey(
 export async function openMigratedDb(config: Config): Promise<Db> {
   const options = { sqliteSynchronous: config.sqliteSynchronous, timeoutMs: config.databaseTimeoutMs };
   const postgres = !config.databaseUrl.startsWith("sqlite:");
-  const db = openDb(config.databaseUrl, options);
-  const migrating = postgres ? openDb(config.databaseUrl, { poolSize: 1, timeoutMs: 0 }) : db;
+  const db = await openDb(config.databaseUrl, options);
+  const migrating = postgres ? await openDb(config.databaseUrl, { poolSize: 1, timeoutMs: 0 }) : db;
   try {
     await migrate(migrating);
   } catch (error) {
@@ -92,9 +93,13 @@ export function describeDatabase(url: string): string {
 
 /**
  * `dock-notify serve`: migrate, listen, and on SIGTERM/SIGINT stop accepting, finish in-flight
- * requests (up to SHUTDOWN_TIMEOUT_MS), close the database, exit.
+ * requests (up to SHUTDOWN_TIMEOUT_MS), close the database, exit. Logs to `logStream`, standard
+ * output when omitted.
  */
-export async function serve(config: Config): Promise<void> {
+export async function serve(config: Config, logStream?: DestinationStream): Promise<void> {
+  // Loaded here, not with this module: the CLI's docks and migrate commands use the start-up helpers
+  // above and have no use for the service (half their start-up time).
+  const { createApp } = await import("./app.ts");
   const db = await openMigratedDb(config);
   let loaded: { key: Buffer; generated: boolean };
   try {
@@ -104,9 +109,9 @@ export async function serve(config: Config): Promise<void> {
     throw explained(error, config);
   }
   const { key, generated } = loaded;
-  let app: Awaited<ReturnType<typeof createApp>>;
+  let app: App;
   try {
-    app = await createApp({ config, db, encryptionKey: key });
+    app = await createApp({ config, db, encryptionKey: key, logStream });
   } catch (error) {
     // The database's thread would keep the process alive, not listening, for nothing.
     await db.close();
@@ -141,12 +146,16 @@ export async function serve(config: Config): Promise<void> {
   // `on`, not `once`: a signal often comes twice (Ctrl-C signals npm and the service, and npm
   // passes its own on), and a second one with no handler would kill the process mid-shutdown,
   // its last log lines unwritten. Repeats are ignored; SHUTDOWN_TIMEOUT_MS bounds the wait.
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
+  const onSignal = (signal: NodeJS.Signals) => void stop(signal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
 
   try {
     await server.listen({ port: config.port, host: config.host });
   } catch (error) {
+    // Nothing left to stop: a caller that goes on (a test running the CLI in its process) keeps no handler.
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
     await server.close();
     await db.close();
     // A port in use, an address not on this machine, a name that does not resolve.

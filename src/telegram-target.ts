@@ -1,5 +1,6 @@
+import { createHmac } from "node:crypto";
 import type { Config } from "./config.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "./sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "./sandbox-bot.ts";
 
 /** Which Telegram the service talks to; point grammY at it with `client: { apiRoot }`. */
 export interface TelegramTarget {
@@ -28,4 +29,13 @@ export function telegramTarget(config: Config): TelegramTarget {
     botUsername: null,
     sandbox: false,
   };
+}
+
+/**
+ * The `secret_token` given to `setWebhook`, derived from the bot token: every instance that
+ * shares the token computes the same value without storing or configuring one more secret, and
+ * nobody without the token can forge it.
+ */
+export function webhookSecret(botToken: string): string {
+  return createHmac("sha256", botToken).update("dock-notify telegram webhook").digest("base64url");
 }

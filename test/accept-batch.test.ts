@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isUniqueViolation } from "../src/store/accept-batch.ts";
-import { type Db, migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { MessageRepository } from "../src/store/messages.ts";
+import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
 
@@ -19,8 +19,8 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
   let docks: DockRepository;
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-    db = openDb(database.url);
+    database = await createTestDatabase(dialect, { migrated: true });
+    db = await openDb(database.url);
     await migrate(db);
     docks = new DockRepository(db, KEY);
   });
@@ -211,8 +211,9 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
         finished = true;
         return result;
       });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    // On the event loop, the statement would have run to its end before any timer could fire.
+    // One turn of the event loop, however busy the machine (a timer of a few ms could be late by
+    // the statement's length). On the event loop, the statement would have run to its end first.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(finished).toBe(false);
     expect((await counting).rows[0]?.n).toBe(3000000);
   });
@@ -224,7 +225,7 @@ describe("the SQLite thread", () => {
     // A file where the database's folder should be.
     const blocker = join(database.dataDir, "not-a-folder");
     writeFileSync(blocker, "");
-    const db = openDb(`sqlite:${join(blocker, "test.db")}`);
+    const db = await openDb(`sqlite:${join(blocker, "test.db")}`);
     // The reason names the path.
     await expect(migrate(db)).rejects.toThrow(/not-a-folder/);
     await db.close();
@@ -232,8 +233,8 @@ describe("the SQLite thread", () => {
   });
 
   it("refuses statements and batches once closed; what was handed over before is stored", async () => {
-    const database = await createTestDatabase("sqlite");
-    const db = openDb(database.url);
+    const database = await createTestDatabase("sqlite", { migrated: true });
+    const db = await openDb(database.url);
     await migrate(db);
     const dock = await new DockRepository(db, KEY).create(1, {
       name: "Closing",
@@ -250,7 +251,7 @@ describe("the SQLite thread", () => {
     await expect(db.kysely.selectFrom("docks").selectAll().execute()).rejects.toThrow(/destroyed|closed/);
     expect(await before).toMatchObject({ kind: "accepted" });
     await closing;
-    const reopened = openDb(database.url);
+    const reopened = await openDb(database.url);
     const stored = await reopened.kysely.selectFrom("messages").select("text").execute();
     expect(stored.map((row) => row.text)).toEqual(["before"]);
     await reopened.close();
@@ -268,9 +269,9 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
   const rate = { burst: 3, perSecond: 0.001 };
 
   beforeAll(async () => {
-    database = await createTestDatabase("postgres");
-    one = openDb(database.url);
-    two = openDb(database.url);
+    database = await createTestDatabase("postgres", { migrated: true });
+    one = await openDb(database.url);
+    two = await openDb(database.url);
     await migrate(one);
     docks = new DockRepository(one, KEY);
   });

@@ -1,6 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { ping } from "./delivery-harness.ts";
@@ -15,7 +15,7 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
   let other: DockWithSecret;
 
   beforeAll(async () => {
-    service = await startService(dialect);
+    service = await startService(dialect, {}, { pace: "unpaced" });
     people = new People(`${service.url}/sandbox`);
     dock = await service.app.docks.create(1, { name: "Alerts", link: null, description: "Pager alerts" });
     other = await service.app.docks.create(1, { name: "Builds", link: null, description: null });
@@ -196,9 +196,15 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
       expect(await subscriptionsOf(supergroup)).toEqual([[dock.id, "supergroup", "active"]]);
       expect(await subscriptionsOf(group)).toEqual([]);
       // Delivered on its first counted attempt: the refused send to the old id was not the message's fault.
-      const status = await service.app.deliveries.status(messageId, dock.id);
-      const ours = status?.deliveries.filter((d) => d.chatId === supergroup || d.chatId === group);
-      expect(ours).toMatchObject([{ chatId: supergroup, state: "sent", attempts: 1 }]);
+      // The chat shows the message as Telegram answers; the outcome is written just after: wait for it.
+      const ours = async () => {
+        const status = await service.app.outboxViews.status(messageId, dock.id);
+        return status?.deliveries.filter((d) => d.chatId === supergroup || d.chatId === group) ?? [];
+      };
+      await people.waitFor("the delivery's outcome on record", async () =>
+        (await ours()).some((d) => d.state !== "sending" && d.state !== "queued") ? true : undefined,
+      );
+      expect(await ours()).toMatchObject([{ chatId: supergroup, state: "sent", attempts: 1 }]);
       expect(service.logs.text).toContain("group became a supergroup; its subscriptions moved");
     } finally {
       if (!restarted) await service.app.start();

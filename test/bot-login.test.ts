@@ -10,7 +10,7 @@ describe.each(DIALECTS)("console sign-in confirmed in the bot on %s", (dialect) 
   let people: People;
 
   beforeAll(async () => {
-    service = await startService(dialect);
+    service = await startService(dialect, {}, { pace: "unpaced" });
     people = new People(`${service.url}/sandbox`);
   });
   afterAll(async () => service.close());

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhookSecret } from "../src/bot/webhook.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { webhookSecret } from "../src/telegram-target.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";
 import {
@@ -21,7 +21,7 @@ describe.each(DIALECTS)("the bot across a restart on %s", (dialect) => {
   it("a person who pressed Subscribe before the restart is subscribed by the ID pasted after it", async () => {
     // The sandbox runs on its own, as `dock-notify sandbox` does, so it outlives the service.
     const sandbox = await startSandbox();
-    const database = await createTestDatabase(dialect);
+    const database = await createTestDatabase(dialect, { migrated: true });
     const key = randomBytes(32);
     const env = { TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN, TELEGRAM_API_ROOT: sandbox.root };
     const people = new People(sandbox.root);
@@ -70,6 +70,11 @@ describe("the bot's Telegram client", () => {
 
   it("publishes its commands on start", async () => {
     const api = new Api(SANDBOX_BOT_TOKEN, { apiRoot: `${service.url}/sandbox` });
+    // Published in the background once the bot runs (a Telegram refusing them must not hold up the
+    // start): wait for them, then check them.
+    await people.waitFor("the commands published", async () =>
+      (await api.getMyCommands()).length > 0 ? true : undefined,
+    );
     const commands = await api.getMyCommands();
     expect(commands.map((c) => c.command)).toEqual([
       "start",

@@ -13,7 +13,7 @@ describe.each(DIALECTS)("subscribing in the bot on %s", (dialect) => {
   let other: DockWithSecret;
 
   beforeAll(async () => {
-    service = await startService(dialect);
+    service = await startService(dialect, {}, { pace: "unpaced" });
     people = new People(`${service.url}/sandbox`);
     dock = await service.app.docks.create(1, {
       name: "Deploys <prod>",

@@ -1,6 +1,6 @@
 import { Api } from "grammy";
-import { afterEach, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { describe, expect, it } from "vitest";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";
@@ -21,19 +21,14 @@ async function botState(service: RunningService): Promise<{ state: string; up: n
  * Telegram failing its polls, a webhook someone else replaced) relaunches it, and a call that only
  * polishes it (the command list) never keeps it from starting.
  */
-describe("the bot keeps running", () => {
-  let service: RunningService | undefined;
-  let sandbox: RunningSandbox | undefined;
-  afterEach(async () => {
-    await service?.close();
-    await sandbox?.close();
-    service = undefined;
-    sandbox = undefined;
-  });
-
-  it("a getUpdates from someone else with the token (409 Conflict) does not stop it: it answers a new /start", async () => {
-    service = await startService("sqlite");
-    const running = service;
+// Each test waits out the bot's own schedules (polls, retries, webhook checks) on a service and a
+// sandbox of its own: they wait side by side.
+describe.concurrent("the bot keeps running", () => {
+  it("a getUpdates from someone else with the token (409 Conflict) does not stop it: it answers a new /start", async ({
+    onTestFinished,
+  }) => {
+    const running = await startService("sqlite");
+    onTestFinished(() => running.close());
     const people = new People(`${running.url}/sandbox`);
     await waitFor("the bot running", async () => (await botState(running)).state === "running");
     expect(await botState(running)).toEqual({ state: "running", up: 1, ready: 200 });
@@ -65,13 +60,19 @@ describe("the bot keeps running", () => {
     expect(await botState(running)).toEqual({ state: "running", up: 1, ready: 200 });
   });
 
-  it("Telegram unreachable at start: the service starts and takes messages; the bot starts once Telegram answers", async () => {
+  it("Telegram unreachable at start: the service starts and takes messages; the bot starts once Telegram answers", async ({
+    onTestFinished,
+  }) => {
     const port = await freePort();
-    service = await startService("sqlite", {
+    const running = await startService("sqlite", {
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: `http://127.0.0.1:${port}/sandbox`,
     });
-    const running = service;
+    let sandbox: RunningSandbox | undefined;
+    onTestFinished(async () => {
+      await running.close();
+      await sandbox?.close();
+    });
     expect(running.logs.text).toContain("bot could not start yet; retrying");
     expect(await botState(running)).toEqual({ state: "reconnecting", up: 0, ready: 200 });
     const dock = await running.app.docks.create(1, { name: "Early", link: null, description: null });
@@ -89,13 +90,16 @@ describe("the bot keeps running", () => {
     expect((await people.botReply(rui, await people.start(rui), "the welcome")).text).toContain("Dock");
   }, 60_000);
 
-  it("Telegram failing its polls puts it in reconnecting (gauge 0, /readyz still 200) until they work again", async () => {
-    sandbox = await startSandbox();
-    service = await startService("sqlite", {
+  it("Telegram failing its polls puts it in reconnecting (gauge 0, /readyz still 200) until they work again", async ({
+    onTestFinished,
+  }) => {
+    const sandbox = await startSandbox();
+    onTestFinished(() => sandbox.close());
+    const running = await startService("sqlite", {
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: sandbox.root,
     });
-    const running = service;
+    onTestFinished(() => running.close());
     await waitFor("the bot running", async () => (await botState(running)).state === "running");
     await sandbox.control("POST", "/faults", { kind: "server_error", methods: ["getUpdates"], rate: 1 });
     // An update ends the poll waiting now; the bot's next poll meets the fault.
@@ -120,14 +124,17 @@ describe("the bot keeps running", () => {
     expect((await people.botReply(ola, await people.start(ola), "the welcome")).text).toContain("Dock");
   }, 90_000);
 
-  it("starts and answers although Telegram refuses its command list; publishes the list once it takes it", async () => {
-    sandbox = await startSandbox();
+  it("starts and answers although Telegram refuses its command list; publishes the list once it takes it", async ({
+    onTestFinished,
+  }) => {
+    const sandbox = await startSandbox();
+    onTestFinished(() => sandbox.close());
     await sandbox.control("POST", "/faults", { kind: "server_error", methods: ["setMyCommands"], rate: 1 });
-    service = await startService("sqlite", {
+    const running = await startService("sqlite", {
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: sandbox.root,
     });
-    const running = service;
+    onTestFinished(() => running.close());
     // Started within the service's start: no "has not answered yet", no retry loop.
     expect(running.logs.text).toContain("bot started");
     expect(running.logs.text).not.toContain("Telegram has not answered yet");
@@ -143,7 +150,7 @@ describe("the bot keeps running", () => {
     // Retried 5, 10, 20 … s after the first failure: the next try may be half a minute away.
     await waitFor(
       "the command list published",
-      async () => (await sandbox?.api.getMyCommands())?.length === 6,
+      async () => (await sandbox.api.getMyCommands()).length === 6,
       60_000,
       250,
     );
@@ -151,20 +158,16 @@ describe("the bot keeps running", () => {
 });
 
 describe("the bot's webhook stays its own", () => {
-  let service: RunningService | undefined;
-  afterEach(async () => {
-    await service?.close();
-    service = undefined;
-  });
-
-  it("a webhook someone else changed or removed is registered again, and updates flow to it", async () => {
+  it("a webhook someone else changed or removed is registered again, and updates flow to it", async ({
+    onTestFinished,
+  }) => {
     const port = await freePort();
-    service = await startService("sqlite", {
+    const running = await startService("sqlite", {
       PORT: String(port),
       TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
       TELEGRAM_WEBHOOK_CHECK_SECONDS: "1",
     });
-    const running = service;
+    onTestFinished(() => running.close());
     const ours = `${running.url}/telegram/webhook`;
     const api = new Api(SANDBOX_BOT_TOKEN, { apiRoot: `${running.url}/sandbox` });
     expect((await api.getWebhookInfo()).url).toBe(ours);

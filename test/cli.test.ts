@@ -1,29 +1,85 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import pkg from "../package.json" with { type: "json" };
 import { createApp } from "../src/app.ts";
+import { runCli } from "../src/cli.ts";
 import { loadConfig } from "../src/config.ts";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { migrate, openDb } from "../src/store/db.ts";
+import { migrate, openDb } from "../src/store/open.ts";
+import { waitFor } from "./wait.ts";
 
 const BIN = join(import.meta.dirname, "..", "bin", "dock-notify.js");
+const CLI = join(import.meta.dirname, "..", "src", "cli.ts");
+
+type Env = Record<string, string>;
+
+/** How many of each kind of handle keep this process alive (servers, sockets, timers…). */
+function openResources(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const kind of process.getActiveResourcesInfo()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * The command line run in this process, as the binary runs it (the tests of the binary itself are
+ * below): its exit code and what it wrote. It resolves once everything the command opened is
+ * closed again, and fails if something stays open (a database or a server that would keep the
+ * binary running after it is done).
+ */
+async function cli(env: Env, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const before = openResources();
+  let out = "";
+  let err = "";
+  const code = await runCli(args, {
+    env,
+    stdout: { write: (text: string) => (out += text) },
+    stderr: { write: (text: string) => (err += text) },
+    logs: { write: () => {} },
+  });
+  await waitFor(
+    `dock-notify ${args.join(" ")} to close what it opened`,
+    () => {
+      const left = [...openResources()].filter(([kind, count]) => count > (before.get(kind) ?? 0));
+      if (left.length > 0) throw new Error(`still open: ${left.map(([kind]) => kind).join(", ")}`);
+      return true;
+    },
+    10_000,
+  );
+  return { code, out, err };
+}
+
+/** bin/dock-notify.js in a process of its own: its exit status and what it wrote. */
+function spawnBin(env: Env, ...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
+  return spawnNode(env, BIN, ...args);
+}
+
+function spawnNode(
+  env: Env,
+  ...args: string[]
+): Promise<{ status: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, timeout: 20_000 });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, out, err }));
+  });
+}
 
 describe("dock-notify CLI", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-cli-"));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  const run = (...args: string[]) => {
-    const result = spawnSync(process.execPath, [BIN, ...args], {
-      env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent" },
-      encoding: "utf8",
-    });
-    return { code: result.status, out: result.stdout, err: result.stderr };
-  };
-  const runJson = (...args: string[]) => {
-    const result = run(...args, "--json");
+  const run = (...args: string[]) => cli({ DATA_DIR: dataDir, LOG_LEVEL: "silent" }, ...args);
+  const runJson = async (...args: string[]) => {
+    const result = await run(...args, "--json");
     expect(result.err).toBe("");
     expect(result.code).toBe(0);
     return JSON.parse(result.out);
@@ -32,7 +88,7 @@ describe("dock-notify CLI", () => {
   /** Sends through the real send API, over the same database the CLI wrote. */
   const sendWith = async (dockId: string, secretKey: string) => {
     const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "silent" });
-    const db = openDb(config.databaseUrl);
+    const db = await openDb(config.databaseUrl);
     await migrate(db);
     const { server } = await createApp({ config, db, encryptionKey: loadEncryptionKey(null, dataDir).key });
     try {
@@ -49,7 +105,7 @@ describe("dock-notify CLI", () => {
   };
 
   it("creates, lists, shows, rotates and deletes Docks; the old secret stops working", async () => {
-    const created = runJson(
+    const created = await runJson(
       "docks",
       "create",
       "--owner",
@@ -71,30 +127,30 @@ describe("dock-notify CLI", () => {
     expect(created.id).toMatch(/^[A-Za-z0-9]{22}$/);
     expect(created.secret_key).toMatch(/^dnsk_[A-Za-z0-9]{33}$/);
 
-    const list = runJson("docks", "list");
+    const list = await runJson("docks", "list");
     expect(list.map((d: { id: string }) => d.id)).toContain(created.id);
     expect(list[0]).not.toHaveProperty("secret_key");
-    expect(runJson("docks", "list", "--owner", "1")).toEqual([]);
+    expect(await runJson("docks", "list", "--owner", "1")).toEqual([]);
 
-    const shown = runJson("docks", "show", created.id);
+    const shown = await runJson("docks", "show", created.id);
     expect(shown.secret_key).toBe(created.secret_key);
-    expect(run("docks", "show", created.id).out).toContain(`"dock_id":"${created.id}"`);
+    expect((await run("docks", "show", created.id)).out).toContain(`"dock_id":"${created.id}"`);
 
     expect(await sendWith(created.id, created.secret_key)).toBe(202);
-    const rotated = runJson("docks", "rotate-secret", created.id);
+    const rotated = await runJson("docks", "rotate-secret", created.id);
     expect(rotated.secret_key).not.toBe(created.secret_key);
     expect(await sendWith(created.id, created.secret_key)).toBe(401);
     expect(await sendWith(created.id, rotated.secret_key)).toBe(202);
-    expect(runJson("docks", "show", created.id).secret_key).toBe(rotated.secret_key);
+    expect((await runJson("docks", "show", created.id)).secret_key).toBe(rotated.secret_key);
 
-    expect(runJson("docks", "delete", created.id)).toEqual({ id: created.id, deleted: true });
+    expect(await runJson("docks", "delete", created.id)).toEqual({ id: created.id, deleted: true });
     expect(await sendWith(created.id, rotated.secret_key)).toBe(401);
-    const missing = run("docks", "show", created.id);
+    const missing = await run("docks", "show", created.id);
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/no Dock with ID/);
-  }, 60_000);
+  });
 
-  it("refuses invalid input with one clear line", () => {
+  it("refuses invalid input with one clear line", async () => {
     const cases: [string[], RegExp][] = [
       [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],
       [["docks", "create", "--owner", "1", "--name", "   "], /name is required/],
@@ -105,14 +161,14 @@ describe("dock-notify CLI", () => {
       [["docks", "delete", "nope"], /no Dock with ID/],
     ];
     for (const [args, message] of cases) {
-      const result = run(...args);
+      const result = await run(...args);
       expect(result.code).not.toBe(0);
       expect(result.err.trim().split("\n")).toHaveLength(1);
       expect(result.err).toMatch(message);
     }
-  }, 60_000);
+  });
 
-  it("exits 2 for a usage error (as the README says), 1 for a Dock that does not exist, 0 for help", () => {
+  it("exits 2 for a usage error (as the README says), 1 for a Dock that does not exist, 0 for help", async () => {
     const usage: [string[], RegExp][] = [
       [["docks", "create", "--owner", "1"], /required option '--name <name>'/],
       [["docks", "frob"], /unknown command 'frob'/],
@@ -121,17 +177,17 @@ describe("dock-notify CLI", () => {
       [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],
     ];
     for (const [args, message] of usage) {
-      const result = run(...args);
+      const result = await run(...args);
       expect(result.err).toMatch(message);
       expect({ args, code: result.code }).toEqual({ args, code: 2 });
     }
-    expect(run("docks", "show", "nope").code).toBe(1);
-    expect(run("docks", "--help").code).toBe(0);
-    expect(run("--version").code).toBe(0);
-  }, 60_000);
+    expect((await run("docks", "show", "nope")).code).toBe(1);
+    expect((await run("docks", "--help")).code).toBe(0);
+    expect((await run("--version")).code).toBe(0);
+  });
 
-  it("with --json, an error is one JSON line on stderr with a stable code, and the same exit code", () => {
-    const cases: [string[], Record<string, string>, number, string, RegExp][] = [
+  it("with --json, an error is one JSON line on stderr with a stable code, and the same exit code", async () => {
+    const cases: [string[], Env, number, string, RegExp][] = [
       [["docks", "show", "nope"], {}, 1, "not_found", /no Dock with ID "nope"/],
       [["docks", "create", "--owner", "abc", "--name", "x"], {}, 2, "invalid_input", /--owner must be/],
       [["docks", "list", "--colour"], {}, 2, "invalid_input", /unknown option '--colour'/],
@@ -141,13 +197,10 @@ describe("dock-notify CLI", () => {
       [["docks", "lst"], {}, 2, "invalid_input", /unknown command 'lst' \(Did you mean list\?\)/],
     ];
     for (const [args, env, code, errorCode, message] of cases) {
-      const result = spawnSync(process.execPath, [BIN, ...args, "--json"], {
-        env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env },
-        encoding: "utf8",
-      });
-      expect({ args, code: result.status }).toEqual({ args, code });
-      expect(result.stdout).toBe("");
-      const lines = result.stderr.trim().split("\n");
+      const result = await cli({ DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env }, ...args, "--json");
+      expect({ args, code: result.code }).toEqual({ args, code });
+      expect(result.out).toBe("");
+      const lines = result.err.trim().split("\n");
       expect(lines).toHaveLength(1);
       const body = JSON.parse(lines[0] as string) as {
         ok: boolean;
@@ -156,74 +209,71 @@ describe("dock-notify CLI", () => {
       expect(body).toMatchObject({ ok: false, error: { code: errorCode } });
       expect(body.error.message).toMatch(message);
     }
-  }, 60_000);
+  });
 
-  it("reads --json after -- as an argument, not as a request for JSON", () => {
-    const result = run("docks", "show", "--", "--json");
+  it("reads --json after -- as an argument, not as a request for JSON", async () => {
+    const result = await run("docks", "show", "--", "--json");
     expect(result.code).toBe(1);
     expect(result.err.trim()).toBe('dock-notify: no Dock with ID "--json"');
   });
 
-  it("says whose Docks it looked for when an owner has none", () => {
-    const result = run("docks", "list", "--owner", "777");
+  it("says whose Docks it looked for when an owner has none", async () => {
+    const result = await run("docks", "list", "--owner", "777");
     expect(result.code).toBe(0);
     expect(result.out).toMatch(
       /^owner 777 has no Docks; create one with: dock-notify docks create --owner 777 --name <name>/,
     );
   });
 
-  it("refuses an encryption key that does not open the database's Dock secrets (exit 2), the service too", () => {
+  it("refuses an encryption key that does not open the database's Dock secrets (exit 2), the service too", async () => {
     const first = mkdtempSync(join(tmpdir(), "dock-notify-cli-key-"));
     const second = mkdtempSync(join(tmpdir(), "dock-notify-cli-key-"));
     try {
       const database = `sqlite:${join(first, "shared.db")}`;
-      const withEnv = (env: Record<string, string>, ...args: string[]) =>
-        spawnSync(process.execPath, [BIN, ...args], {
-          env: { ...process.env, DATABASE_URL: database, LOG_LEVEL: "silent", ...env },
-          encoding: "utf8",
-        });
+      const withEnv = (env: Env, ...args: string[]) =>
+        cli({ DATABASE_URL: database, LOG_LEVEL: "silent", ...env }, ...args);
       // The first instance creates a Dock, sealing its secret with the key it generated.
-      expect(withEnv({ DATA_DIR: first }, "docks", "create", "--owner", "5", "--name", "Sealed").status).toBe(
-        0,
-      );
+      expect(
+        (await withEnv({ DATA_DIR: first }, "docks", "create", "--owner", "5", "--name", "Sealed")).code,
+      ).toBe(0);
 
       const otherKey = Buffer.alloc(32, 9).toString("base64");
-      const listed = withEnv({ DATA_DIR: first, ENCRYPTION_KEY: otherKey }, "docks", "list");
-      expect(listed.status).toBe(2);
-      expect(listed.stderr.trim().split("\n")).toHaveLength(1);
-      expect(listed.stderr).toMatch(/ENCRYPTION_KEY does not open the Dock secret keys in this database/);
-      expect(listed.stderr).not.toContain(otherKey);
+      const listed = await withEnv({ DATA_DIR: first, ENCRYPTION_KEY: otherKey }, "docks", "list");
+      expect(listed.code).toBe(2);
+      expect(listed.err.trim().split("\n")).toHaveLength(1);
+      expect(listed.err).toMatch(/ENCRYPTION_KEY does not open the Dock secret keys in this database/);
+      expect(listed.err).not.toContain(otherKey);
 
       // A second instance on the same database without ENCRYPTION_KEY would generate a key of its
       // own: it refuses to start instead, and leaves no such key behind.
-      const served = withEnv({ DATA_DIR: second, PORT: "0" }, "serve");
-      expect(served.status).toBe(2);
-      expect(served.stderr).toMatch(/ENCRYPTION_KEY is not set and there was no .*encryption\.key/);
+      const served = await withEnv({ DATA_DIR: second, PORT: "0" }, "serve");
+      expect(served.code).toBe(2);
+      expect(served.err).toMatch(/ENCRYPTION_KEY is not set and there was no .*encryption\.key/);
       expect(existsSync(join(second, "encryption.key"))).toBe(false);
       // With the first instance's key it works.
       const key = readFileSync(join(first, "encryption.key"), "utf8").trim();
-      expect(withEnv({ DATA_DIR: second, ENCRYPTION_KEY: key }, "docks", "list").status).toBe(0);
+      expect((await withEnv({ DATA_DIR: second, ENCRYPTION_KEY: key }, "docks", "list")).code).toBe(0);
     } finally {
       rmSync(first, { recursive: true, force: true });
       rmSync(second, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
-  it("migrate applies the schema once", () => {
+  it("migrate applies the schema once", async () => {
     const fresh = mkdtempSync(join(tmpdir(), "dock-notify-migrate-"));
-    const env = { ...process.env, DATA_DIR: fresh };
-    const first = spawnSync(process.execPath, [BIN, "migrate"], { env, encoding: "utf8" });
-    const second = spawnSync(process.execPath, [BIN, "migrate"], { env, encoding: "utf8" });
-    const third = spawnSync(process.execPath, [BIN, "migrate", "--json"], { env, encoding: "utf8" });
+    const env = { DATA_DIR: fresh };
+    const first = await cli(env, "migrate");
+    const second = await cli(env, "migrate");
+    const third = await cli(env, "migrate", "--json");
     rmSync(fresh, { recursive: true, force: true });
-    expect(first.stdout).toMatch(/applied: 0001-initial/);
-    expect(second.stdout).toMatch(/up to date/);
-    expect(third.status).toBe(0);
-    expect(JSON.parse(third.stdout)).toEqual({ applied: [] });
-  }, 30_000);
+    expect(first.out).toMatch(/applied: 0001-initial/);
+    expect(second.out).toMatch(/up to date/);
+    expect(third.code).toBe(0);
+    expect(JSON.parse(third.out)).toEqual({ applied: [] });
+  });
 
-  it("names the bad variable when the configuration is invalid", () => {
-    const cases: [Record<string, string>, RegExp][] = [
+  it("names the bad variable when the configuration is invalid", async () => {
+    const cases: [Env, RegExp][] = [
       [{ PORT: "http" }, /PORT must be a whole number/],
       [{ DATABASE_URL: "mysql://x" }, /DATABASE_URL must start with/],
       [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
@@ -234,60 +284,111 @@ describe("dock-notify CLI", () => {
       [{ SANDBOX_ALLOW_REMOTE: "maybe" }, /SANDBOX_ALLOW_REMOTE must be true or false/],
     ];
     for (const [env, message] of cases) {
-      const result = spawnSync(process.execPath, [BIN, "serve"], {
-        env: { ...process.env, DATA_DIR: dataDir, ...env },
-        encoding: "utf8",
-      });
-      expect(result.status).toBe(2);
-      expect(result.stderr.trim().split("\n")).toHaveLength(1);
-      expect(result.stderr).toMatch(message);
-      expect(result.stderr).not.toContain("not-a-token-secret");
+      const result = await cli({ DATA_DIR: dataDir, ...env }, "serve");
+      expect(result.code).toBe(2);
+      expect(result.err.trim().split("\n")).toHaveLength(1);
+      expect(result.err).toMatch(message);
+      expect(result.err).not.toContain("not-a-token-secret");
     }
-  }, 30_000);
+  });
 
   it("names the setting to look at when start-up meets the machine: a path, a port, the database", async () => {
-    const serve = (env: Record<string, string>) =>
-      spawnSync(process.execPath, [BIN, "serve"], {
-        env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env },
-        encoding: "utf8",
-        timeout: 20_000,
-      });
+    const serve = (env: Env) => cli({ DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env }, "serve");
     // DATA_DIR is a file.
     const file = join(dataDir, "a-file");
     writeFileSync(file, "");
-    const notDir = serve({ DATA_DIR: join(file, "sub") });
-    expect(notDir.status).toBe(2);
-    expect(notDir.stderr.trim().split("\n")).toHaveLength(1);
-    expect(notDir.stderr).toMatch(
+    const notDir = await serve({ DATA_DIR: join(file, "sub") });
+    expect(notDir.code).toBe(2);
+    expect(notDir.err.trim().split("\n")).toHaveLength(1);
+    expect(notDir.err).toMatch(
       /cannot use the data directory or database file \(check DATA_DIR and DATABASE_URL\).*ENOTDIR/,
     );
     // The port is taken.
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as AddressInfo).port;
-    const inUse = spawnSync(process.execPath, [BIN, "serve"], {
-      env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent", PORT: String(port) },
-      encoding: "utf8",
-      timeout: 20_000,
-    });
-    taken.close();
-    expect(inUse.status).toBe(2);
-    expect(inUse.stderr).toMatch(new RegExp(`cannot listen on HOST 127.0.0.1 PORT ${port}: .*EADDRINUSE`));
+    try {
+      const inUse = await serve({ PORT: String(port) });
+      expect(inUse.code).toBe(2);
+      expect(inUse.err).toMatch(new RegExp(`cannot listen on HOST 127.0.0.1 PORT ${port}: .*EADDRINUSE`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
     // No database server there: not a configuration error as such (exit 1), but it says where.
-    const unreachable = serve({ DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" });
-    expect(unreachable.status).toBe(1);
-    expect(unreachable.stderr.trim().split("\n")).toHaveLength(1);
-    expect(unreachable.stderr).toMatch(
+    const unreachable = await serve({ DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.err.trim().split("\n")).toHaveLength(1);
+    expect(unreachable.err).toMatch(
       /the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@127\.0\.0\.1:1\/none\): .*ECONNREFUSED/,
     );
-    expect(unreachable.stderr).not.toContain("s3cret-pw");
-    const migrated = spawnSync(process.execPath, [BIN, "migrate"], {
-      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" },
-      encoding: "utf8",
-    });
-    expect(migrated.status).toBe(1);
-    expect(migrated.stderr).toMatch(
-      /the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@/,
+    expect(unreachable.err).not.toContain("s3cret-pw");
+    const migrated = await cli(
+      { DATA_DIR: dataDir, DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" },
+      "migrate",
     );
-  }, 90_000);
+    expect(migrated.code).toBe(1);
+    expect(migrated.err).toMatch(/the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@/);
+  });
+});
+
+/** What only a process of its own shows: its exit status, its standard streams, what it loads. */
+describe("bin/dock-notify.js", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-bin-"));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: "silent" };
+
+  it("exits with the command's code and writes results to stdout, errors to stderr", async () => {
+    const version = await spawnBin(env, "--version");
+    expect(version).toEqual({ status: 0, out: `${pkg.version}\n`, err: "" });
+
+    const missing = await spawnBin(env, "docks", "show", "nope", "--json");
+    expect(missing.status).toBe(1);
+    expect(missing.out).toBe("");
+    expect(JSON.parse(missing.err)).toEqual({
+      ok: false,
+      error: { code: "not_found", message: 'no Dock with ID "nope"' },
+    });
+
+    const usage = await spawnBin(env, "docks", "frob");
+    expect(usage.status).toBe(2);
+    expect(usage.out).toBe("");
+    expect(usage.err).toMatch(/unknown command 'frob'[\s\S]*Usage: dock-notify docks/);
+  });
+
+  it("exits when serve cannot start: nothing it opened (database threads, the app) keeps it running", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      // Killed after 20 s (status null) if something stayed open.
+      const served = await spawnBin({ ...env, PORT: String(port) }, "serve");
+      expect(served.status).toBe(2);
+      expect(served.err).toMatch(new RegExp(`cannot listen on HOST 127.0.0.1 PORT ${port}: .*EADDRINUSE`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it("answers --help without loading the service, the sandbox or the database", async () => {
+    // Records every module the process loads, then runs --help as the binary does.
+    const script = `
+      import { registerHooks } from "node:module";
+      const loaded = [];
+      registerHooks({ load: (url, context, next) => (loaded.push(url), next(url, context)) });
+      const { runCli } = await import(${JSON.stringify(pathToFileURL(CLI).href)});
+      const code = await runCli(["--help"], { env: {}, stdout: { write() {} }, stderr: { write() {} } });
+      console.log(JSON.stringify({ code, loaded }));
+    `;
+    const result = await spawnNode(env, "--input-type=module", "--eval", script);
+    expect(result.err).toBe("");
+    const { code, loaded } = JSON.parse(result.out) as { code: number; loaded: string[] };
+    expect(code).toBe(0);
+    expect(loaded).toContain(pathToFileURL(CLI).href);
+    const heavy = loaded.filter((url) =>
+      /\/src\/(main|app)\.ts$|\/src\/(store|http|bot|delivery)\/|\/src\/sandbox\/(?!identity\.ts$)|\/node_modules\/(fastify|kysely|pg|grammy|pino)\//.test(
+        url,
+      ),
+    );
+    expect(heavy).toEqual([]);
+  });
 });

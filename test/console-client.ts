@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { TelegramIdentity } from "../src/store/login-tokens.ts";
+import type { TelegramIdentity } from "../src/domain/telegram-identity.ts";
 import type { RunningService } from "./harness.ts";
 
 /** `name=value` of a Set-Cookie header, or undefined when the answer does not set that cookie. */

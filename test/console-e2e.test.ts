@@ -161,6 +161,9 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await message.getByText("sent: 1").waitFor();
     await chatLog(subscribeChat).locator("li", { hasText: "Deploy finished ✅" }).waitFor();
     await subscribeChat.screenshot({ path: "test-results/console-5-delivered-in-sandbox.png" });
+    // Back to the console's tab, as its user would: Chromium slows a tab in the background (its
+    // timers and animation frames), and every action on it waited about 2 s for one.
+    await page.bringToFront();
     await page.screenshot({ path: "test-results/console-3-dock-card.png", fullPage: true });
 
     // Rotate the secret: confirmed in a dialog; the old key is refused at once.

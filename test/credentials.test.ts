@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDockId } from "../src/domain/ids.ts";
-import { checkCredentials, credentialsQuery } from "../src/store/docks.ts";
+import { checkCredentials, credentialsQuery } from "../src/store/credentials.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();

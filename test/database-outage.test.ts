@@ -15,7 +15,7 @@ describe.skipIf(!(await hasPostgres()))("a PostgreSQL outage", () => {
   let name: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase("postgres");
+    database = await createTestDatabase("postgres", { migrated: true });
     name = new URL(database.url).pathname.slice(1);
     service = await startServiceOver(database);
   });

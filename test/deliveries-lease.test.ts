@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeliveryRepository } from "../src/store/deliveries.ts";
+import { Outbox } from "../src/store/outbox.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -7,14 +7,14 @@ const DIALECTS = await dialects();
 describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
   let service: RunningService;
   let clock = Date.now();
-  let repo: DeliveryRepository;
+  let repo: Outbox;
 
   beforeAll(async () => {
     // A chat the sandbox does not know: the running dispatcher's own attempts would only get in
     // the way, so this Dock's subscriber is added after the service's dispatcher is stopped.
     service = await startService(dialect);
     await service.app.stop();
-    repo = new DeliveryRepository(service.db, () => clock);
+    repo = new Outbox(service.db, () => clock);
   });
   afterAll(async () => service.close());
 

@@ -1,57 +1,32 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, type TestContext } from "vitest";
 import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
-import { basic, type RunningService, startService } from "./harness.ts";
+import { basic, type ServiceOptions, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
 /**
  * The delivery engine against the sandbox with Telegram's limits ON (the default): every accepted
- * message reaches every subscriber, in order, without a single 429.
+ * message reaches every subscriber, in order. (At Telegram's real pace without a single 429, by
+ * the thousand: delivery-pace.test.ts.) Each test has a service of its own and mostly waits for
+ * it: they run side by side.
  */
-describe("delivery", () => {
-  let service: RunningService;
-  afterEach(async () => service?.close());
-
-  const start = (env: Record<string, string> = {}) =>
-    startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0", ...env });
-
-  it("1,000 messages to 50 chats from 3 Docks: each delivered exactly once, in order, zero 429s", async () => {
-    service = await start();
-    const sandbox = sandboxOf(service);
-    const docks = await Promise.all(
-      [0, 1, 2].map((i) => service.app.docks.create(1, { name: `Dock ${i}`, link: null, description: null })),
+describe.concurrent("delivery", () => {
+  /** A service for this test alone, closed when the test ends. */
+  const start = async (
+    onTestFinished: TestContext["onTestFinished"],
+    env: Record<string, string> = {},
+    options: ServiceOptions = {},
+  ) => {
+    const service = await startService(
+      "sqlite",
+      { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0", ...env },
+      options,
     );
-    const chats: { id: number; dock: number }[] = [];
-    for (let i = 0; i < 50; i++) {
-      const id = await sandbox.person(`Reader ${i}`);
-      chats.push({ id, dock: i % 3 });
-      await service.subscriptions.subscribe((docks[i % 3] as (typeof docks)[number]).id, id, "private");
-    }
-    await sandbox.control("DELETE", "/stats"); // the bot's welcomes are not part of this count
-    // 20 messages per Dock: 17 + 17 + 16 subscribers × 20 = 1,000 Telegram messages.
-    for (let n = 1; n <= 20; n++) {
-      for (const [d, dock] of docks.entries()) await ping(service.url, dock, `dock ${d} message ${n}`);
-    }
-    await waitFor(
-      "1,000 deliveries sent",
-      async () => (await deliveryStates(service)).sent === 1000,
-      120_000,
-      250,
-    );
+    onTestFinished(() => service.close());
+    return service;
+  };
 
-    for (const chat of chats) {
-      const expected = Array.from(
-        { length: 20 },
-        (_, i) => `Dock ${chat.dock}\ndock ${chat.dock} message ${i + 1}`,
-      );
-      expect(await sandbox.botTexts(chat.id)).toEqual(expected);
-    }
-    const stats = await sandbox.stats();
-    expect(stats.too_many_requests).toBe(0);
-    expect(stats.send_message).toBe(1000);
-  }, 180_000);
-
-  it("a Dock's single message is not stuck behind another Dock's flood", async () => {
-    service = await start();
+  it("a Dock's single message is not stuck behind another Dock's flood", async ({ onTestFinished }) => {
+    const service = await start(onTestFinished);
     const sandbox = sandboxOf(service);
     const flood = await service.app.docks.create(1, { name: "Flood", link: null, description: null });
     const single = await service.app.docks.create(2, { name: "Single", link: null, description: null });
@@ -67,15 +42,20 @@ describe("delivery", () => {
       async () => (await sandbox.botTexts(lonely)).length === 1,
       30_000,
     );
-    const status = await service.app.deliveries.status(messageId, single.id);
+    const status = await service.app.outboxViews.status(messageId, single.id);
     expect(status?.counts.sent).toBe(1);
     // When it arrived, most of the flood was still waiting.
     // (Counted with the messages not fanned out into deliveries yet.)
-    expect((await service.app.deliveries.backlog()).queued).toBeGreaterThan(300);
+    expect((await service.app.outboxViews.backlog()).queued).toBeGreaterThan(300);
   }, 60_000);
 
-  it("Telegram failing for a while, then recovering: everything is delivered afterwards", async () => {
-    service = await start({ TELEGRAM_TIMEOUT_SECONDS: "1", DELIVERY_LEASE_SECONDS: "5" });
+  it("Telegram failing for a while, then recovering: everything is delivered afterwards", async ({
+    onTestFinished,
+  }) => {
+    const service = await start(onTestFinished, {
+      TELEGRAM_TIMEOUT_SECONDS: "1",
+      DELIVERY_LEASE_SECONDS: "5",
+    });
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, { name: "Flaky", link: null, description: null });
     const readers = [await sandbox.person("A"), await sandbox.person("B"), await sandbox.person("C")];
@@ -115,13 +95,15 @@ describe("delivery", () => {
       expect(await sandbox.botTexts(reader)).toEqual(["Flaky\nfirst", "Flaky\nsecond"]);
     }
     for (const id of ids) {
-      const status = await service.app.deliveries.status(id, dock.id);
+      const status = await service.app.outboxViews.status(id, dock.id);
       expect(status?.counts).toEqual({ queued: 0, sent: 3, failed: 0, gone: 0 });
     }
   }, 60_000);
 
-  it("403 for one subscriber deactivates that subscription; the others are unaffected", async () => {
-    service = await start();
+  it("403 for one subscriber deactivates that subscription; the others are unaffected", async ({
+    onTestFinished,
+  }) => {
+    const service = await start(onTestFinished);
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, { name: "Alerts", link: null, description: null });
     const [a, b, c] = [await sandbox.person("A"), await sandbox.person("B"), await sandbox.person("C")];
@@ -136,10 +118,10 @@ describe("delivery", () => {
 
     const first = await ping(service.url, dock, "disk full");
     await waitFor("settled", async () => {
-      const status = await service.app.deliveries.status(first, dock.id);
+      const status = await service.app.outboxViews.status(first, dock.id);
       return status?.counts.queued === 0 && status;
     });
-    const status = await service.app.deliveries.status(first, dock.id);
+    const status = await service.app.outboxViews.status(first, dock.id);
     expect(status?.counts).toEqual({ queued: 0, sent: 2, failed: 0, gone: 1 });
     expect(status?.deliveries.find((d) => d.chatId === b)?.lastError).toMatch(
       /403 Forbidden: bot was blocked by the user/,
@@ -156,11 +138,14 @@ describe("delivery", () => {
     ]);
     // The next message is queued only for the two still reachable.
     const second = await ping(service.url, dock, "disk fine");
-    expect((await service.app.deliveries.status(second, dock.id))?.subscribers).toBe(2);
+    expect((await service.app.outboxViews.status(second, dock.id))?.subscribers).toBe(2);
   }, 30_000);
 
-  it("renders in Telegram exactly: bold name, literal text, long texts split in order, link button", async () => {
-    service = await start();
+  it("renders in Telegram exactly: bold name, literal text, long texts split in order, link button", async ({
+    onTestFinished,
+  }) => {
+    // What Telegram shows, not when: the long text's parts need not wait out the chat's pace.
+    const service = await start(onTestFinished, {}, { pace: "unpaced" });
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, {
       name: "Render",
@@ -199,8 +184,10 @@ describe("delivery", () => {
     expect(rest.at(-1).reply_markup.inline_keyboard[0][0].url).toBe("https://example.com/app");
   }, 30_000);
 
-  it("GET /messages/:id tells the Dock its message's state, and nothing about other Docks' messages", async () => {
-    service = await start();
+  it("GET /messages/:id tells the Dock its message's state, and nothing about other Docks' messages", async ({
+    onTestFinished,
+  }) => {
+    const service = await start(onTestFinished);
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, { name: "Status", link: null, description: null });
     const other = await service.app.docks.create(2, { name: "Other", link: null, description: null });
@@ -240,8 +227,10 @@ describe("delivery", () => {
     expect((await get(messageId, basic(dock.id, "wrong"))).status).toBe(401);
   }, 30_000);
 
-  it("an unsubscribed chat receives nothing more, even what was already queued", async () => {
-    service = await start();
+  it("an unsubscribed chat receives nothing more, even what was already queued", async ({
+    onTestFinished,
+  }) => {
+    const service = await start(onTestFinished);
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, { name: "Stop", link: null, description: null });
     const reader = await sandbox.person("U");
@@ -270,9 +259,9 @@ describe("delivery", () => {
     expect(counts.reduce((n, c) => n + (c.gone ?? 0), 0)).toBe(8 - received);
   }, 30_000);
 
-  it("prunes finished messages past the retention age, never queued ones", async () => {
+  it("prunes finished messages past the retention age, never queued ones", async ({ onTestFinished }) => {
     const clock = Date.now();
-    service = await start();
+    const service = await start(onTestFinished);
     const dock = await service.app.docks.create(1, { name: "Old", link: null, description: null });
     const sandbox = sandboxOf(service);
     const reader = await sandbox.person("P");
@@ -312,13 +301,13 @@ describe("delivery", () => {
         updated_at: clock,
       })
       .execute();
-    expect(await service.app.deliveries.prune(Date.now() - 30 * 86_400_000)).toBe(1);
+    expect(await service.app.outbox.prune(Date.now() - 30 * 86_400_000)).toBe(1);
     const left = await service.db.kysely.selectFrom("messages").select("id").execute();
     expect(left.map((m) => m.id)).toEqual(["msg_queued"]);
   }, 30_000);
 
-  it("exports delivery metrics", async () => {
-    service = await start();
+  it("exports delivery metrics", async ({ onTestFinished }) => {
+    const service = await start(onTestFinished);
     const sandbox = sandboxOf(service);
     const dock = await service.app.docks.create(1, { name: "Metrics", link: null, description: null });
     await service.subscriptions.subscribe(dock.id, await sandbox.person("M"), "private");

@@ -1,8 +1,9 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate, openDb } from "../src/store/db.ts";
-import { DeliveryRepository } from "../src/store/deliveries.ts";
 import { MessageRepository } from "../src/store/messages.ts";
+import { migrate, openDb } from "../src/store/open.ts";
+import { Outbox } from "../src/store/outbox.ts";
+import { OutboxViews } from "../src/store/outbox-views.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { createTestDatabase, dialects, type RunningService, startService } from "./harness.ts";
 
@@ -10,21 +11,23 @@ const DIALECTS = await dialects();
 
 /**
  * Accepting a message queues it once; the dispatcher fans it out into one delivery per subscriber
- * later (DeliveryRepository.fanOut). Here the service's own dispatcher is stopped and the test
+ * later (Outbox.fanOut). Here the service's own dispatcher is stopped and the test
  * plays its part, with a clock it controls, to pin down who receives what.
  */
 describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
   let service: RunningService;
   let clock = Date.now();
   const now = () => clock;
-  let deliveries: DeliveryRepository;
+  let deliveries: Outbox;
+  let views: OutboxViews;
   let messages: MessageRepository;
   let subscriptions: SubscriptionRepository;
 
   beforeAll(async () => {
     service = await startService(dialect);
     await service.app.stop();
-    deliveries = new DeliveryRepository(service.db, now);
+    deliveries = new Outbox(service.db, now);
+    views = new OutboxViews(service.db);
     messages = new MessageRepository(service.db, now);
     subscriptions = new SubscriptionRepository(service.db, now);
   });
@@ -83,7 +86,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     const second = await accept(id, "second");
     expect(first.subscribers).toBe(4);
     // Before the fan-out, the status counts every subscriber as queued.
-    expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
+    expect((await views.status(first.messageId, id))?.counts).toEqual({
       queued: 4,
       sent: 0,
       failed: 0,
@@ -104,7 +107,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     const queue = await deliveries.queuedFor(id, 0, 10);
     expect(queue.map((d) => d.text)).toEqual(["first", "first", "second", "second"]);
     // Those who left before their delivery was created count as gone.
-    expect((await deliveries.status(first.messageId, id))?.counts).toEqual({
+    expect((await views.status(first.messageId, id))?.counts).toEqual({
       queued: 2,
       sent: 0,
       failed: 0,
@@ -127,7 +130,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     expect(queue.map((d) => `${d.text}→${d.chatId}`)).toEqual(
       accepted.flatMap((_, n) => [`m${n}→201`, `m${n}→202`]),
     );
-    expect((await deliveries.backlog()).queued).toBeGreaterThanOrEqual(10);
+    expect((await views.backlog()).queued).toBeGreaterThanOrEqual(10);
   });
 
   it("the backlog counts waiting messages; retention never prunes them; deleting the Dock drops them", async () => {
@@ -135,9 +138,9 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     await subscriptions.subscribe(id, 301, "private");
     await subscriptions.subscribe(id, 302, "private");
     clock += 1000;
-    const before = await deliveries.backlog();
+    const before = await views.backlog();
     const waiting = await accept(id, "not fanned out yet");
-    const after = await deliveries.backlog();
+    const after = await views.backlog();
     expect(after.queued - before.queued).toBe(2);
     expect(after.oldestCreatedAt).not.toBeNull();
 
@@ -157,14 +160,14 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
     await subscriptions.subscribe(id, 311, "private");
     await subscriptions.subscribe(id, 312, "private");
     clock += 1000;
-    const before = await deliveries.backlog();
+    const before = await views.backlog();
     for (let i = 0; i < 5; i++) await accept(id, `chunk ${i}`);
-    const whole = await deliveries.backlog();
+    const whole = await views.backlog();
     expect(whole.queued - before.queued).toBe(10);
     // Chunks of 2 and 3 rows end inside the waiting rows and exactly at their end.
-    expect(await deliveries.backlog(2)).toEqual(whole);
-    expect(await deliveries.backlog(3)).toEqual(whole);
-    expect(await deliveries.backlog(1)).toEqual(whole);
+    expect(await views.backlog(2)).toEqual(whole);
+    expect(await views.backlog(3)).toEqual(whole);
+    expect(await views.backlog(1)).toEqual(whole);
   });
 
   it("finds each Dock with queued deliveries or waiting messages once, and no other", async () => {
@@ -193,7 +196,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
 describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
   it("gives the messages already waiting their subscriber counts", async () => {
     const database = await createTestDatabase(dialect);
-    const db = openDb(database.url);
+    const db = await openDb(database.url);
     try {
       await migrate(db, { to: "0004-deferred-fanout" });
       const now = Date.now();
@@ -224,7 +227,7 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
         { message_id: "msg_a", subscribers: 3 },
         { message_id: "msg_b", subscribers: 5 },
       ]);
-      expect(await new DeliveryRepository(db).backlog()).toEqual({ queued: 8, oldestCreatedAt: now });
+      expect(await new OutboxViews(db).backlog()).toEqual({ queued: 8, oldestCreatedAt: now });
     } finally {
       await db.close();
       await database.drop();

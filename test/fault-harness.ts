@@ -1,10 +1,22 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
-import { migrate, openDb } from "../src/store/db.ts";
+import type { TestContext } from "vitest";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
-import { POSTGRES_ADMIN_URL } from "./harness.ts";
-import type { RunningSandbox } from "./sandbox-harness.ts";
+import {
+  createTestDatabase,
+  POSTGRES_ADMIN_URL,
+  type RunningService,
+  startServiceOver,
+  type TestDatabase,
+} from "./harness.ts";
+import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
+import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
 /** Runs statements as the PostgreSQL administrator (on the `postgres` database, never a test's). */
 export async function admin(...statements: string[]): Promise<void> {
@@ -33,7 +45,7 @@ export async function seedDock(
   name: string,
   people: number,
 ): Promise<{ dock: DockWithSecret; chats: number[] }> {
-  const db = openDb(url);
+  const db = await openDb(url);
   try {
     await migrate(db);
     const dock = await new DockRepository(db, key).create(1, { name, link: null, description: null });
@@ -65,5 +77,55 @@ export function childEnv(
     TELEGRAM_API_ROOT: sandbox.root,
     DOCK_RATE_BURST: "0",
     ...extra,
+  };
+}
+
+/**
+ * What a fault test starts — a PostgreSQL database, a sandbox, a TCP proxy, a service, a data
+ * folder, child processes — each stopped or removed when the test ends, however it ends.
+ */
+export function faultResources(onTestFinished: TestContext["onTestFinished"]) {
+  let database: TestDatabase | undefined;
+  let sandbox: RunningSandbox | undefined;
+  let proxy: TcpProxy | undefined;
+  let service: RunningService | undefined;
+  let dataDir: string | undefined;
+  const children: ChildProcess[] = [];
+  onTestFinished(async () => {
+    proxy?.restore();
+    for (const child of children) child.kill("SIGKILL");
+    await service?.close();
+    await proxy?.close();
+    // A test may have closed the database to connections (an outage): open it to be dropped.
+    if (database)
+      await admin(`alter database ${new URL(database.url).pathname.slice(1)} allow_connections true`);
+    await database?.drop();
+    await sandbox?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+  return {
+    async database(): Promise<TestDatabase> {
+      database = await createTestDatabase("postgres", { migrated: true });
+      return database;
+    },
+    async sandbox(): Promise<RunningSandbox> {
+      sandbox = await startSandbox({ rateLimits: true });
+      return sandbox;
+    },
+    async proxy(port: number): Promise<TcpProxy> {
+      proxy = await startTcpProxy({ host: "127.0.0.1", port });
+      return proxy;
+    },
+    async service(over: TestDatabase, env: Record<string, string>): Promise<RunningService> {
+      service = await startServiceOver(over, env);
+      return service;
+    },
+    dataDir(): string {
+      dataDir = mkdtempSync(join(tmpdir(), "dock-notify-fault-"));
+      return dataDir;
+    },
+    child(child: ChildProcess): void {
+      children.push(child);
+    },
   };
 }

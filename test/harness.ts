@@ -6,11 +6,11 @@ import { Writable } from "node:stream";
 import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
-import { type Db, migrate, openDb } from "../src/store/db.ts";
+import type { PacerLimits } from "../src/delivery/pacer.ts";
+import { type Db, migrate, openDb } from "../src/store/open.ts";
+import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
 
-/** Where the PostgreSQL tests create their throwaway databases. */
-export const POSTGRES_ADMIN_URL =
-  process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export { POSTGRES_ADMIN_URL };
 
 let postgresReachable: Promise<boolean> | undefined;
 
@@ -43,21 +43,28 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty database of the given dialect: a SQLite file in a temp folder, or a new PG database. */
-export async function createTestDatabase(dialect: DialectName): Promise<TestDatabase> {
+/**
+ * A fresh database of the given dialect: a SQLite file in a temp folder, or a new PostgreSQL
+ * database. Empty, or with `migrated` already at the latest schema (a copy of a template migrated
+ * once per run: see database-templates.ts). Tests of the migrations themselves start empty.
+ */
+export async function createTestDatabase(
+  dialect: DialectName,
+  options: { migrated?: boolean } = {},
+): Promise<TestDatabase> {
+  const migrated = options.migrated ?? false;
   const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-test-"));
   if (dialect === "sqlite") {
+    const path = join(dataDir, "test.db");
+    if (migrated) await copySqliteTemplate(path);
     return {
-      url: `sqlite:${join(dataDir, "test.db")}`,
+      url: `sqlite:${path}`,
       dataDir,
       drop: async () => rmSync(dataDir, { recursive: true, force: true }),
     };
   }
   const name = `dock_notify_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  await createPostgresDatabase(name, migrated);
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
   return {
@@ -95,13 +102,34 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  /**
+   * `telegram` (the default): Telegram's flood limits, kept by the pacer and enforced by the
+   * sandbox (a 429 for a message too many). `unpaced`, for tests whose subject is not the pace (a
+   * conversation with the bot, the console): the sandbox's limits off and the pacer's far above
+   * any test's needs, so five replies to one person do not wait out a chat's 3 messages in any 3
+   * seconds, nor a group's 20 a minute. Delivery at Telegram's real pace without a 429 is what
+   * delivery-pace, pacing-faults, delivery-crash, scale-out and postgres-outages test.
+   */
+  pace?: "telegram" | "unpaced";
+}
+
+/** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
+const UNPACED: Partial<PacerLimits> = {
+  globalPerSecond: 1000,
+  privatePerSecond: 1000,
+  privateBurst: 1000,
+  groupPerMinute: 60_000,
+};
+
 /** The whole service listening on a random local port, over a fresh database dropped on close. */
 export async function startService(
   dialect: DialectName,
   env: Record<string, string> = {},
+  options: ServiceOptions = {},
 ): Promise<RunningService> {
-  const database = await createTestDatabase(dialect);
-  const service = await startServiceOver(database, env);
+  const database = await createTestDatabase(dialect, { migrated: true });
+  const service = await startServiceOver(database, env, randomBytes(32), options);
   return {
     ...service,
     close: async () => {
@@ -120,18 +148,27 @@ export async function startServiceOver(
   database: TestDatabase,
   env: Record<string, string> = {},
   encryptionKey: Buffer = randomBytes(32),
+  options: ServiceOptions = {},
 ): Promise<RunningService> {
+  const unpaced = options.pace === "unpaced";
   const config = loadConfig({
     PORT: "0",
     DATABASE_URL: database.url,
     DATA_DIR: database.dataDir,
     LOG_LEVEL: "info",
+    ...(unpaced ? { SANDBOX_RATE_LIMITS: "off" } : {}),
     ...env,
   });
-  const db = openDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs });
+  const db = await openDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs });
   await migrate(db);
   const logs = new LogCapture();
-  const app = await createApp({ config, db, encryptionKey, logStream: logs });
+  const app = await createApp({
+    config,
+    db,
+    encryptionKey,
+    logStream: logs,
+    ...(unpaced ? { pace: UNPACED } : {}),
+  });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();
   const address = app.server.server.address();

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { decorateRequestLog, loggerOptions, RequestLog, standardOutput } from "../src/log.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
 import { sandboxServer } from "../src/sandbox/standalone.ts";
-import { migrate, openDb } from "../src/store/db.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 import { basic, LogCapture, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -97,7 +97,7 @@ describe("the sandbox's long polls", () => {
   /** The service in sandbox mode, its bot not started (these tests poll in its place). */
   async function sandboxService(level: string) {
     const config = loadConfig({ DATABASE_URL: "sqlite::memory:", PORT: "0", LOG_LEVEL: level });
-    const db = openDb(config.databaseUrl);
+    const db = await openDb(config.databaseUrl);
     await migrate(db);
     const logs = new LogCapture();
     const app = await createApp({ config, db, encryptionKey: Buffer.alloc(32, 7), logStream: logs });

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_ERRORS } from "../src/cli-errors.ts";
 import { ERRORS } from "../src/http/errors.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
@@ -91,6 +92,9 @@ describe("error catalogue", () => {
     const doc = readFileSync(join(import.meta.dirname, "..", "docs", "api.md"), "utf8");
     for (const [code, { status }] of Object.entries(ERRORS)) {
       expect(doc).toMatch(new RegExp(`\\| \`${code}\` \\| ${status} \\|`));
+    }
+    for (const [code, { exitCode }] of Object.entries(CLI_ERRORS)) {
+      expect(doc).toMatch(new RegExp(`\\| \`${code}\` \\| ${exitCode} \\|`));
     }
   });
 });

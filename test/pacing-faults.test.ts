@@ -1,23 +1,13 @@
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
 import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
-import { childEnv, seedDock } from "./fault-harness.ts";
-import {
-  createTestDatabase,
-  hasPostgres,
-  type RunningService,
-  startServiceOver,
-  type TestDatabase,
-} from "./harness.ts";
-import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
-import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import { childEnv, faultResources, seedDock } from "./fault-harness.ts";
+import { hasPostgres } from "./harness.ts";
+import type { RunningSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
 const POSTGRES = await hasPostgres();
@@ -32,82 +22,73 @@ const MESSAGES = 3;
  * same way, in strict sliding windows: a burst above the rate would be 429s there, and its peak
  * would show it.
  */
+// One test at a time: each counts 429s at a sandbox in this process, and the service it measures
+// runs here too. Run side by side, one test's work delays another's sends on their way to its
+// sandbox, which then sees two of a chat's sends closer together than they left (seen under a
+// loaded machine: a few 429s after the database froze).
 describe("the pacer's hard cap across faults", () => {
-  let sandbox: RunningSandbox | undefined;
-  let database: TestDatabase | undefined;
-  let proxy: TcpProxy | undefined;
-  let service: RunningService | undefined;
-  let dataDir: string | undefined;
-  const children: ChildProcess[] = [];
-  afterEach(async () => {
-    proxy?.restore();
-    for (const child of children.splice(0)) child.kill("SIGKILL");
-    await service?.close();
-    await proxy?.close();
-    await database?.drop();
-    await sandbox?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    service = undefined;
-    proxy = undefined;
-    database = undefined;
-    sandbox = undefined;
-    dataDir = undefined;
-  });
+  /** What a sandbox counted, and the waits and checks on it. */
+  function counts(sandbox: RunningSandbox) {
+    const stats = async () => (await sandbox.control("GET", "/stats")).body;
+    /** Waits until nothing has been sent for over a second (no send of before is in the next window). */
+    const quiet = async () => {
+      let last = -1;
+      let since = Date.now();
+      await waitFor(
+        "a quiet second",
+        async () => {
+          const sent = (await stats()).send_message as number;
+          if (sent !== last) {
+            last = sent;
+            since = Date.now();
+          }
+          return Date.now() - since > 1200;
+        },
+        30_000,
+        100,
+      );
+    };
+    /** Notifications the sandbox has delivered to the Dock's chats (welcomes left out). */
+    const notifications = async () => {
+      const { body } = await sandbox.control("GET", "/chats");
+      let count = 0;
+      for (const chat of body as { id: number }[]) {
+        const messages = (await sandbox.control("GET", `/chats/${chat.id}/messages?limit=100`)).body as {
+          text?: string;
+        }[];
+        count += messages.filter((m) => m.text?.startsWith("Cap\n")).length;
+      }
+      return count;
+    };
 
-  const stats = async () => (await (sandbox as RunningSandbox).control("GET", "/stats")).body;
-  /** Waits until nothing has been sent for over a second (no send of before is in the next window). */
-  const quiet = async () => {
-    let last = -1;
-    let since = Date.now();
-    await waitFor(
-      "a quiet second",
-      async () => {
-        const sent = (await stats()).send_message as number;
-        if (sent !== last) {
-          last = sent;
-          since = Date.now();
-        }
-        return Date.now() - since > 1200;
-      },
-      30_000,
-      100,
-    );
-  };
-  /** Notifications the sandbox has delivered to the Dock's chats (welcomes left out). */
-  const notifications = async () => {
-    const { body } = await (sandbox as RunningSandbox).control("GET", "/chats");
-    let count = 0;
-    for (const chat of body as { id: number }[]) {
-      const messages = (
-        await (sandbox as RunningSandbox).control("GET", `/chats/${chat.id}/messages?limit=100`)
-      ).body as { text?: string }[];
-      count += messages.filter((m) => m.text?.startsWith("Cap\n")).length;
-    }
-    return count;
-  };
+    /** Waits until every notification arrived, then: not one 429, and no second above the rate. */
+    const everyMessageWithinTheCap = async () => {
+      await waitFor(
+        "every message delivered",
+        async () => (await notifications()) >= CHATS * MESSAGES,
+        60_000,
+        250,
+      );
+      const after = await stats();
+      expect(after.too_many_requests).toBe(0);
+      expect(after.peak_per_second).toBeLessThanOrEqual(RATE);
+    };
+    return { stats, quiet, everyMessageWithinTheCap };
+  }
 
-  /** Waits until every notification arrived, then: not one 429, and no second above the rate. */
-  const everyMessageWithinTheCap = async () => {
-    await waitFor(
-      "every message delivered",
-      async () => (await notifications()) >= CHATS * MESSAGES,
-      60_000,
-      250,
-    );
-    const after = await stats();
-    expect(after.too_many_requests).toBe(0);
-    expect(after.peak_per_second).toBeLessThanOrEqual(RATE);
-  };
-
-  it("at a start with a backlog (after a kill -9 in full flow): no second above the rate", async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "dock-notify-cap-"));
-    sandbox = await startSandbox({ rateLimits: true });
+  it("at a start with a backlog (after a kill -9 in full flow): no second above the rate", async ({
+    onTestFinished,
+  }) => {
+    const own = faultResources(onTestFinished);
+    const dataDir = own.dataDir();
+    const sandbox = await own.sandbox();
+    const { stats, everyMessageWithinTheCap } = counts(sandbox);
     const key = randomBytes(32);
     const url = `sqlite:${join(dataDir, "dock-notify.db")}`;
     const { dock } = await seedDock(url, key, sandbox, "Cap", CHATS);
     const env = childEnv({ url, dataDir }, key, sandbox);
     const first = await startChildService(env);
-    children.push(first.child);
+    own.child(first.child);
     await waitFor("the welcomes sent", async () => (await stats()).send_message >= CHATS);
     await sandbox.control("DELETE", "/stats");
     for (let n = 1; n <= MESSAGES; n++) await ping(first.url, dock, `n${n}`);
@@ -115,16 +96,18 @@ describe("the pacer's hard cap across faults", () => {
     first.child.kill("SIGKILL");
     await once(first.child, "exit");
     const second = await startChildService(env);
-    children.push(second.child);
+    own.child(second.child);
 
     await everyMessageWithinTheCap();
   }, 120_000);
 
   it.skipIf(!POSTGRES)(
     "at a takeover with a backlog: no second above the rate",
-    async () => {
-      database = await createTestDatabase("postgres");
-      sandbox = await startSandbox({ rateLimits: true });
+    async ({ onTestFinished }) => {
+      const own = faultResources(onTestFinished);
+      const database = await own.database();
+      const sandbox = await own.sandbox();
+      const { stats, quiet, everyMessageWithinTheCap } = counts(sandbox);
       const key = randomBytes(32);
       const { dock } = await seedDock(database.url, key, sandbox, "Cap", CHATS);
       const port = await freePort();
@@ -132,9 +115,9 @@ describe("the pacer's hard cap across faults", () => {
         TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
       });
       const leader = await startChildService(env);
-      children.push(leader.child);
+      own.child(leader.child);
       const standby = await startChildService({ ...env, PORT: String(port) });
-      children.push(standby.child);
+      own.child(standby.child);
       // The standby's bot welcomes the people (webhook mode), out of the leader's sight: let those
       // be done before the flood, so that what is measured is the dispatchers'.
       await waitFor("the welcomes sent", async () => (await stats()).send_message >= CHATS);
@@ -152,16 +135,16 @@ describe("the pacer's hard cap across faults", () => {
 
   it.skipIf(!POSTGRES)(
     "after the database froze with a queue built up: no second above the rate",
-    async () => {
-      database = await createTestDatabase("postgres");
-      proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(database.url).port || 5432) });
+    async ({ onTestFinished }) => {
+      const own = faultResources(onTestFinished);
+      const database = await own.database();
+      const proxy = await own.proxy(Number(new URL(database.url).port || 5432));
       const through = new URL(database.url);
       through.port = String(proxy.port);
-      service = await startServiceOver(
+      const running = await own.service(
         { ...database, url: through.toString() },
         { DATABASE_TIMEOUT_SECONDS: "2", DOCK_RATE_BURST: "0" },
       );
-      const running = service;
       const people = sandboxOf(running);
       const dock = await running.app.docks.create(1, { name: "Cap", link: null, description: null });
       for (let i = 0; i < CHATS; i++) {

@@ -1,22 +1,14 @@
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
-import { openDb } from "../src/store/db.ts";
+import { describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
+import { openDb } from "../src/store/open.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { admin, childEnv, seedDock, terminateAll } from "./fault-harness.ts";
-import {
-  createTestDatabase,
-  hasPostgres,
-  type RunningService,
-  startServiceOver,
-  type TestDatabase,
-} from "./harness.ts";
-import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
-import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import { admin, childEnv, faultResources, seedDock, terminateAll } from "./fault-harness.ts";
+import { hasPostgres, type RunningService } from "./harness.ts";
+import type { RunningSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
 const POSTGRES = await hasPostgres();
@@ -36,27 +28,9 @@ async function received(sandbox: RunningSandbox, chat: number, dock: string): Pr
  * answers a prompt 503 while the database is gone, recovers by itself, loses nothing it
  * acknowledged, and keeps each chat's order.
  */
-describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
-  let database: TestDatabase | undefined;
-  let sandbox: RunningSandbox | undefined;
-  let proxy: TcpProxy | undefined;
-  let service: RunningService | undefined;
-  const children: ChildProcess[] = [];
-  afterEach(async () => {
-    proxy?.restore();
-    for (const child of children.splice(0)) child.kill("SIGKILL");
-    await service?.close();
-    await proxy?.close();
-    if (database)
-      await admin(`alter database ${new URL(database.url).pathname.slice(1)} allow_connections true`);
-    await database?.drop();
-    await sandbox?.close();
-    service = undefined;
-    proxy = undefined;
-    database = undefined;
-    sandbox = undefined;
-  });
-
+// Each test has a database, a sandbox and services of its own, and spends most of its time waiting
+// for the outage's consequences: they run side by side.
+describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
   const ping = (url: string, dock: DockWithSecret, msg: string, key?: string) =>
     fetch(`${url}/ping`, {
       method: "POST",
@@ -65,10 +39,13 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       signal: AbortSignal.timeout(30_000),
     });
 
-  it("backends terminated under load: the process stays up, 503 while down, 202 after, nothing acknowledged lost, each chat's order kept", async () => {
-    database = await createTestDatabase("postgres");
+  it("backends terminated under load: the process stays up, 503 while down, 202 after, nothing acknowledged lost, each chat's order kept", async ({
+    onTestFinished,
+  }) => {
+    const own = faultResources(onTestFinished);
+    const database = await own.database();
     const name = new URL(database.url).pathname.slice(1);
-    sandbox = await startSandbox({ rateLimits: true });
+    const sandbox = await own.sandbox();
     const key = randomBytes(32);
     const load = await seedDock(database.url, key, sandbox, "Load", 0);
     const ordered = await seedDock(database.url, key, sandbox, "Ordered", 5);
@@ -76,7 +53,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
       childEnv(database, key, sandbox, { AUTH_FAILURES_PER_MINUTE: "0", DATABASE_TIMEOUT_SECONDS: "2" }),
     );
     const child = started.child;
-    children.push(child);
+    own.child(child);
 
     // 100 requests a second from 4 senders to a Dock without subscribers, for as long as the test runs.
     const acknowledged: string[] = [];
@@ -145,7 +122,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     expect([...statuses.keys()].sort()).toEqual([202, 503]);
     expect(retryAfterMissing).toBe(0);
 
-    const check = openDb(database.url);
+    const check = await openDb(database.url);
     try {
       const stored = new Set(
         (await check.kysely.selectFrom("messages").select("id").execute()).map((row) => row.id),
@@ -175,16 +152,18 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     expect((await sandbox.control("GET", "/stats")).body.too_many_requests).toBe(0);
   }, 150_000);
 
-  it("a database that stops answering: 503 within DATABASE_TIMEOUT_SECONDS, /readyz 503, 202 again once it answers", async () => {
-    database = await createTestDatabase("postgres");
-    proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(database.url).port || 5432) });
+  it("a database that stops answering: 503 within DATABASE_TIMEOUT_SECONDS, /readyz 503, 202 again once it answers", async ({
+    onTestFinished,
+  }) => {
+    const own = faultResources(onTestFinished);
+    const database = await own.database();
+    const proxy = await own.proxy(Number(new URL(database.url).port || 5432));
     const through = new URL(database.url);
     through.port = String(proxy.port);
-    service = await startServiceOver(
+    const running = await own.service(
       { ...database, url: through.toString() },
       { DATABASE_TIMEOUT_SECONDS: "2", DOCK_RATE_BURST: "0" },
     );
-    const running = service;
     const dock = await running.app.docks.create(1, { name: "Silent", link: null, description: null });
     const reader = await sandboxOf(running).person("Sol");
     await running.subscriptions.subscribe(dock.id, reader, "private");
@@ -235,16 +214,18 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     expect(running.logs.lines.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
   }, 120_000);
 
-  it("the database gone while sends are in flight: their outcomes are recorded once it is back; nothing overtakes them, nothing goes twice", async () => {
-    database = await createTestDatabase("postgres");
+  it("the database gone while sends are in flight: their outcomes are recorded once it is back; nothing overtakes them, nothing goes twice", async ({
+    onTestFinished,
+  }) => {
+    const own = faultResources(onTestFinished);
+    const database = await own.database();
     const name = new URL(database.url).pathname.slice(1);
-    service = await startServiceOver(database, {
+    const running = await own.service(database, {
       DOCK_RATE_BURST: "0",
       DATABASE_TIMEOUT_SECONDS: "2",
       // Were an outcome given up on, its row would wait this long, and later messages would go first.
       DELIVERY_LEASE_SECONDS: "20",
     });
-    const running = service;
     const { control } = sandboxOf(running);
     const dock = await running.app.docks.create(1, { name: "Inflight", link: null, description: null });
     const chats: number[] = [];
@@ -292,9 +273,12 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     expect(running.logs.lines.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
   }, 120_000);
 
-  it("the leader killed with sends in flight: the standby takes over at once and keeps each chat's order", async () => {
-    database = await createTestDatabase("postgres");
-    sandbox = await startSandbox({ rateLimits: true });
+  it("the leader killed with sends in flight: the standby takes over at once and keeps each chat's order", async ({
+    onTestFinished,
+  }) => {
+    const own = faultResources(onTestFinished);
+    const database = await own.database();
+    const sandbox = await own.sandbox();
     const key = randomBytes(32);
     const { dock, chats } = await seedDock(database.url, key, sandbox, "Fleet", 10);
     // Both share the bot through one webhook URL (the standby's address, as a load balancer would
@@ -307,11 +291,11 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", () => {
     });
     // The first to start takes the lock (its start waits for the first campaign); the second stands by.
     const leader = await startChildService(env);
-    children.push(leader.child);
+    own.child(leader.child);
     const standby = await startChildService({ ...env, PORT: String(port) });
-    children.push(standby.child);
+    own.child(standby.child);
     for (let n = 1; n <= 12; n++) expect((await ping(standby.url, dock, `n${n}`)).status).toBe(202);
-    const stats = async () => (await (sandbox as RunningSandbox).control("GET", "/stats")).body;
+    const stats = async () => (await sandbox.control("GET", "/stats")).body;
     await waitFor("some deliveries made", async () => (await stats()).send_message >= 30);
     // Telegram stops answering: the leader's next sends hang, claimed (`sending`) in the database…
     const calls = (await stats()).calls.sendmessage as number;

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 import { startChildService } from "./child-service.ts";
 
 describe("a crash loses no acknowledged message", () => {
@@ -20,7 +20,7 @@ describe("a crash loses no acknowledged message", () => {
   it("SIGKILL mid-stream, restart: every 202 is in the database", async () => {
     const env = { DATA_DIR: dataDir, AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" };
     // The Dock is made the way an operator would, in the same database the service uses.
-    const db = openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
+    const db = await openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
     await migrate(db);
     const docks = new DockRepository(db, loadEncryptionKey(null, dataDir).key);
     const dock = await docks.create(9, { name: "Crash", link: null, description: null });
@@ -55,7 +55,7 @@ describe("a crash loses no acknowledged message", () => {
 
     const second = await startChildService(env);
     child = second.child;
-    const check = openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
+    const check = await openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
     const stored = new Set(
       (await check.kysely.selectFrom("messages").select("id").where("dock_id", "=", dock.id).execute()).map(
         (r) => r.id,

@@ -6,14 +6,14 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { telegramLink } from "../src/domain/telegram-link.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox/identity.ts";
-import { migrate, openDb } from "../src/store/db.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { migrate, openDb } from "../src/store/open.ts";
 
 const KEY = Buffer.alloc(32, 7);
 
 async function appWith(env: Record<string, string>) {
   const config = loadConfig({ DATABASE_URL: "sqlite::memory:", PORT: "0", LOG_LEVEL: "silent", ...env });
-  const db = openDb(config.databaseUrl);
+  const db = await openDb(config.databaseUrl);
   await migrate(db);
   const app = await createApp({ config, db, encryptionKey: KEY });
   return {
@@ -77,7 +77,7 @@ describe("sandbox mode in the service", () => {
       },
     });
     const config = loadConfig({ DATABASE_URL: "sqlite::memory:", LOG_LEVEL: "info" });
-    const db = openDb(config.databaseUrl);
+    const db = await openDb(config.databaseUrl);
     await migrate(db);
     const app = await createApp({ config, db, encryptionKey: KEY, logStream });
     try {

@@ -1,6 +1,6 @@
 import { GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 const json = (body: unknown): RequestInit => ({

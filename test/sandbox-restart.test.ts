@@ -39,7 +39,7 @@ describe("the built-in sandbox across a restart of the service", () => {
   };
 
   beforeEach(async () => {
-    database = await createTestDatabase("sqlite");
+    database = await createTestDatabase("sqlite", { migrated: true });
   });
   afterEach(async () => {
     await service?.close();

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox/identity.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { freePort } from "./browser.ts";
 import {
   createTestDatabase,
@@ -25,7 +25,7 @@ describe.skipIf(!POSTGRES)("several instances on PostgreSQL", () => {
   const key = randomBytes(32);
 
   beforeAll(async () => {
-    database = await createTestDatabase("postgres");
+    database = await createTestDatabase("postgres", { migrated: true });
     sandbox = await startSandbox({ rateLimits: true });
     // Webhook mode is how several instances share the bot: one URL in front of them all (a load
     // balancer; here the first instance's address). Polling instances would take turns ending each
@@ -114,7 +114,7 @@ describe.skipIf(!POSTGRES)("a Dock's rate limit across instances on PostgreSQL",
   const instances: RunningService[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase("postgres");
+    database = await createTestDatabase("postgres", { migrated: true });
     const key = randomBytes(32);
     // A burst of 3, then one message every 100 s: nothing refills during the test.
     const env = { DOCK_RATE_BURST: "3", DOCK_RATE_PER_SECOND: "0.01" };

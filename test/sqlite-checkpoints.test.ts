@@ -5,8 +5,8 @@ import { DatabaseSync } from "node:sqlite";
 import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { type Db, migrate, openDb } from "../src/store/db.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { waitFor } from "./wait.ts";
 
 /**
@@ -26,7 +26,7 @@ describe("SQLite checkpoints", () => {
     const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
     dirs.push(dir);
     const path = join(dir, "dock-notify.db");
-    const db = openDb(`sqlite:${path}`);
+    const db = await openDb(`sqlite:${path}`);
     dbs.push(db);
     const warnings: string[] = [];
     db.onWarning((message) => warnings.push(message));

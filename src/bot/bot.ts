@@ -3,11 +3,11 @@ import { autoRetry } from "@grammyjs/auto-retry";
 import type { FastifyBaseLogger } from "fastify";
 import { Bot, BotError, Composer, type Context, GrammyError, HttpError, type Transformer } from "grammy";
 import type { Update } from "grammy/types";
-import type { BackgroundWorker } from "../app.ts";
 import { type Pacer, pacedSends } from "../delivery/pacer.ts";
 import { maskUrl, scrubToken } from "../log.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
-import type { TelegramTarget } from "../telegram-target.ts";
+import { type TelegramTarget, webhookSecret } from "../telegram-target.ts";
+import type { BackgroundWorker } from "../worker.ts";
 import { answer, type BotDeps, say } from "./context.ts";
 import { login } from "./login.ts";
 import { membership } from "./membership.ts";
@@ -15,7 +15,6 @@ import { start } from "./start.ts";
 import { subscribe } from "./subscribe.ts";
 import { subscriptionsMenu } from "./subscriptions-menu.ts";
 import { texts } from "./texts.ts";
-import { webhookSecret } from "./webhook.ts";
 
 /** The updates the bot acts on; Telegram (and the sandbox) leave out the rest. */
 export const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] as const;

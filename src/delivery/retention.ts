@@ -1,14 +1,14 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { DeliveryRepository } from "../store/deliveries.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { Outbox } from "../store/outbox.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
  * failed or gone) older than RETENTION_DAYS, and expired sign-in tokens. Queued work is never pruned.
  */
 export interface RetentionOptions {
-  deliveries: DeliveryRepository;
+  outbox: Outbox;
   loginTokens: LoginTokenRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
@@ -41,8 +41,7 @@ export class Retention {
   async prune(): Promise<number> {
     const now = (this.#o.now ?? Date.now)();
     const pass = async () => {
-      const messages =
-        this.#o.retentionMs > 0 ? await this.#o.deliveries.prune(now - this.#o.retentionMs) : 0;
+      const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const tokens = await this.#o.loginTokens.prune();
       if (messages + tokens > 0) this.#o.log.info({ messages, loginTokens: tokens }, "pruned old records");
       return messages;

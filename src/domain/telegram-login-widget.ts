@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import type { TelegramIdentity } from "../store/login-tokens.ts";
+import type { TelegramIdentity } from "./telegram-identity.ts";
 
 /** How old a widget sign-in may be: the browser posts it right after the person pressed the button. */
 export const WIDGET_MAX_AGE_SECONDS = 10 * 60;

@@ -1,6 +1,5 @@
 import swagger from "@fastify/swagger";
-import swaggerUi from "@fastify/swagger-ui";
-import type { FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ERRORS } from "./errors.ts";
 
@@ -50,7 +49,43 @@ export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string
       return document;
     },
   });
-  await app.register(swaggerUi, {
+  // Swagger UI is loaded on the first request for it, not at start: most instances never serve it.
+  let ui: Promise<FastifyInstance> | null = null;
+  const loadUi = () => {
+    ui ??= swaggerUiServer(app.swagger.bind(app)).catch((error: unknown) => {
+      ui = null;
+      throw error;
+    });
+    return ui;
+  };
+  const forward = async (request: FastifyRequest, reply: FastifyReply) =>
+    forwardTo(await loadUi(), request, reply);
+  app.get("/docs", { schema: { hide: true } }, forward);
+  app.get("/docs/*", { schema: { hide: true } }, forward);
+  app.addHook("onClose", async () => {
+    await (await ui?.catch(() => null))?.close();
+  });
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+});
+
+/**
+ * Swagger UI (@fastify/swagger-ui, its routes at /docs and its files at /docs/static) on a Fastify
+ * instance of its own that never listens: a running server takes no new routes, so the service's
+ * /docs routes hand their requests to this one. It shows the service's document.
+ */
+async function swaggerUiServer(document: FastifyInstance["swagger"]): Promise<FastifyInstance> {
+  const { default: swaggerUi } = await import("@fastify/swagger-ui");
+  const server = Fastify({ logger: false });
+  // What Swagger UI asks of @fastify/swagger on its instance: the document.
+  await server.register(
+    fp(
+      async (instance: FastifyInstance) => {
+        instance.decorate("swagger", document);
+      },
+      { name: "@fastify/swagger" },
+    ),
+  );
+  await server.register(swaggerUi, {
     routePrefix: "/docs",
     staticCSP: true,
     uiHooks: {
@@ -65,5 +100,42 @@ export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string
       },
     },
   });
-  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-});
+  await server.ready();
+  return server;
+}
+
+/** Headers that belong to one connection, not to the answer. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "date"]);
+
+function withoutHopByHop<T extends object>(headers: T): T {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name))) as T;
+}
+
+/**
+ * Answers a request with what `ui` answers to it. Its 404 and its errors (a malformed path, a
+ * file it cannot read) go to the service's own handlers, as when its routes were the service's.
+ */
+async function forwardTo(ui: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+  const response = await ui.inject({
+    // HEAD too: the service's HEAD route runs this handler and leaves the body out itself.
+    method: "GET",
+    url: request.url,
+    headers: withoutHopByHop(request.headers),
+  });
+  if (response.statusCode === 404) return reply.callNotFound();
+  if (response.statusCode >= 400) {
+    let cause: { message?: string; code?: string } = {};
+    try {
+      cause = response.json();
+    } catch {
+      cause = { message: response.body };
+    }
+    throw Object.assign(new Error(cause.message ?? "the API reference failed"), {
+      statusCode: response.statusCode,
+      code: cause.code,
+    });
+  }
+  reply.code(response.statusCode).headers(withoutHopByHop(response.headers));
+  // A redirect or a 304 has no body, and no content type to go with one.
+  return response.rawPayload.length > 0 ? reply.send(response.rawPayload) : reply.send();
+}

@@ -25,6 +25,10 @@ export const ERRORS = {
     message:
       "The Telegram sandbox answers only requests made on this machine, not through a proxy (SANDBOX_ALLOW_REMOTE=true opens it to others).",
   },
+  sandbox_not_allowed: {
+    status: 403,
+    message: "In the sandbox, that person may not do this in that chat (they are not an administrator).",
+  },
   not_found: { status: 404, message: "Nothing is here." },
   method_not_allowed: { status: 405, message: "This path does not accept that method." },
   request_timeout: {
@@ -34,6 +38,10 @@ export const ERRORS = {
   sign_in_not_confirmed: {
     status: 409,
     message: "This browser has no confirmed sign-in to finish; start again.",
+  },
+  sandbox_conflict: {
+    status: 409,
+    message: "The sandbox cannot do that in its current state (it exists already, or is full).",
   },
   payload_too_large: { status: 413, message: "The request body is too large." },
   host_not_allowed: { status: 421, message: "This service does not answer for that host name." },
@@ -82,24 +90,36 @@ export interface FieldProblem {
   message: string;
 }
 
-/** The body of every error answer; `fields` only with `invalid_fields`. */
+/**
+ * The body of every error answer; `fields` only with `invalid_fields`, and an answer may add
+ * context beside `error` (`/readyz` adds its `checks`).
+ */
 export interface ErrorBody {
   ok: false;
   error: { code: ErrorCode; message: string; fields?: FieldProblem[] };
+  [context: string]: unknown;
 }
 
-/** An error meant for the client: thrown anywhere in a route, rendered by the app's error handler. */
+/** An error meant for the client: thrown anywhere in a route, answered by http/error-boundary.ts. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly fields: FieldProblem[] | undefined;
+  readonly context: Record<string, unknown>;
+  /** How the error boundary logs it, when it is a 5xx we meant: the line's message and fields. */
+  readonly log: { message?: string; fields?: Record<string, unknown> };
 
   constructor(
     code: ErrorCode,
     message?: string,
     headers: Record<string, string> = {},
     fields?: FieldProblem[],
+    /** Beside `error` in the body (`context`); for the log line only, never sent (`log`). */
+    extra: {
+      context?: Record<string, unknown>;
+      log?: { message?: string; fields?: Record<string, unknown> };
+    } = {},
   ) {
     super(message ?? ERRORS[code].message);
     this.name = "ApiError";
@@ -107,6 +127,8 @@ export class ApiError extends Error {
     this.status = ERRORS[code].status;
     this.headers = headers;
     this.fields = fields;
+    this.context = extra.context ?? {};
+    this.log = extra.log ?? {};
   }
 
   /** The status under the name Fastify's own handlers read. */
@@ -122,7 +144,7 @@ export class ApiError extends Error {
   get body(): ErrorBody {
     const error: ErrorBody["error"] = { code: this.code, message: this.message };
     if (this.fields) error.fields = this.fields;
-    return { ok: false, error };
+    return { ...this.context, ok: false, error };
   }
 }
 

@@ -58,25 +58,25 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
         },
       },
     },
-    async (request, reply) => {
+    async () => {
       const database = await options.probe.check();
       const checks = { database: database.state, ...options.checks() };
       if (database.state === "ok") return { ok: true, checks };
-      // One warn line per failed probe, with the reason (answered here, not by the error
-      // handler, which would log a second one).
-      const cause = database.state === "not_writable" ? database.cause : undefined;
-      request.log.warn(
-        { reason: database.reason, ...(cause ? { cause } : {}) },
-        database.state === "not_writable" ? "database refuses writes" : "database not reachable",
-      );
-      const notReady = new ApiError(
+      // Answered (and logged once, with the reason) by the error boundary, the checks beside it.
+      const writable = database.state === "not_writable";
+      throw new ApiError(
         "not_ready",
-        database.state === "not_writable"
-          ? `The database refuses writes (${cause}).`
-          : "The database is not reachable.",
+        writable ? `The database refuses writes (${database.cause}).` : "The database is not reachable.",
+        {},
+        undefined,
+        {
+          context: { checks },
+          log: {
+            message: writable ? "database refuses writes" : "database not reachable",
+            fields: { reason: database.reason, ...(writable ? { cause: database.cause } : {}) },
+          },
+        },
       );
-      options.metrics.requestsRejected.inc({ code: notReady.code });
-      return reply.code(503).send({ ...notReady.body, checks });
     },
   );
 

@@ -6,14 +6,14 @@ import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts"
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
-import type { DeliveryRepository } from "../store/deliveries.ts";
 import type { DockRepository } from "../store/docks.ts";
+import type { OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
   intake: Intake;
-  deliveries: DeliveryRepository;
+  views: OutboxViews;
   maxBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
@@ -419,7 +419,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       if (!MESSAGE_ID_PATTERN.test(request.params.message_id)) {
         throw new ApiError("not_found", "No message with this ID for this Dock.");
       }
-      const status = await options.deliveries.status(
+      const status = await options.views.status(
         request.params.message_id,
         (request.dock as { id: string }).id,
       );

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../http/errors.ts";
+import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
 import { callMethod } from "./bot-methods.ts";
 import type { Emulator } from "./emulator.ts";
 import { BotApiError, badRequest, forbidden, NOT_FOUND, UNAUTHORIZED } from "./errors.ts";
-import { SANDBOX_BOT_TOKEN } from "./identity.ts";
 import { Params } from "./params.ts";
 
 export interface BotApiOptions {

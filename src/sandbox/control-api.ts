@@ -1,7 +1,8 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Type } from "typebox";
-import { ApiError } from "../http/errors.ts";
+import { ApiError, type ErrorCode } from "../http/errors.ts";
+import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
 import {
   type BotStatus,
   type Emulator,
@@ -11,7 +12,6 @@ import {
   type SandboxEvent,
 } from "./emulator.ts";
 import { FaultSpecError } from "./faults.ts";
-import { SANDBOX_BOT_TOKEN } from "./identity.ts";
 import { SEND_LIMITS } from "./limits.ts";
 import {
   ActionError,
@@ -30,11 +30,12 @@ export interface ControlApiOptions {
   closing: AbortSignal;
 }
 
-const CODES: Record<number, string> = {
+/** The catalogue's codes (src/http/errors.ts) for the statuses the control API answers with. */
+const CODES: Record<number, ErrorCode> = {
   400: "invalid_request",
-  403: "forbidden",
+  403: "sandbox_not_allowed",
   404: "not_found",
-  409: "conflict",
+  409: "sandbox_conflict",
   413: "payload_too_large",
   415: "unsupported_media_type",
 };

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
 import type { MessageEntity } from "./entities.ts";
 import { Faults } from "./faults.ts";
-import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "./identity.ts";
 import { SendLimiter } from "./limits.ts";
 import { isInlineKeyboard, type ReplyMarkup } from "./markup.ts";
 import { UpdateQueue, type UpdateQueueState } from "./updates.ts";

@@ -4,7 +4,7 @@ import { type Config, trustProxyOption } from "../config.ts";
 import { ApiError } from "../http/errors.ts";
 import { requestGuard } from "../http/request-guard.ts";
 import { decorateRequestLog, flushLogs, loggerOptions, RequestLog } from "../log.ts";
-import { SANDBOX_BOT_USERNAME } from "./identity.ts";
+import { SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
 import { sandbox } from "./plugin.ts";
 
 /**
@@ -46,8 +46,8 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
  * instances (each with TELEGRAM_API_ROOT pointing here) can share one simulated Telegram.
  * Stops on SIGTERM/SIGINT.
  */
-export async function runSandbox(config: Config): Promise<void> {
-  const server = await sandboxServer(config);
+export async function runSandbox(config: Config, logStream?: DestinationStream): Promise<void> {
+  const server = await sandboxServer(config, logStream);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

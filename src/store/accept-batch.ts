@@ -1,7 +1,7 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
-import { TokenBuckets } from "../domain/token-bucket.ts";
-import { checkCredentials, credentialsQuery } from "./docks.ts";
+import type { Allowances, BatchAllowance, DockRate } from "./allowances.ts";
+import { checkCredentials, credentialsQuery } from "./credentials.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
@@ -21,7 +21,7 @@ export type AcceptResult =
 
 /**
  * One message to store. Plain data: a batch may be stored in another thread (SQLite's, see
- * sqlite-thread.ts), so nothing here is a function or a class.
+ * store/sqlite/worker.ts), so nothing here is a function or a class.
  */
 export interface AcceptItem {
   dockId: string;
@@ -35,12 +35,6 @@ export interface AcceptItem {
    * already authenticated the Dock.
    */
   secretKey: string | null;
-}
-
-/** Each Dock's allowance: a burst, then so many messages per second. */
-export interface DockRate {
-  burst: number;
-  perSecond: number;
 }
 
 export interface AcceptBatchRequest {
@@ -91,8 +85,6 @@ interface Writes {
   keyed: Map<string, { messageId: string; subscribers: number; hash: string | null }>;
   messages: unknown[][];
   fanouts: unknown[][];
-  /** Shared allowances read (and locked) by this transaction: the tokens left, and whether any were taken. */
-  allowances: Map<string, { tokens: number; taken: boolean }>;
 }
 
 /**
@@ -103,44 +95,27 @@ interface Writes {
  *
  * The cost does not grow with the number of subscribers: a message is queued once (`fanouts`),
  * and the dispatcher creates the per-subscriber deliveries when it gets to the message
- * (DeliveryRepository.fanOut).
+ * (Outbox.fanOut).
  */
 export class AcceptBatch {
   readonly #kysely: Kysely<Database>;
   readonly #queries: ReturnType<typeof acceptQueries>;
-  readonly #rates = new Map<string, TokenBuckets>();
-  readonly #shared: boolean;
+  readonly #allowances: Allowances;
 
-  /**
-   * `sharedAllowances`: keep each Dock's allowance in the database (PostgreSQL, where several
-   * instances accept for the same Docks) instead of this process's memory. A shared allowance is
-   * read and locked in the storing transaction and written back in it, so a batch that fails gives
-   * back what it took.
-   */
-  constructor(kysely: Kysely<Database>, options: { sharedAllowances?: boolean } = {}) {
+  /** `allowances`: where each Dock's allowance is kept (this process, or the shared database). */
+  constructor(kysely: Kysely<Database>, allowances: Allowances) {
     this.#kysely = kysely;
     this.#queries = acceptQueries(kysely);
-    this.#shared = options.sharedAllowances ?? false;
+    this.#allowances = allowances;
   }
 
   /** One outcome per item, in order. Never throws for one message's trouble. */
   async run({ items, now, dockRate }: AcceptBatchRequest): Promise<AcceptOutcome[]> {
     const rate = dockRate === null || dockRate.burst <= 0 ? null : dockRate;
-    const buckets = this.#shared ? null : this.#bucketsFor(rate);
-    // In memory, asked once per message: when the batch fails and each message is retried alone,
-    // the retry must neither spend the Dock's allowance again nor refuse what the first attempt
-    // admitted. A shared allowance needs no such care: the failed transaction gave it back.
-    const admitted = new Array<number | undefined>(items.length);
-    const admit: Admit = (tx, writes, index, dockId) => {
-      if (rate === null) return 0;
-      if (this.#shared) return this.#takeShared(tx, writes, dockId, rate, now);
-      const wait = admitted[index] ?? (buckets as TokenBuckets).take(dockId);
-      admitted[index] = wait;
-      return wait;
-    };
+    const allowance = rate === null ? null : this.#allowances.batch(rate, now);
     const entries = items.map((item, index) => ({ item, index }));
     try {
-      return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, admit, now));
+      return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, allowance, now));
     } catch (error) {
       // The database is down, silent or full: every message would meet the same, one by one (a
       // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
@@ -148,15 +123,15 @@ export class AcceptBatch {
       if (isDatabaseUnavailable(error) || storageFault(error) !== null) throw error;
       // One message's failure must not fail its neighbours: store each on its own.
       const outcomes: AcceptOutcome[] = [];
-      for (const entry of entries) outcomes.push(await this.#alone(entry, admit, now));
+      for (const entry of entries) outcomes.push(await this.#alone(entry, allowance, now));
       return outcomes;
     }
   }
 
-  async #alone(entry: Entry, admit: Admit, now: number): Promise<AcceptOutcome> {
+  async #alone(entry: Entry, allowance: BatchAllowance | null, now: number): Promise<AcceptOutcome> {
     const once = async () =>
       (
-        await this.#kysely.transaction().execute((tx) => this.#store(tx, [entry], admit, now))
+        await this.#kysely.transaction().execute((tx) => this.#store(tx, [entry], allowance, now))
       )[0] as AcceptResult;
     try {
       return await once();
@@ -173,79 +148,28 @@ export class AcceptBatch {
     }
   }
 
-  /**
-   * Takes one token of the Dock's shared allowance: seconds to wait when none is left. The first
-   * time in a transaction the row is refilled and locked (an upsert, so two instances meeting a
-   * Dock for the first time cannot both start from a full burst); the tokens taken are written
-   * back before the transaction commits (#store). Clocks of instances may disagree a little: the
-   * refill never runs backwards. Two instances' batches locking the same two Docks in opposite
-   * orders can deadlock: PostgreSQL then fails one of the transactions, and its messages are
-   * stored one by one (see run).
-   */
-  async #takeShared(
+  async #store(
     tx: Transaction<Database>,
-    writes: Writes,
-    dockId: string,
-    rate: DockRate,
+    entries: Entry[],
+    batchAllowance: BatchAllowance | null,
     now: number,
-  ): Promise<number> {
-    let allowance = writes.allowances.get(dockId);
-    if (allowance === undefined) {
-      const perMs = rate.perSecond / 1000;
-      const row = await tx
-        .insertInto("dock_allowances")
-        .values({ dock_id: dockId, tokens: rate.burst, at: now })
-        .onConflict((conflict) =>
-          conflict.column("dock_id").doUpdateSet({
-            tokens: sql<number>`least(${rate.burst}::double precision, dock_allowances.tokens + greatest(0, ${now}::bigint - dock_allowances.at) * ${perMs}::double precision)`,
-            at: sql<number>`greatest(dock_allowances.at, ${now}::bigint)`,
-          }),
-        )
-        .returning("tokens")
-        .executeTakeFirstOrThrow();
-      allowance = { tokens: Number(row.tokens), taken: false };
-      writes.allowances.set(dockId, allowance);
-    }
-    if (allowance.tokens < 1) return (1 - allowance.tokens) / rate.perSecond;
-    allowance.tokens -= 1;
-    allowance.taken = true;
-    return 0;
-  }
-
-  #bucketsFor(rate: DockRate | null): TokenBuckets | null {
-    if (rate === null) return null;
-    const key = `${rate.burst}/${rate.perSecond}`;
-    let buckets = this.#rates.get(key);
-    if (buckets === undefined) {
-      buckets = new TokenBuckets({ capacity: rate.burst, refillPerSecond: rate.perSecond });
-      this.#rates.set(key, buckets);
-    }
-    return buckets;
-  }
-
-  async #store(tx: Transaction<Database>, entries: Entry[], admit: Admit, now: number) {
+  ) {
     const writes: Writes = {
       credentials: new Map(),
       subscribers: new Map(),
       keyed: new Map(),
       messages: [],
       fanouts: [],
-      allowances: new Map(),
     };
+    const allowance = batchAllowance?.transaction(tx) ?? null;
+    const admit: Admit = (index, dockId) => allowance?.take(index, dockId) ?? 0;
     const results: AcceptResult[] = [];
     for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
     const q = this.#queries;
     // One statement per table for the whole batch; the fan-outs keep the order of acceptance.
     if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
     if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
-    for (const [dockId, allowance] of writes.allowances) {
-      if (!allowance.taken) continue;
-      await tx
-        .updateTable("dock_allowances")
-        .set({ tokens: allowance.tokens })
-        .where("dock_id", "=", dockId)
-        .execute();
-    }
+    await allowance?.settle();
     return results;
   }
 
@@ -292,7 +216,7 @@ export class AcceptBatch {
 
     // Taken only once the Dock is authenticated (a stranger cannot spend a Dock's allowance) and
     // only for a message to store: a replay or a conflict sends nothing, so it costs nothing.
-    const taken = admit(tx, writes, index, item.dockId);
+    const taken = admit(index, item.dockId);
     const wait = typeof taken === "number" ? taken : await taken;
     if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
 
@@ -322,12 +246,7 @@ export class AcceptBatch {
 
 type Entry = { item: AcceptItem; index: number };
 /** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */
-type Admit = (
-  tx: Transaction<Database>,
-  writes: Writes,
-  index: number,
-  dockId: string,
-) => number | Promise<number>;
+type Admit = (index: number, dockId: string) => number | Promise<number>;
 
 /** The statements every accepted message runs, compiled once (see prepare). */
 function acceptQueries(kysely: Kysely<Database>) {
@@ -343,7 +262,7 @@ function acceptQueries(kysely: Kysely<Database>) {
     releaseIdempotencyKey: prepare((p: Slots<{ id: string }>) =>
       kysely.updateTable("messages").set({ idempotency_key: null }).where("id", "=", p.id),
     ),
-    // The audience the fan-out will reach (DeliveryRepository.fanOut): active, and subscribed by
+    // The audience the fan-out will reach (Outbox.fanOut): active, and subscribed by
     // the time the message was accepted.
     countSubscribers: prepare((p: Slots<{ dockId: string; now: number }>) =>
       kysely

@@ -1,30 +1,24 @@
-import {
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  PostgresDialect,
-  type PostgresPool,
-  type PostgresPoolClient,
-} from "kysely";
-import pg from "pg";
-import { AcceptBatch, type AcceptBatchRequest, type AcceptOutcome } from "./accept-batch.ts";
-import { isDatabaseUnavailable, storageFault } from "./faults.ts";
-import { initial } from "./migrations/0001-initial.ts";
-import { signInAndBot } from "./migrations/0002-sign-in-and-bot.ts";
-import { deliveryQueueIndex } from "./migrations/0003-delivery-queue-index.ts";
-import { deferredFanout } from "./migrations/0004-deferred-fanout.ts";
-import { fanoutSubscribers } from "./migrations/0005-fanout-subscribers.ts";
-import { dockAllowances } from "./migrations/0006-dock-allowances.ts";
-import { writeProbes } from "./migrations/0007-write-probes.ts";
+import type { Kysely, RawBuilder } from "kysely";
+import type { AcceptBatchRequest, AcceptOutcome } from "./accept-batch.ts";
+import { storageFault } from "./faults.ts";
 import type { Database } from "./schema.ts";
-import { SqliteThread, sqliteThreadDialect } from "./sqlite-worker.ts";
 
-export type Dialect = "sqlite" | "postgres";
-
+/**
+ * The store's port: what the service needs of a database, whichever it is. Each database has an
+ * adapter that provides it — store/sqlite/adapter.ts, store/postgres/adapter.ts — and holds all
+ * that is particular to it; everything else in store/ is plain Kysely and works on both. Adding a
+ * database is adding an adapter (and a line in store/open.ts).
+ */
 export interface Db {
   kysely: Kysely<Database>;
-  dialect: Dialect;
+  /**
+   * Whether several instances of the service may share this database (PostgreSQL). They share the
+   * bot too: each Dock's allowance is kept in the database, one dispatcher leads (`leadership`),
+   * and an instance's pacer cannot see what the others send.
+   */
+  shared: boolean;
+  /** How this database spells what SQL leaves to each (for the migrations). */
+  spelling: SchemaSpelling;
   /**
    * Stores a batch of messages in one transaction, where the connection is (see AcceptBatch).
    * Batches are committed in the order they were handed over, even while an earlier one is in flight.
@@ -32,6 +26,13 @@ export interface Db {
    * transaction holds.
    */
   acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
+  /** Who among the instances sharing this database does the work called `name` (see Leadership). */
+  leadership(name: string): Leadership;
+  /**
+   * Tells the leader (perhaps another instance) that messages were accepted for these Docks; it
+   * hears it through `Leadership.tryAcquire`'s `onAnnounced`. Nothing to tell with one process.
+   */
+  announce(dockIds: string[]): Promise<void>;
   /**
    * Calls `listener` with what went wrong outside any query (an idle PostgreSQL connection closed
    * by the server), for the service's log; with no listener it is a process warning. Returns the
@@ -47,8 +48,51 @@ export interface Db {
   close(): Promise<void>;
 }
 
-/** Follows whether batches of messages could be stored (see Db.lastStorageFault). */
-function watchStorage(accept: Db["acceptBatch"]) {
+/** How a database spells the column types SQL leaves to each. */
+export interface SchemaSpelling {
+  /** A 64-bit key the database assigns in increasing order and never reuses. */
+  increasingKey: RawBuilder<unknown>;
+  /** A 64-bit key the database assigns; it may reuse the value of a row deleted at the end. */
+  generatedKey: RawBuilder<unknown>;
+}
+
+/**
+ * One leader among the instances sharing a database, for work that must run exactly once (the
+ * dispatcher: Telegram's limits are per bot). With a database one process owns (SQLite) that
+ * process is always the leader once it asks.
+ */
+export interface Leadership {
+  readonly isLeader: boolean;
+  /**
+   * Whether other instances contend for it (PostgreSQL). A leader that fails to take up its work
+   * then gives way and waits its turn like the others, instead of retrying ahead of them.
+   */
+  readonly contended: boolean;
+  /**
+   * Tries to become the leader; true when this instance leads (now or already). While it leads,
+   * `onAnnounced` hears each `Db.announce` (a comma-separated list of Dock IDs), and `onLost` is
+   * called if leadership is lost without `release`.
+   */
+  tryAcquire(onAnnounced: (payload: string) => void, onLost: (error: Error) => void): Promise<boolean>;
+  /** A leader checks it still is (its session answers); if not it steps down through `onLost`. */
+  heartbeat(onLost: (error: Error) => void): Promise<void>;
+  /** Steps down, letting another instance lead at once. */
+  release(): Promise<void>;
+}
+
+export interface DbOptions {
+  sqliteSynchronous?: "normal" | "full";
+  poolSize?: number;
+  /**
+   * PostgreSQL: how long connecting, waiting for a free connection, and each statement may take
+   * (ms) before the call fails as the database being unavailable (DATABASE_TIMEOUT_SECONDS); 0 for
+   * no bound (migrations, which may rightly take long). SQLite waits for its lock busy_timeout.
+   */
+  timeoutMs?: number;
+}
+
+/** Follows whether batches of messages could be stored (see Db.lastStorageFault); for adapters. */
+export function watchStorage(accept: Db["acceptBatch"]) {
   let fault: { cause: string; at: number } | null = null;
   return {
     acceptBatch: (async (request) => {
@@ -67,7 +111,7 @@ function watchStorage(accept: Db["acceptBatch"]) {
 }
 
 /** Warnings of one database handle: to its listeners, or as a process warning when it has none. */
-function warnings() {
+export function warnings() {
   const listeners = new Set<(message: string) => void>();
   return {
     emit(message: string) {
@@ -79,139 +123,4 @@ function warnings() {
       return () => void listeners.delete(listener);
     },
   };
-}
-
-// 64-bit integers (our millisecond times and Telegram ids) fit safely in a JS number; without this
-// pg would hand them back as strings and the repositories would need dialect-specific code.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
-
-export interface DbOptions {
-  sqliteSynchronous?: "normal" | "full";
-  poolSize?: number;
-  /**
-   * PostgreSQL: how long connecting, waiting for a free connection, and each statement may take
-   * (ms) before the call fails as the database being unavailable (DATABASE_TIMEOUT_SECONDS); 0 for
-   * no bound (migrations, which may rightly take long). SQLite waits for its lock busy_timeout.
-   */
-  timeoutMs?: number;
-}
-
-/** Opens the database named by DATABASE_URL (`sqlite:<path>` or `postgres://…`). */
-export function openDb(url: string, options: DbOptions = {}): Db {
-  if (url.startsWith("sqlite:")) {
-    // The connection lives in a thread of its own, so the disk never holds up the event loop;
-    // checkpoints run in another, so they never hold up a commit.
-    const warned = warnings();
-    const thread = new SqliteThread(
-      url.slice("sqlite:".length),
-      { synchronous: options.sqliteSynchronous ?? "normal" },
-      { onWarning: (message) => warned.emit(message) },
-    );
-    const kysely = new Kysely<Database>({ dialect: sqliteThreadDialect(thread) });
-    return {
-      kysely,
-      dialect: "sqlite",
-      ...watchStorage((request) => thread.accept(request)),
-      onWarning: warned.on,
-      // Kysely only destroys a driver it has used: close the thread in any case.
-      close: async () => {
-        await kysely.destroy();
-        await thread.close();
-      },
-    };
-  }
-  const timeoutMs = options.timeoutMs ?? 5000;
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.poolSize ?? 10,
-    // A database that stops answering (down, a partition, a failover moving its address, a server
-    // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
-    // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
-    // connecting and waiting for a free connection; the server cuts off a statement at it; and
-    // if its answer has not come a second later, the network lost it and the call fails here.
-    ...(timeoutMs > 0
-      ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 }
-      : {}),
-    keepAlive: true,
-  });
-  const warned = warnings();
-  // An idle connection can be closed by the server (a restart, a failover, an administrator);
-  // the pool replaces it. Without a listener that event would crash the process.
-  pool.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
-  // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
-  // the reason and the pool drops it; the event itself must not crash the process either.
-  pool.on("connect", (client) => client.on("error", () => {}));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingBroken(pool) }) });
-  // Several instances may share the database: they share each Dock's allowance through it too.
-  const batches = new AcceptBatch(kysely, { sharedAllowances: true });
-  // One batch at a time, in order: each Dock's messages are committed in the order they came.
-  let last: Promise<unknown> = Promise.resolve();
-  return {
-    kysely,
-    dialect: "postgres",
-    ...watchStorage((request) => {
-      const run = last.then(() => batches.run(request));
-      last = run.catch(() => {});
-      return run;
-    }),
-    onWarning: warned.on,
-    close: () => kysely.destroy(),
-  };
-}
-
-/**
- * The pool as Kysely sees it, with one difference: a connection whose query failed because the
- * database was unavailable is closed when released, not handed to the next caller. After a query
- * timed out on our side the connection still waits for that answer, and would hold up whoever
- * used it next for as long as the network stays silent.
- */
-function discardingBroken(pool: pg.Pool): PostgresPool {
-  return {
-    async connect() {
-      const client = await pool.connect();
-      let broken = false;
-      const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
-        // Given up on: what follows (a transaction's ROLLBACK) would only queue behind the lost
-        // query and wait out the timeout again.
-        if (broken)
-          return Promise.reject(new Error("Connection terminated: given up after a database timeout"));
-        const result = (client.query as (...args: unknown[]) => unknown)(sqlOrCursor, parameters);
-        if (!(result instanceof Promise)) return result;
-        return result.catch((error: unknown) => {
-          if (isDatabaseUnavailable(error)) broken = true;
-          throw error;
-        });
-      };
-      return {
-        query: query as PostgresPoolClient["query"],
-        release: () => client.release(broken || undefined),
-      };
-    },
-    end: () => pool.end(),
-  };
-}
-
-function migrations(dialect: Dialect): Record<string, Migration> {
-  return {
-    "0001-initial": initial(dialect),
-    "0002-sign-in-and-bot": signInAndBot(),
-    "0003-delivery-queue-index": deliveryQueueIndex(),
-    "0004-deferred-fanout": deferredFanout(dialect),
-    "0005-fanout-subscribers": fanoutSubscribers(),
-    "0006-dock-allowances": dockAllowances(),
-    "0007-write-probes": writeProbes(),
-  };
-}
-
-/**
- * Applies every pending migration (or those up to `to`, for tests of a migration); returns the
- * names applied now. Safe to run concurrently.
- */
-export async function migrate(db: Db, options: { to?: string } = {}): Promise<string[]> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(db.dialect) };
-  const migrator = new Migrator({ db: db.kysely, provider });
-  const { error, results } =
-    options.to === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(options.to);
-  if (error) throw error;
-  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

@@ -38,11 +38,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   // waits on a lock, to answer within the bound.
   if (code === "57014" && message.includes("statement timeout")) return true;
   if (UNREACHABLE.has(code)) return true;
-  // pg: the connection went away under a query, none could be made in time, or the server sent
-  // nothing back in time (a network that drops packets). (Not "Client was closed and is not
-  // queryable": that is our code using a connection it closed.)
+  // pg: the connection went away under a query, none could be made in time (by the pool, or by a
+  // single client: "timeout expired"), or the server sent nothing back in time (a network that
+  // drops packets). (Not "Client was closed and is not queryable": that is our code using a
+  // connection it closed.)
   if (
-    /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|^Query read timeout/.test(
+    /^Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Client has encountered a connection error|^Query read timeout/.test(
       message,
     )
   ) {

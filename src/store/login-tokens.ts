@@ -1,6 +1,7 @@
 import { hash } from "node:crypto";
 import { base62Of, randomBase62 } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
+import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
 import { rememberName } from "./users.ts";
 
@@ -39,12 +40,6 @@ export interface Confirmer {
  */
 export function linkTokenFor(browserSecret: string): string {
   return base62Of(hash("sha512", `dock-notify sign-in link\n${browserSecret}`, "buffer"), 22);
-}
-
-export interface TelegramIdentity {
-  id: number;
-  first_name?: string | undefined;
-  username?: string | undefined;
 }
 
 /**

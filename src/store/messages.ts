@@ -1,11 +1,6 @@
 import { sha256Hex } from "../domain/secrets.ts";
-import {
-  type AcceptItem,
-  type AcceptResult,
-  type DockRate,
-  fromStoreError,
-  MAX_BATCH,
-} from "./accept-batch.ts";
+import { type AcceptItem, type AcceptResult, fromStoreError, MAX_BATCH } from "./accept-batch.ts";
+import type { DockRate } from "./allowances.ts";
 import type { Db } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 

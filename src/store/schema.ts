@@ -38,7 +38,7 @@ export interface SubscriptionsTable {
   /**
    * When the chat (re)subscribed: set on subscribing and on coming back after removing the
    * subscription, kept through a block and unblock. A message reaches the subscriptions active
-   * since before it was accepted (DeliveryRepository.fanOut).
+   * since before it was accepted (Outbox.fanOut).
    */
   active_since: Millis;
 }

@@ -1,7 +1,7 @@
 import { randomBase62 } from "../domain/ids.ts";
 import { sha256Hex } from "../domain/secrets.ts";
+import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
-import type { TelegramIdentity } from "./login-tokens.ts";
 
 /** `last_seen_at` is written at most this often per session, so browsing costs no write per request. */
 const SEEN_PRECISION_MS = 60_000;

@@ -1,4 +1,5 @@
 import type { Db } from "./db.ts";
+import { cancelForSubscriber, followChat } from "./outbox.ts";
 import type { SubscriptionState } from "./schema.ts";
 import { rememberName } from "./users.ts";
 
@@ -175,13 +176,7 @@ export class SubscriptionRepository {
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
       // Messages already queued for the chat are not sent either: removal takes effect now.
-      await tx
-        .updateTable("deliveries")
-        .set({ state: "gone", last_error: "removed by the Dock's owner", updated_at: now })
-        .where("dock_id", "=", dockId)
-        .where("chat_id", "=", chatId)
-        .where("state", "=", "queued")
-        .execute();
+      await cancelForSubscriber(tx, dockId, chatId, now);
       return true;
     });
   }
@@ -207,26 +202,7 @@ export class SubscriptionRepository {
         .set({ chat_id: to, chat_type: "supergroup", updated_at: now })
         .where("chat_id", "=", from)
         .executeTakeFirst();
-      // A message the new chat already has a delivery for is not sent to it twice.
-      await tx
-        .updateTable("deliveries")
-        .set({
-          state: "gone",
-          last_error: "the group became a supergroup that already has it",
-          updated_at: now,
-        })
-        .where("chat_id", "=", from)
-        .where("state", "=", "queued")
-        .where("message_id", "in", (eb) =>
-          eb.selectFrom("deliveries as d").select("d.message_id").where("d.chat_id", "=", to),
-        )
-        .execute();
-      await tx
-        .updateTable("deliveries")
-        .set({ chat_id: to, updated_at: now })
-        .where("chat_id", "=", from)
-        .where("state", "=", "queued")
-        .execute();
+      await followChat(tx, from, to, now);
       return Number(moved.numUpdatedRows);
     });
   }

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
 import { AnnounceProvider } from "./announce.tsx";
-import { api, type Info, ServiceError, type SessionInfo, setCsrfToken } from "./api.ts";
+import { api, type InfoAnswer, ServiceError, type SessionAnswer, setCsrfToken } from "./api.ts";
 import { DocksPage } from "./DocksPage.tsx";
 import { HelpPage } from "./HelpPage.tsx";
 import { SignIn } from "./SignIn.tsx";
@@ -13,14 +13,14 @@ function pageFromHash(): Page {
 
 /** The console: sign-in until there is a session, then the Docks and the help page. */
 export function App() {
-  const [info, setInfo] = useState<Info | null>(null);
-  const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
+  const [info, setInfo] = useState<InfoAnswer | null>(null);
+  const [session, setSession] = useState<SessionAnswer | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const [page, setPage] = useState<Page>(pageFromHash);
 
   const loadSession = useCallback(async () => {
     try {
-      const current = await api<SessionInfo>("GET", "/session");
+      const current = await api<SessionAnswer>("GET", "/session");
       setCsrfToken(current.csrf_token);
       setSession(current);
     } catch (e) {
@@ -34,7 +34,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    api<Info>("GET", "/info").then(setInfo, (e: Error) => setError(e.message));
+    api<InfoAnswer>("GET", "/info").then(setInfo, (e: Error) => setError(e.message));
     void loadSession();
     const onHash = () => setPage(pageFromHash());
     window.addEventListener("hashchange", onHash);

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useAnnounce } from "./announce.tsx";
-import { api, type Dock, ServiceError } from "./api.ts";
-import { DockCard } from "./DockCard.tsx";
+import { api, type Dock, type DockAnswer, type DockListAnswer, ServiceError } from "./api.ts";
 import { type DockFieldValues, DockForm } from "./DockForm.tsx";
+import { DockCard } from "./dock-card/DockCard.tsx";
 
 const EMPTY: DockFieldValues = { name: "", link: "", description: "" };
 
@@ -28,14 +28,14 @@ export function DocksPage({ onSessionLost }: { onSessionLost: () => void }) {
   );
 
   useEffect(() => {
-    guarded(() => api<{ docks: Dock[] }>("GET", "/docks")).then(
+    guarded(() => api<DockListAnswer>("GET", "/docks")).then(
       (answer) => setDocks(answer.docks),
       (e: Error) => setError(e.message),
     );
   }, [guarded]);
 
   const create = async (values: DockFieldValues) => {
-    const { dock } = await guarded(() => api<{ dock: Dock }>("POST", "/docks", values));
+    const { dock } = await guarded(() => api<DockAnswer>("POST", "/docks", values));
     setDocks((current) => [dock, ...(current ?? [])]);
     setCreated(dock.id);
     setFormKey((k) => k + 1);

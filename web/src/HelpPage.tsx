@@ -1,7 +1,7 @@
-import type { Info } from "./api.ts";
+import type { InfoAnswer } from "./api.ts";
 
 /** Where the API reference and the bot are, and the whole path in four steps. */
-export function HelpPage({ info }: { info: Info }) {
+export function HelpPage({ info }: { info: InfoAnswer }) {
   return (
     <section className="panel" aria-labelledby="help-title">
       <h1 id="help-title">API &amp; bot</h1>

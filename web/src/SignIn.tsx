@@ -1,23 +1,18 @@
 import { useEffect, useRef, useState } from "react";
-import { api, type Info, ServiceError } from "./api.ts";
-
-interface Pending {
-  link: string;
-  qr_svg: string;
-  expires_at: number;
-}
-
-type CheckState = "pending" | "confirmed" | "declined" | "expired" | "used" | "none";
+import {
+  api,
+  type InfoAnswer,
+  ServiceError,
+  type SignInCancelAnswer,
+  type SignInCheckAnswer,
+  type SignInFinishAnswer,
+  type SignInStartAnswer,
+  type SignInState,
+  type TelegramAccount,
+} from "./api.ts";
 
 /** What the page shows: a state of the sign-in, or how the person ended it here. */
-type PageState = CheckState | "cancelled" | "failed";
-
-/** Who pressed Yes in the bot, as Telegram names them. */
-interface Confirmer {
-  id: number;
-  first_name: string | null;
-  username: string | null;
-}
+type PageState = SignInState | "cancelled" | "failed";
 
 /**
  * Who pressed Yes, in three separate lines: the name, which anyone can choose (an onlooker may
@@ -25,7 +20,7 @@ interface Confirmer {
  * which every account has and the bot tells the person when they press Yes. Nothing a name can
  * hold makes one account look like another here.
  */
-function ConfirmerIdentity({ confirmer }: { confirmer: Confirmer }) {
+function ConfirmerIdentity({ confirmer }: { confirmer: TelegramAccount }) {
   return (
     <dl className="telegram-identity" aria-label="The Telegram account that confirmed">
       <dt>Name</dt>
@@ -64,10 +59,10 @@ function LoginWidget({ botUsername, authUrl }: { botUsername: string; authUrl: s
  * only when the person presses Continue. Someone who saw the link or its QR code could press Yes
  * first in their own Telegram: "That's not me" cancels that sign-in instead of entering their account.
  */
-export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => void }) {
-  const [pending, setPending] = useState<Pending | null>(null);
+export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () => void }) {
+  const [pending, setPending] = useState<SignInStartAnswer | null>(null);
   const [state, setState] = useState<PageState | null>(null);
-  const [confirmer, setConfirmer] = useState<Confirmer | null>(null);
+  const [confirmer, setConfirmer] = useState<TelegramAccount | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const continueButton = useRef<HTMLButtonElement>(null);
@@ -78,7 +73,7 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     setBusy(true);
     setError(null);
     try {
-      setPending(await api<Pending>("POST", "/sign-in"));
+      setPending(await api<SignInStartAnswer>("POST", "/sign-in"));
       setState("pending");
     } catch (e) {
       setError((e as Error).message);
@@ -95,12 +90,12 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     setError(message);
   };
 
-  const finish = async (confirmed: Confirmer) => {
+  const finish = async (confirmed: TelegramAccount) => {
     setBusy(true);
     setError(null);
     try {
       // Only for the person shown: if this browser's sign-in changed since (another tab), nobody.
-      await api<{ state: "signed_in" }>("POST", "/sign-in/finish", { user_id: confirmed.id });
+      await api<SignInFinishAnswer>("POST", "/sign-in/finish", { user_id: confirmed.id });
       onSignedIn();
     } catch (e) {
       // Expired, or cancelled elsewhere: this sign-in is over; the message says why.
@@ -115,7 +110,7 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     setBusy(true);
     setError(null);
     try {
-      await api<{ state: string }>("POST", "/sign-in/cancel");
+      await api<SignInCancelAnswer>("POST", "/sign-in/cancel");
       backToStart("cancelled");
     } catch (e) {
       setError((e as Error).message);
@@ -129,7 +124,7 @@ export function SignIn({ info, onSignedIn }: { info: Info; onSignedIn: () => voi
     let stopped = false;
     const timer = window.setInterval(async () => {
       try {
-        const answer = await api<{ state: CheckState; user?: Confirmer }>("POST", "/sign-in/check");
+        const answer = await api<SignInCheckAnswer>("POST", "/sign-in/check");
         if (stopped) return;
         if (answer.state === "confirmed" && answer.user) setConfirmer(answer.user);
         if (answer.state !== "pending") setState(answer.state);

@@ -1,56 +1,32 @@
-/** The console API's answers, as the service sends them (see src/http/console-api.ts). */
-export interface Info {
-  bot_username: string;
-  bot_link: string;
-  docs_url: string;
-  api_base_url: string;
-  sandbox: boolean;
-  login_widget: { bot_username: string; auth_url: string } | null;
-}
+import type { OkAnswer } from "../../src/http/console/schemas.ts";
+import type { ErrorBody, FieldProblem } from "../../src/http/errors.ts";
 
-export interface SessionInfo {
-  user: { id: number; first_name: string | null; username: string | null };
-  expires_at: number;
-  csrf_token: string;
-}
-
-export interface Dock {
-  id: string;
-  name: string;
-  link: string | null;
-  description: string | null;
-  secret_key: string;
-  subscribers: number;
-  created_at: number;
-  updated_at: number;
-  open_in_telegram: string;
-  examples: { ping: string; webhook: string };
-}
-
-export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
-
-export interface MessageReport {
-  id: string;
-  text: string;
-  created_at: number;
-  subscribers: number;
-  states: Partial<Record<DeliveryState, number>>;
-  deliveries: { chat_id: number; state: DeliveryState; last_error: string | null; updated_at: number }[];
-}
-
-export interface Subscriber {
-  chat_id: number;
-  chat_type: string;
-  state: "active" | "blocked" | "removed";
-  first_name: string | null;
-  username: string | null;
-  since: number;
-}
-
-export interface FieldProblem {
-  field: string;
-  message: string;
-}
+/*
+ * The console API's answers, typed by the service's own schemas (src/http/console/schemas.ts)
+ * and error catalogue (src/http/errors.ts). Type-only imports: nothing of the server, and no
+ * TypeBox, ends up in the browser's bundle.
+ */
+export type {
+  DeliveryState,
+  Dock,
+  DockAnswer,
+  DockListAnswer,
+  InfoAnswer,
+  MessageListAnswer,
+  MessageReport,
+  OkAnswer,
+  SessionAnswer,
+  SignInCancelAnswer,
+  SignInCheckAnswer,
+  SignInFinishAnswer,
+  SignInStartAnswer,
+  SignInState,
+  Subscriber,
+  SubscriberListAnswer,
+  TelegramAccount,
+  TestMessageAnswer,
+} from "../../src/http/console/schemas.ts";
+export type { FieldProblem };
 
 /** An error answer of the service, with its stable code and, for forms, the fields at fault. */
 export class ServiceError extends Error {
@@ -73,8 +49,15 @@ export function setCsrfToken(token: string | null): void {
   csrfToken = token;
 }
 
-/** Calls the console API (relative to the page, so the console works under any path prefix). */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * Calls the console API (relative to the page, so the console works under any path prefix). `T`:
+ * the route's answer, from the service's schemas.
+ */
+export async function api<T extends OkAnswer = OkAnswer>(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const headers: Record<string, string> = {};
   if (body !== undefined) headers["content-type"] = "application/json";
   if (method !== "GET" && csrfToken) headers["x-csrf-token"] = csrfToken;
@@ -89,10 +72,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   } catch {
     throw new ServiceError(0, "network", "The service cannot be reached. Check your connection.");
   }
-  const data = (await response.json().catch(() => null)) as
-    | (T & { ok: true })
-    | { ok: false; error: { code: string; message: string; fields?: FieldProblem[] } }
-    | null;
+  const data = (await response.json().catch(() => null)) as T | ErrorBody | null;
   if (data === null) throw new ServiceError(response.status, "invalid_answer", "The service sent no answer.");
   if (data.ok === false) {
     throw new ServiceError(response.status, data.error.code, data.error.message, data.error.fields);

@@ -1,10 +1,10 @@
 import { type Kysely, sql } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { SchemaSpelling } from "../db.ts";
 
 /** Users, Docks, subscriptions, and the outbox: messages and one delivery per subscriber. */
-export function initial(dialect: Dialect) {
-  // The one dialect difference in the schema: how an auto-incrementing key is spelled.
-  const serial = dialect === "postgres" ? sql`bigserial primary key` : sql`integer primary key autoincrement`;
+export function initial(spelling: SchemaSpelling) {
+  // The one difference between the databases in the schema: how an increasing key is spelled.
+  const serial = spelling.increasingKey;
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema

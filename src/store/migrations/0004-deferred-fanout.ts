@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { SchemaSpelling } from "../db.ts";
 
 /**
  * Fan-out deferred to the dispatcher: accepting a message writes the message and one `fanouts`
@@ -7,9 +7,9 @@ import type { Dialect } from "../db.ts";
  * subscriber when that Dock's queue needs more work. Rows are deleted as they are fanned out, so
  * the table holds only what is waiting.
  */
-export function deferredFanout(dialect: Dialect) {
-  // SQLite: a rowid key (no AUTOINCREMENT bookkeeping); ids only order the rows present.
-  const key = dialect === "postgres" ? sql`bigserial primary key` : sql`integer primary key`;
+export function deferredFanout(spelling: SchemaSpelling) {
+  // Ids only order the rows present: a key that may reuse freed values will do.
+  const key = spelling.generatedKey;
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema

@@ -1,0 +1,88 @@
+// The server's layering, checked by `npm run lint` (see README "Code layout"). Each rule names the
+// direction that must not exist; `npx depcruise src` prints every violation with its path.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-cycles",
+      severity: "error",
+      comment: "A cycle (types included) makes modules impossible to read or load one at a time.",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "domain-is-pure",
+      severity: "error",
+      comment: "domain/ holds rules with no I/O: it imports nothing of ours outside domain/.",
+      from: { path: "^src/domain/" },
+      to: { path: "^src/", pathNot: "^src/domain/" },
+    },
+    {
+      name: "store-below-delivery-bot-http",
+      severity: "error",
+      comment: "store/ is the bottom of the service: it never reaches up to who uses it.",
+      from: { path: "^src/store/" },
+      to: { path: "^src/(http|delivery|bot|sandbox)/|^src/(app|main|cli|intake)\\.ts$" },
+    },
+    {
+      name: "no-http-below-the-edge",
+      severity: "error",
+      comment:
+        "The HTTP edge owns statuses and the error catalogue; intake, the bot and delivery return outcomes.",
+      from: { path: "^src/(intake\\.ts$|bot/|delivery/)" },
+      to: { path: "^src/http/|^src/(app|main|cli)\\.ts$" },
+    },
+    {
+      name: "support-never-imports-sandbox",
+      severity: "error",
+      comment: "Configuration and support modules work the same with or without the sandbox.",
+      from: { path: "^src/(config|log|metrics|telegram-target|encryption-key|worker)\\.ts$" },
+      to: { path: "^src/sandbox/" },
+    },
+    {
+      name: "sandbox-stands-apart",
+      severity: "error",
+      comment: "The sandbox is a fake Telegram: it knows nothing of our store, bot or delivery.",
+      from: { path: "^src/sandbox/" },
+      to: { path: "^src/(store|bot|delivery)/" },
+    },
+    {
+      name: "pg-only-in-its-adapter",
+      severity: "error",
+      comment: "Where PostgreSQL differs from SQLite is store/postgres/ alone.",
+      from: { path: "^src/", pathNot: "^src/store/postgres/" },
+      to: { path: "^node_modules/(pg|pg-[a-z-]+)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "sqlite-only-in-its-adapter",
+      severity: "error",
+      comment: "Where SQLite differs from PostgreSQL is store/sqlite/ alone.",
+      from: { path: "^src/", pathNot: "^src/store/sqlite/" },
+      to: { path: "^node:sqlite$|^sqlite$" },
+    },
+    {
+      name: "adapters-only-through-the-port",
+      severity: "error",
+      comment:
+        "Only store/open.ts picks an adapter (and loads it lazily); everyone else uses the neutral port.",
+      from: { path: "^src/", pathNot: "^src/store/(open\\.ts$|sqlite/|postgres/)" },
+      to: { path: "^src/store/(sqlite|postgres)/" },
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default"],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

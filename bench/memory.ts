@@ -1,0 +1,412 @@
+/**
+ * bench:memory — the service's resident memory (RSS): idle, under a constant rate of POST /ping,
+ * and with a large backlog waiting for a Telegram that answers 500, each beside a bare Fastify
+ * server (bench/bare-server.ts) on the same Node in the same run.
+ *
+ *   npm run bench:memory [-- --quick --duration 60 --rate 2000 --backlog 200000 --database sqlite|postgres://…
+ *                            --service-node-options=--max-semi-space-size=2]
+ *
+ * RSS is read from /proc/<pid>/status (Linux only): VmRSS sampled every 250 ms, and the peak under
+ * load from VmHWM after resetting it through /proc/<pid>/clear_refs, so a spike between two
+ * samples still counts. The V8 heap of each server's main thread comes from bench/memory-probe.ts.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import pg from "pg";
+import { loadEncryptionKey } from "../src/encryption-key.ts";
+import type { AcceptItem } from "../src/store/accept-batch.ts";
+import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    duration: { type: "string" },
+    rate: { type: "string", default: "2000" },
+    connections: { type: "string", default: "50" },
+    idle: { type: "string" },
+    backlog: { type: "string" },
+    database: { type: "string", default: "sqlite" },
+    /** Node options for the service only (V8 heap flags to try), separated by spaces. */
+    "service-node-options": { type: "string", default: "" },
+  },
+});
+const serviceNodeOptions = values["service-node-options"].split(" ").filter((option) => option !== "");
+/** `--quick`: a short run to try the bench, not one to quote. */
+const loadSeconds = Number(values.duration ?? (values.quick ? 10 : 60));
+const idleSeconds = Number(values.idle ?? (values.quick ? 3 : 10));
+const backlog = Number(values.backlog ?? (values.quick ? 20_000 : 200_000));
+const rate = Number(values.rate);
+const connections = Number(values.connections);
+/** Subscribers of the backlog's Dock: each waiting message is this many deliveries. */
+const BACKLOG_SUBSCRIBERS = 4;
+/** Subscribers of the loaded Dock, as in bench:ingest: the delivery engine works under the load. */
+const LOAD_SUBSCRIBERS = 3;
+const SAMPLE_MS = 250;
+const root = join(import.meta.dirname, "..");
+const probe = new URL("./memory-probe.ts", import.meta.url).href;
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  url: string;
+}
+
+/** A server as a child process with the memory probe loaded, resolved once it says it listens. */
+async function startServer(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: (line: string) => number | undefined,
+): Promise<Server> {
+  const child = spawn(process.execPath, ["--import", probe, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} was not ready within 60 s`)), 60_000);
+    lines.on("line", (line) => {
+      let port: number | undefined;
+      try {
+        port = ready(line);
+      } catch {
+        return; // not a log line
+      }
+      if (port !== undefined && child.pid !== undefined) {
+        clearTimeout(timer);
+        resolve({ name, child, pid: child.pid, url: `http://127.0.0.1:${port}` });
+      }
+    });
+    lines.on("close", () => reject(new Error(`${name} exited before it was ready`)));
+  });
+}
+
+const children = new Set<ChildProcess>();
+
+async function stop(server: Server) {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => server.child.once("exit", resolve));
+  server.child.kill("SIGTERM");
+  // The service stops its dispatcher gracefully; never wait on it for ever.
+  const timer = setTimeout(() => server.child.kill("SIGKILL"), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** A field of /proc/<pid>/status in MB (VmRSS, VmHWM, RssAnon, RssFile); throws once the process is gone. */
+function statusMb(server: Server, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(
+    readFileSync(`/proc/${server.pid}/status`, "utf8"),
+  );
+  if (match === null) throw new Error(`no ${field} in /proc/${server.pid}/status`);
+  return Number(match[1]) / 1024;
+}
+
+const rss = (server: Server) => {
+  try {
+    return statusMb(server, "VmRSS");
+  } catch {
+    throw new Error(`${server.name} is gone (exit code ${server.child.exitCode})`);
+  }
+};
+
+/** Resets the process's peak RSS (VmHWM) to its current RSS; false where the kernel does not allow it. */
+function resetPeak(server: Server): boolean {
+  try {
+    writeFileSync(`/proc/${server.pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The server's own process.memoryUsage(), through the probe. */
+async function memoryUsage(server: Server): Promise<NodeJS.MemoryUsage> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${server.name} did not report its memory`)), 10_000);
+    server.child.once("message", (usage) => {
+      clearTimeout(timer);
+      resolve(usage as NodeJS.MemoryUsage);
+    });
+    server.child.send("memory");
+  });
+}
+
+/** RSS samples of each server, every SAMPLE_MS for `until` seconds or until that promise settles. */
+async function sampleRss(servers: Server[], until: number | PromiseLike<unknown>): Promise<number[][]> {
+  const samples = servers.map(() => [] as number[]);
+  let finished = false;
+  if (typeof until === "number") setTimeout(() => (finished = true), until * 1000);
+  else void Promise.resolve(until).finally(() => (finished = true));
+  while (!finished) {
+    for (const [i, server] of servers.entries()) samples[i]?.push(rss(server));
+    await sleep(SAMPLE_MS);
+  }
+  if (typeof until !== "number") await until;
+  return samples;
+}
+
+/**
+ * Waits at least `min` seconds, then until no server's RSS moved by more than 1 MB over the last
+ * 3 s (at most `max` seconds): start-up work (JIT, the bot's first calls, a checkpoint) is over.
+ */
+async function settle(servers: Server[], min = 5, max = 30) {
+  await sleep(min * 1000);
+  const history = servers.map(() => [] as number[]);
+  for (let waited = min; waited < max; waited++) {
+    for (const [i, server] of servers.entries()) history[i]?.push(rss(server));
+    const steady = history.every((h) => {
+      const last = h.slice(-4);
+      return last.length === 4 && Math.max(...last) - Math.min(...last) <= 1;
+    });
+    if (steady) return;
+    await sleep(1000);
+  }
+}
+
+const median = (numbers: number[]) => {
+  const sorted = [...numbers].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+const mb = (n: number) => n.toFixed(0);
+
+/** A fresh database of the chosen kind: a SQLite file in `dataDir`, or a new PostgreSQL database. */
+async function createDatabase(): Promise<{ url: string; dataDir: string; drop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-memory-"));
+  if (values.database === "sqlite") {
+    return {
+      url: `sqlite:${join(dataDir, "bench.db")}`,
+      dataDir,
+      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const name = `dock_notify_memory_${randomBytes(6).toString("hex")}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: values.database });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(values.database);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    dataDir,
+    drop: async () => {
+      await admin(`drop database if exists ${name} with (force)`);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The service on a fresh database with one Dock whose `subscribers` are people of its sandbox who
+ * pressed Start: what a delivery needs to reach someone.
+ */
+async function startService(subscribers: number) {
+  const database = await createDatabase();
+  cleanups.push(() => database.drop());
+  const db = await openDb(database.url);
+  await migrate(db);
+  const dock = await new DockRepository(db, loadEncryptionKey(null, database.dataDir).key).create(1, {
+    name: "Memory",
+    link: null,
+    description: null,
+  });
+  const server = await startServer(
+    "Dock Notify",
+    [...serviceNodeOptions, "src/cli.ts", "serve"],
+    {
+      PORT: "0",
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: "info",
+      DOCK_RATE_BURST: "0",
+      AUTH_FAILURES_PER_MINUTE: "0",
+    },
+    (line) => {
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      return entry.msg?.startsWith("Dock Notify is ready") ? entry.port : undefined;
+    },
+  );
+  const subscriptions = new SubscriptionRepository(db);
+  for (let i = 0; i < subscribers; i++) {
+    const person = (await (
+      await sandbox(server, "users", { method: "POST", body: { first_name: `Reader ${i}` } })
+    ).json()) as { id: number };
+    await sandbox(server, `users/${person.id}/start`, { method: "POST" });
+    await subscriptions.subscribe(dock.id, person.id, "private");
+  }
+  return { server, db, dock };
+}
+
+/** A call to the service's sandbox control API; throws unless it succeeds. */
+async function sandbox(server: Server, path: string, init: { method: string; body?: unknown }) {
+  const response = await fetch(`${server.url}/sandbox/api/${path}`, {
+    method: init.method,
+    ...(init.body === undefined
+      ? {}
+      : { headers: { "content-type": "application/json" }, body: JSON.stringify(init.body) }),
+  });
+  if (!response.ok) throw new Error(`sandbox ${path}: ${response.status} ${await response.text()}`);
+  return response;
+}
+
+/** Deliveries waiting, as the service's own /metrics gauge counts them. */
+async function queueDepth(server: Server): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  return Number(/^dock_notify_queue_depth (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+}
+
+/** The server's RSS while a constant `rate` of POST /ping runs: median of the samples, and the peak. */
+async function underLoad(server: Server, body: string) {
+  const exact = resetPeak(server);
+  const load = autocannon({
+    url: `${server.url}/ping`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    connections,
+    duration: loadSeconds,
+    overallRate: rate,
+  });
+  const [samples = []] = await sampleRss([server], load);
+  const result = await load;
+  return {
+    median: median(samples),
+    peak: exact ? statusMb(server, "VmHWM") : Math.max(...samples),
+    heap: (await memoryUsage(server)).heapUsed / 2 ** 20,
+    rate: result.requests.average,
+    failed: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+const loadBefore = loadavg()[0] ?? 0;
+try {
+  // Idle and under load: the service (three subscribers, delivery running at Telegram's pace)
+  // and the bare server side by side.
+  const loaded = await startService(LOAD_SUBSCRIBERS);
+  const body = JSON.stringify({
+    dock_id: loaded.dock.id,
+    secret_key: loaded.dock.secretKey,
+    msg: "Deploy finished ✅\nbuild 1234",
+  });
+  await loaded.db.close();
+  const bare = await startServer("bare Fastify", ["bench/bare-server.ts"], {}, (line) => {
+    return (JSON.parse(line) as { port: number }).port;
+  });
+  const service = loaded.server;
+  await settle([service, bare]);
+  const [serviceIdle = [], bareIdle = []] = await sampleRss([service, bare], idleSeconds);
+  const idleSplit = (server: Server) =>
+    `${mb(statusMb(server, "RssAnon"))} anonymous + ${mb(statusMb(server, "RssFile"))} file-backed`;
+  const split = { service: idleSplit(service), bare: idleSplit(bare) };
+  const idleHeap = {
+    service: (await memoryUsage(service)).heapUsed / 2 ** 20,
+    bare: (await memoryUsage(bare)).heapUsed / 2 ** 20,
+  };
+  const bareLoad = await underLoad(bare, body);
+  const serviceLoad = await underLoad(service, body);
+  await stop(service);
+  await stop(bare);
+
+  // The backlog: Telegram answers 500 to every call but getUpdates, and `backlog` deliveries wait.
+  const waiting = await startService(BACKLOG_SUBSCRIBERS);
+  await sandbox(waiting.server, "faults", { method: "POST", body: { kind: "server_error", rate: 1 } });
+  const exact = resetPeak(waiting.server);
+  const item: AcceptItem = {
+    dockId: waiting.dock.id,
+    text: "Deploy finished",
+    idempotencyKey: null,
+    hash: null,
+    secretKey: null,
+  };
+  const messages = Math.ceil(backlog / BACKLOG_SUBSCRIBERS);
+  const fill = (async () => {
+    // Stored straight into the database (as bench:backlog does): far faster than through /ping.
+    for (let stored = 0; stored < messages; stored += 256) {
+      const items = Array.from({ length: Math.min(256, messages - stored) }, () => item);
+      await waiting.db.acceptBatch({ items, now: Date.now(), dockRate: null });
+    }
+    await waiting.db.close();
+  })();
+  const [fillSamples = []] = await sampleRss([waiting.server], fill);
+  let depth = await queueDepth(waiting.server);
+  for (let waited = 0; !(depth >= backlog) && waited < 120; waited += 2) {
+    await sleep(2000);
+    depth = await queueDepth(waiting.server);
+  }
+  await settle([waiting.server]);
+  const [backlogSamples = []] = await sampleRss([waiting.server], idleSeconds);
+  const backlogPeak = exact ? statusMb(waiting.server, "VmHWM") : Math.max(...fillSamples, ...backlogSamples);
+  const backlogHeap = (await memoryUsage(waiting.server)).heapUsed / 2 ** 20;
+  await stop(waiting.server);
+
+  const idle = { service: median(serviceIdle), bare: median(bareIdle) };
+  const thousands = (n: number) => n.toLocaleString("en");
+  console.log(
+    `\nbench:memory on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}${serviceNodeOptions.length > 0 ? `; service run with ${serviceNodeOptions.join(" ")}` : ""}`,
+  );
+  console.log(
+    `idle: median of ${idleSeconds} s of samples after settling; load: ${thousands(rate)} req/s of POST /ping for ${loadSeconds} s (autocannon, ${connections} connections, ${LOAD_SUBSCRIBERS} subscribers, delivery running); backlog: ${thousands(depth)} deliveries waiting (${thousands(messages)} messages × ${BACKLOG_SUBSCRIBERS} subscribers), Telegram answering 500\n`,
+  );
+  const rows: [string, string, string][] = [
+    ["idle: RSS (median)", mb(idle.service), mb(idle.bare)],
+    ["idle: V8 heap used", mb(idleHeap.service), mb(idleHeap.bare)],
+    [`${thousands(rate)} req/s: RSS (median)`, mb(serviceLoad.median), mb(bareLoad.median)],
+    [`${thousands(rate)} req/s: RSS (peak)`, mb(serviceLoad.peak), mb(bareLoad.peak)],
+    [`${thousands(rate)} req/s: V8 heap used at the end`, mb(serviceLoad.heap), mb(bareLoad.heap)],
+    [`${thousands(backlog)} queued: RSS (median)`, mb(median(backlogSamples)), "—"],
+    [`${thousands(backlog)} queued: RSS (peak, filling included)`, mb(backlogPeak), "—"],
+    [`${thousands(backlog)} queued: V8 heap used`, mb(backlogHeap), "—"],
+  ];
+  console.log("| MB | Dock Notify | bare Fastify |");
+  console.log("|---|---|---|");
+  for (const [what, service, bare] of rows) console.log(`| ${what} | ${service} | ${bare} |`);
+  console.log(
+    `\nload achieved (req/s, failed requests) — Dock Notify: ${Math.round(serviceLoad.rate)}, ${serviceLoad.failed}; bare: ${Math.round(bareLoad.rate)}, ${bareLoad.failed}`,
+  );
+  console.log(`\nidle RSS split — Dock Notify: ${split.service}; bare: ${split.bare} (MB)`);
+  console.log(
+    `all idle samples (MB) — Dock Notify: ${mb(Math.min(...serviceIdle))}–${mb(Math.max(...serviceIdle))}; bare: ${mb(Math.min(...bareIdle))}–${mb(Math.max(...bareIdle))}`,
+  );
+  console.log(
+    `peaks ${exact ? "from VmHWM (exact)" : "from the samples (VmHWM could not be reset)"}; load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after`,
+  );
+  for (const [name, run] of [
+    ["Dock Notify", serviceLoad],
+    ["bare Fastify", bareLoad],
+  ] as const) {
+    if (run.rate < rate * 0.95) {
+      console.log(
+        `warning: ${name} got ${Math.round(run.rate)} req/s, not ${rate}: the machine was too busy`,
+      );
+    }
+  }
+  if (!(depth >= backlog)) console.log(`warning: the backlog reached only ${depth} deliveries`);
+  console.log(
+    `\nidle ${mb(idle.service)} MB (target ≤ 120 MB) · peak under ${thousands(rate)} req/s ${mb(serviceLoad.peak)} MB (target ≤ 200 MB) · bare Fastify idle ${mb(idle.bare)} MB`,
+  );
+} finally {
+  for (const child of children) child.kill("SIGKILL");
+  for (const cleanup of cleanups) await cleanup().catch((error) => console.error(error));
+}

@@ -1,0 +1,217 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { curlExamples } from "../../domain/curl-examples.ts";
+import { validateDockFields } from "../../domain/dock.ts";
+import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
+import { telegramLink } from "../../domain/telegram-link.ts";
+import type { Intake } from "../../intake.ts";
+import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
+import type { OutboxViews } from "../../store/outbox-views.ts";
+import type { SessionRepository } from "../../store/sessions.ts";
+import type { SubscriptionRepository } from "../../store/subscriptions.ts";
+import { ApiError } from "../errors.ts";
+import { requireSession, type SignedIn } from "../session.ts";
+import {
+  type DeliveryLine,
+  type Dock,
+  type DockAnswer,
+  type DockListAnswer,
+  dockFieldsBody,
+  dockParams,
+  type MessageListAnswer,
+  type MessageReport,
+  type OkAnswer,
+  type Subscriber,
+  type SubscriberListAnswer,
+  subscriberParams,
+  type TestMessageAnswer,
+} from "./schemas.ts";
+
+export interface DocksOptions {
+  docks: DockRepository;
+  /** How the test message enters, like any other: rate limit, storage, counters. */
+  intake: Intake;
+  subscriptions: SubscriptionRepository;
+  sessions: SessionRepository;
+  report: OutboxViews;
+  publicUrl: string;
+  /** True when the built-in sandbox plays Telegram: links go to its chat page. */
+  sandbox: boolean;
+  botUsername: () => Promise<string>;
+}
+
+/** Messages shown per Dock card. */
+const RECENT_MESSAGES = 10;
+
+/** What "Send test message" sends. */
+export const TEST_MESSAGE =
+  "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
+
+/**
+ * Everything an owner does with their Docks: create, edit, delete, rotate the secret, see and
+ * remove subscribers, watch deliveries, send a test message. Every route needs a session (and, to
+ * change anything, its CSRF token) and answers `404` for another owner's Dock exactly as for a
+ * missing one. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
+ */
+export async function docks(app: FastifyInstance, options: DocksOptions): Promise<void> {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("preHandler", async (request) => {
+    request.signedIn = await requireSession(request, options.sessions);
+  });
+
+  const signedIn = (request: FastifyRequest) => request.signedIn as SignedIn;
+
+  /** The caller's Dock, or 404 — the same answer for a Dock that is someone else's. */
+  const ownedDock = async (request: FastifyRequest, id: string): Promise<DockWithSecret> => {
+    const dock = DOCK_ID_PATTERN.test(id) ? await options.docks.get(id) : undefined;
+    if (!dock || dock.ownerId !== signedIn(request).user.id) throw new ApiError("not_found", "No such Dock.");
+    return dock;
+  };
+
+  const dockJson = async (dock: DockWithSecret): Promise<Dock> => {
+    const username = await options.botUsername();
+    return {
+      id: dock.id,
+      name: dock.name,
+      link: dock.link,
+      description: dock.description,
+      secret_key: dock.secretKey,
+      subscribers: dock.activeSubscribers,
+      created_at: dock.createdAt,
+      updated_at: dock.updatedAt,
+      open_in_telegram: telegramLink(options.publicUrl, username, dock.id, options.sandbox),
+      examples: curlExamples(options.publicUrl, dock.id, dock.secretKey),
+    };
+  };
+
+  const validFields = (input: Record<string, unknown>) => {
+    const result = validateDockFields(input);
+    if (!result.ok) throw new ApiError("invalid_fields", undefined, {}, result.errors);
+    return result.value;
+  };
+
+  routes.get("/docks", async (request): Promise<DockListAnswer> => {
+    const docks = await options.docks.list(signedIn(request).user.id);
+    return { ok: true, docks: await Promise.all(docks.map(dockJson)) };
+  });
+
+  routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
+    const fields = validFields(request.body);
+    const dock = await options.docks.create(signedIn(request).user.id, fields);
+    return reply.code(201).send({ ok: true, dock: await dockJson(dock) } satisfies DockAnswer);
+  });
+
+  routes.get("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<DockAnswer> => {
+    return { ok: true, dock: await dockJson(await ownedDock(request, request.params.id)) };
+  });
+
+  routes.patch(
+    "/docks/:id",
+    { schema: { params: dockParams, body: dockFieldsBody } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const fields = validFields({
+        name: dock.name,
+        link: dock.link,
+        description: dock.description,
+        ...request.body,
+      });
+      await options.docks.update(dock.id, fields);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.delete("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<OkAnswer> => {
+    const dock = await ownedDock(request, request.params.id);
+    await options.docks.delete(dock.id);
+    return { ok: true };
+  });
+
+  routes.post(
+    "/docks/:id/rotate-secret",
+    { schema: { params: dockParams } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      await options.docks.rotateSecret(dock.id);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.get(
+    "/docks/:id/subscribers",
+    { schema: { params: dockParams } },
+    async (request): Promise<SubscriberListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const subscribers = await options.subscriptions.list(dock.id);
+      return {
+        ok: true,
+        subscribers: subscribers.map(
+          (s): Subscriber => ({
+            chat_id: s.chatId,
+            chat_type: s.chatType,
+            state: s.state,
+            first_name: s.firstName,
+            username: s.username,
+            since: s.since,
+          }),
+        ),
+      };
+    },
+  );
+
+  routes.delete(
+    "/docks/:id/subscribers/:chatId",
+    { schema: { params: subscriberParams } },
+    async (request): Promise<OkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
+      const removed = Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId));
+      if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
+      return { ok: true };
+    },
+  );
+
+  routes.get(
+    "/docks/:id/messages",
+    { schema: { params: dockParams } },
+    async (request): Promise<MessageListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const messages = await options.report.recent(dock.id, RECENT_MESSAGES);
+      return {
+        ok: true,
+        messages: messages.map(
+          (m): MessageReport => ({
+            id: m.id,
+            text: m.text,
+            created_at: m.createdAt,
+            subscribers: m.subscribers,
+            states: m.states,
+            deliveries: m.deliveries.map(
+              (d): DeliveryLine => ({
+                chat_id: d.chatId,
+                state: d.state,
+                last_error: d.lastError,
+                updated_at: d.updatedAt,
+              }),
+            ),
+          }),
+        ),
+      };
+    },
+  );
+
+  routes.post("/docks/:id/test-message", { schema: { params: dockParams } }, async (request, reply) => {
+    const dock = await ownedDock(request, request.params.id);
+    // Through the same door as the send API: the Dock's rate limit and the counters apply.
+    const result = await options.intake.acceptAuthenticated({
+      dockId: dock.id,
+      text: TEST_MESSAGE,
+      source: "console",
+    });
+    return reply.code(202).send({
+      ok: true,
+      message_id: result.messageId,
+      subscribers: result.subscribers,
+    } satisfies TestMessageAnswer);
+  });
+}

@@ -1,0 +1,198 @@
+import { type Static, Type } from "typebox";
+
+/**
+ * The console API's schemas: what its routes take and what they answer. The answer types are the
+ * one description of those bodies: the routes are type-checked against them and the console in
+ * web/ imports them (`import type`, so no TypeBox reaches the browser). This module must import
+ * nothing but TypeBox, or web/ would type-check server code.
+ */
+
+// ---- Requests ----
+
+/** A Dock's editable fields; validated by `validateDockFields`, whose messages the form shows per field. */
+export const dockFieldsBody = Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  link: Type.Optional(Type.Unknown()),
+  description: Type.Optional(Type.Unknown()),
+});
+
+export const signOutBody = Type.Optional(
+  Type.Object({
+    everywhere: Type.Optional(Type.Boolean({ description: "End every session of this person." })),
+  }),
+);
+
+export const signInFinishBody = Type.Object({
+  user_id: Type.Integer({
+    description: "The Telegram user id that /sign-in/check named: the session starts only for that person.",
+  }),
+});
+
+export const dockParams = Type.Object({ id: Type.String() });
+export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
+
+// ---- Parts of answers ----
+
+const ok = Type.Literal(true);
+const stringOrNull = Type.Union([Type.String(), Type.Null()]);
+const time = Type.Integer({ description: "Milliseconds since the Unix epoch." });
+
+/** A Telegram account as the console shows it: the signed-in person, or who confirmed a sign-in. */
+export const telegramAccount = Type.Object({
+  id: Type.Integer(),
+  first_name: stringOrNull,
+  username: stringOrNull,
+});
+export type TelegramAccount = Static<typeof telegramAccount>;
+
+/** Where a sign-in of this browser stands; `none`: no sign-in is in progress here. */
+export const signInState = Type.Union([
+  Type.Literal("none"),
+  Type.Literal("pending"),
+  Type.Literal("confirmed"),
+  Type.Literal("declined"),
+  Type.Literal("expired"),
+  Type.Literal("used"),
+]);
+export type SignInState = Static<typeof signInState>;
+
+/** A Dock as its owner sees it, secret key included. */
+export const dock = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  link: stringOrNull,
+  description: stringOrNull,
+  secret_key: Type.String(),
+  subscribers: Type.Integer({ description: "Active subscribers." }),
+  created_at: time,
+  updated_at: time,
+  open_in_telegram: Type.String({ description: "Opens the bot with this Dock, to subscribe." }),
+  examples: Type.Object(
+    { ping: Type.String(), webhook: Type.String() },
+    { description: "Ready-to-run curl commands, one per send endpoint." },
+  ),
+});
+export type Dock = Static<typeof dock>;
+
+/** A chat that receives (or, blocked, no longer can receive) a Dock's messages. */
+export const subscriber = Type.Object({
+  chat_id: Type.Integer(),
+  chat_type: Type.String({ description: "Telegram's chat type: private, group, supergroup or channel." }),
+  state: Type.Union([Type.Literal("active"), Type.Literal("blocked"), Type.Literal("removed")]),
+  first_name: stringOrNull,
+  username: stringOrNull,
+  since: time,
+});
+export type Subscriber = Static<typeof subscriber>;
+
+export const deliveryState = Type.Union([
+  Type.Literal("queued"),
+  Type.Literal("sending"),
+  Type.Literal("sent"),
+  Type.Literal("failed"),
+  Type.Literal("gone"),
+]);
+export type DeliveryState = Static<typeof deliveryState>;
+
+/** One recipient's delivery of a message. */
+export const deliveryLine = Type.Object({
+  chat_id: Type.Integer(),
+  state: deliveryState,
+  last_error: stringOrNull,
+  updated_at: time,
+});
+export type DeliveryLine = Static<typeof deliveryLine>;
+
+/** A recent message of a Dock and where each of its deliveries stands. */
+export const messageReport = Type.Object({
+  id: Type.String(),
+  text: Type.String(),
+  created_at: time,
+  subscribers: Type.Integer({ description: "Active subscribers when the message arrived." }),
+  states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {
+    description: "How many deliveries are in each state; states with none are left out.",
+  }),
+  deliveries: Type.Array(deliveryLine),
+});
+export type MessageReport = Static<typeof messageReport>;
+
+// ---- Answers, one per route ----
+
+/** `GET /info`: what the sign-in and help pages show, before anyone signs in. */
+export const infoAnswer = Type.Object({
+  ok,
+  bot_username: Type.String(),
+  bot_link: Type.String(),
+  docs_url: Type.String(),
+  api_base_url: Type.String(),
+  sandbox: Type.Boolean(),
+  login_widget: Type.Union(
+    [Type.Object({ bot_username: Type.String(), auth_url: Type.String() }), Type.Null()],
+    {
+      description: "Telegram's Login Widget, offered when the service has a login domain.",
+    },
+  ),
+});
+export type InfoAnswer = Static<typeof infoAnswer>;
+
+/** `GET /session`: who is signed in, and the token every state-changing call must carry. */
+export const sessionAnswer = Type.Object({
+  ok,
+  user: telegramAccount,
+  expires_at: time,
+  csrf_token: Type.String(),
+});
+export type SessionAnswer = Static<typeof sessionAnswer>;
+
+/** `POST /sign-in`: the single-use link to the bot, also as a QR code. */
+export const signInStartAnswer = Type.Object({
+  ok,
+  link: Type.String(),
+  qr_svg: Type.String(),
+  expires_at: time,
+});
+export type SignInStartAnswer = Static<typeof signInStartAnswer>;
+
+/** `POST /sign-in/check`: the sign-in's state and, once confirmed, who confirmed it. */
+export const signInCheckAnswer = Type.Object({
+  ok,
+  state: signInState,
+  user: Type.Optional(telegramAccount),
+});
+export type SignInCheckAnswer = Static<typeof signInCheckAnswer>;
+
+/** `POST /sign-in/finish`: the session started. */
+export const signInFinishAnswer = Type.Object({ ok, state: Type.Literal("signed_in") });
+export type SignInFinishAnswer = Static<typeof signInFinishAnswer>;
+
+/** `POST /sign-in/cancel`: the sign-in's state afterwards. */
+export const signInCancelAnswer = Type.Object({ ok, state: signInState });
+export type SignInCancelAnswer = Static<typeof signInCancelAnswer>;
+
+/** Done, nothing to tell: sign-out, deleting a Dock, removing a subscriber. */
+export const okAnswer = Type.Object({ ok });
+export type OkAnswer = Static<typeof okAnswer>;
+
+/** `GET /docks`: the signed-in person's Docks. */
+export const dockListAnswer = Type.Object({ ok, docks: Type.Array(dock) });
+export type DockListAnswer = Static<typeof dockListAnswer>;
+
+/** One Dock: created, read, edited, or with its new secret key. */
+export const dockAnswer = Type.Object({ ok, dock });
+export type DockAnswer = Static<typeof dockAnswer>;
+
+/** `GET /docks/{id}/subscribers`. */
+export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });
+export type SubscriberListAnswer = Static<typeof subscriberListAnswer>;
+
+/** `GET /docks/{id}/messages`: the newest messages first. */
+export const messageListAnswer = Type.Object({ ok, messages: Type.Array(messageReport) });
+export type MessageListAnswer = Static<typeof messageListAnswer>;
+
+/** `POST /docks/{id}/test-message`: accepted like a message of the send API. */
+export const testMessageAnswer = Type.Object({
+  ok,
+  message_id: Type.String(),
+  subscribers: Type.Integer({ description: "Active subscribers the message was queued for." }),
+});
+export type TestMessageAnswer = Static<typeof testMessageAnswer>;

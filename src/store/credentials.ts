@@ -1,0 +1,52 @@
+import { type Kysely, sql } from "kysely";
+import { secretMatches } from "../domain/secrets.ts";
+import { prepare, type Slots } from "./prepared.ts";
+import type { Database } from "./schema.ts";
+
+/*
+ * Authenticating a Dock by its secret key, shared by the Dock repository and the batches that
+ * store messages (which check /ping's key in the storing transaction).
+ */
+
+/**
+ * What the credentials query answers for a Dock that does not exist: a row of the same shape, with
+ * a hash no secret produces (64 hex digits, as a real one), so both cases cost the same work.
+ */
+const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64) };
+
+/**
+ * The Dock when the presented secret key is its key, else undefined. A missing Dock and a wrong
+ * key take the same path — the query answers one row either way, its hash decoded and compared in
+ * constant time — so the time of the answer does not tell whether the Dock exists (`npm run
+ * bench:timing` checks it).
+ */
+export function checkCredentials<
+  D extends { id: string; name: string; secret_hash: string; absent?: number },
+>(row: D | undefined, secretKey: string): { id: string; name: string } | undefined {
+  const found = row ?? ABSENT;
+  const matches = secretMatches(secretKey, Buffer.from(found.secret_hash, "hex"));
+  return row !== undefined && row.absent !== 1 && matches ? { id: row.id, name: row.name } : undefined;
+}
+
+/**
+ * The columns authentication reads: the Dock's row, or else the ABSENT one (`absent` 1), always
+ * exactly one row, so that an unknown Dock and a wrong key answer alike in time too.
+ */
+export function credentialsQuery(kysely: Kysely<Database>) {
+  return prepare((p: Slots<{ id: string }>) =>
+    kysely
+      .selectFrom("docks")
+      .select(["id", "name", "secret_hash", sql<number>`0`.as("absent")])
+      .where("id", "=", p.id)
+      .unionAll(
+        kysely.selectNoFrom([
+          sql<string>`${sql.lit(ABSENT.id)}`.as("id"),
+          sql<string>`${sql.lit(ABSENT.name)}`.as("name"),
+          sql<string>`${sql.lit(ABSENT.secret_hash)}`.as("secret_hash"),
+          sql<number>`1`.as("absent"),
+        ]),
+      )
+      .orderBy("absent")
+      .limit(1),
+  );
+}

@@ -1,0 +1,34 @@
+import { type Migration, type MigrationProvider, Migrator } from "kysely";
+import type { Db } from "../db.ts";
+import { initial } from "./0001-initial.ts";
+import { signInAndBot } from "./0002-sign-in-and-bot.ts";
+import { deliveryQueueIndex } from "./0003-delivery-queue-index.ts";
+import { deferredFanout } from "./0004-deferred-fanout.ts";
+import { fanoutSubscribers } from "./0005-fanout-subscribers.ts";
+import { dockAllowances } from "./0006-dock-allowances.ts";
+import { writeProbes } from "./0007-write-probes.ts";
+
+function migrations(db: Db): Record<string, Migration> {
+  return {
+    "0001-initial": initial(db.spelling),
+    "0002-sign-in-and-bot": signInAndBot(),
+    "0003-delivery-queue-index": deliveryQueueIndex(),
+    "0004-deferred-fanout": deferredFanout(db.spelling),
+    "0005-fanout-subscribers": fanoutSubscribers(),
+    "0006-dock-allowances": dockAllowances(),
+    "0007-write-probes": writeProbes(),
+  };
+}
+
+/**
+ * Applies every pending migration (or those up to `to`, for tests of a migration); returns the
+ * names applied now. Safe to run concurrently.
+ */
+export async function migrate(db: Db, options: { to?: string } = {}): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(db) };
+  const migrator = new Migrator({ db: db.kysely, provider });
+  const { error, results } =
+    options.to === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(options.to);
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}

@@ -1,0 +1,512 @@
+import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from "kysely";
+import type { Db } from "./db.ts";
+import type { Database } from "./schema.ts";
+
+/*
+ * The outbox: every change of a delivery's state happens in this file, and nowhere else. A
+ * message is accepted with one `fanouts` row (AcceptBatch); the dispatcher fans it out into one
+ * delivery per subscriber and drives each delivery through these states:
+ *
+ *   from        to        by                          when
+ *   ─────────── ───────── ─────────────────────────── ──────────────────────────────────────────────
+ *   (fanout)    queued    fanOut                      the Dock's queue runs short
+ *   queued      sending   claim                       the dispatcher sends it (a lease is taken); also
+ *                                                     a row `sending` under a claim of ours whose
+ *                                                     answer the database lost (`orLeases`)
+ *   queued      gone      claim                       its subscription is no longer active
+ *   sending     sent      sent                        Telegram took every part (fenced by the lease)
+ *   sending     queued    retry                       a failure worth retrying, a 429, a moved group
+ *   sending     failed    failed                      Telegram refused it, or it grew too old
+ *   sending     queued    requeueAbandoned            its sender is gone (a crash, a lost lock)
+ *   queued/     gone      chatGone                    the chat blocked the bot, kicked it, vanished
+ *    sending
+ *   queued      gone      cancelForSubscriber         the Dock's owner removed the chat
+ *   queued      gone      followChat                  a group became a supergroup already served
+ *   queued      queued    followChat                  … otherwise it moves to the new chat id
+ *   sent/failed/gone  (deleted)  prune                retention: old and finished
+ *   any         (deleted) DockRepository.delete       the Dock is deleted (the rows cascade)
+ *
+ * `sent`, `failed` and `gone` are final. `sent`, `retry` and `failed` present the claim's lease: an
+ * outcome that arrives after the lease passed to another claim is not recorded. `chatGone` and
+ * `requeueAbandoned` act on whatever is `sending`, by design (the chat is gone; the sender is).
+ * Read views (a message's status, the backlog, the console's report) are in outbox-views.ts.
+ */
+
+/** A queued delivery with everything needed to send it. */
+export interface PendingDelivery {
+  id: number;
+  messageId: string;
+  dockId: string;
+  dockName: string;
+  dockLink: string | null;
+  chatId: number;
+  chatType: string;
+  text: string;
+  attempts: number;
+  nextAttemptAt: number;
+  createdAt: number;
+  /** Telegram message ids of the parts already sent (a long text is several messages). */
+  sentParts: number[];
+  /** The lease of the current claim (0 until claimed); settling writes must present it. */
+  lease: number;
+  /** The dispatcher's memory: the leases of claims whose answers the database lost (see claim's `orLeases`). */
+  lostLeases?: number[];
+  /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
+  waitedForTelegram?: number;
+}
+
+/** Telegram message ids as the table keeps them (comma-separated). */
+export function parseIds(value: string | null): number[] {
+  return value ? value.split(",").map(Number) : [];
+}
+
+/** At most this many messages are fanned out in one transaction. */
+const FANOUT_BATCH = 100;
+
+/** A message's audience is fanned out this many subscribers per statement. */
+const FANOUT_CHUNK = 2000;
+
+/** A row a claim may take: queued, or still ours under a claim whose answer was lost (`orLeases`). */
+function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: readonly number[]) {
+  if (orLeases.length === 0) return eb("state", "=", "queued");
+  return eb.or([
+    eb("state", "=", "queued"),
+    eb.and([eb("state", "=", "sending"), eb("lease_until", "in", [...orLeases])]),
+  ]);
+}
+
+/** Messages pruned together, and their deliveries deleted per statement. */
+const PRUNE_CHUNK = 100;
+const PRUNE_DELIVERIES = 10_000;
+
+/** The outbox's state changes (see the table above); plain Kysely, the same on every database. */
+export class Outbox {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** Docks that have queued deliveries or messages waiting to be fanned out. */
+  async queuedDocks(): Promise<string[]> {
+    // A `select distinct dock_id` reads every queued row: with a million messages waiting, tens of
+    // milliseconds each sweep. Instead, hop from one Dock to the next along the index (one seek
+    // per Dock: deliveries_dock_queue, fanouts_dock), the "loose index scan" neither database
+    // does on its own here.
+    const queued = await sql<{ dock_id: string }>`
+      with recursive d(dock_id) as (
+        select min(dock_id) from deliveries where state = 'queued'
+        union all
+        select (select min(dock_id) from deliveries where state = 'queued' and dock_id > d.dock_id)
+        from d where d.dock_id is not null
+      )
+      select dock_id from d where dock_id is not null`.execute(this.#db.kysely);
+    const waiting = await sql<{ dock_id: string }>`
+      with recursive d(dock_id) as (
+        select min(dock_id) from fanouts
+        union all
+        select (select min(dock_id) from fanouts where dock_id > d.dock_id)
+        from d where d.dock_id is not null
+      )
+      select dock_id from d where dock_id is not null`.execute(this.#db.kysely);
+    return [...new Set([...queued.rows, ...waiting.rows].map((r) => r.dock_id))];
+  }
+
+  /**
+   * Fans out the Dock's oldest waiting messages, in the order they were accepted, into one queued
+   * delivery per subscriber that had subscribed when the message was accepted and is active now
+   * (a chat that blocked the bot and came back still gets it, as a queued delivery would), until at
+   * least `wanted` deliveries were queued (or FANOUT_BATCH messages done). `more`: messages still wait.
+   */
+  async fanOut(dockId: string, wanted: number): Promise<{ queued: number; more: boolean }> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const waiting = await tx
+        .selectFrom("fanouts")
+        .innerJoin("messages", "messages.id", "fanouts.message_id")
+        .select(["fanouts.id", "fanouts.message_id", "fanouts.subscribers", "messages.created_at"])
+        .where("fanouts.dock_id", "=", dockId)
+        .orderBy("fanouts.id")
+        .limit(FANOUT_BATCH + 1)
+        .execute();
+      let queued = 0;
+      let done = 0;
+      for (const message of waiting) {
+        if (queued >= wanted || done === FANOUT_BATCH) break;
+        done++;
+        // Deleting the row is the claim: should two dispatchers ever overlap (PostgreSQL, a lost
+        // lock), the second finds it gone and fans nothing out twice.
+        const claimed = await tx.deleteFrom("fanouts").where("id", "=", message.id).executeTakeFirst();
+        if (claimed.numDeletedRows === 0n) continue;
+        const audience = (range?: { after: number; upto: number }) => {
+          let query = tx
+            .selectFrom("subscriptions")
+            .where("subscriptions.dock_id", "=", dockId)
+            .where("subscriptions.state", "=", "active")
+            // Subscribed since before the message: someone who subscribed (or came back after
+            // leaving) later does not receive what was sent before.
+            .where("subscriptions.active_since", "<=", message.created_at);
+          if (range) {
+            query = query
+              .where("subscriptions.id", ">", range.after)
+              .where("subscriptions.id", "<=", range.upto);
+          }
+          return query;
+        };
+        const insert = async (range?: { after: number; upto: number }) => {
+          const inserted = await tx
+            .insertInto("deliveries")
+            .columns([
+              "message_id",
+              "dock_id",
+              "chat_id",
+              "state",
+              "next_attempt_at",
+              "created_at",
+              "updated_at",
+            ])
+            .expression(
+              audience(range)
+                .select([
+                  // Typed casts: PostgreSQL cannot infer a parameter's type from an INSERT … SELECT list.
+                  sql<string>`cast(${message.message_id} as text)`.as("message_id"),
+                  "subscriptions.dock_id",
+                  "subscriptions.chat_id",
+                  sql<"queued">`cast(${"queued"} as text)`.as("state"),
+                  sql<number>`cast(${message.created_at} as bigint)`.as("next_attempt_at"),
+                  sql<number>`cast(${message.created_at} as bigint)`.as("created_at"),
+                  sql<number>`cast(${now} as bigint)`.as("updated_at"),
+                ])
+                .orderBy("subscriptions.id"),
+            )
+            .executeTakeFirst();
+          return Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+        };
+        if (message.subscribers <= FANOUT_CHUNK) {
+          queued += await insert();
+          continue;
+        }
+        // A large audience, in chunks: no one statement grows with the Dock's subscribers (and
+        // outlasts DATABASE_TIMEOUT_SECONDS, or holds SQLite's one connection for long).
+        for (let after = 0; ; ) {
+          const page = await audience()
+            .select("subscriptions.id")
+            .where("subscriptions.id", ">", after)
+            .orderBy("subscriptions.id")
+            .limit(FANOUT_CHUNK)
+            .execute();
+          const last = page.at(-1);
+          if (last === undefined) break;
+          queued += await insert({ after, upto: last.id });
+          after = last.id;
+          if (page.length < FANOUT_CHUNK) break;
+        }
+      }
+      return { queued, more: waiting.length > done };
+    });
+  }
+
+  /**
+   * A Dock's queued deliveries after `afterId`, oldest first, at most `limit`. Read per Dock (not
+   * globally oldest first) so a Dock with a huge backlog cannot hide another Dock's message, and
+   * from a cursor so each read costs what it returns, not the size of the queue. Not-yet-due
+   * deliveries are included so that each chat's order is kept while one of them waits.
+   */
+  async queuedFor(dockId: string, afterId: number, limit: number): Promise<PendingDelivery[]> {
+    const rows = await this.#db.kysely
+      .selectFrom("deliveries")
+      .innerJoin("messages", "messages.id", "deliveries.message_id")
+      .innerJoin("docks", "docks.id", "deliveries.dock_id")
+      .leftJoin("subscriptions", (join) =>
+        join
+          .onRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+          .onRef("subscriptions.chat_id", "=", "deliveries.chat_id"),
+      )
+      .select([
+        "deliveries.id",
+        "deliveries.message_id",
+        "deliveries.dock_id",
+        "deliveries.chat_id",
+        "deliveries.attempts",
+        "deliveries.next_attempt_at",
+        "deliveries.created_at",
+        "deliveries.telegram_message_ids",
+        "messages.text",
+        "docks.name",
+        "docks.link",
+        "subscriptions.chat_type",
+      ])
+      .where("deliveries.state", "=", "queued")
+      .where("deliveries.dock_id", "=", dockId)
+      .where("deliveries.id", ">", afterId)
+      .orderBy("deliveries.id")
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({
+      id: Number(r.id),
+      messageId: r.message_id,
+      dockId: r.dock_id,
+      dockName: r.name,
+      dockLink: r.link,
+      chatId: r.chat_id,
+      chatType: r.chat_type ?? "private",
+      text: r.text,
+      attempts: r.attempts,
+      nextAttemptAt: r.next_attempt_at,
+      createdAt: r.created_at,
+      sentParts: parseIds(r.telegram_message_ids),
+      lease: 0,
+    }));
+  }
+
+  /**
+   * Claims one delivery for sending, with a lease (a time, ms): if the process dies mid-send, the
+   * delivery is queued again once the lease expires (at-least-once). Refuses, and marks the
+   * delivery gone, when its subscription is no longer active — unsubscribing stops deliveries at
+   * once. `orLeases`: the leases of earlier claims of ours whose answers were lost (the database
+   * failed as it answered): a row still `sending` under one of them is ours, and is claimed again.
+   */
+  async claim(
+    id: number,
+    lease: number,
+    orLeases: readonly number[] = [],
+  ): Promise<{ status: "claimed"; lease: number; chatId: number } | { status: "unsubscribed" | "missing" }> {
+    const now = this.#now();
+    const claimed = await this.#db.kysely
+      .updateTable("deliveries")
+      .set((eb) => ({
+        state: "sending",
+        lease_until: lease,
+        attempts: eb("attempts", "+", 1),
+        updated_at: now,
+      }))
+      .where("id", "=", id)
+      .where((eb) => claimable(eb, orLeases))
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom("subscriptions")
+            .select("subscriptions.id")
+            .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+            .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
+            .where("subscriptions.state", "=", "active"),
+        ),
+      )
+      // The chat as the row has it now: a group that became a supergroup may have moved since the
+      // row was read.
+      .returning("chat_id")
+      .executeTakeFirst();
+    if (claimed !== undefined) return { status: "claimed", lease, chatId: claimed.chat_id };
+    const gone = await this.#db.kysely
+      .updateTable("deliveries")
+      .set({ state: "gone", last_error: "unsubscribed", lease_until: null, updated_at: now })
+      .where("id", "=", id)
+      .where((eb) => claimable(eb, orLeases))
+      .executeTakeFirst();
+    return { status: gone.numUpdatedRows > 0n ? "unsubscribed" : "missing" };
+  }
+
+  /**
+   * Settling writes are fenced by the claim's lease: if the lease expired and the delivery was
+   * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
+   */
+  async sent(id: number, lease: number, telegramIds: number[]): Promise<boolean> {
+    return this.#settle(id, lease, {
+      state: "sent",
+      telegram_message_ids: telegramIds.join(","),
+      last_error: null,
+    });
+  }
+
+  /**
+   * Back to the queue for another attempt at `nextAttemptAt`. A `429` is not a failed attempt
+   * (`countAttempt` false): the attempt counter is given back.
+   */
+  async retry(
+    id: number,
+    lease: number,
+    options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
+  ): Promise<boolean> {
+    return this.#settle(id, lease, (eb) => ({
+      state: "queued",
+      next_attempt_at: options.nextAttemptAt,
+      last_error: options.error,
+      telegram_message_ids: options.sentParts.length ? options.sentParts.join(",") : null,
+      attempts: options.countAttempt ? eb.ref("attempts") : eb("attempts", "-", 1),
+    }));
+  }
+
+  async failed(id: number, lease: number, error: string, sentParts: number[]): Promise<boolean> {
+    return this.#settle(id, lease, {
+      state: "failed",
+      last_error: error,
+      telegram_message_ids: sentParts.length ? sentParts.join(",") : null,
+    });
+  }
+
+  /** An outcome, written only while the row is still `sending` under the same lease. */
+  async #settle(
+    id: number,
+    lease: number,
+    values:
+      | UpdateObject<Database, "deliveries">
+      | ((eb: ExpressionBuilder<Database, "deliveries">) => UpdateObject<Database, "deliveries">),
+  ): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("deliveries")
+      .set((eb) => ({
+        ...(typeof values === "function" ? values(eb) : values),
+        lease_until: null,
+        updated_at: this.#now(),
+      }))
+      .where("id", "=", id)
+      .where("state", "=", "sending")
+      .where("lease_until", "=", lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /**
+   * The chat cannot be reached any more (blocked the bot, kicked it, deleted): its subscriptions
+   * become `blocked` and everything still queued for it is `gone`. A later /start reactivates.
+   */
+  async chatGone(chatId: number, error: string): Promise<void> {
+    const now = this.#now();
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await tx
+        .updateTable("subscriptions")
+        .set({ state: "blocked", updated_at: now })
+        .where("chat_id", "=", chatId)
+        .where("state", "=", "active")
+        .execute();
+      await tx
+        .updateTable("deliveries")
+        .set({ state: "gone", last_error: error, lease_until: null, updated_at: now })
+        .where("chat_id", "=", chatId)
+        .where("state", "in", ["queued", "sending"])
+        .execute();
+    });
+  }
+
+  /**
+   * Deliveries left `sending` by a dispatcher that is gone (a crash, a leader whose lock passed to
+   * this one): queued again, so they go out before their chats' later messages. With `all`, every
+   * one (right for the dispatcher that has just become the only one); otherwise only expired
+   * leases. `except`: this dispatcher's own sends in flight, which it settles itself.
+   */
+  async requeueAbandoned(all: boolean, except: Iterable<number> = []): Promise<number> {
+    let query = this.#db.kysely
+      .updateTable("deliveries")
+      .set({ state: "queued", lease_until: null, updated_at: this.#now() })
+      .where("state", "=", "sending");
+    if (!all) query = query.where("lease_until", "<", this.#now());
+    const mine = [...except];
+    if (mine.length > 0) query = query.where("id", "not in", mine);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /**
+   * Deletes messages older than `cutoff` whose deliveries are all finished (sent, failed or gone),
+   * with their deliveries. Nothing still queued is ever pruned. In chunks — PRUNE_CHUNK messages at
+   * a time, their deliveries PRUNE_DELIVERIES per statement — so that a long-grown backlog of old
+   * messages to many subscribers never makes one statement outlast DATABASE_TIMEOUT_SECONDS, nor
+   * hold SQLite's one connection for long.
+   */
+  async prune(cutoff: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ids = (
+        await this.#db.kysely
+          .selectFrom("messages")
+          .select("messages.id")
+          .where("messages.created_at", "<", cutoff)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("deliveries")
+                  .select("deliveries.id")
+                  .whereRef("deliveries.message_id", "=", "messages.id")
+                  .where("deliveries.state", "in", ["queued", "sending"]),
+              ),
+            ),
+          )
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("fanouts").select("fanouts.id").whereRef("fanouts.message_id", "=", "messages.id"),
+              ),
+            ),
+          )
+          .limit(PRUNE_CHUNK)
+          .execute()
+      ).map((row) => row.id);
+      if (ids.length === 0) return total;
+      for (;;) {
+        const removed = await this.#db.kysely
+          .deleteFrom("deliveries")
+          .where("id", "in", (eb) =>
+            eb.selectFrom("deliveries").select("id").where("message_id", "in", ids).limit(PRUNE_DELIVERIES),
+          )
+          .executeTakeFirst();
+        if (Number(removed.numDeletedRows) < PRUNE_DELIVERIES) break;
+      }
+      const result = await this.#db.kysely.deleteFrom("messages").where("id", "in", ids).executeTakeFirst();
+      total += Number(result.numDeletedRows);
+      if (ids.length < PRUNE_CHUNK) return total;
+    }
+  }
+}
+
+/**
+ * The Dock's owner removed the chat (`SubscriptionRepository.remove`, in its transaction): what is
+ * still queued for it is not sent either — removal takes effect now. A send already under way
+ * finishes and settles as usual.
+ */
+export async function cancelForSubscriber(
+  tx: Transaction<Database>,
+  dockId: string,
+  chatId: number,
+  now: number,
+): Promise<void> {
+  await tx
+    .updateTable("deliveries")
+    .set({ state: "gone", last_error: "removed by the Dock's owner", updated_at: now })
+    .where("dock_id", "=", dockId)
+    .where("chat_id", "=", chatId)
+    .where("state", "=", "queued")
+    .execute();
+}
+
+/**
+ * A group became a supergroup (`from` → `to`, `SubscriptionRepository.moveChat`, in its
+ * transaction): its queued deliveries follow it in their order, except those of messages the new
+ * chat already has (not sent twice).
+ */
+export async function followChat(
+  tx: Transaction<Database>,
+  from: number,
+  to: number,
+  now: number,
+): Promise<void> {
+  await tx
+    .updateTable("deliveries")
+    .set({
+      state: "gone",
+      last_error: "the group became a supergroup that already has it",
+      updated_at: now,
+    })
+    .where("chat_id", "=", from)
+    .where("state", "=", "queued")
+    .where("message_id", "in", (eb) =>
+      eb.selectFrom("deliveries as d").select("d.message_id").where("d.chat_id", "=", to),
+    )
+    .execute();
+  await tx
+    .updateTable("deliveries")
+    .set({ chat_id: to, updated_at: now })
+    .where("chat_id", "=", from)
+    .where("state", "=", "queued")
+    .execute();
+}

@@ -1,0 +1,94 @@
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
+import pg from "pg";
+import { AcceptBatch } from "../accept-batch.ts";
+import type { Db, DbOptions } from "../db.ts";
+import { warnings, watchStorage } from "../db.ts";
+import { isDatabaseUnavailable } from "../faults.ts";
+import type { Database } from "../schema.ts";
+import { SharedAllowances } from "./allowances.ts";
+import { ACCEPTED_CHANNEL, PgLeadership } from "./leadership.ts";
+
+// 64-bit integers (our millisecond times and Telegram ids) fit safely in a JS number; without this
+// pg would hand them back as strings and the repositories would need code of their own for it.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+/**
+ * PostgreSQL: several instances may share the database. They share each Dock's allowance through
+ * it (allowances.ts), one of them dispatches (leadership.ts, an advisory lock), and the others tell
+ * it of accepted messages with NOTIFY.
+ */
+export function openPostgres(url: string, options: DbOptions): Db {
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    // A database that stops answering (down, a partition, a failover moving its address, a server
+    // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
+    // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
+    // connecting and waiting for a free connection; the server cuts off a statement at it; and
+    // if its answer has not come a second later, the network lost it and the call fails here.
+    ...(timeoutMs > 0
+      ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 }
+      : {}),
+    keepAlive: true,
+  });
+  const warned = warnings();
+  // An idle connection can be closed by the server (a restart, a failover, an administrator);
+  // the pool replaces it. Without a listener that event would crash the process.
+  pool.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
+  // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
+  // the reason and the pool drops it; the event itself must not crash the process either.
+  pool.on("connect", (client) => client.on("error", () => {}));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingBroken(pool) }) });
+  const batches = new AcceptBatch(kysely, new SharedAllowances());
+  // One batch at a time, in order: each Dock's messages are committed in the order they came.
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    kysely,
+    shared: true,
+    spelling: { increasingKey: sql`bigserial primary key`, generatedKey: sql`bigserial primary key` },
+    ...watchStorage((request) => {
+      const run = last.then(() => batches.run(request));
+      last = run.catch(() => {});
+      return run;
+    }),
+    leadership: (name) => new PgLeadership(url, name, timeoutMs > 0 ? timeoutMs : 5000),
+    announce: async (dockIds) => {
+      await sql`select pg_notify(${ACCEPTED_CHANNEL}, ${dockIds.join(",")})`.execute(kysely);
+    },
+    onWarning: warned.on,
+    close: () => kysely.destroy(),
+  };
+}
+
+/**
+ * The pool as Kysely sees it, with one difference: a connection whose query failed because the
+ * database was unavailable is closed when released, not handed to the next caller. After a query
+ * timed out on our side the connection still waits for that answer, and would hold up whoever
+ * used it next for as long as the network stays silent.
+ */
+function discardingBroken(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let broken = false;
+      const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
+        // Given up on: what follows (a transaction's ROLLBACK) would only queue behind the lost
+        // query and wait out the timeout again.
+        if (broken)
+          return Promise.reject(new Error("Connection terminated: given up after a database timeout"));
+        const result = (client.query as (...args: unknown[]) => unknown)(sqlOrCursor, parameters);
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          if (isDatabaseUnavailable(error)) broken = true;
+          throw error;
+        });
+      };
+      return {
+        query: query as PostgresPoolClient["query"],
+        release: () => client.release(broken || undefined),
+      };
+    },
+    end: () => pool.end(),
+  };
+}

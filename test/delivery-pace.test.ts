@@ -1,0 +1,175 @@
+import { describe, expect, it } from "vitest";
+import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
+import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+/** What `/readyz` says of Telegram (as the dispatcher sees it), and the `dock_notify_telegram_up` gauge. */
+async function telegramState(service: RunningService): Promise<{ state: string; up: number }> {
+  const body = (await (await fetch(`${service.url}/readyz`)).json()) as {
+    checks: { telegram: { state: string } };
+  };
+  const metrics = await (await fetch(`${service.url}/metrics`)).text();
+  return {
+    state: body.checks.telegram.state,
+    up: Number(/^dock_notify_telegram_up (\d)$/m.exec(metrics)?.[1]),
+  };
+}
+
+/**
+ * Delivery at Telegram's real pace: every message exactly once, in order, without a single 429, and
+ * at the pace's minimum. The tests spend their time waiting for that pace (and for an outage), each
+ * on a service and a sandbox of its own, so they wait side by side. A neighbour keeping the event
+ * loop busy cannot fake a burst: the pacer holds each send's place until a window after Telegram's
+ * answer (Window in pacer.ts).
+ */
+describe.concurrent("Telegram's pace", () => {
+  /**
+   * By the thousand: the sandbox's limits on (the default) and the pacer's Telegram's own, as in
+   * production. About 34 s of sending at 30 a second.
+   */
+  describe("delivery at Telegram's pace", () => {
+    it("1,000 messages to 50 chats from 3 Docks: each delivered exactly once, in order, zero 429s", async ({
+      onTestFinished,
+    }) => {
+      const service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+      onTestFinished(() => service.close());
+      const sandbox = sandboxOf(service);
+      const docks = await Promise.all(
+        [0, 1, 2].map((i) =>
+          service.app.docks.create(1, { name: `Dock ${i}`, link: null, description: null }),
+        ),
+      );
+      const chats: { id: number; dock: number }[] = [];
+      for (let i = 0; i < 50; i++) {
+        const id = await sandbox.person(`Reader ${i}`);
+        chats.push({ id, dock: i % 3 });
+        await service.subscriptions.subscribe((docks[i % 3] as (typeof docks)[number]).id, id, "private");
+      }
+      await sandbox.control("DELETE", "/stats"); // the bot's welcomes are not part of this count
+      // 20 messages per Dock: 17 + 17 + 16 subscribers × 20 = 1,000 Telegram messages.
+      for (let n = 1; n <= 20; n++) {
+        for (const [d, dock] of docks.entries()) await ping(service.url, dock, `dock ${d} message ${n}`);
+      }
+      await waitFor(
+        "1,000 deliveries sent",
+        async () => (await deliveryStates(service)).sent === 1000,
+        120_000,
+        250,
+      );
+
+      for (const chat of chats) {
+        const expected = Array.from(
+          { length: 20 },
+          (_, i) => `Dock ${chat.dock}\ndock ${chat.dock} message ${i + 1}`,
+        );
+        expect(await sandbox.botTexts(chat.id)).toEqual(expected);
+      }
+      const stats = await sandbox.stats();
+      expect(stats.too_many_requests).toBe(0);
+      expect(stats.send_message).toBe(1000);
+    }, 180_000);
+  });
+
+  /**
+   * Telegram down for a while, then back: the deliveries that waited drain at the pacer's pace from
+   * the moment it answers again, not each after its own backoff (which grows to minutes).
+   */
+  describe("Telegram coming back", () => {
+    it("drains the queue within 15 % of the pace-limited minimum once Telegram answers again", async ({
+      onTestFinished,
+    }) => {
+      const running = await startService("sqlite", { DOCK_RATE_BURST: "0", AUTH_FAILURES_PER_MINUTE: "0" });
+      onTestFinished(() => running.close());
+      const sandbox = sandboxOf(running);
+      const chats = 15;
+      const perChat = 26;
+      const dock = await running.app.docks.create(1, { name: "Outage", link: null, description: null });
+      const readers: number[] = [];
+      for (let i = 0; i < chats; i++) {
+        const reader = await sandbox.person(`Reader ${i}`);
+        readers.push(reader);
+        await running.subscriptions.subscribe(dock.id, reader, "private");
+      }
+      expect(await telegramState(running)).toEqual({ state: "up", up: 1 });
+
+      // Telegram fails every send…
+      await sandbox.control("POST", "/faults", { kind: "server_error", methods: ["sendMessage"], rate: 1 });
+      for (let n = 1; n <= perChat; n++) await ping(running.url, dock, `n${n}`);
+      await waitFor(
+        "Telegram seen as down",
+        async () => (await telegramState(running)).state === "down",
+        20_000,
+        100,
+      );
+      expect(await telegramState(running)).toEqual({ state: "down", up: 0 });
+      // …for 15 s: long enough that deliveries retried each on its own backoff would be waiting many
+      // seconds apart by now.
+      await new Promise((r) => setTimeout(r, 15_000));
+      expect((await deliveryStates(running)).sent ?? 0).toBe(0);
+
+      await sandbox.control("DELETE", "/faults");
+      const recovered = performance.now();
+      await waitFor(
+        "every delivery sent",
+        async () => (await deliveryStates(running)).sent === chats * perChat,
+        120_000,
+        100,
+      );
+      const seconds = (performance.now() - recovered) / 1000;
+
+      // The pace-limited minimum: each chat takes its 3 messages in any 3 seconds (the binding limit
+      // here: 15 chats stay under the bot's 30 a second), so its last window opens 24 s after the first.
+      const windows = Math.ceil(perChat / TELEGRAM_LIMITS.privateBurst) - 1;
+      const minimum = (windows * TELEGRAM_LIMITS.privateBurst) / TELEGRAM_LIMITS.privatePerSecond;
+      expect(minimum).toBe(24);
+      expect(seconds).toBeLessThanOrEqual(minimum * 1.15);
+
+      const expected = Array.from({ length: perChat }, (_, i) => `Outage\nn${i + 1}`);
+      for (const reader of readers) expect(await sandbox.botTexts(reader)).toEqual(expected);
+      expect((await sandbox.stats()).too_many_requests).toBe(0);
+      expect(await telegramState(running)).toEqual({ state: "up", up: 1 });
+      expect(running.logs.text).toContain("Telegram answers again; deliveries resume");
+    }, 120_000);
+
+    it("notices Telegram is back even with nothing left to send (it asks who the bot is)", async ({
+      onTestFinished,
+    }) => {
+      const running = await startService("sqlite", { DOCK_RATE_BURST: "0" });
+      onTestFinished(() => running.close());
+      const sandbox = sandboxOf(running);
+      const dock = await running.app.docks.create(1, { name: "Idle", link: null, description: null });
+      const reader = await sandbox.person("Iris");
+      await running.subscriptions.subscribe(dock.id, reader, "private");
+      await sandbox.control("POST", "/faults", {
+        kind: "server_error",
+        methods: ["sendMessage", "getMe"],
+        rate: 1,
+      });
+      await ping(running.url, dock, "lost in the outage");
+      await waitFor(
+        "Telegram seen as down",
+        async () => (await telegramState(running)).state === "down",
+        20_000,
+        100,
+      );
+      // The only subscriber leaves: the queue empties while Telegram is still down.
+      await running.subscriptions.setState(reader, "removed", dock.id);
+      await waitFor(
+        "the queue empty",
+        async () => (await deliveryStates(running)).queued === undefined,
+        20_000,
+        100,
+      );
+      expect((await telegramState(running)).state).toBe("down");
+
+      await sandbox.control("DELETE", "/faults");
+      await waitFor(
+        "Telegram seen as up again",
+        async () => (await telegramState(running)).state === "up",
+        10_000,
+        100,
+      );
+    });
+  });
+});

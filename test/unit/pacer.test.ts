@@ -1,0 +1,200 @@
+import { describe, expect, it } from "vitest";
+import {
+  ARRIVAL_BOUND_MS,
+  type ChatKind,
+  Pacer,
+  TELEGRAM_LIMITS,
+  type Ticket,
+} from "../../src/delivery/pacer.ts";
+
+/**
+ * A pacer on a clock the test moves, and a sender that sends whenever the pacer lets it, each
+ * send answered `rttMs` after it started. Returns every send's start and answer times.
+ */
+function pacerAt(globalPerSecond: number) {
+  const clock = { now: 1_000_000 };
+  const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond }, () => clock.now);
+  const sends: { chat: number; start: number; end: number }[] = [];
+  /** Sends to `chats` chats round-robin for `ms`, answered after `rttMs` (or never, with null). */
+  const sendFor = (ms: number, options: { chats?: number; rttMs?: number | null; kind?: ChatKind } = {}) => {
+    const { chats = 1_000_000, rttMs = 0, kind = "private" } = options;
+    const end = clock.now + ms;
+    const inFlight: { at: number; ticket: Ticket; send: (typeof sends)[number] }[] = [];
+    let sent = 0;
+    for (let chat = 1; ; ) {
+      const ready = pacer.readyAt(chat, kind);
+      const answer = inFlight.reduce((min, f) => Math.min(min, f.at), Number.POSITIVE_INFINITY);
+      const next = Math.min(ready, answer);
+      if (next >= end) break;
+      clock.now = Math.max(clock.now, next);
+      if (answer <= clock.now) {
+        const done = inFlight.splice(
+          inFlight.findIndex((f) => f.at === answer),
+          1,
+        )[0] as (typeof inFlight)[number];
+        done.send.end = clock.now;
+        pacer.release(done.ticket);
+        continue;
+      }
+      const ticket = pacer.take(chat, kind);
+      const send = { chat, start: clock.now, end: Number.NaN };
+      sends.push(send);
+      sent++;
+      if (rttMs !== null) inFlight.push({ at: clock.now + rttMs, ticket, send });
+      chat = (chat % chats) + 1;
+    }
+    clock.now = end;
+    return sent;
+  };
+  /** The most sends that started in any window of `windowMs` (a half-open interval). */
+  const peak = (windowMs: number, chat?: number) => {
+    const starts = sends.filter((s) => chat === undefined || s.chat === chat).map((s) => s.start);
+    let most = 0;
+    for (let i = 0, j = 0; j < starts.length; j++) {
+      while ((starts[j] as number) - (starts[i] as number) >= windowMs) i++;
+      most = Math.max(most, j - i + 1);
+    }
+    return most;
+  };
+  return { pacer, clock, sendFor, peak, sends };
+}
+
+describe("the pacer", () => {
+  it("never lets more than the rate into any second, and keeps the rate up for as long as it sends", () => {
+    const { sendFor, peak } = pacerAt(30);
+    // Answered at once: 30 at the start of each second.
+    expect(sendFor(10_000)).toBe(300);
+    expect(peak(1000)).toBe(30);
+  });
+
+  it("holds each place until a second after Telegram's answer, so a message held up on its way cannot crowd a later second", () => {
+    const { sendFor, peak, sends } = pacerAt(30);
+    // 50 ms round trips: 30 per 1.05 s.
+    expect(sendFor(10_500, { rttMs: 50 })).toBe(300);
+    expect(peak(1000)).toBe(30);
+    // Each send of a "second" starts a full second after the answer to the send 30 places back.
+    for (let i = 30; i < sends.length; i++) {
+      expect((sends[i] as (typeof sends)[number]).start).toBeGreaterThanOrEqual(
+        (sends[i - 30] as (typeof sends)[number]).end + 1000,
+      );
+    }
+  });
+
+  it("a send in flight holds its place until its answer, or ARRIVAL_BOUND_MS after it went if the answer is slower", () => {
+    const { pacer, sendFor, clock } = pacerAt(30);
+    const start = clock.now;
+    // 30 sends that hang: the window is full until the first can have arrived, then a second.
+    expect(sendFor(100, { rttMs: null })).toBe(30);
+    expect(pacer.readyAt(999_999, "private")).toBe(start + ARRIVAL_BOUND_MS + 1000);
+    expect(sendFor(ARRIVAL_BOUND_MS + 1000, { rttMs: null })).toBe(30);
+    // One answered at once would have freed its place a second after its answer.
+    const answered = pacerAt(30);
+    const first = answered.pacer.take(1, "private");
+    for (let chat = 2; chat <= 30; chat++) answered.pacer.take(chat, "private");
+    answered.clock.now += 100;
+    answered.pacer.release(first);
+    expect(answered.pacer.readyAt(999_999, "private")).toBe(answered.clock.now + 1000);
+  });
+
+  it("counts a slow send that fell out of the last places until it can have arrived", () => {
+    const { pacer, clock } = pacerAt(2);
+    const start = clock.now;
+    pacer.take(1, "private"); // on its way, no answer yet
+    pacer.release(pacer.take(2, "private"));
+    clock.now += 1500;
+    pacer.release(pacer.take(3, "private"));
+    // The last two are answered; the slow one may still arrive until ARRIVAL_BOUND_MS after it went.
+    expect(pacer.readyAt(4, "private")).toBe(start + ARRIVAL_BOUND_MS + 1000);
+  });
+
+  it("a place given back (nothing went to Telegram) is as if never taken", () => {
+    const { pacer, clock } = pacerAt(30);
+    const tickets = Array.from({ length: 30 }, (_, i) => pacer.take(i + 1, "private"));
+    for (const ticket of tickets) pacer.release(ticket);
+    expect(pacer.readyAt(100, "private")).toBe(clock.now + 1000);
+    pacer.cancel(tickets[29] as (typeof tickets)[number]);
+    expect(pacer.readyAt(100, "private")).toBe(clock.now);
+  });
+
+  it("a cold start with sends in flight still counts them", () => {
+    const { pacer, clock } = pacerAt(2);
+    const start = clock.now;
+    pacer.take(1, "private"); // hangs
+    clock.now += 500;
+    pacer.coldStart();
+    clock.now += 1000;
+    // The window assumed full at the cold start is free a second later, but the hung send may
+    // still arrive until ARRIVAL_BOUND_MS after it went.
+    expect(pacer.readyAt(2, "private")).toBe(start + ARRIVAL_BOUND_MS + 1000);
+  });
+
+  it("paid broadcast: 1,000 in any second", () => {
+    const { sendFor, peak } = pacerAt(1000);
+    expect(sendFor(3000, { rttMs: 0 })).toBe(3000);
+    expect(peak(1000)).toBe(1000);
+  });
+
+  it("a private chat: 3 in any 3 seconds; a group: 20 in any minute", () => {
+    const { sendFor, peak } = pacerAt(30);
+    expect(sendFor(9000, { chats: 1 })).toBe(9);
+    expect(peak(3000, 1)).toBe(3);
+    const groups = pacerAt(30);
+    expect(groups.sendFor(120_000, { chats: 1, kind: "group" })).toBe(40);
+    expect(groups.peak(60_000, 1)).toBe(20);
+  });
+
+  it("after a cold start (a restart, a takeover), sends nothing for a second, then the rate; chats ramp up", () => {
+    const { pacer, clock, sendFor, peak, sends } = pacerAt(30);
+    const start = clock.now;
+    pacer.coldStart();
+    expect(pacer.readyAt(1, "private")).toBe(start + 1000);
+    expect(sendFor(3000)).toBe(60);
+    expect(Math.min(...sends.map((s) => s.start))).toBe(start + 1000);
+    expect(peak(1000)).toBe(30);
+    // One private chat: one message a second at first (as if it had had a steady stream), then bursts.
+    const chats = pacerAt(30);
+    chats.pacer.coldStart();
+    expect(chats.sendFor(5000, { chats: 1 })).toBe(4);
+    expect(chats.sends.map((s) => s.start - start)).toEqual([1000, 2000, 3000, 4000]);
+  });
+
+  it("a freeze lets the queue pile up, but what follows is still at most the rate in any second", () => {
+    const { sendFor, clock, peak } = pacerAt(30);
+    sendFor(2000);
+    clock.now += 10_000; // nothing sent: the event loop or the database was frozen
+    sendFor(3000);
+    expect(peak(1000)).toBe(30);
+  });
+
+  it("stops everything for Telegram's retry_after, then resumes", () => {
+    const { pacer, clock, sendFor } = pacerAt(30);
+    pacer.pause(7, 5);
+    expect(pacer.readyAt(8, "private")).toBe(clock.now + 5000);
+    expect(sendFor(4999)).toBe(0);
+    expect(sendFor(10)).toBeGreaterThan(0);
+  });
+
+  it("with other instances sending for the same bot, keeps places back for them: 27 a second, 2 in a private chat's 3 s", () => {
+    const clock = { now: 1_000_000 };
+    const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30, othersSend: true }, () => clock.now);
+    let sent = 0;
+    for (let chat = 1; pacer.readyAt(chat, "private") <= clock.now; chat++, sent++) {
+      pacer.release(pacer.take(chat, "private"));
+    }
+    expect(sent).toBe(27);
+    clock.now += 1000;
+    pacer.release(pacer.take(100, "private"));
+    pacer.release(pacer.take(100, "private"));
+    expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
+  });
+
+  it("tells listeners when a send is answered (a place may have come free)", () => {
+    const { pacer } = pacerAt(30);
+    let told = 0;
+    const stop = pacer.onRelease(() => told++);
+    pacer.release(pacer.take(1, "private"));
+    stop();
+    pacer.release(pacer.take(2, "private"));
+    expect(told).toBe(1);
+  });
+});

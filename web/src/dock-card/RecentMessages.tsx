@@ -1,0 +1,84 @@
+import { useAnnounce } from "../announce.tsx";
+import type { DeliveryState, Dock, MessageReport, TestMessageAnswer } from "../api.ts";
+import type { CardActions } from "./card-actions.ts";
+import { MessageText } from "./MessageText.tsx";
+
+const STATE_ORDER: DeliveryState[] = ["sent", "sending", "queued", "failed", "gone"];
+
+const STATE_HELP: Record<DeliveryState, string> = {
+  queued: "waiting to be sent",
+  sending: "being sent now",
+  sent: "delivered to Telegram",
+  failed: "could not be delivered",
+  gone: "the chat blocked the bot or no longer exists",
+};
+
+/**
+ * The Dock's latest messages with how many deliveries are in each state and why any failed, and
+ * "Send test message" to try the whole path.
+ */
+export function RecentMessages({
+  dock,
+  titleId,
+  messages,
+  actions,
+}: {
+  dock: Dock;
+  /** The card title's id; this section's heading id is made from it. */
+  titleId: string;
+  /** Null until first read. */
+  messages: MessageReport[] | null;
+  actions: CardActions;
+}) {
+  const announce = useAnnounce();
+
+  const sendTest = () =>
+    actions.act(async () => {
+      const answer = await actions.call<TestMessageAnswer>("POST", "/test-message");
+      announce(
+        answer.subscribers === 0
+          ? "Test message stored, but nobody has subscribed yet."
+          : `Test message sent to ${answer.subscribers} subscriber${answer.subscribers === 1 ? "" : "s"}.`,
+      );
+    });
+
+  return (
+    <section aria-labelledby={`${titleId}-msgs`}>
+      <h4 id={`${titleId}-msgs`}>Recent messages</h4>
+      <button type="button" onClick={sendTest}>
+        Send test message
+      </button>
+      {messages?.length === 0 && <p className="muted small">No messages yet.</p>}
+      {messages && messages.length > 0 && (
+        <ol className="messages" aria-label={`Recent messages of ${dock.name}`}>
+          {messages.map((m) => (
+            <li key={m.id}>
+              <MessageText text={m.text} />
+              <p className="small">
+                <time dateTime={new Date(m.created_at).toISOString()}>
+                  {new Date(m.created_at).toLocaleString()}
+                </time>{" "}
+                {m.subscribers === 0 ? (
+                  <span className="muted">no subscribers then</span>
+                ) : (
+                  STATE_ORDER.filter((s) => m.states[s]).map((s) => (
+                    <span key={s} className={`state state-${s}`} title={STATE_HELP[s]}>
+                      {s}: {m.states[s]}
+                    </span>
+                  ))
+                )}
+              </p>
+              {m.deliveries
+                .filter((d) => d.last_error)
+                .map((d) => (
+                  <p key={d.chat_id} className="small field-error">
+                    Chat {d.chat_id}: {d.last_error}
+                  </p>
+                ))}
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}
