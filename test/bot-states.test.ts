@@ -1,19 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BotStateRepository } from "../src/store/bot-states.ts";
-import { dialects, type RunningService, startService } from "./harness.ts";
+import type { Db } from "../src/store/db.ts";
+import { openDb } from "../src/store/open.ts";
+import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
 
 const DIALECTS = await dialects();
 
+// The repository alone, on a database nobody else uses: a running bot prunes conversations by the
+// real clock when it starts, which would race this test's own clock (it did, under load in CI).
 describe.each(DIALECTS)("bot conversation state on %s", (dialect) => {
-  let service: RunningService;
+  let database: TestDatabase;
+  let db: Db;
   let clock = 1_700_000_000_000;
   let states: BotStateRepository;
 
   beforeAll(async () => {
-    service = await startService(dialect);
-    states = new BotStateRepository(service.db, () => clock);
+    database = await createTestDatabase(dialect, { migrated: true });
+    db = await openDb(database.url);
+    states = new BotStateRepository(db, () => clock);
   });
-  afterAll(async () => service.close());
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
 
   it("keeps one step per person and chat, replaced by the next, until it expires", async () => {
     await states.set(-100, 7, "awaiting_dock_id", null, 60_000);
