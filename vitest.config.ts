@@ -29,7 +29,7 @@ export default defineConfig({
           name: "integration",
           include: ["test/**/*.test.ts"],
           exclude: ["test/unit/**"],
-          globalSetup: ["test/build-console.ts", "test/database-templates.ts"],
+          globalSetup: ["test/build.ts", "test/database-templates.ts"],
         },
       },
     ],

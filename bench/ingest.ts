@@ -2,7 +2,10 @@
  * bench:ingest — throughput and latency of POST /ping with durable writes, against a bare Fastify
  * route that only answers 202, on the same machine in the same run.
  *
- *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…]
+ *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…
+ *                            --service-node-options=--optimize-for-size]
+ *
+ * The service runs as it ships: compiled, from dist/ (`npm run bench:ingest` builds it first).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -23,8 +26,11 @@ const { values } = parseArgs({
     connections: { type: "string", default: "50" },
     rate: { type: "string", default: "2000" },
     database: { type: "string", default: "sqlite" },
+    /** Node options for the service only (V8 flags to try), separated by spaces. */
+    "service-node-options": { type: "string", default: "" },
   },
 });
+const serviceNodeOptions = values["service-node-options"].split(" ").filter((option) => option !== "");
 const duration = Number(values.duration);
 const connections = Number(values.connections);
 const rate = Number(values.rate);
@@ -175,7 +181,7 @@ const body = JSON.stringify({
 });
 
 const service = await startChild(
-  ["src/cli.ts", "serve"],
+  [...serviceNodeOptions, "dist/cli.js", "serve"],
   {
     PORT: "0",
     DATA_DIR: dataDir,
@@ -205,7 +211,7 @@ for (let i = 0; i < 3; i++) {
 await db.close();
 
 const bare = await startChild(
-  ["bench/bare-server.ts"],
+  ["bench/bare-server.js"],
   {},
   (line) => (JSON.parse(line) as { port: number }).port,
 );
@@ -267,7 +273,7 @@ console.log(
   `\nbench:ingest on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
 console.log(
-  `database: ${values.database}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running)\n`,
+  `database: ${values.database}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
 );
 console.log("| run | req/s | p50 ms | p99 ms | non-2xx | errors |");
 console.log("|---|---|---|---|---|---|");

@@ -1,14 +1,15 @@
 /**
  * bench:memory — the service's resident memory (RSS): idle, under a constant rate of POST /ping,
  * and with a large backlog waiting for a Telegram that answers 500, each beside a bare Fastify
- * server (bench/bare-server.ts) on the same Node in the same run.
+ * server (bench/bare-server.js) on the same Node in the same run. The service runs as it ships:
+ * compiled, from dist/ (`npm run bench:memory` builds it first).
  *
  *   npm run bench:memory [-- --quick --duration 60 --rate 2000 --backlog 200000 --database sqlite|postgres://…
  *                            --service-node-options=--max-semi-space-size=2]
  *
  * RSS is read from /proc/<pid>/status (Linux only): VmRSS sampled every 250 ms, and the peak under
  * load from VmHWM after resetting it through /proc/<pid>/clear_refs, so a spike between two
- * samples still counts. The V8 heap of each server's main thread comes from bench/memory-probe.ts.
+ * samples still counts. The V8 heap of each server's main thread comes from bench/memory-probe.js.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -52,7 +53,7 @@ const BACKLOG_SUBSCRIBERS = 4;
 const LOAD_SUBSCRIBERS = 3;
 const SAMPLE_MS = 250;
 const root = join(import.meta.dirname, "..");
-const probe = new URL("./memory-probe.ts", import.meta.url).href;
+const probe = new URL("./memory-probe.js", import.meta.url).href;
 
 interface Server {
   name: string;
@@ -233,7 +234,7 @@ async function startService(subscribers: number) {
   });
   const server = await startServer(
     "Dock Notify",
-    [...serviceNodeOptions, "src/cli.ts", "serve"],
+    [...serviceNodeOptions, "dist/cli.js", "serve"],
     {
       PORT: "0",
       DATA_DIR: database.dataDir,
@@ -311,7 +312,7 @@ try {
     msg: "Deploy finished ✅\nbuild 1234",
   });
   await loaded.db.close();
-  const bare = await startServer("bare Fastify", ["bench/bare-server.ts"], {}, (line) => {
+  const bare = await startServer("bare Fastify", ["bench/bare-server.js"], {}, (line) => {
     return (JSON.parse(line) as { port: number }).port;
   });
   const service = loaded.server;

@@ -28,7 +28,8 @@ describe("npm start", () => {
 
   /** `npm start` until the service is ready: npm, the service's pid, and every line it writes. */
   async function started(options: { ownGroup: boolean }) {
-    // --ignore-scripts skips `prestart` (the console's build, which other tests cover), not `start`.
+    // --ignore-scripts skips `prestart` (the build, which the suite's global setup has done), not
+    // `start`: what runs is the compiled service in dist/.
     const npm = spawn("npm", ["start", "--ignore-scripts"], {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" },

@@ -11,8 +11,14 @@ import { waitFor } from "./wait.ts";
 
 /**
  * SQLite's write-ahead log is copied into the database file by a thread of its own
- * (sqlite-checkpointer.ts), never by the commits that store messages.
+ * (store/sqlite/checkpointer.ts), never by the commits that store messages.
  */
+/** The store as compiled into dist/ (the global setup builds it): what `npm start` runs. */
+const compiled = (await import(new URL("../dist/store/open.js", import.meta.url).href)) as {
+  openDb: typeof openDb;
+  migrate: typeof migrate;
+};
+
 describe("SQLite checkpoints", () => {
   const dirs: string[] = [];
   const dbs: Db[] = [];
@@ -22,15 +28,15 @@ describe("SQLite checkpoints", () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function open() {
+  async function open(form: { openDb: typeof openDb; migrate: typeof migrate } = { openDb, migrate }) {
     const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
     dirs.push(dir);
     const path = join(dir, "dock-notify.db");
-    const db = await openDb(`sqlite:${path}`);
+    const db = await form.openDb(`sqlite:${path}`);
     dbs.push(db);
     const warnings: string[] = [];
     db.onWarning((message) => warnings.push(message));
-    await migrate(db);
+    await form.migrate(db);
     const dock = await new DockRepository(db, loadEncryptionKey(null, dir).key).create(1, {
       name: "Checkpoints",
       link: null,
@@ -71,23 +77,31 @@ describe("SQLite checkpoints", () => {
     return readFileSync(`${path}-wal`).readUInt32BE(12);
   }
 
-  it("commits leave checkpoints to the checkpoint thread, which copies an idle WAL in", async () => {
-    const { dir, path, db, dockId, warnings } = await open();
-    // The connection that stores messages never checkpoints on commit.
-    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db.kysely);
-    expect(rows[0]?.wal_autocheckpoint).toBe(0);
+  it.each([
+    ["sources", { openDb, migrate }],
+    ["compiled service", compiled],
+  ])(
+    "commits leave checkpoints to the checkpoint thread, which copies an idle WAL in (%s)",
+    async (_, form) => {
+      const { dir, path, db, dockId, warnings } = await open(form);
+      // The connection that stores messages never checkpoints on commit.
+      const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(
+        db.kysely,
+      );
+      expect(rows[0]?.wal_autocheckpoint).toBe(0);
 
-    // Far fewer than the 1,000 pages after which a commit would have checkpointed by default: the
-    // messages reach the database file all the same, within moments, with nobody writing.
-    await store(db, dockId, 200);
-    await waitFor(
-      "the 200 messages in the database file",
-      () => messagesInDatabaseFile(dir, path) === 200,
-      10_000,
-    );
-    expect(warnings).toEqual([]);
-    await db.close();
-  });
+      // Far fewer than the 1,000 pages after which a commit would have checkpointed by default: the
+      // messages reach the database file all the same, within moments, with nobody writing.
+      await store(db, dockId, 200);
+      await waitFor(
+        "the 200 messages in the database file",
+        () => messagesInDatabaseFile(dir, path) === 200,
+        10_000,
+      );
+      expect(warnings).toEqual([]);
+      await db.close();
+    },
+  );
 
   it("under a steady stream of commits, the WAL file still starts over", async () => {
     const { path, db, dockId, warnings } = await open();

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { extname } from "node:path";
 import { Worker } from "node:worker_threads";
 import {
   CompiledQuery,
@@ -27,6 +28,15 @@ export type SqliteThreadOptions = Pick<SqliteOptions, "synchronous">;
  */
 const CHECKPOINT_INTERVAL_MS = 200;
 const CHECKPOINT_RESTART_PAGES = 4000;
+
+/**
+ * A thread's module beside this one, in this one's form: `worker.ts` when the sources run as they
+ * are (tests, `npm run cli`), `worker.js` when the compiled service does (dist/, see
+ * scripts/build-server.ts).
+ */
+function besideThisFile(name: "worker" | "checkpointer"): URL {
+  return new URL(`./${name}${extname(new URL(import.meta.url).pathname)}`, import.meta.url);
+}
 
 /** What the service asks the SQLite thread (worker.ts). */
 export type ThreadRequest =
@@ -137,7 +147,7 @@ export class SqliteThread {
       synchronous: options.synchronous,
       checkpoints: this.#checkpointer === "wanted" ? "background" : "on-commit",
     };
-    this.#worker = new Worker(new URL("./worker.ts", import.meta.url), {
+    this.#worker = new Worker(besideThisFile("worker"), {
       workerData: { path, options: threadOptions },
     });
     // An idle database keeps nobody alive (a CLI command ends when its work is done); a pending
@@ -165,7 +175,7 @@ export class SqliteThread {
   #startCheckpointer(): void {
     let worker: Worker;
     try {
-      worker = new Worker(new URL("./checkpointer.ts", import.meta.url), {
+      worker = new Worker(besideThisFile("checkpointer"), {
         workerData: {
           path: this.#path,
           intervalMs: CHECKPOINT_INTERVAL_MS,
