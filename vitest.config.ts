@@ -11,9 +11,11 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Tests start real servers and child processes; two cores is all the machine has.
+    // Three files at a time on two cores: most of the suite waits (on Telegram's pace, on a
+    // restart, on a browser), and the whole run uses about 100 s of CPU in 120 s of wall time with
+    // three workers, against 167 s with two (docs/benchmarks.md, "The test suite").
     fileParallelism: true,
-    maxWorkers: 2,
+    maxWorkers: 3,
     // A worker imports the service's modules once, not once per test file (about a second each).
     // The tests share no module state: each starts its own services, databases and sandboxes.
     isolate: false,

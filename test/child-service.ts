@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-const CLI = join(import.meta.dirname, "..", "src", "cli.ts");
+/** The compiled service (dist/, built by the global setup): what ships, and quicker to start. */
+const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 
 /**
  * `dock-notify serve` as a child process (so a test can kill it), resolved once it listens, with
