@@ -125,7 +125,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .action(async () => {
       const config = loadConfig(io.env);
       const { serve } = await import("./main.ts");
-      await serve(config, io.logs);
+      await serve(config, io.logs, { ownsProcess: io === PROCESS_IO });
     });
 
   program

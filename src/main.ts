@@ -4,6 +4,7 @@ import type { DestinationStream } from "pino";
 import type { App } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
+import { HeapTidier } from "./heap.ts";
 import { flushLogs } from "./log.ts";
 import { DockRepository } from "./store/docks.ts";
 import { isDatabaseUnavailable } from "./store/faults.ts";
@@ -96,7 +97,17 @@ export function describeDatabase(url: string): string {
  * requests (up to SHUTDOWN_TIMEOUT_MS), close the database, exit. Logs to `logStream`, standard
  * output when omitted.
  */
-export async function serve(config: Config, logStream?: DestinationStream): Promise<void> {
+export async function serve(
+  config: Config,
+  logStream?: DestinationStream,
+  options: {
+    /**
+     * The service has the process to itself (the `dock-notify` command, not a test running the CLI
+     * in its own process): it may collect garbage when idle to give memory back (heap.ts).
+     */
+    ownsProcess?: boolean;
+  } = {},
+): Promise<void> {
   // Loaded here, not with this module: the CLI's docks and migrate commands use the start-up helpers
   // above and have no use for the service (half their start-up time).
   const { createApp } = await import("./app.ts");
@@ -125,10 +136,12 @@ export async function serve(config: Config, logStream?: DestinationStream): Prom
     );
   }
 
+  const tidier = options.ownsProcess ? new HeapTidier(server.log) : null;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    tidier?.stop();
     server.log.info({ signal }, "shutting down");
     const timer = setTimeout(() => {
       server.log.error("shutdown timed out; exiting with work still in flight");
@@ -176,4 +189,5 @@ export async function serve(config: Config, logStream?: DestinationStream): Prom
       config.telegramBotToken ? "" : ` · Telegram sandbox ${config.publicUrl}/sandbox`
     }`,
   );
+  tidier?.start();
 }
