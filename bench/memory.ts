@@ -316,7 +316,9 @@ try {
     return (JSON.parse(line) as { port: number }).port;
   });
   const service = loaded.server;
-  await settle([service, bare]);
+  // Idle is after the service's own idle housekeeping: it gives memory back 5 s after it is ready
+  // (src/heap.ts), so the samples start well after that.
+  await settle([service, bare], 12);
   const [serviceIdle = [], bareIdle = []] = await sampleRss([service, bare], idleSeconds);
   const idleSplit = (server: Server) =>
     `${mb(statusMb(server, "RssAnon"))} anonymous + ${mb(statusMb(server, "RssFile"))} file-backed`;
