@@ -5,7 +5,11 @@
  * compiled, from dist/ (`npm run bench:memory` builds it first).
  *
  *   npm run bench:memory [-- --quick --duration 60 --rate 2000 --backlog 200000 --database sqlite|postgres://…
- *                            --service-node-options=--max-semi-space-size=2]
+ *                            --sandbox separate|in-process --service-node-options=--max-semi-space-size=2]
+ *
+ * The service runs as it does in production: with a bot token, talking to a Telegram in another
+ * process (`dock-notify sandbox`, playing Telegram). `--sandbox in-process` measures the trial set-up
+ * instead, where no token is set and the service carries the sandbox itself (about 5 MB more).
  *
  * RSS is read from /proc/<pid>/status (Linux only): VmRSS sampled every 250 ms, and the peak under
  * load from VmHWM after resetting it through /proc/<pid>/clear_refs, so a spike between two
@@ -22,6 +26,7 @@ import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import type { AcceptItem } from "../src/store/accept-batch.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
@@ -38,8 +43,13 @@ const { values } = parseArgs({
     database: { type: "string", default: "sqlite" },
     /** Node options for the service only (V8 heap flags to try), separated by spaces. */
     "service-node-options": { type: "string", default: "" },
+    sandbox: { type: "string", default: "separate" },
   },
 });
+if (values.sandbox !== "separate" && values.sandbox !== "in-process") {
+  throw new Error(`--sandbox must be "separate" or "in-process", got "${values.sandbox}"`);
+}
+const separateSandbox = values.sandbox === "separate";
 const serviceNodeOptions = values["service-node-options"].split(" ").filter((option) => option !== "");
 /** `--quick`: a short run to try the bench, not one to quote. */
 const loadSeconds = Number(values.duration ?? (values.quick ? 10 : 60));
@@ -219,8 +229,9 @@ async function createDatabase(): Promise<{ url: string; dataDir: string; drop():
 }
 
 /**
- * The service on a fresh database with one Dock whose `subscribers` are people of its sandbox who
- * pressed Start: what a delivery needs to reach someone.
+ * The service on a fresh database with one Dock whose `subscribers` are people of its Telegram (the
+ * sandbox) who pressed Start: what a delivery needs to reach someone. `telegram` is the server that
+ * plays Telegram: a `dock-notify sandbox` of its own, or with `--sandbox in-process` the service.
  */
 async function startService(subscribers: number) {
   const database = await createDatabase();
@@ -232,6 +243,17 @@ async function startService(subscribers: number) {
     link: null,
     description: null,
   });
+  const telegram = separateSandbox
+    ? await startServer(
+        "Telegram sandbox",
+        ["dist/cli.js", "sandbox"],
+        { PORT: "0", DATA_DIR: join(database.dataDir, "sandbox"), LOG_LEVEL: "info" },
+        (line) => {
+          const entry = JSON.parse(line) as { msg?: string; port?: number };
+          return entry.msg?.startsWith("Telegram sandbox is ready") ? entry.port : undefined;
+        },
+      )
+    : null;
   const server = await startServer(
     "Dock Notify",
     [...serviceNodeOptions, "dist/cli.js", "serve"],
@@ -242,6 +264,9 @@ async function startService(subscribers: number) {
       LOG_LEVEL: "info",
       DOCK_RATE_BURST: "0",
       AUTH_FAILURES_PER_MINUTE: "0",
+      ...(telegram === null
+        ? {}
+        : { TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN, TELEGRAM_API_ROOT: `${telegram.url}/sandbox` }),
     },
     (line) => {
       const entry = JSON.parse(line) as { msg?: string; port?: number };
@@ -251,15 +276,15 @@ async function startService(subscribers: number) {
   const subscriptions = new SubscriptionRepository(db);
   for (let i = 0; i < subscribers; i++) {
     const person = (await (
-      await sandbox(server, "users", { method: "POST", body: { first_name: `Reader ${i}` } })
+      await sandbox(telegram ?? server, "users", { method: "POST", body: { first_name: `Reader ${i}` } })
     ).json()) as { id: number };
-    await sandbox(server, `users/${person.id}/start`, { method: "POST" });
+    await sandbox(telegram ?? server, `users/${person.id}/start`, { method: "POST" });
     await subscriptions.subscribe(dock.id, person.id, "private");
   }
-  return { server, db, dock };
+  return { server, telegram: telegram ?? server, db, dock };
 }
 
-/** A call to the service's sandbox control API; throws unless it succeeds. */
+/** A call to the sandbox's control API; throws unless it succeeds. */
 async function sandbox(server: Server, path: string, init: { method: string; body?: unknown }) {
   const response = await fetch(`${server.url}/sandbox/api/${path}`, {
     method: init.method,
@@ -331,10 +356,11 @@ try {
   const serviceLoad = await underLoad(service, body);
   await stop(service);
   await stop(bare);
+  if (loaded.telegram !== service) await stop(loaded.telegram);
 
   // The backlog: Telegram answers 500 to every call but getUpdates, and `backlog` deliveries wait.
   const waiting = await startService(BACKLOG_SUBSCRIBERS);
-  await sandbox(waiting.server, "faults", { method: "POST", body: { kind: "server_error", rate: 1 } });
+  await sandbox(waiting.telegram, "faults", { method: "POST", body: { kind: "server_error", rate: 1 } });
   const exact = resetPeak(waiting.server);
   const item: AcceptItem = {
     dockId: waiting.dock.id,
@@ -363,11 +389,12 @@ try {
   const backlogPeak = exact ? statusMb(waiting.server, "VmHWM") : Math.max(...fillSamples, ...backlogSamples);
   const backlogHeap = (await memoryUsage(waiting.server)).heapUsed / 2 ** 20;
   await stop(waiting.server);
+  if (waiting.telegram !== waiting.server) await stop(waiting.telegram);
 
   const idle = { service: median(serviceIdle), bare: median(bareIdle) };
   const thousands = (n: number) => n.toLocaleString("en");
   console.log(
-    `\nbench:memory on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}${serviceNodeOptions.length > 0 ? `; service run with ${serviceNodeOptions.join(" ")}` : ""}`,
+    `\nbench:memory on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}; ${separateSandbox ? "Telegram (the sandbox) in another process" : "the sandbox in the service's process"}${serviceNodeOptions.length > 0 ? `; service run with ${serviceNodeOptions.join(" ")}` : ""}`,
   );
   console.log(
     `idle: median of ${idleSeconds} s of samples after settling; load: ${thousands(rate)} req/s of POST /ping for ${loadSeconds} s (autocannon, ${connections} connections, ${LOAD_SUBSCRIBERS} subscribers, delivery running); backlog: ${thousands(depth)} deliveries waiting (${thousands(messages)} messages × ${BACKLOG_SUBSCRIBERS} subscribers), Telegram answering 500\n`,

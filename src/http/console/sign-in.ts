@@ -1,7 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import QRCode from "qrcode";
 import { randomBase62 } from "../../domain/ids.ts";
 import type { TelegramIdentity } from "../../domain/telegram-identity.ts";
 import { botLink, telegramLink } from "../../domain/telegram-link.ts";
@@ -143,6 +142,8 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
     );
     // The link carries the token; only this browser gets the secret the token was made from.
     reply.setCookie(LOGIN_COOKIE, browserSecret, cookieOptions(secure, expiresAt));
+    // Loaded on the first sign-in, not at start: most of the time nobody is signing in.
+    const { default: QRCode } = await import("qrcode");
     const qrSvg = await QRCode.toString(link, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
     return { ok: true, link, qr_svg: qrSvg, expires_at: expiresAt };
   });
