@@ -342,8 +342,9 @@ try {
   });
   const service = loaded.server;
   // Idle is after the service's own idle housekeeping: it gives memory back 5 s after it is ready
-  // (src/heap.ts), so the samples start well after that.
-  await settle([service, bare], 12);
+  // (src/heap.ts), and its SQLite checkpoint thread rests once nothing has been written for 30 s
+  // (the subscriptions above were the last writes), so the samples start well after both.
+  await settle([service, bare], 40, 60);
   const [serviceIdle = [], bareIdle = []] = await sampleRss([service, bare], idleSeconds);
   const idleSplit = (server: Server) =>
     `${mb(statusMb(server, "RssAnon"))} anonymous + ${mb(statusMb(server, "RssFile"))} file-backed`;

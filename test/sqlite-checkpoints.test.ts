@@ -2,22 +2,19 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { sql } from "kysely";
+import { Kysely, sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
+import { SqliteThread, sqliteThreadDialect } from "../src/store/sqlite/connection.ts";
+import { startChildService } from "./child-service.ts";
 import { waitFor } from "./wait.ts";
 
 /**
  * SQLite's write-ahead log is copied into the database file by a thread of its own
  * (store/sqlite/checkpointer.ts), never by the commits that store messages.
  */
-/** The store as compiled into dist/ (the global setup builds it): what `npm start` runs. */
-const compiled = (await import(new URL("../dist/store/open.js", import.meta.url).href)) as {
-  openDb: typeof openDb;
-  migrate: typeof migrate;
-};
 
 describe("SQLite checkpoints", () => {
   const dirs: string[] = [];
@@ -28,21 +25,21 @@ describe("SQLite checkpoints", () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function open(form: { openDb: typeof openDb; migrate: typeof migrate } = { openDb, migrate }) {
+  async function open() {
     const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
     dirs.push(dir);
     const path = join(dir, "dock-notify.db");
-    const db = await form.openDb(`sqlite:${path}`);
+    const db = await openDb(`sqlite:${path}`);
     dbs.push(db);
     const warnings: string[] = [];
     db.onWarning((message) => warnings.push(message));
-    await form.migrate(db);
+    await migrate(db);
     const dock = await new DockRepository(db, loadEncryptionKey(null, dir).key).create(1, {
       name: "Checkpoints",
       link: null,
       description: null,
     });
-    return { dir, path, db, dockId: dock.id, warnings };
+    return { dir, path, db, dockId: dock.id, secretKey: dock.secretKey, warnings };
   }
 
   async function store(db: Db, dockId: string, count: number, text = "a message") {
@@ -77,31 +74,53 @@ describe("SQLite checkpoints", () => {
     return readFileSync(`${path}-wal`).readUInt32BE(12);
   }
 
-  it.each([
-    ["sources", { openDb, migrate }],
-    ["compiled service", compiled],
-  ])(
-    "commits leave checkpoints to the checkpoint thread, which copies an idle WAL in (%s)",
-    async (_, form) => {
-      const { dir, path, db, dockId, warnings } = await open(form);
-      // The connection that stores messages never checkpoints on commit.
-      const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(
-        db.kysely,
-      );
-      expect(rows[0]?.wal_autocheckpoint).toBe(0);
+  it("commits leave checkpoints to the checkpoint thread, which copies an idle WAL in", async () => {
+    const { dir, path, db, dockId, warnings } = await open();
+    // The connection that stores messages never checkpoints on commit.
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db.kysely);
+    expect(rows[0]?.wal_autocheckpoint).toBe(0);
 
-      // Far fewer than the 1,000 pages after which a commit would have checkpointed by default: the
-      // messages reach the database file all the same, within moments, with nobody writing.
-      await store(db, dockId, 200);
+    // Far fewer than the 1,000 pages after which a commit would have checkpointed by default: the
+    // messages reach the database file all the same, within moments, with nobody writing.
+    await store(db, dockId, 200);
+    await waitFor(
+      "the 200 messages in the database file",
+      () => messagesInDatabaseFile(dir, path) === 200,
+      10_000,
+    );
+    expect(warnings).toEqual([]);
+    await db.close();
+  });
+
+  it("the built service (dist/) runs its checkpoint thread: sent messages reach the database file", async () => {
+    const { dir, path, db, dockId, secretKey } = await open();
+    await db.close();
+    // Fewer pages than a commit would checkpoint at by default: only the thread copies them in.
+    const service = await startChildService({ DATA_DIR: dir, DOCK_RATE_BURST: "0" });
+    try {
+      for (let i = 0; i < 50; i++) {
+        const response = await fetch(`${service.url}/ping`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg: `message ${i}` }),
+        });
+        expect(response.status).toBe(202);
+      }
       await waitFor(
-        "the 200 messages in the database file",
-        () => messagesInDatabaseFile(dir, path) === 200,
+        "the 50 messages in the database file",
+        () => messagesInDatabaseFile(dir, path) === 50,
         10_000,
       );
+      const warnings = service.logs
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((entry) => entry.level >= 40 && entry.msg.includes("checkpoint"));
       expect(warnings).toEqual([]);
-      await db.close();
-    },
-  );
+    } finally {
+      const exited = new Promise((resolve) => service.child.once("exit", resolve));
+      service.child.kill("SIGTERM");
+      await exited;
+    }
+  });
 
   it("under a steady stream of commits, the WAL file still starts over", async () => {
     const { path, db, dockId, warnings } = await open();
@@ -163,5 +182,51 @@ describe("SQLite checkpoints", () => {
     await db.close();
     expect(existsSync(`${path}-wal`)).toBe(false);
     expect(messagesInDatabaseFile(dir, path)).toBe(50);
+  });
+
+  it("the checkpoint thread rests while nothing is written, and the next write wakes it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
+    dirs.push(dir);
+    const path = join(dir, "rest.db");
+    const warnings: string[] = [];
+    const thread = new SqliteThread(
+      path,
+      { synchronous: "normal", checkpointRestMs: 300 },
+      { onWarning: (message) => warnings.push(message) },
+    );
+    const kysely = new Kysely<{ notes: { text: string } }>({ dialect: sqliteThreadDialect(thread) });
+    const rowsInDatabaseFile = () => {
+      const copy = join(dir, `copy-${Date.now()}.db`);
+      copyFileSync(path, copy);
+      const db = new DatabaseSync(copy);
+      try {
+        return Number((db.prepare("select count(*) as n from notes").get() as { n: number }).n);
+      } finally {
+        db.close();
+        for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
+      }
+    };
+    const write = (count: number) =>
+      kysely
+        .insertInto("notes")
+        .values(Array.from({ length: count }, (_, i) => ({ text: `note ${i}` })))
+        .execute();
+    try {
+      await kysely.schema.createTable("notes").addColumn("text", "text").execute();
+      expect(thread.checkpoints).toBe("running");
+      await write(100);
+      await waitFor("the first notes in the database file", () => rowsInDatabaseFile() === 100, 10_000);
+      // Nothing written for a while: the thread ends.
+      await waitFor("the checkpoint thread to rest", () => thread.checkpoints === "resting", 10_000);
+      // Writing again starts it, and it copies the new notes in: with the writer's own automatic
+      // checkpoints off, nothing else would.
+      await write(50);
+      expect(thread.checkpoints).toBe("running");
+      await waitFor("the new notes in the database file", () => rowsInDatabaseFile() === 150, 10_000);
+      await waitFor("the checkpoint thread to rest again", () => thread.checkpoints === "resting", 10_000);
+      expect(warnings).toEqual([]);
+    } finally {
+      await kysely.destroy();
+    }
   });
 });

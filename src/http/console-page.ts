@@ -2,10 +2,11 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
+import { ownFile } from "../files.ts";
 import { ApiError } from "./errors.ts";
 
 /** Where `npm run build` puts the console (Vite's output of `web/`). */
-export const CONSOLE_BUILD_DIR = fileURLToPath(new URL("../../web/dist/", import.meta.url));
+export const CONSOLE_BUILD_DIR = fileURLToPath(ownFile("../web/dist/"));
 
 /**
  * The console's static files at `/console/`, and `/` sends visitors there. Vite names every asset

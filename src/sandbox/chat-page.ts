@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
+import { ownFile } from "../files.ts";
 
-const PAGE_DIR = new URL("./page/", import.meta.url);
+const PAGE_DIR = ownFile("sandbox/page/");
 
 /**
  * The page as one document: chat.html with chat.css and chat.js put inline, so it works under any

@@ -82,6 +82,8 @@ export interface Leadership {
 
 export interface DbOptions {
   sqliteSynchronous?: "normal" | "full";
+  /** SQLite: how long nothing is written before the checkpoint thread rests (ms; tests shorten it). */
+  sqliteCheckpointRestMs?: number;
   poolSize?: number;
   /**
    * PostgreSQL: how long connecting, waiting for a free connection, and each statement may take

@@ -14,7 +14,12 @@ export function openSqlite(path: string, options: DbOptions): Db {
   const warned = warnings();
   const thread = new SqliteThread(
     path,
-    { synchronous: options.sqliteSynchronous ?? "normal" },
+    {
+      synchronous: options.sqliteSynchronous ?? "normal",
+      ...(options.sqliteCheckpointRestMs === undefined
+        ? {}
+        : { checkpointRestMs: options.sqliteCheckpointRestMs }),
+    },
     { onWarning: (message) => warned.emit(message) },
   );
   const kysely = new Kysely<Database>({ dialect: sqliteThreadDialect(thread) });

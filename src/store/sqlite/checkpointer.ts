@@ -13,6 +13,10 @@
  * writer's transaction in progress, copies what is left (little: the PASSIVE one just before did
  * the bulk) and lets the next commit start the file over, so the WAL stays bounded. Commits wait for
  * that copy (a few milliseconds), never for a reader: see RESTART_WAIT_MS.
+ *
+ * An idle service needs no checkpoints: once the WAL is all copied and has not changed for
+ * `restAfterMs`, the thread says it rests and ends (its V8 isolate is ~10 MB of an idle service's
+ * memory); the owner starts a new one at the next write (SqliteThread).
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
@@ -22,6 +26,8 @@ export interface CheckpointerOptions {
   path: string;
   intervalMs: number;
   restartPages: number;
+  /** The thread ends once the WAL has been all copied and unchanged for this long. */
+  restAfterMs: number;
 }
 
 /** What the thread tells its owner. */
@@ -30,7 +36,12 @@ export type CheckpointerReport =
   /** Checkpoints work again after failing (space was freed). */
   | { kind: "recovered"; failures: number }
   /** The WAL has not been able to start over for `seconds`: a reader keeps its old pages in use. */
-  | { kind: "stuck"; pages: number; seconds: number };
+  | { kind: "stuck"; pages: number; seconds: number }
+  /**
+   * Nothing to copy for a while: the thread ends. `checkedAt`: when it last saw the WAL (Date.now());
+   * a write the owner saw finish after that may not be copied yet.
+   */
+  | { kind: "resting"; checkedAt: number };
 
 /** One checkpoint's answer (SQLite's `PRAGMA wal_checkpoint`): WAL pages, and how many are copied. */
 interface CheckpointRow {
@@ -41,7 +52,7 @@ interface CheckpointRow {
 
 const port = parentPort;
 if (port === null) throw new Error("store/sqlite/checkpointer.ts runs as a worker thread");
-const { path, intervalMs, restartPages } = workerData as CheckpointerOptions;
+const { path, intervalMs, restartPages, restAfterMs } = workerData as CheckpointerOptions;
 
 /**
  * How long a RESTART may hold the write lock waiting (for the writer's transaction in progress, then
@@ -64,6 +75,9 @@ let nextRestart = 0;
 /** Since when RESTART checkpoints have been giving up, and whether the owner was told. */
 let stuckSince: number | null = null;
 let toldStuck = false;
+/** The WAL's size at the last checkpoint, and since when it has been that size. */
+let lastLog = -1;
+let unchangedSince = Date.now();
 
 function report(message: CheckpointerReport): void {
   port?.postMessage(message);
@@ -75,7 +89,8 @@ function unstuck(): void {
   toldStuck = false;
 }
 
-function checkpoint(): void {
+/** Runs one round of checkpoints; true when the WAL is all copied and has been quiet long enough to rest. */
+function checkpoint(): boolean {
   if (db === null) {
     // Opened on the first tick: by then the SQLite thread has created the file and set WAL mode.
     const connection = new DatabaseSync(path);
@@ -90,15 +105,21 @@ function checkpoint(): void {
   }
   const passive = db.passive.get() as unknown as CheckpointRow;
   const now = Date.now();
+  if (passive.log !== lastLog) {
+    lastLog = passive.log;
+    unchangedSince = now;
+  } else if (passive.checkpointed === passive.log && now - unchangedSince >= restAfterMs) {
+    return true;
+  }
   if (passive.log < restartPages) {
     unstuck();
-    return;
+    return false;
   }
-  if (now < nextRestart) return;
+  if (now < nextRestart) return false;
   const restart = db.restart.get() as unknown as CheckpointRow;
   if (restart.busy === 0) {
     unstuck();
-    return;
+    return false;
   }
   nextRestart = now + RESTART_BACKOFF_MS;
   stuckSince ??= now;
@@ -106,13 +127,19 @@ function checkpoint(): void {
     toldStuck = true;
     report({ kind: "stuck", pages: restart.log, seconds: Math.round((now - stuckSince) / 1000) });
   }
+  return false;
 }
 
 let timer: NodeJS.Timeout | null = null;
 
 function tick(): void {
   try {
-    checkpoint();
+    const checkedAt = Date.now();
+    if (checkpoint()) {
+      report({ kind: "resting", checkedAt });
+      end();
+      return;
+    }
     if (failures > 0) report({ kind: "recovered", failures });
     failures = 0;
   } catch (error) {
@@ -137,9 +164,12 @@ function closeQuietly(): void {
   db = null;
 }
 
-port.on("message", (message: "stop") => {
-  if (message !== "stop") return;
+function end(): void {
   if (timer !== null) clearTimeout(timer);
   closeQuietly();
-  port.close();
+  port?.close();
+}
+
+port.on("message", (message: "stop") => {
+  if (message === "stop") end();
 });

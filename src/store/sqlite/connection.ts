@@ -1,5 +1,4 @@
 import { once } from "node:events";
-import { extname } from "node:path";
 import { Worker } from "node:worker_threads";
 import {
   CompiledQuery,
@@ -11,6 +10,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from "kysely";
+import { threadModule } from "../../files.ts";
 import {
   type AcceptBatchRequest,
   type AcceptOutcome,
@@ -20,7 +20,10 @@ import {
 import type { CheckpointerOptions, CheckpointerReport } from "./checkpointer.ts";
 import type { SqliteOptions } from "./driver.ts";
 
-export type SqliteThreadOptions = Pick<SqliteOptions, "synchronous">;
+export type SqliteThreadOptions = Pick<SqliteOptions, "synchronous"> & {
+  /** How long the WAL stays all copied and unchanged before the checkpoint thread rests (ms). */
+  checkpointRestMs?: number;
+};
 
 /**
  * How often the checkpoint thread copies the WAL into the database file, and the WAL's size in
@@ -28,6 +31,12 @@ export type SqliteThreadOptions = Pick<SqliteOptions, "synchronous">;
  */
 const CHECKPOINT_INTERVAL_MS = 200;
 const CHECKPOINT_RESTART_PAGES = 4000;
+/**
+ * How long nothing must have been written before the checkpoint thread ends, until the next write
+ * starts it again: an idle service then holds one V8 isolate less (~10 MB), and a busy one never
+ * pays for a restart (~20 ms of a core, off the event loop).
+ */
+export const CHECKPOINT_REST_MS = 30_000;
 
 /**
  * The SQLite thread's young generation (V8's nursery for short-lived objects). By default it grows
@@ -37,15 +46,6 @@ const CHECKPOINT_RESTART_PAGES = 4000;
  * docs/benchmarks.md). The checkpoint thread allocates next to nothing and needs no cap.
  */
 const SQLITE_THREAD_YOUNG_GENERATION_MB = 3;
-
-/**
- * A thread's module beside this one, in this one's form: `worker.ts` when the sources run as they
- * are (tests, `npm run cli`), `worker.js` when the compiled service does (dist/, see
- * scripts/build-server.ts).
- */
-function besideThisFile(name: "worker" | "checkpointer"): URL {
-  return new URL(`./${name}${extname(new URL(import.meta.url).pathname)}`, import.meta.url);
-}
 
 /** What the service asks the SQLite thread (worker.ts). */
 export type ThreadRequest =
@@ -127,8 +127,14 @@ export class SqliteThread {
   #closing: Promise<void> | null = null;
   readonly #path: string;
   readonly #onWarning: (message: string) => void;
-  /** The checkpoint thread (checkpointer.ts): started after the first statement succeeds. */
-  #checkpointer: Worker | "wanted" | "none";
+  /**
+   * The checkpoint thread (checkpointer.ts): started after the first statement succeeds; "resting"
+   * while it is idle and ended, until the next write (see CHECKPOINT_REST_MS).
+   */
+  #checkpointer: Worker | "wanted" | "resting" | "none";
+  readonly #checkpointRestMs: number;
+  /** When the last write this thread reported finished (Date.now()). */
+  #lastWriteAt = 0;
 
   /**
    * `onFailure`: the thread stopped on its own (it crashed, or ran out of memory). Nothing more can
@@ -150,13 +156,14 @@ export class SqliteThread {
   ) {
     this.#path = path;
     this.#onWarning = onWarning;
+    this.#checkpointRestMs = options.checkpointRestMs ?? CHECKPOINT_REST_MS;
     // An in-memory database has no WAL to copy.
     this.#checkpointer = path === ":memory:" || path === "" ? "none" : "wanted";
     const threadOptions: SqliteOptions = {
       synchronous: options.synchronous,
       checkpoints: this.#checkpointer === "wanted" ? "background" : "on-commit",
     };
-    this.#worker = new Worker(besideThisFile("worker"), {
+    this.#worker = new Worker(threadModule("store/sqlite/worker"), {
       workerData: { path, options: threadOptions },
       resourceLimits: { maxYoungGenerationSizeMb: SQLITE_THREAD_YOUNG_GENERATION_MB },
     });
@@ -185,11 +192,12 @@ export class SqliteThread {
   #startCheckpointer(): void {
     let worker: Worker;
     try {
-      worker = new Worker(besideThisFile("checkpointer"), {
+      worker = new Worker(threadModule("store/sqlite/checkpointer"), {
         workerData: {
           path: this.#path,
           intervalMs: CHECKPOINT_INTERVAL_MS,
           restartPages: CHECKPOINT_RESTART_PAGES,
+          restAfterMs: this.#checkpointRestMs,
         } satisfies CheckpointerOptions,
       });
     } catch (error) {
@@ -206,6 +214,11 @@ export class SqliteThread {
         );
       } else if (report.kind === "recovered") {
         this.#onWarning(`SQLite checkpoints work again after ${report.failures} failed attempts`);
+      } else if (report.kind === "resting") {
+        if (this.#checkpointer !== worker) return;
+        this.#checkpointer = "resting";
+        // A write that finished after the thread last looked may not be copied: start again.
+        if (this.#lastWriteAt >= report.checkedAt) this.#wake();
       } else if (report.kind === "stuck") {
         this.#onWarning(
           `the SQLite WAL file has not been able to start over for ${report.seconds} s (${report.pages} pages): another connection keeps a read transaction open on this database`,
@@ -219,6 +232,22 @@ export class SqliteThread {
     };
     worker.on("error", (error) => lost(`failed: ${error.message}`));
     worker.on("exit", (code) => lost(`stopped (exit code ${code})`));
+  }
+
+  /** Whether the checkpoint thread runs, rests until the next write, or there is none (tests, metrics). */
+  get checkpoints(): "running" | "resting" | "none" {
+    if (typeof this.#checkpointer !== "string") return "running";
+    return this.#checkpointer === "wanted" ? "resting" : this.#checkpointer;
+  }
+
+  /** A write finished: the checkpoint thread, if it rests, has work again. */
+  #wrote(): void {
+    this.#lastWriteAt = Date.now();
+    this.#wake();
+  }
+
+  #wake(): void {
+    if (this.#checkpointer === "resting" && !this.#closing && !this.#stopped) this.#startCheckpointer();
   }
 
   /** Without a checkpoint thread: SQLite's default again, so that the WAL cannot grow without bound. */
@@ -281,6 +310,11 @@ export class SqliteThread {
       | { rows: R[] }
       | { changes: number; lastInsertRowid: number };
     if ("rows" in result) return { rows: result.rows };
+    // Rows changed: the WAL grew. An UPDATE that matched nothing wrote nothing. (SQLite's count is
+    // that of the last statement that changed rows, so a COMMIT or BEGIN may repeat it: a thread
+    // woken for nothing rests again. A schema change writes with a count of 0, but only migrations
+    // make them, at start, when the thread runs anyway.)
+    if (result.changes > 0) this.#wrote();
     return {
       numAffectedRows: BigInt(result.changes),
       insertId: BigInt(result.lastInsertRowid),
@@ -293,7 +327,11 @@ export class SqliteThread {
     if (this.#closing) throw new Error("the database is closed");
     await this.gate.enter(true);
     try {
-      return JSON.parse((await this.#call({ op: "accept", request: JSON.stringify(request) })) as string);
+      const outcomes = JSON.parse(
+        (await this.#call({ op: "accept", request: JSON.stringify(request) })) as string,
+      ) as AcceptOutcome[];
+      this.#wrote();
+      return outcomes;
     } finally {
       this.gate.leave(true);
     }
