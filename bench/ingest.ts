@@ -19,6 +19,7 @@ import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { type OpenLoopResult, openLoop } from "./open-loop.ts";
+import { serviceNodeOptions as shippedOr } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -26,11 +27,11 @@ const { values } = parseArgs({
     connections: { type: "string", default: "50" },
     rate: { type: "string", default: "2000" },
     database: { type: "string", default: "sqlite" },
-    /** Node options for the service only (V8 flags to try), separated by spaces. */
-    "service-node-options": { type: "string", default: "" },
+    /** Node options for the service only (V8 flags to try), separated by spaces; `npm start`'s by default. */
+    "service-node-options": { type: "string" },
   },
 });
-const serviceNodeOptions = values["service-node-options"].split(" ").filter((option) => option !== "");
+const serviceNodeOptions = shippedOr(values["service-node-options"]);
 const duration = Number(values.duration);
 const connections = Number(values.connections);
 const rate = Number(values.rate);

@@ -5,9 +5,10 @@
  * compiled, from dist/ (`npm run bench:memory` builds it first).
  *
  *   npm run bench:memory [-- --quick --duration 60 --rate 2000 --backlog 200000 --database sqlite|postgres://…
- *                            --sandbox separate|in-process --service-node-options=--max-semi-space-size=2]
+ *                            --sandbox separate|in-process --service-node-options="--max-semi-space-size=2"]
  *
- * The service runs as it does in production: with a bot token, talking to a Telegram in another
+ * The service runs as it does in production: with the Node options `npm start` gives it (unless
+ * --service-node-options says otherwise, "" for none), with a bot token, talking to a Telegram in another
  * process (`dock-notify sandbox`, playing Telegram). `--sandbox in-process` measures the trial set-up
  * instead, where no token is set and the service carries the sandbox itself (about 5 MB more).
  *
@@ -31,6 +32,7 @@ import type { AcceptItem } from "../src/store/accept-batch.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { serviceNodeOptions as shippedOr } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +44,7 @@ const { values } = parseArgs({
     backlog: { type: "string" },
     database: { type: "string", default: "sqlite" },
     /** Node options for the service only (V8 heap flags to try), separated by spaces. */
-    "service-node-options": { type: "string", default: "" },
+    "service-node-options": { type: "string" },
     sandbox: { type: "string", default: "separate" },
   },
 });
@@ -50,7 +52,7 @@ if (values.sandbox !== "separate" && values.sandbox !== "in-process") {
   throw new Error(`--sandbox must be "separate" or "in-process", got "${values.sandbox}"`);
 }
 const separateSandbox = values.sandbox === "separate";
-const serviceNodeOptions = values["service-node-options"].split(" ").filter((option) => option !== "");
+const serviceNodeOptions = shippedOr(values["service-node-options"]);
 /** `--quick`: a short run to try the bench, not one to quote. */
 const loadSeconds = Number(values.duration ?? (values.quick ? 10 : 60));
 const idleSeconds = Number(values.idle ?? (values.quick ? 3 : 10));
@@ -395,7 +397,7 @@ try {
   const idle = { service: median(serviceIdle), bare: median(bareIdle) };
   const thousands = (n: number) => n.toLocaleString("en");
   console.log(
-    `\nbench:memory on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}; ${separateSandbox ? "Telegram (the sandbox) in another process" : "the sandbox in the service's process"}${serviceNodeOptions.length > 0 ? `; service run with ${serviceNodeOptions.join(" ")}` : ""}`,
+    `\nbench:memory on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}; ${separateSandbox ? "Telegram (the sandbox) in another process" : "the sandbox in the service's process"}; service run with ${serviceNodeOptions.length > 0 ? serviceNodeOptions.join(" ") : "no Node options"}${values["service-node-options"] === undefined ? " (as npm start runs it)" : ""}`,
   );
   console.log(
     `idle: median of ${idleSeconds} s of samples after settling; load: ${thousands(rate)} req/s of POST /ping for ${loadSeconds} s (autocannon, ${connections} connections, ${LOAD_SUBSCRIBERS} subscribers, delivery running); backlog: ${thousands(depth)} deliveries waiting (${thousands(messages)} messages × ${BACKLOG_SUBSCRIBERS} subscribers), Telegram answering 500\n`,
