@@ -165,6 +165,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     probe,
     metrics,
     metricsToken: config.metricsToken,
+    version: pkg.version,
     // Read at request time: the bot and the dispatcher are created below.
     checks: () => ({
       bot: statusView(bot.status()),

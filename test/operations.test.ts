@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS } from "../src/cli-errors.ts";
 import { ERRORS } from "../src/http/errors.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
@@ -16,7 +17,7 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
   afterAll(async () => service.close());
 
   it("/healthz and /readyz answer 200", async () => {
-    expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ ok: true, version: pkg.version });
     const readyz = async () =>
       (await (await fetch(`${service.url}/readyz`)).json()) as { checks: { bot: { state: string } } };
     await waitFor("the bot running", async () => (await readyz()).checks.bot.state === "running");

@@ -14,6 +14,8 @@ export interface HealthOptions {
   checks: () => Record<string, unknown>;
   /** METRICS_TOKEN: when set, /metrics answers only `Authorization: Bearer <token>`. */
   metricsToken: string | null;
+  /** The running version (package.json), so that a deploy can be checked from outside. */
+  version: string;
 }
 
 /** `Authorization: Bearer <token>`, compared in constant time. */
@@ -27,9 +29,26 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 
 /** Liveness, readiness and Prometheus metrics: what orchestrators and scrapers ask for. */
 export async function health(app: FastifyInstance, options: HealthOptions): Promise<void> {
-  app.get("/healthz", { schema: { summary: "The process is alive", tags: ["operations"] } }, async () => ({
-    ok: true,
-  }));
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        summary: "The process is alive",
+        tags: ["operations"],
+        response: {
+          200: {
+            type: "object",
+            properties: {
+              ok: { type: "boolean", const: true },
+              version: { type: "string", description: "The running version of Dock Notify." },
+            },
+            required: ["ok", "version"],
+          },
+        },
+      },
+    },
+    async () => ({ ok: true, version: options.version }),
+  );
 
   const checksSchema = {
     type: "object",
