@@ -30,7 +30,8 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/unit/**"],
+          // The container image has its own run (`npm run test:image`, vitest.image.config.ts).
+          exclude: ["test/unit/**", "test/image/**"],
           globalSetup: ["test/build.ts", "test/database-templates.ts"],
         },
       },

@@ -1,0 +1,191 @@
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pkg from "../../package.json" with { type: "json" };
+import { ensureNodeBase, NODE_BASE, shell, tool } from "./podman.ts";
+
+const root = join(import.meta.dirname, "..", "..");
+const IMAGE = "localhost/dock-notify:test";
+const NAME = `dock-notify-test-${process.pid}`;
+const VOLUME = `dock-notify-test-data-${process.pid}`;
+
+/** A TCP port free on this machine now (the container shares the host's network). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+/**
+ * The container image as a self-hoster runs it: built from the Dockerfile with buildah (the base
+ * image made locally, see podman.ts), run with podman on the host's network, the data in a volume.
+ */
+describe("the container image", () => {
+  let url = "";
+  const sandbox = (path: string, init: { method?: string; body?: unknown } = {}) =>
+    fetch(`${url}/sandbox/api/${path}`, {
+      method: init.method ?? "GET",
+      ...(init.body === undefined
+        ? {}
+        : { headers: { "content-type": "application/json" }, body: JSON.stringify(init.body) }),
+    });
+
+  beforeAll(async () => {
+    await ensureNodeBase();
+    // This machine reaches the npm registry through a TLS-intercepting proxy: its CA goes into the
+    // build (a mounted file, named by the Dockerfile's NODE_EXTRA_CA_CERTS build argument).
+    const ca = process.env.NODE_EXTRA_CA_CERTS;
+    const caArgs =
+      ca && existsSync(ca)
+        ? ["--volume", `${ca}:/run/extra-ca.pem:ro`, "--build-arg", "NODE_EXTRA_CA_CERTS=/run/extra-ca.pem"]
+        : [];
+    await tool("buildah", [
+      "build",
+      "--isolation",
+      "chroot",
+      "--pull=never",
+      "--format",
+      "docker",
+      "--network",
+      "host",
+      ...caArgs,
+      "-t",
+      IMAGE,
+      root,
+    ]);
+    await tool("podman", ["volume", "create", VOLUME]);
+  });
+
+  afterAll(async () => {
+    await tool("podman", ["rm", "--force", "--time", "0", NAME]).catch(() => {});
+    await tool("podman", ["volume", "rm", "--force", VOLUME]).catch(() => {});
+  });
+
+  it("adds little to Node's image and pulls as less than 200 MB", async () => {
+    const size = async (image: string) =>
+      Number(await tool("podman", ["image", "inspect", "--format", "{{.Size}}", image]));
+    const [image, base] = [await size(IMAGE), await size(NODE_BASE)];
+    // What a registry stores and a host downloads: the image's layers compressed.
+    const compressed = Number((await shell(`podman save ${IMAGE} | gzip -c | wc -c`)).trim());
+    console.log(
+      `image ${IMAGE}: ${(image / 1e6).toFixed(1)} MB (${NODE_BASE}: ${(base / 1e6).toFixed(1)} MB), ${(compressed / 1e6).toFixed(1)} MB compressed`,
+    );
+    // The service, its two external dependencies and the console: no devDependencies, no sources.
+    expect(image - base).toBeLessThan(30e6);
+    expect(compressed).toBeLessThan(200e6);
+  });
+
+  it("serves, takes a Dock from its CLI, delivers a ping, keeps its data across a restart and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const start = async () => {
+      await tool("podman", [
+        "run",
+        "--detach",
+        "--name",
+        NAME,
+        "--network",
+        "host",
+        "--env",
+        `PORT=${port}`,
+        // Listening on 0.0.0.0 with the sandbox as Telegram: allowed only when said so.
+        "--env",
+        "SANDBOX_ALLOW_REMOTE=true",
+        "--volume",
+        `${VOLUME}:/data`,
+        IMAGE,
+      ]);
+      url = `http://127.0.0.1:${port}`;
+      const health = await waitFor("/healthz", async () => {
+        const response = await fetch(`${url}/healthz`);
+        return response.ok ? ((await response.json()) as { ok: boolean; version: string }) : undefined;
+      });
+      expect(health).toEqual({ ok: true, version: pkg.version });
+    };
+    await start();
+    // The image's HEALTHCHECK (GET /healthz from inside the container) passes.
+    await tool("podman", ["healthcheck", "run", NAME]);
+
+    const user = (await tool("podman", ["exec", NAME, "id", "-u"])).trim();
+    expect(user).not.toBe("0");
+    const created = JSON.parse(
+      await tool("podman", [
+        "exec",
+        NAME,
+        "dock-notify",
+        "docks",
+        "create",
+        "--owner",
+        "1",
+        "--name",
+        "Image",
+        "--json",
+      ]),
+    ) as { id: string; secret_key: string };
+
+    // Someone subscribes in the sandbox: the Dock's deep link, then Yes.
+    const person = (await (
+      await sandbox("users", { method: "POST", body: { first_name: "Ida" } })
+    ).json()) as {
+      id: number;
+    };
+    await sandbox(`users/${person.id}/start`, { method: "POST", body: { payload: created.id } });
+    const messages = () =>
+      sandbox(`chats/${person.id}/messages`).then(
+        (response) => response.json() as Promise<{ message_id: number; text?: string; from_bot?: boolean }[]>,
+      );
+    const prompt = await waitFor("the subscription prompt", async () =>
+      (await messages()).find((message) => message.text?.includes("Image")),
+    );
+    const pressed = await sandbox(`chats/${person.id}/messages/${prompt.message_id}/press`, {
+      method: "POST",
+      body: { callback_data: `sub:y:${created.id}` },
+    });
+    expect(pressed.status).toBeLessThan(300);
+    await waitFor("the subscription", async () => {
+      const dock = JSON.parse(
+        await tool("podman", ["exec", NAME, "dock-notify", "docks", "show", created.id, "--json"]),
+      );
+      return dock.active_subscribers === 1 ? true : undefined;
+    });
+
+    const ping = await fetch(`${url}/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ dock_id: created.id, secret_key: created.secret_key, msg: "built and shipped" }),
+    });
+    expect(ping.status).toBe(202);
+    await waitFor("the delivered message", async () =>
+      (await messages()).find((message) => message.text?.includes("built and shipped")),
+    );
+
+    // SIGTERM (what `podman stop` and `docker stop` send): a clean exit, well before the kill.
+    await tool("podman", ["stop", "--time", "20", NAME]);
+    const state = JSON.parse(await tool("podman", ["inspect", "--format", "{{json .State}}", NAME])) as {
+      ExitCode: number;
+    };
+    expect(state.ExitCode).toBe(0);
+    await tool("podman", ["rm", NAME]);
+
+    // A new container on the same volume has the Dock and its subscriber.
+    await start();
+    const again = JSON.parse(
+      await tool("podman", ["exec", NAME, "dock-notify", "docks", "show", created.id, "--json"]),
+    );
+    expect(again).toMatchObject({ id: created.id, name: "Image", active_subscribers: 1 });
+  });
+});
