@@ -8,7 +8,8 @@
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
-# A TLS-intercepting proxy's CA for npm, when the build machine needs one (a file mounted into the build).
+# A TLS-intercepting proxy's CA for npm, when the build machine needs one: a file mounted into the
+# build (buildah/podman build --volume <ca>:/run/extra-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/extra-ca.pem).
 ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json ./

@@ -111,9 +111,14 @@ function licences(chunks: OutputChunk[]): string {
       name: string;
       version: string;
       license?: string;
+      author?: string | { name?: string };
     };
     const file = readdirSync(folder).find((name) => /^(licen[cs]e|copying)/i.test(name));
-    const text = file ? readFileSync(join(folder, file), "utf8").trim() : "(no licence file in the package)";
+    // Without a licence file, what the package says of itself: its licence's name and its author.
+    const author = typeof manifest.author === "string" ? manifest.author : manifest.author?.name;
+    const text = file
+      ? readFileSync(join(folder, file), "utf8").trim()
+      : `No licence file in the package; package.json: license ${manifest.license ?? "not stated"}${author ? `, author ${author}` : ""}.`;
     return `## ${manifest.name} ${manifest.version} (${manifest.license ?? "licence not stated"})\n\n\`\`\`\n${text}\n\`\`\``;
   });
   return `# Third-party licences\n\nThe bundles in this folder contain code of these packages.\n\n${sections.join("\n\n")}\n`;

@@ -116,9 +116,11 @@ describe("SQLite checkpoints", () => {
         .filter((entry) => entry.level >= 40 && entry.msg.includes("checkpoint"));
       expect(warnings).toEqual([]);
     } finally {
-      const exited = new Promise((resolve) => service.child.once("exit", resolve));
-      service.child.kill("SIGTERM");
-      await exited;
+      if (service.child.exitCode === null && service.child.signalCode === null) {
+        const exited = new Promise((resolve) => service.child.once("exit", resolve));
+        service.child.kill("SIGTERM");
+        await exited;
+      }
     }
   });
 
@@ -224,9 +226,70 @@ describe("SQLite checkpoints", () => {
       expect(thread.checkpoints).toBe("running");
       await waitFor("the new notes in the database file", () => rowsInDatabaseFile() === 150, 10_000);
       await waitFor("the checkpoint thread to rest again", () => thread.checkpoints === "resting", 10_000);
+
+      // A write that answers rows (DELETE … RETURNING) wakes it too.
+      const deleted = await kysely
+        .deleteFrom("notes")
+        .where("text", "=", "note 0")
+        .returning("text")
+        .execute();
+      expect(deleted.length).toBe(2);
+      expect(thread.checkpoints).toBe("running");
+      await waitFor("the deletion in the database file", () => rowsInDatabaseFile() === 148, 10_000);
+      await waitFor(
+        "the checkpoint thread to rest once more",
+        () => thread.checkpoints === "resting",
+        10_000,
+      );
+
+      // So does a transaction whose last statement changed nothing: what counts is its commit.
+      await kysely.transaction().execute(async (tx) => {
+        await tx.insertInto("notes").values({ text: "in a transaction" }).execute();
+        await tx.updateTable("notes").set({ text: "never" }).where("text", "=", "nobody").execute();
+      });
+      expect(thread.checkpoints).toBe("running");
+      await waitFor("the transaction in the database file", () => rowsInDatabaseFile() === 149, 10_000);
       expect(warnings).toEqual([]);
     } finally {
       await kysely.destroy();
+    }
+  });
+
+  it("a second connection's writes reach the database file when it closes, while the first one's thread rests", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dock-notify-checkpoints-"));
+    dirs.push(dir);
+    const path = join(dir, "two.db");
+    // The service: its checkpoint thread rests, with nothing to copy.
+    const service = new SqliteThread(path, { synchronous: "normal", checkpointRestMs: 300 });
+    const serviceDb = new Kysely<{ notes: { text: string } }>({ dialect: sqliteThreadDialect(service) });
+    // A CLI command beside it: opens, writes, closes (its own checkpoint thread never gets a turn).
+    const cli = new SqliteThread(path, { synchronous: "normal" });
+    const cliDb = new Kysely<{ notes: { text: string } }>({ dialect: sqliteThreadDialect(cli) });
+    const rowsInFile = () => {
+      const copy = join(dir, `copy-${Date.now()}.db`);
+      copyFileSync(path, copy);
+      const db = new DatabaseSync(copy);
+      try {
+        return Number((db.prepare("select count(*) as n from notes").get() as { n: number }).n);
+      } finally {
+        db.close();
+        for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
+      }
+    };
+    try {
+      await serviceDb.schema.createTable("notes").addColumn("text", "text").execute();
+      await waitFor(
+        "the service's checkpoint thread to rest",
+        () => service.checkpoints === "resting",
+        10_000,
+      );
+      await cliDb.insertInto("notes").values({ text: "from the CLI" }).execute();
+      await cliDb.destroy();
+      expect(rowsInFile()).toBe(1);
+      expect(existsSync(`${path}-wal`)).toBe(true);
+    } finally {
+      await cliDb.destroy();
+      await serviceDb.destroy();
     }
   });
 });

@@ -37,11 +37,8 @@ export type CheckpointerReport =
   | { kind: "recovered"; failures: number }
   /** The WAL has not been able to start over for `seconds`: a reader keeps its old pages in use. */
   | { kind: "stuck"; pages: number; seconds: number }
-  /**
-   * Nothing to copy for a while: the thread ends. `checkedAt`: when it last saw the WAL (Date.now());
-   * a write the owner saw finish after that may not be copied yet.
-   */
-  | { kind: "resting"; checkedAt: number };
+  /** Nothing to copy for a while: the thread ends. */
+  | { kind: "resting" };
 
 /** One checkpoint's answer (SQLite's `PRAGMA wal_checkpoint`): WAL pages, and how many are copied. */
 interface CheckpointRow {
@@ -134,9 +131,8 @@ let timer: NodeJS.Timeout | null = null;
 
 function tick(): void {
   try {
-    const checkedAt = Date.now();
     if (checkpoint()) {
-      report({ kind: "resting", checkedAt });
+      report({ kind: "resting" });
       end();
       return;
     }

@@ -56,8 +56,8 @@ export type ThreadRequest =
   | { id: number; op: "close" };
 
 export type ThreadReply =
-  | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; error: StoreError };
+  /** `wrote`: rows changed and committed since the last reply that said so (see worker.ts). */
+  { id: number; ok: true; result: unknown; wrote: boolean } | { id: number; ok: false; error: StoreError };
 
 type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
 
@@ -133,8 +133,6 @@ export class SqliteThread {
    */
   #checkpointer: Worker | "wanted" | "resting" | "none";
   readonly #checkpointRestMs: number;
-  /** When the last write this thread reported finished (Date.now()). */
-  #lastWriteAt = 0;
 
   /**
    * `onFailure`: the thread stopped on its own (it crashed, or ran out of memory). Nothing more can
@@ -175,6 +173,7 @@ export class SqliteThread {
       if (waiting === undefined) return;
       this.#waiting.delete(reply.id);
       if (this.#waiting.size === 0) this.#worker.unref();
+      if (reply.ok && reply.wrote) this.#wrote();
       if (reply.ok) waiting.resolve(reply.result);
       else waiting.reject(fromStoreError(reply.error));
       // The first statement that succeeds shows the file is there, in WAL mode.
@@ -217,8 +216,10 @@ export class SqliteThread {
       } else if (report.kind === "resting") {
         if (this.#checkpointer !== worker) return;
         this.#checkpointer = "resting";
-        // A write that finished after the thread last looked may not be copied: start again.
-        if (this.#lastWriteAt >= report.checkedAt) this.#wake();
+        // A commit between the thread's last look and now, whose reply came before this report,
+        // woke nobody: one PASSIVE checkpoint on the writer's own connection, queued behind every
+        // statement sent so far, copies it. Commits after it wake the thread (#wrote).
+        this.#call({ op: "query", sql: "PRAGMA wal_checkpoint(PASSIVE)", parameters: [] }).catch(() => {});
       } else if (report.kind === "stuck") {
         this.#onWarning(
           `the SQLite WAL file has not been able to start over for ${report.seconds} s (${report.pages} pages): another connection keeps a read transaction open on this database`,
@@ -240,13 +241,8 @@ export class SqliteThread {
     return this.#checkpointer === "wanted" ? "resting" : this.#checkpointer;
   }
 
-  /** A write finished: the checkpoint thread, if it rests, has work again. */
+  /** A write was committed: the checkpoint thread, if it rests, has work again. */
   #wrote(): void {
-    this.#lastWriteAt = Date.now();
-    this.#wake();
-  }
-
-  #wake(): void {
     if (this.#checkpointer === "resting" && !this.#closing && !this.#stopped) this.#startCheckpointer();
   }
 
@@ -310,11 +306,6 @@ export class SqliteThread {
       | { rows: R[] }
       | { changes: number; lastInsertRowid: number };
     if ("rows" in result) return { rows: result.rows };
-    // Rows changed: the WAL grew. An UPDATE that matched nothing wrote nothing. (SQLite's count is
-    // that of the last statement that changed rows, so a COMMIT or BEGIN may repeat it: a thread
-    // woken for nothing rests again. A schema change writes with a count of 0, but only migrations
-    // make them, at start, when the thread runs anyway.)
-    if (result.changes > 0) this.#wrote();
     return {
       numAffectedRows: BigInt(result.changes),
       insertId: BigInt(result.lastInsertRowid),
@@ -327,11 +318,7 @@ export class SqliteThread {
     if (this.#closing) throw new Error("the database is closed");
     await this.gate.enter(true);
     try {
-      const outcomes = JSON.parse(
-        (await this.#call({ op: "accept", request: JSON.stringify(request) })) as string,
-      ) as AcceptOutcome[];
-      this.#wrote();
-      return outcomes;
+      return JSON.parse((await this.#call({ op: "accept", request: JSON.stringify(request) })) as string);
     } finally {
       this.gate.leave(true);
     }
@@ -349,6 +336,12 @@ export class SqliteThread {
       // First, so that the database's last connection (the thread's) copies the WAL in and removes it.
       await this.#stopCheckpointer();
       if (entered) {
+        // Another connection may keep the database open (a CLI command beside the service, whose
+        // checkpoint thread rests): what this one wrote is copied into the file (and synced) now,
+        // not at that connection's next write. The last connection does it by itself on closing.
+        await this.#call({ op: "query", sql: "PRAGMA wal_checkpoint(PASSIVE)", parameters: [] }).catch(
+          () => {},
+        );
         try {
           await this.#call({ op: "close" });
         } catch {

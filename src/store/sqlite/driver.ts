@@ -68,7 +68,13 @@ export interface SqliteOptions {
 }
 
 /** Opens (creating the file and its folder if needed) a SQLite database in WAL mode. */
-export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase {
+/** A connection as Kysely drives it, and what the SQLite thread reads of its writes. */
+export interface SqliteConnection extends SqliteDatabase {
+  /** Rows changed since the connection opened (SQLite's total_changes()), and whether a transaction is open. */
+  writes(): { totalChanges: number; inTransaction: boolean };
+}
+
+export function openSqlite(path: string, options: SqliteOptions): SqliteConnection {
   if (path !== ":memory:") {
     // The database holds people's chat ids and the Docks' sealed keys: readable by the service's
     // user only. SQLite gives its -wal and -shm files the database file's mode.
@@ -89,7 +95,12 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteDatabase
     PRAGMA busy_timeout = 5000;
     PRAGMA wal_autocheckpoint = ${options.checkpoints === "background" ? 0 : 1000};
   `);
+  const totalChanges = db.prepare("select total_changes() as n");
   return {
+    writes: () => ({
+      totalChanges: Number((totalChanges.get() as { n: number | bigint }).n),
+      inTransaction: db.isTransaction,
+    }),
     close: () => db.close(),
     prepare: (query: string) => {
       // Every transaction we run writes. A deferred BEGIN takes the write lock only at the first

@@ -27,6 +27,27 @@ try {
   openError = error;
 }
 
+/**
+ * Whether rows changed and were committed since the last time this said so: the WAL then holds
+ * pages the checkpoint thread must copy, which wakes it if it rests (SqliteThread). Counted by
+ * SQLite's total_changes(), which sees every INSERT, UPDATE and DELETE (with RETURNING too), said
+ * once the transaction has ended. A schema change counts no rows; only migrations make them, at
+ * start, when the checkpoint thread runs anyway.
+ */
+let changesSeen = 0;
+let uncommitted = false;
+function committedWrite(): boolean {
+  if (opened === null) return false;
+  const { totalChanges, inTransaction } = opened.database.writes();
+  if (totalChanges !== changesSeen) {
+    changesSeen = totalChanges;
+    uncommitted = true;
+  }
+  if (!uncommitted || inTransaction) return false;
+  uncommitted = false;
+  return true;
+}
+
 async function handle(request: ThreadRequest): Promise<unknown> {
   if (opened === null) throw openError;
   switch (request.op) {
@@ -52,7 +73,8 @@ port.on("message", (request: ThreadRequest) => {
   queue = queue.then(async () => {
     let reply: ThreadReply;
     try {
-      reply = { id: request.id, ok: true, result: await handle(request) };
+      const result = await handle(request);
+      reply = { id: request.id, ok: true, result, wrote: committedWrite() };
     } catch (error) {
       reply = { id: request.id, ok: false, error: toStoreError(error) };
     }
