@@ -1,15 +1,17 @@
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
-import { ensureNodeBase, NODE_BASE, shell, tool } from "./podman.ts";
+import { composeTool, ensureNodeBase, NODE_BASE, shell, tool } from "./podman.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const IMAGE = "localhost/dock-notify:test";
 const NAME = `dock-notify-test-${process.pid}`;
 const VOLUME = `dock-notify-test-data-${process.pid}`;
+const POSTGRES_STANDIN = "localhost/postgres-standin:15";
 
 /** A TCP port free on this machine now (the container shares the host's network). */
 async function freePort(): Promise<number> {
@@ -187,5 +189,105 @@ describe("the container image", () => {
       await tool("podman", ["exec", NAME, "dock-notify", "docks", "show", created.id, "--json"]),
     );
     expect(again).toMatchObject({ id: created.id, name: "Image", active_subscribers: 1 });
+  });
+});
+
+/**
+ * compose.yaml (with PostgreSQL) and compose.sqlite.yaml, run by podman-compose as a self-hoster
+ * would, on the image built above. PostgreSQL's official image cannot be pulled here: compose.yaml
+ * takes POSTGRES_IMAGE, and the test names a stand-in (test/image/postgres) with the same contract.
+ */
+describe.each([
+  ["compose.yaml", "postgres"],
+  ["compose.sqlite.yaml", "sqlite"],
+] as const)("%s", (file, database) => {
+  const project = `dntest${database}${process.pid}`;
+  let env: Record<string, string> = {};
+  const compose = (...args: string[]) => composeTool(env, ["-p", project, "-f", join(root, file), ...args]);
+
+  beforeAll(async () => {
+    await ensureNodeBase();
+    // The image the compose files name (dock-notify:latest), so podman-compose builds nothing.
+    if (
+      !(await tool("podman", ["image", "exists", IMAGE]).then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      throw new Error(`${IMAGE} is built by the first test file's describe; run the whole file`);
+    }
+    await tool("podman", ["tag", IMAGE, "localhost/dock-notify:latest"]);
+    if (database === "postgres") {
+      await tool("buildah", [
+        "build",
+        "--isolation",
+        "chroot",
+        "--pull=never",
+        "--network",
+        "host",
+        "-t",
+        POSTGRES_STANDIN,
+        join(import.meta.dirname, "postgres"),
+      ]);
+    }
+    const port = await freePort();
+    env = {
+      TELEGRAM_BOT_TOKEN: "7000000001:AAE-compose-test-not-a-real-token",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      PORT: String(port),
+      POSTGRES_PASSWORD: randomBytes(24).toString("hex"),
+      POSTGRES_IMAGE: POSTGRES_STANDIN,
+    };
+  });
+
+  afterAll(async () => {
+    await compose("down", "-v").catch(() => {});
+    await tool("podman", ["network", "rm", "--force", `${project}_default`]).catch(() => {});
+  });
+
+  it("comes up, takes a Dock and a ping, and keeps them across down and up", async () => {
+    const service = `${project}_dock-notify_1`;
+    const url = env.PUBLIC_URL ?? "";
+    const up = async () => {
+      await compose("up", "-d");
+      // PostgreSQL initialises its cluster first: the service restarts until it can connect.
+      await waitFor(
+        "/readyz",
+        async () => ((await fetch(`${url}/readyz`)).status === 200 ? true : undefined),
+        180_000,
+      );
+    };
+    await up();
+    const logs = await tool("podman", ["logs", service]);
+    expect(logs).toContain(database === "postgres" ? '"database":"postgres://' : '"database":"sqlite:/data/');
+    expect(logs).not.toContain(env.POSTGRES_PASSWORD ?? "never");
+
+    const created = JSON.parse(
+      await tool("podman", [
+        "exec",
+        service,
+        "dock-notify",
+        "docks",
+        "create",
+        "--owner",
+        "1",
+        "--name",
+        "Compose",
+        "--json",
+      ]),
+    ) as { id: string; secret_key: string };
+    const ping = await fetch(`${url}/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ dock_id: created.id, secret_key: created.secret_key, msg: "composed" }),
+    });
+    expect(ping.status).toBe(202);
+
+    await compose("down");
+    await up();
+    const again = JSON.parse(
+      await tool("podman", ["exec", service, "dock-notify", "docks", "show", created.id, "--json"]),
+    );
+    expect(again).toMatchObject({ id: created.id, name: "Compose" });
   });
 });

@@ -67,6 +67,18 @@ export async function tool(command: "podman" | "buildah", args: string[]): Promi
   }
 }
 
+/** Runs podman-compose with the container settings and `env` (the compose file's variables). */
+export async function composeTool(env: Record<string, string>, args: string[]): Promise<string> {
+  try {
+    return (
+      await exec("podman-compose", args, { env: { ...containerEnv, ...env }, maxBuffer: 64 * 1024 * 1024 })
+    ).stdout;
+  } catch (error) {
+    const { stderr, message } = error as { stderr?: string; message: string };
+    throw new Error(`podman-compose ${args.slice(-2).join(" ")} failed: ${stderr?.trim() || message}`);
+  }
+}
+
 /** Runs a shell pipeline with the container settings; resolves to its standard output. */
 export async function shell(script: string): Promise<string> {
   return (await exec("sh", ["-c", script], { env: containerEnv, maxBuffer: 64 * 1024 * 1024 })).stdout;
