@@ -54,18 +54,16 @@ describe("SQLite checkpoints", () => {
     expect(outcomes.every((outcome) => outcome.kind === "accepted")).toBe(true);
   }
 
-  /** Messages in the database file alone, without its WAL: what a checkpoint has copied there. */
-  function messagesInDatabaseFile(dir: string, path: string): number {
+  /** Rows of `table` in the database file alone, without its WAL: what a checkpoint has copied there. */
+  function rowsInDatabaseFile(dir: string, path: string, table: "messages" | "notes" = "messages"): number {
     const copy = join(dir, `copy-${Date.now()}.db`);
     copyFileSync(path, copy);
     const db = new DatabaseSync(copy);
     try {
-      return Number((db.prepare("select count(*) as n from messages").get() as { n: number }).n);
+      return Number((db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n);
     } finally {
       db.close();
-      rmSync(copy, { force: true });
-      rmSync(`${copy}-wal`, { force: true });
-      rmSync(`${copy}-shm`, { force: true });
+      for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
     }
   }
 
@@ -85,7 +83,7 @@ describe("SQLite checkpoints", () => {
     await store(db, dockId, 200);
     await waitFor(
       "the 200 messages in the database file",
-      () => messagesInDatabaseFile(dir, path) === 200,
+      () => rowsInDatabaseFile(dir, path) === 200,
       10_000,
     );
     expect(warnings).toEqual([]);
@@ -108,7 +106,7 @@ describe("SQLite checkpoints", () => {
       }
       await waitFor(
         "the 50 messages in the database file",
-        () => messagesInDatabaseFile(dir, path) === 50,
+        () => rowsInDatabaseFile(dir, path) === 50,
         10_000,
       );
       const warnings = service.logs
@@ -180,10 +178,10 @@ describe("SQLite checkpoints", () => {
     const { dir, path, db, dockId } = await open();
     await store(db, dockId, 50);
     // The checkpoint thread has its connection open by now.
-    await waitFor("a checkpoint", () => messagesInDatabaseFile(dir, path) === 50, 10_000);
+    await waitFor("a checkpoint", () => rowsInDatabaseFile(dir, path) === 50, 10_000);
     await db.close();
     expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(messagesInDatabaseFile(dir, path)).toBe(50);
+    expect(rowsInDatabaseFile(dir, path)).toBe(50);
   });
 
   it("the checkpoint thread rests while nothing is written, and the next write wakes it", async () => {
@@ -197,17 +195,6 @@ describe("SQLite checkpoints", () => {
       { onWarning: (message) => warnings.push(message) },
     );
     const kysely = new Kysely<{ notes: { text: string } }>({ dialect: sqliteThreadDialect(thread) });
-    const rowsInDatabaseFile = () => {
-      const copy = join(dir, `copy-${Date.now()}.db`);
-      copyFileSync(path, copy);
-      const db = new DatabaseSync(copy);
-      try {
-        return Number((db.prepare("select count(*) as n from notes").get() as { n: number }).n);
-      } finally {
-        db.close();
-        for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
-      }
-    };
     const write = (count: number) =>
       kysely
         .insertInto("notes")
@@ -217,14 +204,22 @@ describe("SQLite checkpoints", () => {
       await kysely.schema.createTable("notes").addColumn("text", "text").execute();
       expect(thread.checkpoints).toBe("running");
       await write(100);
-      await waitFor("the first notes in the database file", () => rowsInDatabaseFile() === 100, 10_000);
+      await waitFor(
+        "the first notes in the database file",
+        () => rowsInDatabaseFile(dir, path, "notes") === 100,
+        10_000,
+      );
       // Nothing written for a while: the thread ends.
       await waitFor("the checkpoint thread to rest", () => thread.checkpoints === "resting", 10_000);
       // Writing again starts it, and it copies the new notes in: with the writer's own automatic
       // checkpoints off, nothing else would.
       await write(50);
       expect(thread.checkpoints).toBe("running");
-      await waitFor("the new notes in the database file", () => rowsInDatabaseFile() === 150, 10_000);
+      await waitFor(
+        "the new notes in the database file",
+        () => rowsInDatabaseFile(dir, path, "notes") === 150,
+        10_000,
+      );
       await waitFor("the checkpoint thread to rest again", () => thread.checkpoints === "resting", 10_000);
 
       // A write that answers rows (DELETE … RETURNING) wakes it too.
@@ -235,7 +230,11 @@ describe("SQLite checkpoints", () => {
         .execute();
       expect(deleted.length).toBe(2);
       expect(thread.checkpoints).toBe("running");
-      await waitFor("the deletion in the database file", () => rowsInDatabaseFile() === 148, 10_000);
+      await waitFor(
+        "the deletion in the database file",
+        () => rowsInDatabaseFile(dir, path, "notes") === 148,
+        10_000,
+      );
       await waitFor(
         "the checkpoint thread to rest once more",
         () => thread.checkpoints === "resting",
@@ -248,7 +247,11 @@ describe("SQLite checkpoints", () => {
         await tx.updateTable("notes").set({ text: "never" }).where("text", "=", "nobody").execute();
       });
       expect(thread.checkpoints).toBe("running");
-      await waitFor("the transaction in the database file", () => rowsInDatabaseFile() === 149, 10_000);
+      await waitFor(
+        "the transaction in the database file",
+        () => rowsInDatabaseFile(dir, path, "notes") === 149,
+        10_000,
+      );
       expect(warnings).toEqual([]);
     } finally {
       await kysely.destroy();
@@ -265,17 +268,6 @@ describe("SQLite checkpoints", () => {
     // A CLI command beside it: opens, writes, closes (its own checkpoint thread never gets a turn).
     const cli = new SqliteThread(path, { synchronous: "normal" });
     const cliDb = new Kysely<{ notes: { text: string } }>({ dialect: sqliteThreadDialect(cli) });
-    const rowsInFile = () => {
-      const copy = join(dir, `copy-${Date.now()}.db`);
-      copyFileSync(path, copy);
-      const db = new DatabaseSync(copy);
-      try {
-        return Number((db.prepare("select count(*) as n from notes").get() as { n: number }).n);
-      } finally {
-        db.close();
-        for (const file of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(file, { force: true });
-      }
-    };
     try {
       await serviceDb.schema.createTable("notes").addColumn("text", "text").execute();
       await waitFor(
@@ -285,7 +277,7 @@ describe("SQLite checkpoints", () => {
       );
       await cliDb.insertInto("notes").values({ text: "from the CLI" }).execute();
       await cliDb.destroy();
-      expect(rowsInFile()).toBe(1);
+      expect(rowsInDatabaseFile(dir, path, "notes")).toBe(1);
       expect(existsSync(`${path}-wal`)).toBe(true);
     } finally {
       await cliDb.destroy();

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
-import { composeTool, ensureNodeBase, NODE_BASE, shell, tool } from "./podman.ts";
+import { buildArgs, composeTool, ensureNodeBase, NODE_BASE, shell, tool } from "./podman.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const IMAGE = "localhost/dock-notify:test";
@@ -21,6 +21,33 @@ async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   if (address === null || typeof address === "string") throw new Error("no port");
   return address.port;
+}
+
+/** A Dock made with the CLI inside `container`, as an operator would. */
+async function createDock(container: string, name: string): Promise<{ id: string; secret_key: string }> {
+  return JSON.parse(
+    await tool("podman", [
+      "exec",
+      container,
+      "dock-notify",
+      "docks",
+      "create",
+      "--owner",
+      "1",
+      "--name",
+      name,
+      "--json",
+    ]),
+  );
+}
+
+/** POST /ping with the Dock's ID and secret key. */
+function ping(url: string, dock: { id: string; secret_key: string }, msg: string): Promise<Response> {
+  return fetch(`${url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secret_key, msg }),
+  });
 }
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
@@ -56,20 +83,7 @@ describe("the container image", () => {
       ca && existsSync(ca)
         ? ["--volume", `${ca}:/run/extra-ca.pem:ro`, "--build-arg", "NODE_EXTRA_CA_CERTS=/run/extra-ca.pem"]
         : [];
-    await tool("buildah", [
-      "build",
-      "--isolation",
-      "chroot",
-      "--pull=never",
-      "--format",
-      "docker",
-      "--network",
-      "host",
-      ...caArgs,
-      "-t",
-      IMAGE,
-      root,
-    ]);
+    await tool("buildah", buildArgs(IMAGE, root, caArgs));
     await tool("podman", ["volume", "create", VOLUME]);
   });
 
@@ -124,20 +138,7 @@ describe("the container image", () => {
 
     const user = (await tool("podman", ["exec", NAME, "id", "-u"])).trim();
     expect(user).not.toBe("0");
-    const created = JSON.parse(
-      await tool("podman", [
-        "exec",
-        NAME,
-        "dock-notify",
-        "docks",
-        "create",
-        "--owner",
-        "1",
-        "--name",
-        "Image",
-        "--json",
-      ]),
-    ) as { id: string; secret_key: string };
+    const created = await createDock(NAME, "Image");
 
     // Someone subscribes in the sandbox: the Dock's deep link, then Yes.
     const person = (await (
@@ -165,12 +166,7 @@ describe("the container image", () => {
       return dock.active_subscribers === 1 ? true : undefined;
     });
 
-    const ping = await fetch(`${url}/ping`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ dock_id: created.id, secret_key: created.secret_key, msg: "built and shipped" }),
-    });
-    expect(ping.status).toBe(202);
+    expect((await ping(url, created, "built and shipped")).status).toBe(202);
     await waitFor("the delivered message", async () =>
       (await messages()).find((message) => message.text?.includes("built and shipped")),
     );
@@ -218,17 +214,7 @@ describe.each([
     }
     await tool("podman", ["tag", IMAGE, "localhost/dock-notify:latest"]);
     if (database === "postgres") {
-      await tool("buildah", [
-        "build",
-        "--isolation",
-        "chroot",
-        "--pull=never",
-        "--network",
-        "host",
-        "-t",
-        POSTGRES_STANDIN,
-        join(import.meta.dirname, "postgres"),
-      ]);
+      await tool("buildah", buildArgs(POSTGRES_STANDIN, join(import.meta.dirname, "postgres")));
     }
     const port = await freePort();
     env = {
@@ -262,26 +248,8 @@ describe.each([
     expect(logs).toContain(database === "postgres" ? '"database":"postgres://' : '"database":"sqlite:/data/');
     expect(logs).not.toContain(env.POSTGRES_PASSWORD ?? "never");
 
-    const created = JSON.parse(
-      await tool("podman", [
-        "exec",
-        service,
-        "dock-notify",
-        "docks",
-        "create",
-        "--owner",
-        "1",
-        "--name",
-        "Compose",
-        "--json",
-      ]),
-    ) as { id: string; secret_key: string };
-    const ping = await fetch(`${url}/ping`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ dock_id: created.id, secret_key: created.secret_key, msg: "composed" }),
-    });
-    expect(ping.status).toBe(202);
+    const created = await createDock(service, "Compose");
+    expect((await ping(url, created, "composed")).status).toBe(202);
 
     await compose("down");
     await up();

@@ -100,6 +100,27 @@ function loud(command: string, args: string[], options: { stdin?: string } = {})
 
 export const NODE_BASE = "docker.io/library/node:24-bookworm-slim";
 
+/**
+ * `buildah build` of `context` as `tag` on this kind of machine: chroot isolation, no pulls, the
+ * host's network (for npm and apt), Docker's format (which keeps HEALTHCHECK).
+ */
+export function buildArgs(tag: string, context: string, extra: string[] = []): string[] {
+  return [
+    "build",
+    "--isolation",
+    "chroot",
+    "--pull=never",
+    "--format",
+    "docker",
+    "--network",
+    "host",
+    ...extra,
+    "-t",
+    tag,
+    context,
+  ];
+}
+
 /** The Debian mirror apt already uses on this machine. */
 function debianMirror(): string {
   const sources = [
@@ -170,17 +191,7 @@ RUN mv /usr/local/lib/node_modules/package /usr/local/lib/node_modules/npm \\
 CMD ["node"]
 `,
     );
-    await loud("buildah", [
-      "build",
-      "--isolation",
-      "chroot",
-      "--pull=never",
-      "--format",
-      "docker",
-      "-t",
-      NODE_BASE,
-      context,
-    ]);
+    await loud("buildah", buildArgs(NODE_BASE, context));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
