@@ -88,11 +88,13 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteConnecti
   // the service runs the same few statements over and over, so prepared statements are reused.
   const statements = new Map<string, Statement>();
   const rollback = new Rollback(db);
+  // busy_timeout first: switching to WAL takes a lock too, and another connection opening the same
+  // file at that moment (the CLI while the service starts) would otherwise fail at once.
   db.exec(`
+    PRAGMA busy_timeout = 5000;
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"};
     PRAGMA foreign_keys = ON;
-    PRAGMA busy_timeout = 5000;
     PRAGMA wal_autocheckpoint = ${options.checkpoints === "background" ? 0 : 1000};
   `);
   const totalChanges = db.prepare("select total_changes() as n");
