@@ -1,12 +1,26 @@
-import type { InlineKeyboardMarkup, MessageEntity } from "grammy/types";
+import type {
+  InlineKeyboardButton,
+  InlineKeyboardMarkup,
+  LinkPreviewOptions,
+  MessageEntity as TelegramEntity,
+} from "grammy/types";
+import { isSilent, type MessageContent, type MessageOptions, PRIORITY_MARKERS } from "./message-options.ts";
+import { type FormattedText, MAX_ENTITIES, type MessageEntity } from "./telegram-format.ts";
 
 /** Telegram's limit for one message's text, in UTF-16 code units (after entity parsing). */
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
+/** How every part of a notification is sent (Bot API parameters of sendMessage). */
+export interface SendOptions {
+  disable_notification?: true;
+  protect_content?: true;
+  link_preview_options?: LinkPreviewOptions;
+}
+
 /** One Telegram message of a rendered notification. */
-export interface RenderedPart {
+export interface RenderedPart extends SendOptions {
   text: string;
-  entities: MessageEntity[];
+  entities: TelegramEntity[];
   reply_markup?: InlineKeyboardMarkup;
 }
 
@@ -51,49 +65,137 @@ export function splitText(text: string, max: number): string[] {
   return pieces;
 }
 
-function linkButton(link: string): InlineKeyboardMarkup {
+function linkButton(link: string): InlineKeyboardButton {
   let label = link;
   try {
     label = new URL(link).host;
   } catch {
     // validated on save; keep the raw text as the label if it ever does not parse
   }
-  return { inline_keyboard: [[{ text: `Open ${label}`, url: link }]] };
+  return { text: `Open ${label}`, url: link };
+}
+
+/** Entities of `entities` that overlap [start, end), moved to count from `start` and clipped to it. */
+function sliceEntities(entities: readonly MessageEntity[], start: number, end: number): MessageEntity[] {
+  const slice: MessageEntity[] = [];
+  for (const entity of entities) {
+    const from = Math.max(start, entity.offset);
+    const to = Math.min(end, entity.offset + entity.length);
+    if (to > from) slice.push({ ...entity, offset: from - start, length: to - from });
+  }
+  return slice;
 }
 
 /**
- * A notification as Telegram messages: the Dock's name as a bold header line, then the text
- * exactly as sent. Formatting comes from `entities`, never `parse_mode`, so nothing in the text can
- * break it. Longer texts become several messages, each headed "Name (i/n)"; the Dock's link, when
- * set, is a button under the last one.
+ * Splits formatted text like splitText, keeping its entities valid in every piece: an entity cut
+ * at a boundary ends with the first piece and begins again at the start of the next.
+ */
+export function splitFormatted(formatted: FormattedText, max: number): FormattedText[] {
+  return splitText(formatted.text, max).reduce<{ start: number; pieces: FormattedText[] }>(
+    ({ start, pieces }, text) => {
+      pieces.push({ text, entities: sliceEntities(formatted.entities, start, start + text.length) });
+      return { start: start + text.length, pieces };
+    },
+    { start: 0, pieces: [] },
+  ).pieces;
+}
+
+const shift = (entities: readonly MessageEntity[], by: number) =>
+  entities.map((entity) => ({ ...entity, offset: entity.offset + by }));
+
+/**
+ * The body of a notification before it is split: the title (bold, after the tags' emoji) on its
+ * own line, the text in its format, the free tags as hashtags at the end. Without a title, the
+ * emoji begin the text.
+ */
+function composeBody(text: string, content: MessageContent | null): FormattedText {
+  const body = content?.body ?? { text, entities: [] };
+  const title = content?.options.title;
+  const emoji = content?.emoji;
+  let out = "";
+  const entities: MessageEntity[] = [];
+  if (title !== undefined) {
+    const line = emoji === undefined ? title : `${emoji} ${title}`;
+    entities.push({ type: "bold", offset: 0, length: line.length });
+    out = `${line}\n`;
+  } else if (emoji !== undefined) out = `${emoji} `;
+  entities.push(...shift(body.entities, out.length));
+  out += body.text;
+  if (content?.hashtags) {
+    out += "\n\n";
+    for (const [i, tag] of content.hashtags.entries()) {
+      if (i > 0) out += " ";
+      entities.push({ type: "hashtag", offset: out.length, length: tag.length });
+      out += tag;
+    }
+  }
+  return { text: out, entities };
+}
+
+/** The buttons under the last part: the sender's rows, then "Open" for `click`, then the Dock's link. */
+function keyboard(
+  dock: { link: string | null },
+  options: MessageOptions | undefined,
+): InlineKeyboardMarkup | undefined {
+  const rows: InlineKeyboardButton[][] = (options?.buttons ?? []).map((row) =>
+    row.map((button) => ({ text: button.text, url: button.url })),
+  );
+  if (options?.click) rows.push([{ text: "Open", url: options.click }]);
+  if (dock.link) rows.push([linkButton(dock.link)]);
+  return rows.length > 0 ? { inline_keyboard: rows } : undefined;
+}
+
+/**
+ * A notification as Telegram messages: the Dock's name as a bold header line (after a marker for
+ * high and urgent priority), then the body (see composeBody). Formatting comes from `entities`,
+ * never `parse_mode`, and the entities were checked when the message was accepted, so nothing in
+ * the text can make Telegram refuse it. Longer texts become several messages, each headed
+ * "Name (i/n)", each with the entities that fall in it (one cut at a boundary continues in the
+ * next part); the title is in the first part, the hashtags and buttons under the last.
  */
 export function renderNotification(
   dock: { name: string; link: string | null },
   text: string,
+  content: MessageContent | null = null,
 ): RenderedPart[] {
-  const single = `${dock.name}\n${text}`;
-  let bodies: string[];
+  const options = content?.options;
+  const marker = options?.priority ? PRIORITY_MARKERS[options.priority] : undefined;
+  const name = marker === undefined ? dock.name : `${marker} ${dock.name}`;
+  const body = composeBody(text, content);
+  let bodies: FormattedText[];
   let headers: string[];
-  if (single.length <= TELEGRAM_TEXT_LIMIT) {
-    bodies = [text];
-    headers = [dock.name];
+  if (name.length + 1 + body.text.length <= TELEGRAM_TEXT_LIMIT) {
+    bodies = [body];
+    headers = [name];
   } else {
     // Room for the header "Name (i/n)" plus its line break; more parts need longer numbers.
     let digits = 1;
     for (;;) {
-      bodies = splitText(text, TELEGRAM_TEXT_LIMIT - (dock.name.length + 5 + 2 * digits));
+      bodies = splitFormatted(body, TELEGRAM_TEXT_LIMIT - (name.length + 5 + 2 * digits));
       if (String(bodies.length).length <= digits) break;
       digits++;
     }
-    headers = bodies.map((_, i) => `${dock.name} (${i + 1}/${bodies.length})`);
+    headers = bodies.map((_, i) => `${name} (${i + 1}/${bodies.length})`);
   }
-  return bodies.map((body, i) => {
+  const send: SendOptions = {
+    ...(content !== null && isSilent(content.options) ? { disable_notification: true } : {}),
+    ...(options?.protect_content ? { protect_content: true } : {}),
+    ...(options?.link_preview ? {} : { link_preview_options: { is_disabled: true } }),
+  };
+  const buttons = keyboard(dock, options);
+  return bodies.map((piece, i) => {
     const header = headers[i] as string;
+    const entities = [
+      { type: "bold", offset: 0, length: header.length },
+      ...shift(piece.entities, header.length + 1),
+    ];
     const part: RenderedPart = {
-      text: `${header}\n${body}`,
-      entities: [{ type: "bold", offset: 0, length: header.length }],
+      text: `${header}\n${piece.text}`,
+      // Telegram takes at most MAX_ENTITIES; past that the text stays and the formatting goes.
+      entities: entities.slice(0, MAX_ENTITIES) as TelegramEntity[],
+      ...send,
     };
-    if (dock.link && i === bodies.length - 1) part.reply_markup = linkButton(dock.link);
+    if (buttons && i === bodies.length - 1) part.reply_markup = buttons;
     return part;
   });
 }

@@ -1,5 +1,3 @@
-import type { Emulator, Message, SimChat, StoredMessage } from "./emulator.ts";
-import { historyView } from "./emulator.ts";
 import {
   ENTITY_TYPES,
   EntityParseError,
@@ -7,7 +5,9 @@ import {
   finishText,
   type MessageEntity,
   parseText,
-} from "./entities.ts";
+} from "../domain/telegram-format.ts";
+import type { Emulator, Message, SimChat, StoredMessage } from "./emulator.ts";
+import { historyView } from "./emulator.ts";
 import { BotApiError, badRequest, CHAT_NOT_FOUND, forbidden, NOT_FOUND, tooManyRequests } from "./errors.ts";
 import { isInlineKeyboard, parseReplyMarkup, type ReplyMarkup } from "./markup.ts";
 import type { Params } from "./params.ts";
@@ -162,6 +162,7 @@ function sendMessage(emulator: Emulator, params: Params): Message {
     text,
     ...(entities.length ? { entities } : {}),
     ...(preview !== undefined ? { link_preview_options: preview } : {}),
+    ...(params.boolean("protect_content") ? { has_protected_content: true } : {}),
     ...(replyTo ? { reply_to_message: quoted(replyTo.message) } : {}),
     ...(isInlineKeyboard(markup) ? { reply_markup: markup } : {}),
   };

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import type { MessageEntity } from "../domain/telegram-format.ts";
 import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
-import type { MessageEntity } from "./entities.ts";
 import { Faults } from "./faults.ts";
 import { SendLimiter } from "./limits.ts";
 import { isInlineKeyboard, type ReplyMarkup } from "./markup.ts";
@@ -417,6 +417,11 @@ export class Emulator {
 
 /** A message as history shows it: the Bot API form plus any reply keyboard it carried. */
 export function historyView(stored: StoredMessage): Message {
-  if (stored.markup === undefined || isInlineKeyboard(stored.markup)) return stored.message;
-  return { ...stored.message, reply_markup: stored.markup };
+  // `disable_notification` is the sandbox's addition: Telegram's Message has no field for it, but
+  // the chat page shows which messages arrived without a sound.
+  const silent = stored.disableNotification ? { disable_notification: true } : {};
+  if (stored.markup === undefined || isInlineKeyboard(stored.markup)) {
+    return stored.disableNotification ? { ...stored.message, ...silent } : stored.message;
+  }
+  return { ...stored.message, ...silent, reply_markup: stored.markup };
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { finishText } from "../domain/telegram-format.ts";
 import { START_PAYLOAD } from "../domain/telegram-link.ts";
 import { SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
 import { MAX_TEXT_LENGTH, quoted } from "./bot-methods.ts";
 import type { BotStatus, Emulator, Message, SimChat, SimUser } from "./emulator.ts";
-import { finishText } from "./entities.ts";
 
 /**
  * What simulated people do, each turned into what Telegram would show the bot: messages,

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { cutPoint, renderNotification, splitText, TELEGRAM_TEXT_LIMIT } from "../../src/domain/render.ts";
+import {
+  type MessageContent,
+  type MessageOptions,
+  prepareContent,
+} from "../../src/domain/message-options.ts";
+import {
+  cutPoint,
+  type RenderedPart,
+  renderNotification,
+  splitText,
+  TELEGRAM_TEXT_LIMIT,
+} from "../../src/domain/render.ts";
+import { entityProblems } from "../../src/domain/telegram-format.ts";
 
 const dock = { name: "Deploys", link: null };
 
@@ -75,5 +87,133 @@ describe("rendering very long texts", () => {
     expect(parts.length).toBeGreaterThanOrEqual(100);
     for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(TELEGRAM_TEXT_LIMIT);
     expect(parts.at(-1)?.text.startsWith(`Big (${parts.length}/${parts.length})\n`)).toBe(true);
+  });
+});
+
+describe("rendering a rich notification", () => {
+  const content = async (msg: string, options: MessageOptions) =>
+    (await prepareContent(msg, options)) as MessageContent;
+  /** Each part's entities as `type:"text"`, and the check that Telegram shows them as given. */
+  const shown = (part: RenderedPart | undefined) => {
+    expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
+    return (part?.entities ?? []).map(
+      (e) => `${e.type}:${JSON.stringify(part?.text.slice(e.offset, e.offset + e.length))}`,
+    );
+  };
+
+  it("the issue's example: marker, Dock name, emoji and title, formatted text, link", async () => {
+    const msg = "**Build 42** failed on `main`\n[logs](https://ci.example/42)";
+    const [part, ...rest] = renderNotification(
+      { name: "Deploys", link: null },
+      msg,
+      await content(msg, { format: "markdown", title: "CI", priority: "high", tags: ["warning"] }),
+    );
+    expect(rest).toEqual([]);
+    expect(part?.text).toBe("❗ Deploys\n⚠️ CI\nBuild 42 failed on main\nlogs");
+    expect(shown(part)).toEqual([
+      'bold:"❗ Deploys"',
+      'bold:"⚠️ CI"',
+      'bold:"Build 42"',
+      'code:"main"',
+      'text_link:"logs"',
+    ]);
+    expect(part?.entities.at(-1)).toMatchObject({ url: "https://ci.example/42" });
+    expect(part?.disable_notification).toBeUndefined();
+    expect(part?.link_preview_options).toEqual({ is_disabled: true });
+  });
+
+  it("without a title the emoji begin the text; free tags end it as hashtags", async () => {
+    const [part] = renderNotification(
+      dock,
+      "done",
+      await content("done", { tags: ["white_check_mark", "nightly"] }),
+    );
+    expect(part?.text).toBe("Deploys\n✅ done\n\n#nightly");
+    expect(shown(part)).toEqual(['bold:"Deploys"', 'hashtag:"#nightly"']);
+  });
+
+  it("urgent is marked 🚨; min and low are sent silently; protect_content and link_preview pass on", async () => {
+    const [urgent] = renderNotification(dock, "x", await content("x", { priority: "urgent" }));
+    expect(urgent?.text.startsWith("🚨 Deploys\n")).toBe(true);
+    const [low] = renderNotification(
+      dock,
+      "x",
+      await content("x", { priority: "low", protect_content: true, link_preview: true }),
+    );
+    expect(low?.text.startsWith("Deploys\n")).toBe(true);
+    expect(low).toMatchObject({ disable_notification: true, protect_content: true });
+    expect(low?.link_preview_options).toBeUndefined();
+  });
+
+  it("buttons: the sender's rows, then Open for click, then the Dock's link, under the last part only", async () => {
+    const options = {
+      buttons: [
+        [{ text: "Logs", url: "https://ci.example/42/log" }],
+        [{ text: "Retry", url: "https://ci.example/42/retry" }],
+      ],
+      click: "https://ci.example/42",
+    };
+    const parts = renderNotification(
+      { name: "CI", link: "https://ci.example" },
+      "y".repeat(9000),
+      await content("y".repeat(9000), options),
+    );
+    expect(parts.length).toBe(3);
+    expect(parts.slice(0, -1).every((p) => p.reply_markup === undefined)).toBe(true);
+    expect(parts.at(-1)?.reply_markup?.inline_keyboard).toEqual([
+      [{ text: "Logs", url: "https://ci.example/42/log" }],
+      [{ text: "Retry", url: "https://ci.example/42/retry" }],
+      [{ text: "Open", url: "https://ci.example/42" }],
+      [{ text: "Open ci.example", url: "https://ci.example" }],
+    ]);
+  });
+
+  it("splits formatted text at 4,096 units with every entity valid in its part, closed and reopened at the cut", async () => {
+    // A code block and a bold run that both straddle the first boundary, and emoji around it.
+    const msg = `**${"😀 bold ".repeat(300)}**\n\n\`\`\`\n${"code line\n".repeat(400)}\`\`\`\n\n*${"é".repeat(5000)}*`;
+    const formatted = await content(msg, { format: "markdown", title: "Long", tags: ["ci"] });
+    const parts = renderNotification(dock, msg, formatted);
+    expect(parts.length).toBeGreaterThan(2);
+    for (const [i, part] of parts.entries()) {
+      expect(part.text.length).toBeLessThanOrEqual(TELEGRAM_TEXT_LIMIT);
+      expect(part.text.isWellFormed()).toBe(true);
+      expect(part.text.startsWith(`Deploys (${i + 1}/${parts.length})\n`)).toBe(true);
+      shown(part);
+    }
+    expect(parts[0]?.text.split("\n")[1]).toBe("Long");
+    expect(parts.slice(1).every((p) => !p.text.includes("\nLong\n"))).toBe(true);
+    expect(parts.at(-1)?.text.endsWith("\n\n#ci")).toBe(true);
+    // The body, reassembled, is the whole text, and each unit keeps the formatting it had.
+    const body = `Long\n${formatted.body?.text}\n\n#ci`;
+    expect(parts.map((p) => p.text.slice(p.text.indexOf("\n") + 1)).join("")).toBe(body);
+    const before = [
+      { type: "bold", offset: 0, length: "Long".length },
+      ...(formatted.body?.entities ?? []).map((e) => ({ ...e, offset: e.offset + "Long\n".length })),
+      { type: "hashtag", offset: body.length - "#ci".length, length: "#ci".length },
+    ];
+    const kinds = (entities: readonly { type: string; offset: number; length: number }[], at: number) =>
+      entities
+        .filter((e) => e.offset <= at && at < e.offset + e.length)
+        .map((e) => e.type)
+        .sort()
+        .join(",");
+    let start = 0;
+    for (const part of parts) {
+      const header = part.text.indexOf("\n") + 1;
+      const inPart = part.entities
+        .filter((e) => e.offset >= header)
+        .map((e) => ({ ...e, offset: e.offset - header }));
+      const length = part.text.length - header;
+      for (let k = 0; k < length; k += 7) expect(kinds(inPart, k)).toBe(kinds(before, start + k));
+      start += length;
+    }
+  });
+
+  it("never sends more than 100 entities in a message: the text stays, the rest of the formatting goes", async () => {
+    const msg = Array.from({ length: 300 }, (_, i) => `**${i}**`).join(" ");
+    const [part] = renderNotification(dock, msg, await content(msg, { format: "markdown" }));
+    expect(part?.entities.length).toBe(100);
+    expect(part?.text).toContain("299");
+    shown(part);
   });
 });

@@ -4,6 +4,10 @@
  * commands, mentions, hashtags and links found in the text. Offsets and lengths count UTF-16 code
  * units, which is also how JavaScript strings count, so `text.length` is Telegram's length.
  * Error texts follow Telegram's ("can't parse entities: …", byte offsets into the UTF-8 input).
+ *
+ * One implementation for both sides: the sandbox parses what bots send with it, and the service
+ * checks a message in `format: html` or `telegram_markdownv2` with it when the message is
+ * accepted, so that what we accept is exactly what Telegram would.
  */
 
 /** One formatting span of a message, as the Bot API sends and receives it. */
@@ -61,7 +65,7 @@ const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\n"
  * Accepts what Telegram accepts as a link target: http(s), tg: and ton: URLs, or a bare domain,
  * which gets `http://`. Anything else yields undefined and the link is dropped, as Telegram does.
  */
-function checkLink(raw: string): string | undefined {
+export function checkLink(raw: string): string | undefined {
   const url = raw.trim();
   if (/^(tg|ton):\/\/\S+$/i.test(url)) return url;
   const withScheme = /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : `http://${url}`;
@@ -76,7 +80,7 @@ function checkLink(raw: string): string | undefined {
 }
 
 /** Either a text_link or, for `tg://user?id=N`, a text_mention; undefined when the link is invalid. */
-function linkEntity(offset: number, length: number, url: string): MessageEntity | undefined {
+export function linkEntity(offset: number, length: number, url: string): MessageEntity | undefined {
   const mention = /^tg:\/\/user\?id=(\d{1,15})$/i.exec(url.trim());
   if (mention) {
     return {
@@ -597,4 +601,90 @@ export function parseText(text: string, parseMode: string): FormattedText | unde
     default:
       return undefined;
   }
+}
+
+// ---------------------------------------------------------------- entities we build
+
+/** At most this many entities go with one message (Telegram's own messages stay far below it). */
+export const MAX_ENTITIES = 100;
+
+const isTrimmed = (c: string | undefined) => c !== undefined && c.trim() === "";
+
+/**
+ * Text and entities as we send them: surrounding whitespace trimmed (Telegram would trim it and
+ * clip the entities), empty entities dropped, the rest sorted outermost first.
+ */
+export function tidyEntities(formatted: FormattedText): FormattedText {
+  let start = 0;
+  let end = formatted.text.length;
+  while (start < end && isTrimmed(formatted.text[start])) start++;
+  while (end > start && isTrimmed(formatted.text[end - 1])) end--;
+  const entities: MessageEntity[] = [];
+  for (const entity of formatted.entities) {
+    const from = Math.max(start, entity.offset);
+    const to = Math.min(end, entity.offset + entity.length);
+    if (to > from) entities.push({ ...entity, offset: from - start, length: to - from });
+  }
+  entities.sort((a, b) => a.offset - b.offset || b.length - a.length || rank(a) - rank(b));
+  return { text: formatted.text.slice(start, end), entities };
+}
+
+/** Of two entities over the same text, which holds the other: a quote, a link, style, then code. */
+function rank(entity: MessageEntity): number {
+  if (QUOTES.has(entity.type)) return 0;
+  if (entity.type === "text_link" || entity.type === "text_mention") return 1;
+  return CONTAINS_NOTHING.has(entity.type) ? 3 : 2;
+}
+
+const CONTAINS_NOTHING = new Set(["code", "pre"]);
+const NOT_IN_EACH_OTHER = new Set(["code", "pre", "text_link", "text_mention"]);
+const QUOTES = new Set(["blockquote", "expandable_blockquote"]);
+
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * What is wrong with entities we built for `text` (an empty list: nothing). The rules are those
+ * under which Telegram shows every entity as given: inside the text, not splitting a character,
+ * at most MAX_ENTITIES, sorted, nested or apart but never half-overlapping, nothing inside code or
+ * pre, no link in a link, no quote in a quote, and every link one Telegram accepts.
+ */
+export function entityProblems(text: string, entities: readonly MessageEntity[]): string[] {
+  const problems: string[] = [];
+  if (entities.length > MAX_ENTITIES) problems.push(`${entities.length} entities, more than ${MAX_ENTITIES}`);
+  const open: MessageEntity[] = [];
+  let previous: MessageEntity | undefined;
+  for (const entity of entities) {
+    const { type, offset, length } = entity;
+    const end = offset + length;
+    const name = `${type} at ${offset}+${length}`;
+    if (!ENTITY_TYPES.has(type)) problems.push(`${name}: unknown type`);
+    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length <= 0) {
+      problems.push(`${name}: offset or length out of range`);
+      continue;
+    }
+    if (end > text.length) problems.push(`${name}: ends after the text (${text.length})`);
+    if (isLowSurrogate(text.charCodeAt(offset)) || isLowSurrogate(text.charCodeAt(end))) {
+      problems.push(`${name}: splits a surrogate pair`);
+    }
+    if (previous && (offset < previous.offset || (offset === previous.offset && length > previous.length))) {
+      problems.push(`${name}: not sorted`);
+    }
+    previous = entity;
+    while (
+      open.length > 0 &&
+      (open.at(-1) as MessageEntity).offset + (open.at(-1) as MessageEntity).length <= offset
+    )
+      open.pop();
+    const parent = open.at(-1);
+    if (parent && end > parent.offset + parent.length) problems.push(`${name}: half-overlaps ${parent.type}`);
+    if (open.some((e) => CONTAINS_NOTHING.has(e.type))) problems.push(`${name}: inside code or pre`);
+    if (NOT_IN_EACH_OTHER.has(type) && open.some((e) => NOT_IN_EACH_OTHER.has(e.type)))
+      problems.push(`${name}: inside a link or code`);
+    if (QUOTES.has(type) && open.some((e) => QUOTES.has(e.type)))
+      problems.push(`${name}: a quote in a quote`);
+    if (type === "text_link" && (entity.url === undefined || checkLink(entity.url) !== entity.url))
+      problems.push(`${name}: a link Telegram refuses`);
+    open.push(entity);
+  }
+  return problems;
 }

@@ -1,0 +1,510 @@
+import { isUtf8 } from "node:buffer";
+import { markdownParser, markdownToEntities } from "./markdown.ts";
+import {
+  EntityParseError,
+  type FormattedText,
+  parseHtml,
+  parseMarkdownV2,
+  tidyEntities,
+} from "./telegram-format.ts";
+
+/**
+ * What a sender may say about a notification besides its text — title, format, priority, tags,
+ * buttons — read from a request (JSON fields, `/webhook` headers in ntfy's names, or query
+ * parameters), checked, and turned into what is stored with the message: everything the
+ * dispatcher needs to render it, decided once, when the message is accepted.
+ */
+
+export const FORMATS = ["text", "markdown", "html", "telegram_markdownv2"] as const;
+export type Format = (typeof FORMATS)[number];
+
+export const PRIORITIES = ["min", "low", "default", "high", "urgent"] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+export const MAX_TITLE = 250;
+export const MAX_TAGS = 10;
+export const MAX_TAG = 64;
+export const MAX_BUTTON_ROWS = 3;
+export const MAX_BUTTONS_PER_ROW = 3;
+export const MAX_BUTTON_TEXT = 64;
+export const MAX_URL = 2048;
+
+/** A URL button under the message. */
+export interface Button {
+  text: string;
+  url: string;
+}
+
+/** The options as the sender gave them, normalised; omitted ones take their defaults. */
+export interface MessageOptions {
+  format?: Format;
+  title?: string;
+  priority?: Priority;
+  silent?: boolean;
+  tags?: string[];
+  buttons?: Button[][];
+  click?: string;
+  link_preview?: boolean;
+  protect_content?: boolean;
+}
+
+/**
+ * How a message is shown, when it is more than its text: stored with it (`messages.content`, as
+ * JSON) and read by the renderer. Everything here was checked when the message was accepted.
+ */
+export interface MessageContent {
+  options: MessageOptions;
+  /** The text and entities parsed from `msg` (for every format but `text`). */
+  body?: FormattedText;
+  /** The tags that are emoji short codes, as emoji, in the order given. */
+  emoji?: string;
+  /** The other tags, as hashtags. */
+  hashtags?: string[];
+}
+
+/** One field the sender got wrong, named as the sender wrote it. */
+export interface OptionProblem {
+  field: string;
+  message: string;
+}
+
+/** The options could not be read; every problem found is listed. */
+export class OptionsError extends Error {
+  override name = "OptionsError";
+  readonly problems: OptionProblem[];
+
+  constructor(problems: OptionProblem[]) {
+    super(problems.map((p) => `${p.field}: ${p.message}`).join(" "));
+    this.problems = problems;
+  }
+}
+
+/**
+ * The option names and, for `/webhook`, the header and query names that carry them: ntfy's, so an
+ * ntfy script ports by changing its URL. The first header name is the one the docs show.
+ */
+export const OPTION_SOURCES: Record<
+  keyof MessageOptions | "markdown",
+  { headers: string[]; query: string[] }
+> = {
+  title: { headers: ["title", "x-title", "ti", "t"], query: ["title", "ti", "t"] },
+  priority: { headers: ["priority", "x-priority", "prio", "p"], query: ["priority", "prio", "p"] },
+  tags: { headers: ["tags", "x-tags", "tag", "ta"], query: ["tags", "tag", "ta"] },
+  format: { headers: ["format", "x-format"], query: ["format"] },
+  markdown: { headers: ["markdown", "x-markdown", "md"], query: ["markdown", "md"] },
+  click: { headers: ["click", "x-click"], query: ["click"] },
+  buttons: { headers: ["actions", "x-actions", "action"], query: ["actions", "action"] },
+  silent: { headers: ["x-silent"], query: ["silent"] },
+  link_preview: { headers: ["x-link-preview"], query: ["link_preview"] },
+  protect_content: { headers: ["x-protect-content"], query: ["protect_content"] },
+};
+
+/** A value and where it came from ("priority", "the Priority header", "the p query parameter"). */
+interface Given {
+  value: unknown;
+  field: string;
+  /** From a header or the query: always a string, and `buttons` in ntfy's action syntax. */
+  fromText: boolean;
+}
+
+/** Header values arrive as Latin-1; ntfy's clients send UTF-8 raw or as RFC 2047 words. */
+export function decodeHeaderValue(raw: string): string {
+  const encoded = /^=\?utf-8\?([bq])\?([^?]*)\?=$/i.exec(raw.trim());
+  if (encoded) {
+    const [, kind, data = ""] = encoded;
+    if (kind?.toLowerCase() === "b") return Buffer.from(data, "base64").toString("utf8");
+    const bytes = data
+      .replaceAll("_", " ")
+      .replace(/=([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    return Buffer.from(bytes, "latin1").toString("utf8");
+  }
+  const bytes = Buffer.from(raw, "latin1");
+  // Only when every character fit in a byte and the bytes are UTF-8: otherwise it was text already.
+  return bytes.toString("latin1") === raw && isUtf8(bytes) ? bytes.toString("utf8") : raw;
+}
+
+/**
+ * Collects the options from the JSON body, then the headers, then the query: the first place that
+ * has an option wins (a body field over a header over a query parameter).
+ */
+export function gatherOptions(
+  body: Record<string, unknown>,
+  headers: Record<string, string | string[] | undefined> = {},
+  query: Record<string, unknown> = {},
+): Map<keyof MessageOptions | "markdown", Given> {
+  const found = new Map<keyof MessageOptions | "markdown", Given>();
+  for (const [option, names] of Object.entries(OPTION_SOURCES) as [
+    keyof MessageOptions | "markdown",
+    { headers: string[]; query: string[] },
+  ][]) {
+    if (option !== "markdown" && body[option] !== undefined && body[option] !== null) {
+      found.set(option, { value: body[option], field: option, fromText: false });
+      continue;
+    }
+    const header = names.headers.find((name) => headers[name] !== undefined);
+    if (header !== undefined) {
+      const raw = headers[header];
+      const value = decodeHeaderValue(Array.isArray(raw) ? raw.join(", ") : (raw as string));
+      found.set(option, { value, field: `the ${headerName(header)} header`, fromText: true });
+      continue;
+    }
+    const parameter = names.query.find((name) => query[name] !== undefined);
+    if (parameter !== undefined) {
+      const raw = query[parameter];
+      found.set(option, {
+        value: Array.isArray(raw) ? raw.join(",") : String(raw),
+        field: `the ${parameter} query parameter`,
+        fromText: true,
+      });
+    }
+  }
+  return found;
+}
+
+const headerName = (lower: string) =>
+  lower.length <= 2
+    ? lower
+    : lower.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
+
+const TRUE = new Set(["true", "yes", "1", "on"]);
+const FALSE = new Set(["false", "no", "0", "off"]);
+
+function readBoolean(given: Given): boolean | string {
+  if (typeof given.value === "boolean") return given.value;
+  if (typeof given.value === "string") {
+    const word = given.value.trim().toLowerCase();
+    if (TRUE.has(word)) return true;
+    if (FALSE.has(word)) return false;
+  }
+  return "must be true or false.";
+}
+
+const PRIORITY_WORDS: Record<string, Priority> = {
+  min: "min",
+  low: "low",
+  default: "default",
+  high: "high",
+  urgent: "urgent",
+  // ntfy's other name for 5.
+  max: "urgent",
+  "1": "min",
+  "2": "low",
+  "3": "default",
+  "4": "high",
+  "5": "urgent",
+};
+
+function readPriority(given: Given): Priority | string {
+  const word =
+    typeof given.value === "number"
+      ? String(given.value)
+      : typeof given.value === "string"
+        ? given.value
+        : "";
+  return PRIORITY_WORDS[word.trim().toLowerCase()] ?? "must be min, low, default, high or urgent, or 1 to 5.";
+}
+
+/** Telegram refuses a button whose URL it does not take: only http(s) with a host, and tg:. */
+export function isButtonUrl(raw: string): boolean {
+  if (raw.length > MAX_URL || /\s/.test(raw)) return false;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === "tg:") return url.href.length > 5;
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Button | undefined {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    problems.push({ field: where, message: "must be an object with text and url." });
+    return undefined;
+  }
+  const { text, url } = raw as { text?: unknown; url?: unknown };
+  if (typeof text !== "string" || text.trim() === "" || text.length > MAX_BUTTON_TEXT) {
+    problems.push({
+      field: `${where}.text`,
+      message: `must be a non-empty string of at most ${MAX_BUTTON_TEXT} characters.`,
+    });
+    return undefined;
+  }
+  if (typeof url !== "string" || !isButtonUrl(url.trim())) {
+    problems.push({
+      field: `${where}.url`,
+      message: `must be an http, https or tg URL of at most ${MAX_URL} characters.`,
+    });
+    return undefined;
+  }
+  return { text: text.trim(), url: url.trim() };
+}
+
+/**
+ * ntfy's `Actions` header in its short form (`view, Label, https://…; view, …`), its `key=value`
+ * form, or as JSON. Only `view` actions open a URL, the one thing a Telegram button can do here.
+ */
+function parseActions(text: string, field: string, problems: OptionProblem[]): unknown[] | undefined {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("[")) {
+    try {
+      const parsed = JSON.parse(trimmed) as unknown;
+      if (Array.isArray(parsed)) {
+        return parsed.map((action) =>
+          typeof action === "object" && action !== null
+            ? {
+                action: (action as { action?: unknown }).action,
+                text: (action as { label?: unknown }).label,
+                url: (action as { url?: unknown }).url,
+              }
+            : action,
+        );
+      }
+    } catch {
+      // Reported below like any other malformed value.
+    }
+    problems.push({ field, message: "is not a JSON array of actions." });
+    return undefined;
+  }
+  const actions: unknown[] = [];
+  for (const definition of trimmed.split(";")) {
+    if (definition.trim() === "") continue;
+    const parts = definition.split(",").map((part) => part.trim());
+    const action: Record<string, string> = {};
+    const positional = ["action", "text", "url"];
+    for (const part of parts) {
+      const pair = /^(action|label|url|clear)\s*=\s*(.*)$/i.exec(part);
+      if (pair)
+        action[pair[1]?.toLowerCase() === "label" ? "text" : (pair[1]?.toLowerCase() as string)] =
+          pair[2] as string;
+      else {
+        const name = positional.find((key) => action[key] === undefined);
+        // A URL may hold commas: the rest of the definition belongs to it.
+        if (name === "url") {
+          action.url = parts
+            .slice(parts.indexOf(part))
+            .filter((p) => !/^clear\s*=/i.test(p))
+            .join(",");
+          break;
+        }
+        if (name !== undefined) action[name] = part;
+      }
+    }
+    actions.push(action);
+  }
+  return actions;
+}
+
+function readButtons(given: Given, problems: OptionProblem[]): Button[][] | undefined {
+  let raw = given.value;
+  if (typeof raw === "string") {
+    const actions = parseActions(String(raw), given.field, problems);
+    if (actions === undefined) return undefined;
+    for (const action of actions as { action?: unknown }[]) {
+      if (typeof action?.action === "string" && action.action.toLowerCase() !== "view") {
+        problems.push({
+          field: given.field,
+          message: `only "view" actions can be shown (as URL buttons); "${action.action.slice(0, 32)}" cannot.`,
+        });
+        return undefined;
+      }
+    }
+    if (actions.length > MAX_BUTTONS_PER_ROW) {
+      problems.push({ field: given.field, message: `may hold at most ${MAX_BUTTONS_PER_ROW} actions.` });
+      return undefined;
+    }
+    raw = [actions];
+  }
+  if (!Array.isArray(raw)) {
+    problems.push({ field: given.field, message: "must be an array of buttons, or of rows of buttons." });
+    return undefined;
+  }
+  // A flat list is laid out in rows of three.
+  const rows: unknown[][] = raw.every((row) => Array.isArray(row))
+    ? (raw as unknown[][])
+    : raw.some((row) => Array.isArray(row))
+      ? []
+      : Array.from({ length: Math.ceil(raw.length / MAX_BUTTONS_PER_ROW) }, (_, i) =>
+          raw.slice(i * MAX_BUTTONS_PER_ROW, (i + 1) * MAX_BUTTONS_PER_ROW),
+        );
+  if (rows.length === 0 && raw.length > 0) {
+    problems.push({ field: given.field, message: "must be buttons or rows of buttons, not a mix." });
+    return undefined;
+  }
+  if (rows.length > MAX_BUTTON_ROWS || rows.some((row) => row.length > MAX_BUTTONS_PER_ROW)) {
+    problems.push({
+      field: given.field,
+      message: `may hold at most ${MAX_BUTTON_ROWS} rows of ${MAX_BUTTONS_PER_ROW} buttons.`,
+    });
+    return undefined;
+  }
+  const before = problems.length;
+  const buttons = rows
+    .map((row, r) =>
+      row.map((button, b) =>
+        checkButton(button, given.fromText ? given.field : `${given.field}[${r}][${b}]`, problems),
+      ),
+    )
+    .filter((row) => row.length > 0);
+  return problems.length > before ? undefined : (buttons as Button[][]);
+}
+
+function readTags(given: Given, problems: OptionProblem[]): string[] | undefined {
+  const list =
+    typeof given.value === "string"
+      ? given.value.split(",")
+      : Array.isArray(given.value) && given.value.every((tag) => typeof tag === "string")
+        ? (given.value as string[])
+        : undefined;
+  if (list === undefined) {
+    problems.push({
+      field: given.field,
+      message: "must be an array of strings, or a comma-separated string.",
+    });
+    return undefined;
+  }
+  const tags = list.map((tag) => tag.trim()).filter((tag) => tag !== "");
+  if (tags.length > MAX_TAGS || tags.some((tag) => tag.length > MAX_TAG || !tag.isWellFormed())) {
+    problems.push({
+      field: given.field,
+      message: `may hold at most ${MAX_TAGS} tags of at most ${MAX_TAG} characters.`,
+    });
+    return undefined;
+  }
+  return tags;
+}
+
+/**
+ * Reads and checks the options (see gatherOptions for where they come from). Throws an
+ * OptionsError listing every field that is wrong.
+ */
+export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>): MessageOptions {
+  const problems: OptionProblem[] = [];
+  const options: MessageOptions = {};
+  const fail = (given: Given, message: string) => problems.push({ field: given.field, message });
+
+  const format = found.get("format");
+  const markdown = found.get("markdown");
+  if (format) {
+    const value = typeof format.value === "string" ? format.value.trim().toLowerCase() : "";
+    if ((FORMATS as readonly string[]).includes(value)) options.format = value as Format;
+    else fail(format, `must be one of ${FORMATS.join(", ")}.`);
+  } else if (markdown) {
+    const on = readBoolean(markdown);
+    if (typeof on === "string") fail(markdown, on);
+    else if (on) options.format = "markdown";
+  }
+
+  const title = found.get("title");
+  if (title) {
+    if (typeof title.value !== "string") fail(title, "must be a string.");
+    else {
+      const trimmed = title.value.replace(/\s+/g, " ").trim();
+      if (trimmed.length > MAX_TITLE) fail(title, `must be at most ${MAX_TITLE} characters.`);
+      else if (!trimmed.isWellFormed() || trimmed.includes("\u0000"))
+        fail(title, "contains invalid characters.");
+      else if (trimmed !== "") options.title = trimmed;
+    }
+  }
+
+  const priority = found.get("priority");
+  if (priority) {
+    const value = readPriority(priority);
+    if ((PRIORITIES as readonly string[]).includes(value)) {
+      if (value !== "default") options.priority = value as Priority;
+    } else fail(priority, value);
+  }
+
+  for (const flag of ["silent", "link_preview", "protect_content"] as const) {
+    const given = found.get(flag);
+    if (!given) continue;
+    const value = readBoolean(given);
+    if (typeof value === "string") fail(given, value);
+    else options[flag] = value;
+  }
+
+  const tags = found.get("tags");
+  if (tags) {
+    const value = readTags(tags, problems);
+    if (value !== undefined && value.length > 0) options.tags = value;
+  }
+
+  const buttons = found.get("buttons");
+  if (buttons) {
+    const value = readButtons(buttons, problems);
+    if (value !== undefined && value.length > 0) options.buttons = value;
+  }
+
+  const click = found.get("click");
+  if (click) {
+    const url = typeof click.value === "string" ? click.value.trim() : "";
+    if (isButtonUrl(url)) options.click = url;
+    else fail(click, `must be an http, https or tg URL of at most ${MAX_URL} characters.`);
+  }
+
+  if (problems.length > 0) throw new OptionsError(problems);
+  return options;
+}
+
+/** Whether Telegram should notify with a sound: `silent` wins, else min and low are silent. */
+export function isSilent(options: MessageOptions): boolean {
+  return options.silent ?? (options.priority === "min" || options.priority === "low");
+}
+
+/** A visible mark before the Dock's name for the priorities above default. */
+export const PRIORITY_MARKERS: Partial<Record<Priority, string>> = { high: "❗", urgent: "🚨" };
+
+let shortcodes: Promise<Map<string, string>> | undefined;
+
+/** GitHub's emoji short codes (gemoji, as ntfy uses), loaded on first use. */
+function emojiShortcodes(): Promise<Map<string, string>> {
+  shortcodes ??= import("gemoji").then(({ gemoji }) => {
+    const map = new Map<string, string>();
+    for (const { emoji, names } of gemoji) for (const name of names) map.set(name, emoji);
+    return map;
+  });
+  return shortcodes;
+}
+
+/** A free tag as a Telegram hashtag: letters, digits and underscores. */
+function hashtag(tag: string): string {
+  const word = tag.replace(/^#/, "").replace(/[^\p{L}\p{N}_]+/gu, "_");
+  return `#${/\p{L}/u.test(word) ? word : `tag_${word}`}`;
+}
+
+/**
+ * Everything needed to show the message, decided now: the body parsed in its format (an error
+ * names `msg`), tags split into emoji and hashtags. Null for a plain message with no options.
+ */
+export async function prepareContent(msg: string, options: MessageOptions): Promise<MessageContent | null> {
+  if (Object.keys(options).length === 0) return null;
+  const content: MessageContent = { options };
+  const format = options.format ?? "text";
+  if (format !== "text") {
+    let body: FormattedText;
+    try {
+      body =
+        format === "markdown"
+          ? markdownToEntities(await markdownParser(), msg)
+          : tidyEntities(format === "html" ? parseHtml(msg) : parseMarkdownV2(msg));
+    } catch (error) {
+      if (!(error instanceof EntityParseError)) throw error;
+      const name = format === "html" ? "Telegram HTML" : "Telegram MarkdownV2";
+      throw new OptionsError([{ field: "msg", message: `is not valid ${name}: ${error.message}.` }]);
+    }
+    // All markup and no text (an empty link, say): the source is shown as it was written.
+    content.body = body.text === "" ? { text: msg.trim(), entities: [] } : body;
+  }
+  if (options.tags) {
+    const codes = await emojiShortcodes();
+    const emoji: string[] = [];
+    const hashtags: string[] = [];
+    for (const tag of options.tags) {
+      const found = codes.get(tag.toLowerCase().replace(/^:|:$/g, ""));
+      if (found !== undefined) emoji.push(found);
+      else hashtags.push(hashtag(tag));
+    }
+    if (emoji.length > 0) content.emoji = emoji.join("");
+    if (hashtags.length > 0) content.hashtags = hashtags;
+  }
+  return content;
+}

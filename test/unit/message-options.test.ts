@@ -1,0 +1,271 @@
+import { describe, expect, it } from "vitest";
+import {
+  decodeHeaderValue,
+  gatherOptions,
+  isSilent,
+  type MessageOptions,
+  OptionsError,
+  prepareContent,
+  readOptions,
+} from "../../src/domain/message-options.ts";
+import { entityProblems } from "../../src/domain/telegram-format.ts";
+
+const fromBody = (body: Record<string, unknown>) => readOptions(gatherOptions(body));
+
+/** The problems readOptions reports, as `field: message`. */
+function problems(read: () => unknown): string[] {
+  try {
+    read();
+  } catch (error) {
+    if (error instanceof OptionsError) return error.problems.map((p) => `${p.field}: ${p.message}`);
+    throw error;
+  }
+  return [];
+}
+
+describe("message options from a JSON body", () => {
+  it("reads every option, normalised", () => {
+    expect(
+      fromBody({
+        title: "  CI \n run ",
+        format: "Markdown",
+        priority: 4,
+        silent: false,
+        tags: ["warning", " deploy "],
+        buttons: [{ text: "Logs", url: "https://ci.example/42" }],
+        click: "https://ci.example",
+        link_preview: true,
+        protect_content: "yes",
+      }),
+    ).toEqual({
+      title: "CI run",
+      format: "markdown",
+      priority: "high",
+      silent: false,
+      tags: ["warning", "deploy"],
+      buttons: [[{ text: "Logs", url: "https://ci.example/42" }]],
+      click: "https://ci.example",
+      link_preview: true,
+      protect_content: true,
+    });
+  });
+
+  it("leaves out what is at its default, and reads nothing from a plain message", () => {
+    expect(fromBody({ msg: "hi" })).toEqual({});
+    expect(fromBody({ priority: "default", title: "  ", tags: [] })).toEqual({});
+  });
+
+  it.each([
+    ["min", "min"],
+    [1, "min"],
+    ["2", "low"],
+    ["LOW", "low"],
+    [4, "high"],
+    ["urgent", "urgent"],
+    ["max", "urgent"],
+    [5, "urgent"],
+  ])("priority %j is %s", (given, priority) => {
+    expect(fromBody({ priority: given }).priority).toBe(priority);
+  });
+
+  it("min and low arrive silently unless silent says otherwise; silent wins both ways", () => {
+    const silent = (options: MessageOptions) => isSilent(options);
+    expect(silent({ priority: "min" })).toBe(true);
+    expect(silent({ priority: "low" })).toBe(true);
+    expect(silent({})).toBe(false);
+    expect(silent({ priority: "urgent" })).toBe(false);
+    expect(silent({ priority: "low", silent: false })).toBe(false);
+    expect(silent({ priority: "high", silent: true })).toBe(true);
+  });
+
+  it("lays a flat list of buttons out in rows of three", () => {
+    const buttons = Array.from({ length: 7 }, (_, i) => ({ text: `B${i}`, url: `https://x.example/${i}` }));
+    expect(fromBody({ buttons }).buttons?.map((row) => row.length)).toEqual([3, 3, 1]);
+  });
+
+  it("names every field that is wrong, all at once", () => {
+    expect(
+      problems(() =>
+        fromBody({
+          title: "t".repeat(251),
+          format: "rtf",
+          priority: 6,
+          silent: "maybe",
+          tags: "a,".repeat(11),
+          click: "javascript:alert(1)",
+        }),
+      ),
+    ).toEqual([
+      "format: must be one of text, markdown, html, telegram_markdownv2.",
+      "title: must be at most 250 characters.",
+      "priority: must be min, low, default, high or urgent, or 1 to 5.",
+      "silent: must be true or false.",
+      "tags: may hold at most 10 tags of at most 64 characters.",
+      "click: must be an http, https or tg URL of at most 2048 characters.",
+    ]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ["not a list", { text: "x" }, "buttons: must be an array of buttons, or of rows of buttons."],
+    [
+      "four rows",
+      [[{ text: "a", url: "https://a.example" }], [], [], []],
+      "buttons: may hold at most 3 rows of 3 buttons.",
+    ],
+    [
+      "four in a row",
+      [Array(4).fill({ text: "a", url: "https://a.example" })],
+      "buttons: may hold at most 3 rows of 3 buttons.",
+    ],
+    [
+      "a mix of rows and buttons",
+      [[{ text: "a", url: "https://a.example" }], { text: "b", url: "https://b.example" }],
+      "buttons: must be buttons or rows of buttons, not a mix.",
+    ],
+    [
+      "an empty label",
+      [[{ text: " ", url: "https://a.example" }]],
+      "buttons[0][0].text: must be a non-empty string of at most 64 characters.",
+    ],
+    [
+      "a javascript URL",
+      [[{ text: "a", url: "javascript:alert(1)" }]],
+      "buttons[0][0].url: must be an http, https or tg URL of at most 2048 characters.",
+    ],
+    [
+      "a URL without a host",
+      [[{ text: "a", url: "https://" }]],
+      "buttons[0][0].url: must be an http, https or tg URL of at most 2048 characters.",
+    ],
+  ])("buttons: %s", (_name, buttons, problem) => {
+    expect(problems(() => fromBody({ buttons }))).toEqual([problem]);
+  });
+});
+
+describe("message options from /webhook headers and query parameters (ntfy's names)", () => {
+  it("reads ntfy's headers", () => {
+    const options = readOptions(
+      gatherOptions(
+        {},
+        {
+          title: "Backup",
+          "x-priority": "5",
+          tags: "warning,skull, nightly",
+          markdown: "yes",
+          click: "https://backup.example",
+          actions: "view, Open log, https://backup.example/log?a=1,2; view, Docs, https://docs.example",
+        },
+      ),
+    );
+    expect(options).toEqual({
+      title: "Backup",
+      priority: "urgent",
+      tags: ["warning", "skull", "nightly"],
+      format: "markdown",
+      click: "https://backup.example",
+      buttons: [
+        [
+          { text: "Open log", url: "https://backup.example/log?a=1,2" },
+          { text: "Docs", url: "https://docs.example" },
+        ],
+      ],
+    });
+  });
+
+  it("reads the short names too (t, p, ta, md) and ntfy's key=value and JSON actions", () => {
+    expect(readOptions(gatherOptions({}, { t: "x", p: "low", ta: "a", md: "1" }))).toEqual({
+      title: "x",
+      priority: "low",
+      tags: ["a"],
+      format: "markdown",
+    });
+    expect(
+      readOptions(
+        gatherOptions({}, { actions: "action=view, label=Open, url=https://a.example, clear=true" }),
+      ),
+    ).toEqual({ buttons: [[{ text: "Open", url: "https://a.example" }]] });
+    expect(
+      readOptions(
+        gatherOptions({}, { actions: '[{"action":"view","label":"Open","url":"https://a.example"}]' }),
+      ),
+    ).toEqual({ buttons: [[{ text: "Open", url: "https://a.example" }]] });
+  });
+
+  it("a body field wins over a header, a header over a query parameter", () => {
+    const options = readOptions(
+      gatherOptions(
+        { title: "from body" },
+        { title: "from header", priority: "high" },
+        { title: "from query", priority: "min", tags: "q" },
+      ),
+    );
+    expect(options).toEqual({ title: "from body", priority: "high", tags: ["q"] });
+  });
+
+  it("Format wins over Markdown, and Markdown: no leaves the text as it is", () => {
+    expect(readOptions(gatherOptions({}, { format: "html", markdown: "yes" })).format).toBe("html");
+    expect(readOptions(gatherOptions({}, { markdown: "no" })).format).toBeUndefined();
+  });
+
+  it("names the header or query parameter that is wrong", () => {
+    expect(problems(() => readOptions(gatherOptions({}, { "x-priority": "loud" })))).toEqual([
+      "the X-Priority header: must be min, low, default, high or urgent, or 1 to 5.",
+    ]);
+    expect(problems(() => readOptions(gatherOptions({}, {}, { p: "9" })))).toEqual([
+      "the p query parameter: must be min, low, default, high or urgent, or 1 to 5.",
+    ]);
+    expect(
+      problems(() => readOptions(gatherOptions({}, { actions: "http, Reboot, https://a.example" }))),
+    ).toEqual(['the Actions header: only "view" actions can be shown (as URL buttons); "http" cannot.']);
+  });
+
+  it("decodes UTF-8 sent raw (Node reads it as Latin-1) and RFC 2047 words", () => {
+    const raw = Buffer.from("Sauvegarde réussie ✅", "utf8").toString("latin1");
+    expect(decodeHeaderValue(raw)).toBe("Sauvegarde réussie ✅");
+    expect(decodeHeaderValue(`=?UTF-8?B?${Buffer.from("Привет 👋").toString("base64")}?=`)).toBe("Привет 👋");
+    expect(decodeHeaderValue("=?utf-8?q?caf=C3=A9_ok?=")).toBe("café ok");
+    // Latin-1 that is not UTF-8 stays as it came.
+    expect(decodeHeaderValue("caf\u00e9")).toBe("café");
+  });
+});
+
+describe("preparing a message's content on arrival", () => {
+  it("a plain message with no options has none", async () => {
+    expect(await prepareContent("hi", {})).toBeNull();
+  });
+
+  it("splits tags into emoji (GitHub's short codes, as ntfy) and hashtags", async () => {
+    const content = await prepareContent("x", { tags: ["warning", ":white_check_mark:", "prod-eu", "42"] });
+    expect(content?.emoji).toBe("⚠️✅");
+    expect(content?.hashtags).toEqual(["#prod_eu", "#tag_42"]);
+  });
+
+  it("parses Markdown into entities", async () => {
+    const content = await prepareContent("**Build 42** failed", { format: "markdown" });
+    expect(content?.body).toEqual({
+      text: "Build 42 failed",
+      entities: [{ type: "bold", offset: 0, length: 8 }],
+    });
+  });
+
+  it("checks Telegram HTML and MarkdownV2 with the sandbox's parser, naming msg", async () => {
+    const html = await prepareContent("<b>ok</b> &amp; <a href='https://a.example'>link</a>", {
+      format: "html",
+    });
+    expect(html?.body?.text).toBe("ok & link");
+    expect(entityProblems(html?.body?.text ?? "", html?.body?.entities ?? [])).toEqual([]);
+    await expect(prepareContent("<div>no</div>", { format: "html" })).rejects.toThrow(
+      /msg: is not valid Telegram HTML: Unsupported start tag "div"/,
+    );
+    const v2 = await prepareContent("*bold* \\. _it_", { format: "telegram_markdownv2" });
+    expect(v2?.body?.text).toBe("bold . it");
+    await expect(prepareContent("1.5", { format: "telegram_markdownv2" })).rejects.toThrow(
+      /msg: is not valid Telegram MarkdownV2: Character '\.' is reserved/,
+    );
+  });
+
+  it("shows the source when formatting leaves no text", async () => {
+    const content = await prepareContent("[](https://a.example)", { format: "markdown" });
+    expect(content?.body).toEqual({ text: "[](https://a.example)", entities: [] });
+  });
+});
