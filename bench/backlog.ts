@@ -39,6 +39,7 @@ for (let chat = 1; chat <= 3; chat++)
 const item: AcceptItem = {
   dockId: dock.id,
   text: "Deploy finished",
+  content: null,
   idempotencyKey: null,
   hash: null,
   secretKey: null,

@@ -368,6 +368,7 @@ try {
   const item: AcceptItem = {
     dockId: waiting.dock.id,
     text: "Deploy finished",
+    content: null,
     idempotencyKey: null,
     hash: null,
     secretKey: null,

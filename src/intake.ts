@@ -1,3 +1,4 @@
+import type { MessageContent } from "./domain/message-options.ts";
 import { Refusal } from "./domain/refusal.ts";
 import type { Metrics } from "./metrics.ts";
 import type { AcceptResult, MessageRepository } from "./store/messages.ts";
@@ -29,6 +30,7 @@ export class Intake {
     dockId: string;
     secretKey?: string;
     text: string;
+    content?: MessageContent | null;
     idempotencyKey?: string | undefined;
     source: Source;
   }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" | "unauthorized" }>> {

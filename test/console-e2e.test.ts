@@ -5,11 +5,17 @@ import { People } from "./bot-harness.ts";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";
 
-async function ping(url: string, dockId: string, secretKey: string, msg: string) {
+async function ping(
+  url: string,
+  dockId: string,
+  secretKey: string,
+  msg: string,
+  options: Record<string, unknown> = {},
+) {
   const response = await fetch(`${url}/ping`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg }),
+    body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg, ...options }),
   });
   return { status: response.status, body: (await response.json()) as { subscribers?: number } };
 }
@@ -228,6 +234,39 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await almostItem.waitFor();
     expect(await almostItem.locator(".message-text").textContent()).toBe(almost);
     expect(await almostItem.getByRole("button", { name: "Show all" }).count()).toBe(0);
+
+    // A rich message is shown rendered, as Telegram shows it: title, formatting, tags, and what
+    // its options changed (priority, sound, buttons).
+    const rich = await ping(
+      service.url,
+      dockId,
+      rotated,
+      "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
+      {
+        format: "markdown",
+        title: "CI",
+        priority: "low",
+        tags: ["warning", "nightly"],
+        buttons: [{ text: "Retry", url: "https://ci.example/42/retry" }],
+      },
+    );
+    expect(rich.status).toBe(202);
+    const richItem = card
+      .getByRole("list", { name: "Recent messages of Deploys" })
+      .locator("li", { hasText: "Build 42 failed on main" });
+    await richItem.waitFor();
+    const richText = richItem.locator(".message-text");
+    expect(await richText.textContent()).toBe("⚠️ CI\nBuild 42 failed on main\nlogs\n\n#nightly");
+    expect(await richText.locator("strong").allTextContents()).toEqual(["⚠️ CI", "Build 42"]);
+    expect(await richText.locator("code").textContent()).toBe("main");
+    expect(await richText.getByRole("link", { name: "logs" }).getAttribute("href")).toBe(
+      "https://ci.example/42",
+    );
+    expect(await richItem.locator(".message-options").textContent()).toContain("🔕 silent");
+    expect(await richItem.getByRole("link", { name: /Retry/ }).getAttribute("href")).toBe(
+      "https://ci.example/42/retry",
+    );
+    await richItem.screenshot({ path: "test-results/console-rich-message.png" });
 
     // The API & bot page links the reference and the bot; the reference itself renders.
     await page.getByRole("link", { name: "API & bot" }).click();

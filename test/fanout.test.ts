@@ -217,6 +217,7 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
         "0005-fanout-subscribers",
         "0006-dock-allowances",
         "0007-write-probes",
+        "0008-message-content",
       ]);
       const rows = await db.kysely
         .selectFrom("fanouts")

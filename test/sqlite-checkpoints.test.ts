@@ -46,6 +46,7 @@ describe("SQLite checkpoints", () => {
     const items = Array.from({ length: count }, (_, i) => ({
       dockId,
       text: `${text} ${i}`,
+      content: null,
       idempotencyKey: null,
       hash: null,
       secretKey: null,

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
+import type { MessageContent } from "../domain/message-options.ts";
 import { renderNotification } from "../domain/render.ts";
 import { scrubToken } from "../log.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
@@ -321,7 +322,11 @@ export class Dispatcher {
     const sentParts = [...delivery.sentParts];
     let pending: Ticket | null = ticket;
     try {
-      const parts = renderNotification({ name: delivery.dockName, link: delivery.dockLink }, delivery.text);
+      const parts = renderNotification(
+        { name: delivery.dockName, link: delivery.dockLink },
+        delivery.text,
+        delivery.content === null ? null : (JSON.parse(delivery.content) as MessageContent),
+      );
       // Long enough for every part to time out once: a lease must not expire while we still send.
       const lease = this.#now() + this.#o.leaseMs * parts.length;
       let claim: Awaited<ReturnType<Outbox["claim"]>>;
@@ -362,9 +367,9 @@ export class Dispatcher {
           const part = parts[i] as (typeof parts)[number];
           const started = performance.now();
           try {
-            const message = await api.sendMessage(chatId, part.text, {
-              entities: part.entities,
-              ...(part.reply_markup ? { reply_markup: part.reply_markup } : {}),
+            const { text, ...sendOptions } = part;
+            const message = await api.sendMessage(chatId, text, {
+              ...sendOptions,
               ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
             });
             sentParts.push(message.message_id);

@@ -108,7 +108,7 @@ const shift = (entities: readonly MessageEntity[], by: number) =>
  * own line, the text in its format, the free tags as hashtags at the end. Without a title, the
  * emoji begin the text.
  */
-function composeBody(text: string, content: MessageContent | null): FormattedText {
+export function notificationBody(text: string, content: MessageContent | null): FormattedText {
   const body = content?.body ?? { text, entities: [] };
   const title = content?.options.title;
   const emoji = content?.emoji;
@@ -147,7 +147,7 @@ function keyboard(
 
 /**
  * A notification as Telegram messages: the Dock's name as a bold header line (after a marker for
- * high and urgent priority), then the body (see composeBody). Formatting comes from `entities`,
+ * high and urgent priority), then the body (see notificationBody). Formatting comes from `entities`,
  * never `parse_mode`, and the entities were checked when the message was accepted, so nothing in
  * the text can make Telegram refuse it. Longer texts become several messages, each headed
  * "Name (i/n)", each with the entities that fall in it (one cut at a boundary continues in the
@@ -161,7 +161,7 @@ export function renderNotification(
   const options = content?.options;
   const marker = options?.priority ? PRIORITY_MARKERS[options.priority] : undefined;
   const name = marker === undefined ? dock.name : `${marker} ${dock.name}`;
-  const body = composeBody(text, content);
+  const body = notificationBody(text, content);
   let bodies: FormattedText[];
   let headers: string[];
   if (name.length + 1 + body.text.length <= TELEGRAM_TEXT_LIMIT) {

@@ -551,7 +551,21 @@ const AUTO_ENTITIES: { type: string; pattern: RegExp }[] = [
   { type: "url", pattern: /\b(?:https?:\/\/|t\.me\/)[^\s<>"]+[^\s<>".,;:!?)'\]]/giu },
 ];
 
-const OPAQUE = new Set(["code", "pre", "text_link", "text_mention", "custom_emoji", "url", "email"]);
+// Where Telegram finds nothing more: inside code and links, and where an entity of the kinds it finds is already.
+const OPAQUE = new Set([
+  "code",
+  "pre",
+  "text_link",
+  "text_mention",
+  "custom_emoji",
+  "url",
+  "email",
+  "hashtag",
+  "cashtag",
+  "mention",
+  "bot_command",
+  "phone_number",
+]);
 
 function findAutoEntities(text: string, existing: MessageEntity[]): MessageEntity[] {
   const taken = existing.filter((e) => OPAQUE.has(e.type)).map((e) => [e.offset, e.offset + e.length]);

@@ -4,11 +4,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts";
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
+import {
+  gatherOptions,
+  type MessageContent,
+  type MessageOptions,
+  OPTION_SOURCES,
+  OptionsError,
+  prepareContent,
+  readOptions,
+} from "../domain/message-options.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
+import { messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -31,7 +41,11 @@ const accepted = Type.Object(
 );
 
 const errorResponses = {
-  400: { description: "Malformed body or field.", ...errorBodySchema },
+  400: {
+    description:
+      "Malformed body or field (invalid_fields lists each field, header or query parameter that is wrong).",
+    ...errorBodySchema,
+  },
   401: { description: "Unknown Dock or wrong secret key (one answer for both).", ...errorBodySchema },
   405: { description: "Any method but POST.", ...errorBodySchema },
   413: { description: "Body or message over the limit.", ...errorBodySchema },
@@ -51,6 +65,7 @@ const messageStatus = Type.Object({
   ok: Type.Literal(true),
   message: Type.Object({
     id: Type.String(),
+    options: storedOptionsSchema,
     state: Type.Union(
       [
         Type.Literal("pending"),
@@ -93,16 +108,76 @@ const idempotencyHeader = Type.Object({
   ),
 });
 
-const pingBody = Type.Object({
-  dock_id: Type.String({ description: "The Dock ID." }),
-  secret_key: Type.String({ description: "The Dock's secret key." }),
-  msg: Type.String({ description: "The notification text. Newlines and any Unicode are kept." }),
-});
+const pingBody = Type.Object(
+  {
+    dock_id: Type.String({ description: "The Dock ID." }),
+    secret_key: Type.String({ description: "The Dock's secret key." }),
+    msg: Type.String({
+      description: "The notification text, in `format`. Newlines and any Unicode are kept.",
+      examples: ["**Build 42** failed on `main`\n[logs](https://ci.example/42)"],
+    }),
+    ...messageOptionFields,
+  },
+  {
+    examples: [
+      {
+        dock_id: "3kTMd9Qx7pLr2vNw8YbZc",
+        secret_key: "dn_sk_…",
+        msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
+        format: "markdown",
+        title: "CI",
+        priority: "high",
+        tags: ["warning"],
+      },
+    ],
+  },
+);
 
 const webhookBody = Type.Object({
   msg: Type.String({
-    description: "The notification text. With Content-Type text/plain the raw body is the text.",
+    description:
+      "The notification text, in `format`. With Content-Type text/plain (or a form body without a msg field, as `curl -d` sends) the raw body is the text.",
   }),
+  ...messageOptionFields,
+});
+
+/** ntfy's query parameters, for tools that can set neither the body nor headers (see OPTION_SOURCES). */
+const webhookQuery = Type.Object(
+  Object.fromEntries(
+    Object.values(OPTION_SOURCES)
+      .flatMap((names) => names.query)
+      .map((name) => [name, Type.Optional(Type.String())]),
+  ),
+);
+
+const HEADER_NOTES: Record<keyof typeof OPTION_SOURCES, string> = {
+  title: "The title.",
+  priority: "min, low, default, high, urgent (or max), or 1 to 5.",
+  tags: "Tags, comma-separated.",
+  format: "text, markdown, html or telegram_markdownv2.",
+  markdown: "yes: the text is Markdown (ntfy's way to say format markdown).",
+  click: "The URL of an Open button.",
+  buttons: "URL buttons in ntfy's action syntax: `view, Label, https://…; view, …`, or ntfy's JSON.",
+  silent: "true: no sound on arrival.",
+  link_preview: "true: show a preview of the first link.",
+  protect_content: "true: the message cannot be forwarded or saved.",
+};
+
+/** ntfy's headers, for tools that can set headers but not shape a body. */
+const webhookHeaders = Type.Object({
+  ...idempotencyHeader.properties,
+  ...Object.fromEntries(
+    (Object.entries(OPTION_SOURCES) as [keyof typeof OPTION_SOURCES, { headers: string[] }][]).map(
+      ([option, { headers }]) => [
+        headers[0] as string,
+        Type.Optional(
+          Type.String({
+            description: `${HEADER_NOTES[option]}${headers.length > 1 ? ` Also ${headers.slice(1).join(", ")}.` : ""} A body field wins over a header, a header over a query parameter. UTF-8, or RFC 2047 (=?UTF-8?B?…?=).`,
+          }),
+        ),
+      ],
+    ),
+  ),
 });
 
 /** The body as a client sent it, before we know which form it takes. */
@@ -155,7 +230,9 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
         throw new ApiError("invalid_request", `${name.slice(0, 64)} is given more than once.`);
       }
     }
-    // `curl -d 'hello'` is a form with one nameless field: say what to send instead.
+    // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
+    // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
+    if (allowText && !("msg" in fields)) return { msg: text };
     if (Object.values(fields).every((value) => value === "") && !("msg" in fields)) {
       throw new ApiError(
         "invalid_json",
@@ -228,6 +305,38 @@ const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", chars
 declare module "fastify" {
   interface FastifyRequest {
     dock: { id: string; name: string } | null;
+    /** The message's options, read from the body (and for /webhook the headers and query). */
+    messageOptions: MessageOptions | null;
+  }
+}
+
+const OPTION_NAMES = Object.keys(OPTION_SOURCES);
+
+/** The option problems as the error catalogue's invalid_fields answer. */
+function optionsRefused(error: OptionsError): ApiError {
+  return new ApiError(
+    "invalid_fields",
+    `Some fields are not valid: ${error.problems.map((p) => `${p.field} ${p.message}`).join(" ")}`,
+    {},
+    error.problems,
+  );
+}
+
+/**
+ * Takes the options out of the body (they are checked here, together with the headers and query
+ * for /webhook, so every source gets the same checks and messages; the schema describes them for
+ * the OpenAPI document) and leaves the rest for the schema's validation.
+ */
+function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fromRequest: boolean): void {
+  const found = fromRequest
+    ? gatherOptions(body, request.headers, request.query as Record<string, unknown>)
+    : gatherOptions(body);
+  for (const name of OPTION_NAMES) delete body[name];
+  try {
+    request.messageOptions = readOptions(found);
+  } catch (error) {
+    if (error instanceof OptionsError) throw optionsRefused(error);
+    throw error;
   }
 }
 
@@ -250,6 +359,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   app.addContentTypeParser("application/json", rawBody, keep);
   app.addContentTypeParser("*", rawBody, keep);
   app.decorateRequest("dock", null);
+  app.decorateRequest("messageOptions", null);
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {
@@ -264,7 +374,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     (allowText: boolean) =>
     (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
       try {
-        request.body = parseObject(request, allowText);
+        const body = parseObject(request, allowText);
+        takeOptions(request, body, allowText);
+        request.body = body;
       } catch (error) {
         done(error as Error);
         return;
@@ -323,11 +435,23 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       credentials.secretKey === undefined
         ? { right: () => {}, wrong: () => {} }
         : await beginAttempt(request);
+    let content: MessageContent | null = null;
+    const given = request.messageOptions;
+    // Most messages have no options: they skip the await (the send path runs this per request).
+    try {
+      if (given !== null && Object.keys(given).length > 0) content = await prepareContent(msg, given);
+    } catch (error) {
+      // Not a guess at the key: the key was not looked at.
+      attempt.right();
+      if (error instanceof OptionsError) throw optionsRefused(error);
+      throw error;
+    }
     let result: Awaited<ReturnType<Intake["accept"]>>;
     try {
       result = await options.intake.accept({
         ...credentials,
         text: msg,
+        content,
         idempotencyKey: idempotencyKeyOf(request),
         source: endpoint,
       });
@@ -379,10 +503,11 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       schema: {
         summary: "Send a message (credentials in HTTP Basic authentication)",
         description:
-          'User name: the Dock ID; password: the secret key. Body: `{"msg": "…"}`, or the raw text with Content-Type text/plain.',
+          'User name: the Dock ID; password: the secret key. Body: `{"msg": "…"}` with any of the options, or the raw text with Content-Type text/plain. The options can also come as ntfy\'s headers (`Title`, `Priority`, `Tags`, `Markdown: yes`, `Click`, `Actions`) or query parameters (`?title=…&priority=high`); a body field wins over a header, a header over a query parameter.',
         tags: ["send"],
         security: [{ basic: [] }],
-        headers: idempotencyHeader,
+        headers: webhookHeaders,
+        querystring: webhookQuery,
         body: webhookBody,
         response: { 202: accepted, ...errorResponses },
       },
@@ -440,6 +565,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ok: true as const,
         message: {
           id: status.id,
+          options: status.content?.options ?? {},
           state,
           created_at: new Date(status.createdAt).toISOString(),
           subscribers: status.subscribers,

@@ -26,8 +26,13 @@ export type AcceptResult =
 export interface AcceptItem {
   dockId: string;
   text: string;
+  /** JSON of the message's MessageContent, or null for plain text. */
+  content: string | null;
   idempotencyKey: string | null;
-  /** SHA-256 of the text when there is an idempotency key: a replay must carry the same text. */
+  /**
+   * SHA-256 of the text and content when there is an idempotency key: a replay must carry the same
+   * message.
+   */
   hash: string | null;
   /**
    * The Dock's secret key as the client presented it, checked in the transaction that stores the
@@ -236,6 +241,7 @@ export class AcceptBatch {
       item.idempotencyKey,
       item.hash,
       now,
+      item.content,
     ]);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers]);
@@ -280,6 +286,7 @@ function acceptQueries(kysely: Kysely<Database>) {
       "idempotency_key",
       "request_hash",
       "created_at",
+      "content",
     ]),
     insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at", "subscribers"]),
   };

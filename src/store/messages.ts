@@ -1,3 +1,4 @@
+import type { MessageContent } from "../domain/message-options.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import { type AcceptItem, type AcceptResult, fromStoreError, MAX_BATCH } from "./accept-batch.ts";
 import type { DockRate } from "./allowances.ts";
@@ -9,6 +10,8 @@ export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
 export interface AcceptInput {
   dockId: string;
   text: string;
+  /** How the message is shown beyond its text; null or omitted for plain text. */
+  content?: MessageContent | null;
   idempotencyKey?: string | undefined;
   /**
    * The Dock's secret key as the client presented it: checked in the transaction that stores
@@ -55,11 +58,17 @@ export class MessageRepository {
    */
   accept(input: AcceptInput): Promise<AcceptResult> {
     const idempotencyKey = input.idempotencyKey ?? null;
+    const content = input.content ? JSON.stringify(input.content) : null;
     const item: AcceptItem = {
       dockId: input.dockId,
       text: input.text,
+      content,
       idempotencyKey,
-      hash: idempotencyKey === null ? null : sha256Hex(input.text),
+      // A plain message hashes as it always has, so keys taken before content existed still match.
+      hash:
+        idempotencyKey === null
+          ? null
+          : sha256Hex(content === null ? input.text : `${input.text}\u0000${content}`),
       secretKey: input.secretKey ?? null,
     };
     return new Promise((resolve, reject) => {

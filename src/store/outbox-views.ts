@@ -1,9 +1,12 @@
+import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
 import { parseIds } from "./outbox.ts";
 import type { DeliveryState } from "./schema.ts";
 
 export interface MessageStatus {
   id: string;
+  /** How the message is shown beyond its text; null for plain text. */
+  content: MessageContent | null;
   createdAt: number;
   subscribers: number;
   counts: Record<"queued" | "sent" | "failed" | "gone", number>;
@@ -29,12 +32,17 @@ export interface DeliveryLine {
 export interface MessageReport {
   id: string;
   text: string;
+  /** How the message is shown beyond its text; null for plain text. */
+  content: MessageContent | null;
   createdAt: number;
   subscribers: number;
   /** How many deliveries are in each state (states with none are left out). */
   states: Partial<Record<DeliveryState, number>>;
   deliveries: DeliveryLine[];
 }
+
+const parseContent = (json: string | null): MessageContent | null =>
+  json === null ? null : (JSON.parse(json) as MessageContent);
 
 /** Deliveries listed per message on the card; the counts always cover them all. */
 const DELIVERIES_SHOWN = 20;
@@ -102,7 +110,7 @@ export class OutboxViews {
   async status(messageId: string, dockId: string): Promise<MessageStatus | undefined> {
     const message = await this.#db.kysely
       .selectFrom("messages")
-      .select(["id", "created_at", "subscribers"])
+      .select(["id", "created_at", "subscribers", "content"])
       .where("id", "=", messageId)
       .where("dock_id", "=", dockId)
       .executeTakeFirst();
@@ -128,6 +136,7 @@ export class OutboxViews {
     if (missing > 0) counts[waiting ? "queued" : "gone"] += missing;
     return {
       id: message.id,
+      content: parseContent(message.content),
       createdAt: message.created_at,
       subscribers: message.subscribers,
       counts,
@@ -146,7 +155,7 @@ export class OutboxViews {
   async recent(dockId: string, limit: number): Promise<MessageReport[]> {
     const messages = await this.#db.kysely
       .selectFrom("messages")
-      .select(["id", "text", "created_at", "subscribers"])
+      .select(["id", "text", "content", "created_at", "subscribers"])
       .where("dock_id", "=", dockId)
       .orderBy("created_at", "desc")
       .orderBy("id", "desc")
@@ -184,6 +193,7 @@ export class OutboxViews {
         {
           id: m.id,
           text: m.text,
+          content: parseContent(m.content),
           createdAt: m.created_at,
           subscribers: m.subscribers,
           states: {},

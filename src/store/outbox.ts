@@ -42,6 +42,8 @@ export interface PendingDelivery {
   chatId: number;
   chatType: string;
   text: string;
+  /** JSON of the message's MessageContent, or null for plain text. */
+  content: string | null;
   attempts: number;
   nextAttemptAt: number;
   createdAt: number;
@@ -234,6 +236,7 @@ export class Outbox {
         "deliveries.created_at",
         "deliveries.telegram_message_ids",
         "messages.text",
+        "messages.content",
         "docks.name",
         "docks.link",
         "subscriptions.chat_type",
@@ -253,6 +256,7 @@ export class Outbox {
       chatId: r.chat_id,
       chatType: r.chat_type ?? "private",
       text: r.text,
+      content: r.content,
       attempts: r.attempts,
       nextAttemptAt: r.next_attempt_at,
       createdAt: r.created_at,

@@ -50,9 +50,14 @@ export interface MessagesTable {
   /** Active subscribers the message was queued for when accepted. */
   subscribers: number;
   idempotency_key: string | null;
-  /** Hex SHA-256 of the message text, to tell an idempotent replay from a conflicting reuse. */
+  /**
+   * Hex SHA-256 of the message text (and its content, when it has one), to tell an idempotent
+   * replay from a conflicting reuse.
+   */
   request_hash: string | null;
   created_at: Millis;
+  /** JSON of MessageContent (domain/message-options.ts); null for a plain text message. */
+  content: string | null;
 }
 
 /** A message waiting to be fanned out into one delivery per subscriber (see migration 0004). */

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
 import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
+import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { Intake } from "../../intake.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
@@ -183,6 +184,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
           (m): MessageReport => ({
             id: m.id,
             text: m.text,
+            shown: notificationBody(m.text, m.content),
+            options: m.content?.options ?? {},
             created_at: m.createdAt,
             subscribers: m.subscribers,
             states: m.states,

@@ -1,10 +1,12 @@
 import { type Static, Type } from "typebox";
+import { entitySchema, storedOptionsSchema } from "../message-schemas.ts";
 
 /**
  * The console API's schemas: what its routes take and what they answer. The answer types are the
  * one description of those bodies: the routes are type-checked against them and the console in
  * web/ imports them (`import type`, so no TypeBox reaches the browser). This module must import
- * nothing but TypeBox, or web/ would type-check server code.
+ * nothing but TypeBox (and message-schemas.ts, which holds to the same rule), or web/ would
+ * type-check server code.
  */
 
 // ---- Requests ----
@@ -106,7 +108,12 @@ export type DeliveryLine = Static<typeof deliveryLine>;
 /** A recent message of a Dock and where each of its deliveries stands. */
 export const messageReport = Type.Object({
   id: Type.String(),
-  text: Type.String(),
+  text: Type.String({ description: "The text as sent (msg)." }),
+  shown: Type.Object(
+    { text: Type.String(), entities: Type.Array(entitySchema) },
+    { description: "The message as Telegram shows it under the Dock's name: title, formatted text, tags." },
+  ),
+  options: storedOptionsSchema,
   created_at: time,
   subscribers: Type.Integer({ description: "Active subscribers when the message arrived." }),
   states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {

@@ -82,6 +82,11 @@ function elementFor(entity, text) {
     });
     return a;
   }
+  if (["hashtag", "cashtag", "mention", "email", "phone_number"].includes(entity.type)) {
+    const span = document.createElement("span");
+    span.className = "entity-link";
+    return span;
+  }
   return document.createElement("span");
 }
 
@@ -204,10 +209,14 @@ function renderMessage(message) {
   body.className = "text";
   renderText(body, message.text ?? "", message.entities ?? []);
   bubble.append(body);
+  const preview = linkPreview(message);
+  if (preview) bubble.append(preview);
   const meta = document.createElement("div");
   meta.className = "meta";
   const time = new Date(message.date * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   meta.textContent = `${message.edit_date ? "edited " : ""}${time}`;
+  if (message.disable_notification) meta.prepend(badge("🔕", "Arrived without a sound"));
+  if (message.has_protected_content) meta.prepend(badge("🔒", "Cannot be forwarded or saved"));
   const reply = document.createElement("button");
   reply.type = "button";
   reply.textContent = "Reply";
@@ -219,6 +228,36 @@ function renderMessage(message) {
   const keyboard = message.reply_markup?.inline_keyboard;
   if (keyboard) item.append(renderInlineKeyboard(message, keyboard));
   return item;
+}
+
+function badge(symbol, label) {
+  const span = document.createElement("span");
+  span.className = "badge";
+  span.textContent = symbol;
+  span.title = label;
+  span.setAttribute("aria-label", label);
+  span.setAttribute("role", "img");
+  return span;
+}
+
+/** Telegram shows a preview of the first link unless the sender turned previews off. */
+function linkPreview(message) {
+  if (message.link_preview_options?.is_disabled || message.from.id !== state.bot?.id) return null;
+  const text = message.text ?? "";
+  const link = (message.entities ?? []).find((e) => e.type === "text_link" || e.type === "url");
+  if (!link) return null;
+  const url = link.type === "url" ? withScheme(text.slice(link.offset, link.offset + link.length)) : link.url;
+  let host;
+  try {
+    host = new URL(url).host;
+  } catch {
+    return null;
+  }
+  const card = document.createElement("div");
+  card.className = "link-preview";
+  card.textContent = host;
+  card.setAttribute("aria-label", `Link preview: ${host}`);
+  return card;
 }
 
 function renderInlineKeyboard(message, keyboard) {

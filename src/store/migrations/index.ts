@@ -7,6 +7,7 @@ import { deferredFanout } from "./0004-deferred-fanout.ts";
 import { fanoutSubscribers } from "./0005-fanout-subscribers.ts";
 import { dockAllowances } from "./0006-dock-allowances.ts";
 import { writeProbes } from "./0007-write-probes.ts";
+import { messageContent } from "./0008-message-content.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -17,6 +18,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0005-fanout-subscribers": fanoutSubscribers(),
     "0006-dock-allowances": dockAllowances(),
     "0007-write-probes": writeProbes(),
+    "0008-message-content": messageContent(),
   };
 }
 

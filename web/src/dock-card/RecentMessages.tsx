@@ -13,6 +13,41 @@ const STATE_HELP: Record<DeliveryState, string> = {
   gone: "the chat blocked the bot or no longer exists",
 };
 
+const PRIORITY_LABEL: Record<string, string> = {
+  min: "min priority",
+  low: "low priority",
+  high: "❗ high priority",
+  urgent: "🚨 urgent",
+};
+
+/** What the options changed besides the text: priority, sound, buttons (the title and tags are in the text). */
+function MessageOptions({ options }: { options: MessageReport["options"] }) {
+  const silent = options.silent ?? (options.priority === "min" || options.priority === "low");
+  const buttons = [
+    ...(options.buttons ?? []).flat(),
+    ...(options.click ? [{ text: "Open", url: options.click }] : []),
+  ];
+  if (!options.priority && !silent && !options.protect_content && buttons.length === 0) return null;
+  return (
+    <p className="small message-options">
+      {options.priority && <span className="option">{PRIORITY_LABEL[options.priority]}</span>}
+      {silent && <span className="option">🔕 silent</span>}
+      {options.protect_content && <span className="option">🔒 protected</span>}
+      {buttons.map((button) => (
+        <a
+          key={`${button.text} ${button.url}`}
+          className="option"
+          href={button.url}
+          target="_blank"
+          rel="noopener noreferrer"
+        >
+          {button.text} ↗
+        </a>
+      ))}
+    </p>
+  );
+}
+
 /**
  * The Dock's latest messages with how many deliveries are in each state and why any failed, and
  * "Send test message" to try the whole path.
@@ -53,7 +88,8 @@ export function RecentMessages({
         <ol className="messages" aria-label={`Recent messages of ${dock.name}`}>
           {messages.map((m) => (
             <li key={m.id}>
-              <MessageText text={m.text} />
+              <MessageText text={m.shown.text} entities={m.shown.entities} />
+              <MessageOptions options={m.options} />
               <p className="small">
                 <time dateTime={new Date(m.created_at).toISOString()}>
                   {new Date(m.created_at).toLocaleString()}

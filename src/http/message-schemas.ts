@@ -1,0 +1,119 @@
+import { Type } from "typebox";
+
+/**
+ * Schemas of a message's options (title, format, priority, tags, buttons), shared by the send API
+ * and the console API. Like console/schemas.ts, this module imports nothing but TypeBox: the
+ * console in web/ type-checks against it. The limits repeat domain/message-options.ts's, which
+ * checks them (a test keeps the two in step).
+ */
+
+const URL_DESCRIPTION = "An http, https or tg URL (at most 2048 characters).";
+
+export const buttonSchema = Type.Object({
+  text: Type.String({ minLength: 1, maxLength: 64, description: "The button's label." }),
+  url: Type.String({ maxLength: 2048, description: URL_DESCRIPTION }),
+});
+
+/** The options as a sender may give them in a JSON (or form) body. */
+export const messageOptionFields = {
+  title: Type.Optional(
+    Type.String({
+      maxLength: 250,
+      description: "A bold line above the text, under the Dock's name. Line breaks become spaces.",
+      examples: ["Build 42 failed"],
+    }),
+  ),
+  format: Type.Optional(
+    Type.Union(
+      [
+        Type.Literal("text"),
+        Type.Literal("markdown"),
+        Type.Literal("html"),
+        Type.Literal("telegram_markdownv2"),
+      ],
+      {
+        description:
+          "How msg is written: text (shown as written, the default), markdown (CommonMark with GitHub's strikethrough and autolinks), html (Telegram's HTML subset) or telegram_markdownv2. markdown never fails; html and telegram_markdownv2 are checked on arrival (400 naming msg).",
+        examples: ["markdown"],
+      },
+    ),
+  ),
+  priority: Type.Optional(
+    Type.Union(
+      [
+        Type.Union([
+          Type.Literal("min"),
+          Type.Literal("low"),
+          Type.Literal("default"),
+          Type.Literal("high"),
+          Type.Literal("urgent"),
+        ]),
+        Type.Integer({ minimum: 1, maximum: 5 }),
+      ],
+      {
+        description:
+          "min (1) and low (2) arrive silently; high (4) is marked ❗ and urgent (5, also max) 🚨 before the Dock's name.",
+        examples: ["high"],
+      },
+    ),
+  ),
+  silent: Type.Optional(
+    Type.Boolean({
+      description: "true: no sound on arrival; false: a sound even for min and low. Wins over priority.",
+    }),
+  ),
+  tags: Type.Optional(
+    Type.Union([Type.Array(Type.String({ maxLength: 64 }), { maxItems: 10 }), Type.String()], {
+      description:
+        "Emoji short codes (warning → ⚠️, white_check_mark → ✅) shown before the title; other tags shown as #hashtags at the end. An array or a comma-separated string; at most 10 of at most 64 characters.",
+      examples: [["warning", "ci"]],
+    }),
+  ),
+  buttons: Type.Optional(
+    Type.Union(
+      [Type.Array(Type.Array(buttonSchema, { maxItems: 3 }), { maxItems: 3 }), Type.Array(buttonSchema)],
+      {
+        description:
+          "URL buttons under the message: up to 3 rows of 3, or a flat list (laid out in rows of 3), or ntfy's action syntax as a string (`view, Logs, https://…`).",
+        examples: [[[{ text: "Logs", url: "https://ci.example/42" }]]],
+      },
+    ),
+  ),
+  click: Type.Optional(
+    Type.String({
+      description: `Shorthand for one "Open" button. ${URL_DESCRIPTION}`,
+      examples: ["https://ci.example/42"],
+    }),
+  ),
+  link_preview: Type.Optional(
+    Type.Boolean({ description: "Show a preview of the first link (default false)." }),
+  ),
+  protect_content: Type.Optional(
+    Type.Boolean({ description: "Telegram keeps the message from being forwarded or saved." }),
+  ),
+};
+
+/** A formatting span of Telegram's (offsets and lengths in UTF-16 code units). */
+export const entitySchema = Type.Object({
+  type: Type.String(),
+  offset: Type.Integer(),
+  length: Type.Integer(),
+  url: Type.Optional(Type.String()),
+  language: Type.Optional(Type.String()),
+});
+
+/** The options as stored and answered: normalised (priority a word, buttons rows, defaults left out). */
+export const storedOptionsSchema = Type.Object(
+  {
+    format: Type.Optional(Type.String()),
+    title: Type.Optional(Type.String()),
+    priority: Type.Optional(Type.String()),
+    silent: Type.Optional(Type.Boolean()),
+    tags: Type.Optional(Type.Array(Type.String())),
+    buttons: Type.Optional(Type.Array(Type.Array(buttonSchema))),
+    click: Type.Optional(Type.String()),
+    link_preview: Type.Optional(Type.Boolean()),
+    protect_content: Type.Optional(Type.Boolean()),
+  },
+  { description: "The message's options as accepted; those left at their defaults are omitted." },
+);
