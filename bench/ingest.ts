@@ -3,7 +3,7 @@
  * route that only answers 202, on the same machine in the same run.
  *
  *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…
- *                            --service-node-options=--optimize-for-size]
+ *                            --service-node-options=--optimize-for-size --rich]
  *
  * The service runs as it ships: compiled, from dist/ (`npm run bench:ingest` builds it first).
  */
@@ -29,6 +29,8 @@ const { values } = parseArgs({
     database: { type: "string", default: "sqlite" },
     /** Node options for the service only (V8 flags to try), separated by spaces; `npm start`'s by default. */
     "service-node-options": { type: "string" },
+    /** Send a rich message (Markdown, title, priority, tags, a button) instead of plain text. */
+    rich: { type: "boolean", default: false },
   },
 });
 const serviceNodeOptions = shippedOr(values["service-node-options"]);
@@ -178,7 +180,16 @@ const subscriptions = new SubscriptionRepository(db);
 const body = JSON.stringify({
   dock_id: dock.id,
   secret_key: dock.secretKey,
-  msg: "Deploy finished ✅\nbuild 1234",
+  ...(values.rich
+    ? {
+        msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
+        format: "markdown",
+        title: "CI",
+        priority: "high",
+        tags: ["warning", "ci"],
+        buttons: [{ text: "Retry", url: "https://ci.example/42/retry" }],
+      }
+    : { msg: "Deploy finished ✅\nbuild 1234" }),
 });
 
 const service = await startChild(
@@ -274,7 +285,7 @@ console.log(
   `\nbench:ingest on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
 console.log(
-  `database: ${values.database}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
+  `database: ${values.database}; ${values.rich ? "rich messages (Markdown, title, priority, tags, a button)" : "plain messages"}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
 );
 console.log("| run | req/s | p50 ms | p99 ms | non-2xx | errors |");
 console.log("|---|---|---|---|---|---|");

@@ -5,7 +5,7 @@ import { migrate, openDb } from "../src/store/open.ts";
 import { Outbox } from "../src/store/outbox.ts";
 import { OutboxViews } from "../src/store/outbox-views.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
-import { createTestDatabase, dialects, type RunningService, startService } from "./harness.ts";
+import { databaseAt, dialects, OLD_DOCK, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
 
@@ -195,22 +195,16 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
 
 describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
   it("gives the messages already waiting their subscriber counts", async () => {
-    const database = await createTestDatabase(dialect);
-    const db = await openDb(database.url);
+    const old = await databaseAt(dialect, "0004-deferred-fanout");
+    const { db, now } = old;
     try {
-      await migrate(db, { to: "0004-deferred-fanout" });
-      const now = Date.now();
-      await sql`insert into users (telegram_id, created_at) values (1, ${now})`.execute(db.kysely);
-      await sql`insert into docks (id, owner_id, name, secret_hash, secret_sealed, created_at, updated_at)
-        values ('DockBeforeMigration', 1, 'Old', 'hash', 'sealed', ${now}, ${now})`.execute(db.kysely);
       for (const [messageId, subscribers] of [
         ["msg_a", 3],
         ["msg_b", 5],
       ] as const) {
-        await sql`insert into messages (id, dock_id, text, subscribers, created_at)
-          values (${messageId}, 'DockBeforeMigration', 'waiting', ${subscribers}, ${now})`.execute(db.kysely);
+        await old.addMessage(messageId, "waiting", subscribers);
         await sql`insert into fanouts (message_id, dock_id, created_at)
-          values (${messageId}, 'DockBeforeMigration', ${now})`.execute(db.kysely);
+          values (${messageId}, ${OLD_DOCK}, ${now})`.execute(db.kysely);
       }
 
       expect(await migrate(db)).toEqual([
@@ -230,8 +224,7 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
       ]);
       expect(await new OutboxViews(db).backlog()).toEqual({ queued: 8, oldestCreatedAt: now });
     } finally {
-      await db.close();
-      await database.drop();
+      await old.close();
     }
   });
 });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { sql } from "kysely";
 import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
@@ -76,6 +77,35 @@ export async function createTestDatabase(
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The Dock that migration tests put in a database before the migration under test. */
+export const OLD_DOCK = "DockBeforeMigration";
+
+/**
+ * For a test of one migration: a fresh database migrated up to `migration` with a user (1) and a
+ * Dock (OLD_DOCK) in it, and a function that adds a message to that Dock as rows of that time.
+ * `close` closes and drops it.
+ */
+export async function databaseAt(dialect: DialectName, migration: string) {
+  const database = await createTestDatabase(dialect);
+  const db = await openDb(database.url);
+  await migrate(db, { to: migration });
+  const now = Date.now();
+  await sql`insert into users (telegram_id, created_at) values (1, ${now})`.execute(db.kysely);
+  await sql`insert into docks (id, owner_id, name, secret_hash, secret_sealed, created_at, updated_at)
+    values (${OLD_DOCK}, 1, 'Old', 'hash', 'sealed', ${now}, ${now})`.execute(db.kysely);
+  return {
+    db,
+    now,
+    addMessage: (id: string, text: string, subscribers: number) =>
+      sql`insert into messages (id, dock_id, text, subscribers, created_at)
+        values (${id}, ${OLD_DOCK}, ${text}, ${subscribers}, ${now})`.execute(db.kysely),
+    close: async () => {
+      await db.close();
+      await database.drop();
     },
   };
 }

@@ -44,6 +44,39 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
     // The operations endpoints too, with the readiness check's 503.
     expect(Object.keys(doc.paths["/readyz"]?.get?.responses ?? {})).toEqual(["200", "503"]);
     expect(doc.paths["/metrics"]?.get).toBeDefined();
+    // Every message option, with examples; /webhook's ntfy headers and query parameters too.
+    // biome-ignore lint/suspicious/noExplicitAny: the document read as plain JSON.
+    const operation = (path: string): any => doc.paths[path]?.post;
+    const pingJson = operation("/ping").requestBody.content["application/json"];
+    const pingSchema = pingJson.schema as { properties: Record<string, unknown> };
+    expect(Object.keys(pingSchema.properties)).toEqual(
+      expect.arrayContaining([
+        "title",
+        "format",
+        "priority",
+        "silent",
+        "tags",
+        "buttons",
+        "click",
+        "link_preview",
+      ]),
+    );
+    expect(pingJson.example).toMatchObject({ format: "markdown", priority: "high" });
+    const parameters: { in: string; name: string }[] = operation("/webhook").parameters;
+    expect(parameters.filter((p) => p.in === "header").map((p) => p.name)).toEqual(
+      expect.arrayContaining([
+        "title",
+        "priority",
+        "tags",
+        "markdown",
+        "click",
+        "actions",
+        "idempotency-key",
+      ]),
+    );
+    expect(parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(
+      expect.arrayContaining(["title", "t", "priority", "p", "tags", "md", "click", "actions"]),
+    );
     for (const path of ["/ping", "/webhook"]) {
       expect(doc.paths[path]?.post?.requestBody).toBeDefined();
       expect(Object.keys(doc.paths[path]?.post?.responses ?? {})).toEqual(

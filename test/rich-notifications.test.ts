@@ -1,7 +1,6 @@
 import { mkdirSync } from "node:fs";
 import fc from "fast-check";
 import { Api } from "grammy";
-import { sql } from "kysely";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareContent } from "../src/domain/message-options.ts";
@@ -9,11 +8,11 @@ import { notificationBody, renderNotification } from "../src/domain/render.ts";
 import { entityProblems } from "../src/domain/telegram-format.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
-import { migrate, openDb } from "../src/store/open.ts";
+import { migrate } from "../src/store/open.ts";
 import { OutboxViews } from "../src/store/outbox-views.ts";
 import { chromiumPath, launchChromium } from "./browser.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { basic, createTestDatabase, dialects, type RunningService, startService } from "./harness.ts";
+import { basic, databaseAt, dialects, OLD_DOCK, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service and sandbox answered.
@@ -305,6 +304,10 @@ describe("rich notifications delivered to the sandbox", () => {
             "- ",
             "[",
             "](https://a.example)",
+            "](tg://user?id=42)",
+            "](http://localhost:3000)",
+            "](tg://a.b)",
+            "](https://a.b:0/)",
             "![",
             "word",
             " ",
@@ -373,27 +376,20 @@ describe("rich notifications delivered to the sandbox", () => {
 
 describe.each(DIALECTS)("migration 0008 on %s", (dialect) => {
   it("messages stored before it stay plain text: no options, the text under the Dock's name", async () => {
-    const database = await createTestDatabase(dialect);
-    const db = await openDb(database.url);
+    const old = await databaseAt(dialect, "0007-write-probes");
+    const { db } = old;
     try {
-      await migrate(db, { to: "0007-write-probes" });
-      const now = Date.now();
-      await sql`insert into users (telegram_id, created_at) values (1, ${now})`.execute(db.kysely);
-      await sql`insert into docks (id, owner_id, name, secret_hash, secret_sealed, created_at, updated_at)
-        values ('DockBeforeMigration', 1, 'Old', 'hash', 'sealed', ${now}, ${now})`.execute(db.kysely);
-      await sql`insert into messages (id, dock_id, text, subscribers, created_at)
-        values ('msg_old', 'DockBeforeMigration', '**not bold**', 0, ${now})`.execute(db.kysely);
+      await old.addMessage("msg_old", "**not bold**", 0);
       expect(await migrate(db)).toEqual(["0008-message-content"]);
-      const status = await new OutboxViews(db).status("msg_old", "DockBeforeMigration");
+      const status = await new OutboxViews(db).status("msg_old", OLD_DOCK);
       expect(status?.content).toBeNull();
-      const [report] = await new OutboxViews(db).recent("DockBeforeMigration", 1);
+      const [report] = await new OutboxViews(db).recent(OLD_DOCK, 1);
       expect(notificationBody(report?.text ?? "", report?.content ?? null)).toEqual({
         text: "**not bold**",
         entities: [],
       });
     } finally {
-      await db.close();
-      await database.drop();
+      await old.close();
     }
   });
 });

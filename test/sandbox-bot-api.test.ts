@@ -51,6 +51,40 @@ describe("sandbox Bot API through grammY", () => {
     expect(history.body.map((m: { text: string }) => m.text)).toEqual(["/start", "plain", "Hello site"]);
   });
 
+  it("refuses links Telegram refuses: a button URL or a text_link without a dotted host, a port 0, a tg: host with dots", async () => {
+    const chat = await sandbox.startedPerson();
+    for (const url of ["http://localhost:3000", "http://jenkins/job/1", "https://a.example:0/", "tg://a.b"]) {
+      const button = await failure(
+        sandbox.api.sendMessage(chat, "x", { reply_markup: { inline_keyboard: [[{ text: "Go", url }]] } }),
+      );
+      expect(button.description).toBe(
+        `Bad Request: inline keyboard button URL '${url}' is invalid: Wrong HTTP URL`,
+      );
+      const link = await failure(
+        sandbox.api.sendMessage(chat, "x", { entities: [{ type: "text_link", offset: 0, length: 1, url }] }),
+      );
+      expect(link.description).toBe("Bad Request: can't parse entities: Wrong URL specified");
+    }
+    // In parse_mode the link is dropped and the text stays, as Telegram does.
+    const parsed = await sandbox.api.sendMessage(chat, '<a href="http://localhost:3000">here</a>', {
+      parse_mode: "HTML",
+    });
+    expect(parsed.text).toBe("here");
+    expect(parsed.entities).toBeUndefined();
+    // A protected message says so; a silent one is marked in the sandbox's history.
+    const quiet = await sandbox.api.sendMessage(chat, "hush", {
+      disable_notification: true,
+      protect_content: true,
+    });
+    expect(quiet.has_protected_content).toBe(true);
+    const history = await sandbox.control("GET", `/chats/${chat}/messages?limit=1`);
+    expect(history.body[0]).toMatchObject({
+      text: "hush",
+      disable_notification: true,
+      has_protected_content: true,
+    });
+  });
+
   it("reply keyboards, force_reply and remove_keyboard change the person's keyboard", async () => {
     const chat = await sandbox.startedPerson();
     await sandbox.api.sendMessage(chat, "Pick", {

@@ -105,7 +105,9 @@ class Writer {
     if (length <= 0) return;
     if (open.type === "text_link") {
       const link = linkEntity(open.offset, length, open.url ?? "");
-      if (link) this.entities.push(link);
+      // A link to a user (tg://user?id=…) stays text: Telegram refuses a mention of someone the
+      // bot has not met.
+      if (link?.type === "text_link") this.entities.push(link);
       return;
     }
     this.entities.push({ type: open.type, offset: open.offset, length, ...extra });

@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
+  checkLink,
   EntityParseError,
   type FormattedText,
   parseHtml,
@@ -99,6 +100,11 @@ export const OPTION_SOURCES: Record<
   protect_content: { headers: ["x-protect-content"], query: ["protect_content"] },
 };
 
+const SOURCES = Object.entries(OPTION_SOURCES) as [
+  keyof MessageOptions | "markdown",
+  { headers: string[]; query: string[] },
+][];
+
 /** A value and where it came from ("priority", "the Priority header", "the p query parameter"). */
 interface Given {
   value: unknown;
@@ -133,15 +139,14 @@ export function gatherOptions(
   query: Record<string, unknown> = {},
 ): Map<keyof MessageOptions | "markdown", Given> {
   const found = new Map<keyof MessageOptions | "markdown", Given>();
-  for (const [option, names] of Object.entries(OPTION_SOURCES) as [
-    keyof MessageOptions | "markdown",
-    { headers: string[]; query: string[] },
-  ][]) {
-    if (option !== "markdown" && body[option] !== undefined && body[option] !== null) {
+  for (const [option, names] of SOURCES) {
+    if (body[option] !== undefined && body[option] !== null) {
       found.set(option, { value: body[option], field: option, fromText: false });
       continue;
     }
-    const header = names.headers.find((name) => headers[name] !== undefined);
+    const header = names.headers.find(
+      (name) => headers[name] !== undefined && !(option === "priority" && isHttpPriority(headers[name])),
+    );
     if (header !== undefined) {
       const raw = headers[header];
       const value = decodeHeaderValue(Array.isArray(raw) ? raw.join(", ") : (raw as string));
@@ -159,6 +164,15 @@ export function gatherOptions(
     }
   }
   return found;
+}
+
+/**
+ * HTTP's own `Priority` header (RFC 9218: `u=3`, `u=1, i`), which browsers, HTTP/2 clients and
+ * proxies such as Cloudflare add: not ours, so not read (ntfy learned the same).
+ */
+function isHttpPriority(value: string | string[] | undefined): boolean {
+  const text = Array.isArray(value) ? value.join(",") : (value ?? "");
+  return /^\s*(u=\d|i)\s*(,\s*(u=\d|i)\s*)*$/i.test(text);
 }
 
 const headerName = (lower: string) =>
@@ -204,17 +218,16 @@ function readPriority(given: Given): Priority | string {
   return PRIORITY_WORDS[word.trim().toLowerCase()] ?? "must be min, low, default, high or urgent, or 1 to 5.";
 }
 
-/** Telegram refuses a button whose URL it does not take: only http(s) with a host, and tg:. */
+/**
+ * Telegram refuses a button (and with it the message) whose URL it does not take: http(s) and tg:
+ * only, with the scheme written out, as checkLink has them.
+ */
 export function isButtonUrl(raw: string): boolean {
-  if (raw.length > MAX_URL || /\s/.test(raw)) return false;
-  try {
-    const url = new URL(raw);
-    if (url.protocol === "tg:") return url.href.length > 5;
-    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
-  } catch {
-    return false;
-  }
+  return raw.length <= MAX_URL && /^(https?|tg):/i.test(raw) && checkLink(raw) === raw;
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Button | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
@@ -222,7 +235,13 @@ function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Bu
     return undefined;
   }
   const { text, url } = raw as { text?: unknown; url?: unknown };
-  if (typeof text !== "string" || text.trim() === "" || text.length > MAX_BUTTON_TEXT) {
+  if (
+    typeof text !== "string" ||
+    text.trim() === "" ||
+    text.length > MAX_BUTTON_TEXT ||
+    !text.isWellFormed() ||
+    CONTROL.test(text)
+  ) {
     problems.push({
       field: `${where}.text`,
       message: `must be a non-empty string of at most ${MAX_BUTTON_TEXT} characters.`,
@@ -386,8 +405,9 @@ export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>
   const markdown = found.get("markdown");
   if (format) {
     const value = typeof format.value === "string" ? format.value.trim().toLowerCase() : "";
-    if ((FORMATS as readonly string[]).includes(value)) options.format = value as Format;
-    else fail(format, `must be one of ${FORMATS.join(", ")}.`);
+    if (!(FORMATS as readonly string[]).includes(value))
+      fail(format, `must be one of ${FORMATS.join(", ")}.`);
+    else if (value !== "text") options.format = value as Format;
   } else if (markdown) {
     const on = readBoolean(markdown);
     if (typeof on === "string") fail(markdown, on);
@@ -419,7 +439,10 @@ export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>
     if (!given) continue;
     const value = readBoolean(given);
     if (typeof value === "string") fail(given, value);
-    else options[flag] = value;
+    else if (value) options[flag] = true;
+    // false is the default, except that silent: false gives min and low a sound.
+    else if (flag === "silent" && (options.priority === "min" || options.priority === "low"))
+      options.silent = false;
   }
 
   const tags = found.get("tags");
@@ -492,7 +515,10 @@ export async function prepareContent(msg: string, options: MessageOptions): Prom
       throw new OptionsError([{ field: "msg", message: `is not valid ${name}: ${error.message}.` }]);
     }
     // All markup and no text (an empty link, say): the source is shown as it was written.
-    content.body = body.text === "" ? { text: msg.trim(), entities: [] } : body;
+    // A link to a user (tg://user?id=…) stays text: Telegram refuses a mention of someone the bot
+    // has not met.
+    const entities = body.entities.filter((entity) => entity.type !== "text_mention");
+    content.body = body.text === "" ? { text: msg.trim(), entities: [] } : { text: body.text, entities };
   }
   if (options.tags) {
     const codes = await emojiShortcodes();

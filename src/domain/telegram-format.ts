@@ -61,18 +61,29 @@ function byteOffset(text: string, index: number): number {
 
 const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\n" || c === "\r";
 
+/** A tg: or ton: link: a host of letters, digits, `_` and `-`, then anything but spaces. */
+const APP_LINK = /^(tg|ton):(\/\/)?[A-Za-z0-9_-]+(?:[/?#]\S*)?$/i;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /**
- * Accepts what Telegram accepts as a link target: http(s), tg: and ton: URLs, or a bare domain,
- * which gets `http://`. Anything else yields undefined and the link is dropped, as Telegram does.
+ * Accepts what Telegram accepts as a link target (its `check_link`): http(s) URLs with a dotted
+ * host, no user name or password and a real port; tg: and ton: links with a plain host; or a bare
+ * domain, which gets `http://`. Anything else yields undefined and the link is dropped, as
+ * Telegram does.
  */
 export function checkLink(raw: string): string | undefined {
   const url = raw.trim();
-  if (/^(tg|ton):\/\/\S+$/i.test(url)) return url;
+  if (url === "" || CONTROL.test(url) || /\s/.test(url) || !url.isWellFormed()) return undefined;
+  if (/^(tg|ton):/i.test(url)) return APP_LINK.test(url) ? url : undefined;
   const withScheme = /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : `http://${url}`;
   try {
     const parsed = new URL(withScheme);
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return undefined;
-    if (!parsed.hostname.includes(".") && parsed.hostname !== "localhost") return undefined;
+    if (parsed.username !== "" || parsed.password !== "" || parsed.port === "0") return undefined;
+    const host = parsed.hostname;
+    if (!host.includes(".") || host.startsWith(".") || host.endsWith(".") || host.includes(".."))
+      return undefined;
     return withScheme;
   } catch {
     return undefined;
@@ -311,7 +322,8 @@ export function parseMarkdownV2(input: string): FormattedText {
     fail(`Character '${c}' is reserved and must be escaped with the preceding '\\'`);
   let out = "";
   const entities: MessageEntity[] = [];
-  const open: { type: V2Type; argument: string; offset: number; byte: number; textStart: number }[] = [];
+  // Where each entity began in the input (its byte offset is worked out only for an error).
+  const open: { type: V2Type; argument: string; offset: number; at: number; textStart: number }[] = [];
   let quoteStart: number | undefined;
 
   for (let i = 0; i < input.length; i++) {
@@ -369,7 +381,7 @@ export function parseMarkdownV2(input: string): FormattedText {
       }
     }
     if (!ends) {
-      const byte = byteOffset(input, i);
+      const at = i;
       let type: V2Type;
       let argument = "";
       switch (c) {
@@ -412,7 +424,7 @@ export function parseMarkdownV2(input: string): FormattedText {
         default:
           return reserved(c);
       }
-      open.push({ type, argument, offset: out.length, byte, textStart: out.length });
+      open.push({ type, argument, offset: out.length, at, textStart: out.length });
       continue;
     }
     const entity = open.pop() as (typeof open)[number];
@@ -460,7 +472,8 @@ export function parseMarkdownV2(input: string): FormattedText {
     });
   }
   const unclosed = open.at(-1);
-  if (unclosed) fail(`Can't find end of ${unclosed.type} entity at byte offset ${unclosed.byte}`);
+  if (unclosed)
+    fail(`Can't find end of ${unclosed.type} entity at byte offset ${byteOffset(input, unclosed.at)}`);
   if (quoteStart !== undefined && out.length > quoteStart) {
     entities.push({ type: "blockquote", offset: quoteStart, length: out.length - quoteStart });
   }
@@ -698,6 +711,8 @@ export function entityProblems(text: string, entities: readonly MessageEntity[])
       problems.push(`${name}: a quote in a quote`);
     if (type === "text_link" && (entity.url === undefined || checkLink(entity.url) !== entity.url))
       problems.push(`${name}: a link Telegram refuses`);
+    // Telegram refuses a mention of a user the bot has not met: we never build one.
+    if (type === "text_mention") problems.push(`${name}: a mention Telegram may refuse`);
     open.push(entity);
   }
   return problems;

@@ -38,6 +38,11 @@ export const messageOptionFields = {
       },
     ),
   ),
+  markdown: Type.Optional(
+    Type.Boolean({
+      description: "true: format markdown (ntfy's name for it); `format` wins when both are given.",
+    }),
+  ),
   priority: Type.Optional(
     Type.Union(
       [

@@ -122,7 +122,7 @@ const pingBody = Type.Object(
     examples: [
       {
         dock_id: "3kTMd9Qx7pLr2vNw8YbZc",
-        secret_key: "dn_sk_…",
+        secret_key: "dnsk_…",
         msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
         format: "markdown",
         title: "CI",
@@ -223,6 +223,9 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
   }
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
     const params = new URLSearchParams(text);
+    // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
+    // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
+    if (allowText && !params.has("msg")) return { msg: text };
     const fields = Object.fromEntries(params);
     // `msg=first&msg=second` would keep one and drop the other without a word.
     for (const name of Object.keys(fields)) {
@@ -230,15 +233,11 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
         throw new ApiError("invalid_request", `${name.slice(0, 64)} is given more than once.`);
       }
     }
-    // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
-    // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
-    if (allowText && !("msg" in fields)) return { msg: text };
+    // `curl -d 'hello'` to /ping is a form with one nameless field: say what to send instead.
     if (Object.values(fields).every((value) => value === "") && !("msg" in fields)) {
       throw new ApiError(
         "invalid_json",
-        allowText
-          ? 'The body is neither JSON nor form fields: send {"msg": "…"}, or the text itself with Content-Type: text/plain.'
-          : 'The body is neither JSON nor form fields: send {"dock_id": "…", "secret_key": "…", "msg": "…"} with Content-Type: application/json.',
+        'The body is neither JSON nor form fields: send {"dock_id": "…", "secret_key": "…", "msg": "…"} with Content-Type: application/json.',
       );
     }
     return fields;
@@ -331,7 +330,8 @@ function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fro
   const found = fromRequest
     ? gatherOptions(body, request.headers, request.query as Record<string, unknown>)
     : gatherOptions(body);
-  for (const name of OPTION_NAMES) delete body[name];
+  // Only what is there: deleting keys an object does not have would still cost every plain message.
+  for (const name of OPTION_NAMES) if (name in body) delete body[name];
   try {
     request.messageOptions = readOptions(found);
   } catch (error) {

@@ -1,4 +1,5 @@
 import {
+  checkLink,
   ENTITY_TYPES,
   EntityParseError,
   type FormattedText,
@@ -78,6 +79,9 @@ function explicitEntities(params: Params, field: string): MessageEntity[] {
     }
     if (type === "text_link" && typeof (entity as { url?: unknown }).url !== "string") {
       throw badRequest('can\'t parse entities: Field "url" must be of type String');
+    }
+    if (type === "text_link" && checkLink((entity as { url: string }).url) === undefined) {
+      throw badRequest("can't parse entities: Wrong URL specified");
     }
     return entity as MessageEntity;
   });

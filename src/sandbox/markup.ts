@@ -1,3 +1,4 @@
+import { checkLink } from "../domain/telegram-format.ts";
 import { badRequest } from "./errors.ts";
 
 /** A button under a message; exactly one action besides `text`. */
@@ -71,11 +72,9 @@ function inlineButton(raw: unknown): InlineButton {
     }
   }
   if (raw.url !== undefined) {
-    let valid = false;
-    try {
-      const url = new URL(String(raw.url));
-      valid = ["http:", "https:", "tg:"].includes(url.protocol);
-    } catch {}
+    // Telegram's check_link, as for links in text: http(s) with a dotted host, or tg:.
+    const url = String(raw.url);
+    const valid = /^(https?|tg):/i.test(url) && checkLink(url) !== undefined;
     if (!valid)
       throw badRequest(`inline keyboard button URL '${String(raw.url)}' is invalid: Wrong HTTP URL`);
   }

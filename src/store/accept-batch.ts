@@ -30,8 +30,8 @@ export interface AcceptItem {
   content: string | null;
   idempotencyKey: string | null;
   /**
-   * SHA-256 of the text and content when there is an idempotency key: a replay must carry the same
-   * message.
+   * SHA-256 of the text and options when there is an idempotency key: a replay must carry the
+   * same message.
    */
   hash: string | null;
   /**

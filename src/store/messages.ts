@@ -59,16 +59,15 @@ export class MessageRepository {
   accept(input: AcceptInput): Promise<AcceptResult> {
     const idempotencyKey = input.idempotencyKey ?? null;
     const content = input.content ? JSON.stringify(input.content) : null;
+    // What the sender sent, not what we made of it: a retry must replay even after an upgrade
+    // parses Markdown differently. A plain message hashes as it always has.
+    const sent = input.content ? `${input.text}\u0000${JSON.stringify(input.content.options)}` : input.text;
     const item: AcceptItem = {
       dockId: input.dockId,
       text: input.text,
       content,
       idempotencyKey,
-      // A plain message hashes as it always has, so keys taken before content existed still match.
-      hash:
-        idempotencyKey === null
-          ? null
-          : sha256Hex(content === null ? input.text : `${input.text}\u0000${content}`),
+      hash: idempotencyKey === null ? null : sha256Hex(sent),
       secretKey: input.secretKey ?? null,
     };
     return new Promise((resolve, reject) => {

@@ -41,7 +41,6 @@ describe("message options from a JSON body", () => {
       title: "CI run",
       format: "markdown",
       priority: "high",
-      silent: false,
       tags: ["warning", "deploy"],
       buttons: [[{ text: "Logs", url: "https://ci.example/42" }]],
       click: "https://ci.example",
@@ -52,7 +51,25 @@ describe("message options from a JSON body", () => {
 
   it("leaves out what is at its default, and reads nothing from a plain message", () => {
     expect(fromBody({ msg: "hi" })).toEqual({});
-    expect(fromBody({ priority: "default", title: "  ", tags: [] })).toEqual({});
+    expect(
+      fromBody({
+        priority: "default",
+        title: "  ",
+        tags: [],
+        format: "text",
+        silent: false,
+        link_preview: false,
+        protect_content: false,
+        markdown: false,
+      }),
+    ).toEqual({});
+    // silent: false is not a default for min and low: it gives them a sound.
+    expect(fromBody({ priority: "low", silent: false })).toEqual({ priority: "low", silent: false });
+  });
+
+  it("reads ntfy's JSON name markdown: true as format markdown; format wins", () => {
+    expect(fromBody({ markdown: true })).toEqual({ format: "markdown" });
+    expect(fromBody({ markdown: true, format: "html" })).toEqual({ format: "html" });
   });
 
   it.each([
@@ -137,9 +154,44 @@ describe("message options from a JSON body", () => {
       [[{ text: "a", url: "https://" }]],
       "buttons[0][0].url: must be an http, https or tg URL of at most 2048 characters.",
     ],
+    [
+      "a label with a lone surrogate",
+      [[{ text: "a\ud800", url: "https://a.example" }]],
+      "buttons[0][0].text: must be a non-empty string of at most 64 characters.",
+    ],
+    [
+      "a label with a control character",
+      [[{ text: "a\u0007", url: "https://a.example" }]],
+      "buttons[0][0].text: must be a non-empty string of at most 64 characters.",
+    ],
   ])("buttons: %s", (_name, buttons, problem) => {
     expect(problems(() => fromBody({ buttons }))).toEqual([problem]);
   });
+
+  it.each([
+    "http://localhost:3000/job/1",
+    "http://jenkins/job/1",
+    "https://a.example:0/",
+    "https://user:secret@a.example/",
+    "tg:foo!!",
+    "tg://a.b",
+    "ton://wallet",
+    "ci.example/42",
+    "https://a.example/\u0001",
+    "https://a.example/\ud800",
+  ])("refuses a button URL Telegram refuses: %j", (url) => {
+    expect(problems(() => fromBody({ buttons: [{ text: "x", url }] }))).toEqual([
+      "buttons[0][0].url: must be an http, https or tg URL of at most 2048 characters.",
+    ]);
+    expect(problems(() => fromBody({ click: url }))).toHaveLength(1);
+  });
+
+  it.each(["https://ci.example/42?a=1#x", "http://10.0.0.7:8080/", "tg://resolve?domain=dock_notify_bot"])(
+    "takes a button URL Telegram takes: %s",
+    (url) => {
+      expect(fromBody({ click: url }).click).toBe(url);
+    },
+  );
 });
 
 describe("message options from /webhook headers and query parameters (ntfy's names)", () => {
@@ -207,6 +259,14 @@ describe("message options from /webhook headers and query parameters (ntfy's nam
     expect(readOptions(gatherOptions({}, { markdown: "no" })).format).toBeUndefined();
   });
 
+  it("ignores HTTP's own Priority header (RFC 9218), which proxies and HTTP/2 clients add", () => {
+    expect(readOptions(gatherOptions({}, { priority: "u=3" }))).toEqual({});
+    expect(readOptions(gatherOptions({}, { priority: "u=1, i" }))).toEqual({});
+    expect(readOptions(gatherOptions({}, { priority: "u=3", "x-priority": "high" }))).toEqual({
+      priority: "high",
+    });
+  });
+
   it("names the header or query parameter that is wrong", () => {
     expect(problems(() => readOptions(gatherOptions({}, { "x-priority": "loud" })))).toEqual([
       "the X-Priority header: must be min, low, default, high or urgent, or 1 to 5.",
@@ -264,8 +324,45 @@ describe("preparing a message's content on arrival", () => {
     );
   });
 
+  it("never builds a mention of a user or a link Telegram refuses: the text stays", async () => {
+    for (const format of ["markdown", "html"] as const) {
+      const msg =
+        format === "markdown"
+          ? "[Bob](tg://user?id=42) [local](http://localhost:3000) [odd](tg://a.b) [ok](https://a.example)"
+          : '<a href="tg://user?id=42">Bob</a> <a href="http://localhost:3000">local</a> <a href="tg://a.b">odd</a> <a href="https://a.example">ok</a>';
+      const content = await prepareContent(msg, { format });
+      expect(content?.body?.text).toBe("Bob local odd ok");
+      expect(content?.body?.entities).toEqual([
+        { type: "text_link", offset: 14, length: 2, url: "https://a.example" },
+      ]);
+    }
+  });
+
   it("shows the source when formatting leaves no text", async () => {
     const content = await prepareContent("[](https://a.example)", { format: "markdown" });
     expect(content?.body).toEqual({ text: "[](https://a.example)", entities: [] });
+  });
+});
+
+describe("the OpenAPI schemas and the checks agree", () => {
+  it("on every limit and every value", async () => {
+    const schemas = await import("../../src/http/message-schemas.ts");
+    // The schemas as the OpenAPI document has them (plain JSON Schema).
+    // biome-ignore lint/suspicious/noExplicitAny: read as plain JSON.
+    const { messageOptionFields, buttonSchema }: any = JSON.parse(JSON.stringify(schemas));
+    const limits = await import("../../src/domain/message-options.ts");
+    expect(messageOptionFields.title.maxLength).toBe(limits.MAX_TITLE);
+    expect(buttonSchema.properties.text.maxLength).toBe(limits.MAX_BUTTON_TEXT);
+    expect(buttonSchema.properties.url.maxLength).toBe(limits.MAX_URL);
+    expect(messageOptionFields.format.anyOf.map((s: { const: string }) => s.const)).toEqual([
+      ...limits.FORMATS,
+    ]);
+    const [rows, flat] = messageOptionFields.buttons.anyOf;
+    expect(rows?.maxItems).toBe(limits.MAX_BUTTON_ROWS);
+    expect(rows?.items.maxItems).toBe(limits.MAX_BUTTONS_PER_ROW);
+    expect(flat?.type).toBe("array");
+    const [list] = messageOptionFields.tags.anyOf;
+    expect(list?.maxItems).toBe(limits.MAX_TAGS);
+    expect(list?.items.maxLength).toBe(limits.MAX_TAG);
   });
 });

@@ -66,9 +66,10 @@ function elementFor(entity, text) {
     span.addEventListener("click", () => span.classList.add("revealed"));
     return span;
   }
-  if (entity.type === "text_link" || entity.type === "url") {
+  const href = entity.type === "url" ? withScheme(text) : entity.url;
+  if ((entity.type === "text_link" || entity.type === "url") && /^(https?|tg|ton):/i.test(href ?? "")) {
     const a = document.createElement("a");
-    a.href = localLink(entity.type === "url" ? withScheme(text) : entity.url);
+    a.href = localLink(href);
     a.target = "_blank";
     a.rel = "noopener noreferrer";
     return a;

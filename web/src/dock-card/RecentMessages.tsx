@@ -23,10 +23,11 @@ const PRIORITY_LABEL: Record<string, string> = {
 /** What the options changed besides the text: priority, sound, buttons (the title and tags are in the text). */
 function MessageOptions({ options }: { options: MessageReport["options"] }) {
   const silent = options.silent ?? (options.priority === "min" || options.priority === "low");
+  // The service accepted only http, https and tg URLs; the page checks again before linking.
   const buttons = [
     ...(options.buttons ?? []).flat(),
     ...(options.click ? [{ text: "Open", url: options.click }] : []),
-  ];
+  ].filter((button) => /^(https?|tg):/i.test(button.url));
   if (!options.priority && !silent && !options.protect_content && buttons.length === 0) return null;
   return (
     <p className="small message-options">
