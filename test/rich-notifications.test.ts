@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { Api } from "grammy";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareContent } from "../src/domain/message-options.ts";
+import { prepareContent, URL_RULE } from "../src/domain/message-options.ts";
 import { notificationBody, renderNotification } from "../src/domain/render.ts";
 import { entityProblems } from "../src/domain/telegram-format.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
@@ -151,7 +151,7 @@ describe.each(DIALECTS)("rich notifications accepted and stored on %s", (dialect
     expect(body.body.error.fields).toEqual([
       { field: "title", message: "must be a string." },
       { field: "priority", message: "must be min, low, default, high or urgent, or 1 to 5." },
-      { field: "buttons[0][0].url", message: "must be an http, https or tg URL of at most 2048 characters." },
+      { field: "buttons[0][0].url", message: URL_RULE },
     ]);
     const header = await webhook("x", { "Content-Type": "text/plain", "X-Priority": "loud" });
     expect(header.status).toBe(400);

@@ -1,3 +1,5 @@
+import { isButtonUrl } from "./telegram-format.ts";
+
 /** Bounds of a Dock's fields, documented in docs/api.md. */
 export const DOCK_NAME_MAX = 64;
 export const DOCK_DESCRIPTION_MAX = 512;
@@ -64,6 +66,13 @@ export function validateDockFields(input: {
     }
     if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
       errors.push({ field: "link", message: "link must be an absolute http:// or https:// URL" });
+    } else if (!isButtonUrl(link)) {
+      // Its button goes under every message: Telegram would refuse them all.
+      errors.push({
+        field: "link",
+        message:
+          "link must be a URL Telegram can open: a dotted host name or an IP address (not localhost), no user name or password",
+      });
     } else if (link.length > DOCK_LINK_MAX) {
       errors.push({ field: "link", message: `link must be at most ${DOCK_LINK_MAX} characters` });
     }

@@ -1,9 +1,9 @@
 import { isUtf8 } from "node:buffer";
 import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
-  checkLink,
   EntityParseError,
   type FormattedText,
+  isButtonUrl,
   parseHtml,
   parseMarkdownV2,
   tidyEntities,
@@ -167,12 +167,12 @@ export function gatherOptions(
 }
 
 /**
- * HTTP's own `Priority` header (RFC 9218: `u=3`, `u=1, i`), which browsers, HTTP/2 clients and
+ * HTTP's own `Priority` header (RFC 9218: `u=3`, `u=1, i`, `i=?0`), which browsers, HTTP/2 clients and
  * proxies such as Cloudflare add: not ours, so not read (ntfy learned the same).
  */
 function isHttpPriority(value: string | string[] | undefined): boolean {
   const text = Array.isArray(value) ? value.join(",") : (value ?? "");
-  return /^\s*(u=\d|i)\s*(,\s*(u=\d|i)\s*)*$/i.test(text);
+  return /^\s*(u=\d|i(=\?[01])?)\s*(,\s*(u=\d|i(=\?[01])?)\s*)*$/i.test(text);
 }
 
 const headerName = (lower: string) =>
@@ -218,13 +218,15 @@ function readPriority(given: Given): Priority | string {
   return PRIORITY_WORDS[word.trim().toLowerCase()] ?? "must be min, low, default, high or urgent, or 1 to 5.";
 }
 
-/**
- * Telegram refuses a button (and with it the message) whose URL it does not take: http(s) and tg:
- * only, with the scheme written out, as checkLink has them.
- */
-export function isButtonUrl(raw: string): boolean {
-  return raw.length <= MAX_URL && /^(https?|tg):/i.test(raw) && checkLink(raw) === raw;
+/** Telegram refuses a button (and with it the message) whose URL it does not take. */
+function isButtonLink(raw: string): boolean {
+  return raw.length <= MAX_URL && isButtonUrl(raw);
 }
+
+/** What a URL must be, said where one is refused. */
+export const URL_RULE = `must be a URL Telegram can open, at most ${MAX_URL} characters: https:// or http:// with a dotted host name or an IP address (not localhost), no user name or password, or tg://.`;
+/** What a button's label must be. */
+export const LABEL_RULE = `must be 1 to ${MAX_BUTTON_TEXT} characters of text, without control characters.`;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -242,17 +244,11 @@ function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Bu
     !text.isWellFormed() ||
     CONTROL.test(text)
   ) {
-    problems.push({
-      field: `${where}.text`,
-      message: `must be a non-empty string of at most ${MAX_BUTTON_TEXT} characters.`,
-    });
+    problems.push({ field: `${where}.text`, message: LABEL_RULE });
     return undefined;
   }
-  if (typeof url !== "string" || !isButtonUrl(url.trim())) {
-    problems.push({
-      field: `${where}.url`,
-      message: `must be an http, https or tg URL of at most ${MAX_URL} characters.`,
-    });
+  if (typeof url !== "string" || !isButtonLink(url.trim())) {
+    problems.push({ field: `${where}.url`, message: URL_RULE });
     return undefined;
   }
   return { text: text.trim(), url: url.trim() };
@@ -460,8 +456,8 @@ export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>
   const click = found.get("click");
   if (click) {
     const url = typeof click.value === "string" ? click.value.trim() : "";
-    if (isButtonUrl(url)) options.click = url;
-    else fail(click, `must be an http, https or tg URL of at most ${MAX_URL} characters.`);
+    if (isButtonLink(url)) options.click = url;
+    else fail(click, URL_RULE);
   }
 
   if (problems.length > 0) throw new OptionsError(problems);

@@ -5,7 +5,7 @@ import type {
   MessageEntity as TelegramEntity,
 } from "grammy/types";
 import { isSilent, type MessageContent, type MessageOptions, PRIORITY_MARKERS } from "./message-options.ts";
-import { type FormattedText, MAX_ENTITIES, type MessageEntity } from "./telegram-format.ts";
+import { type FormattedText, isButtonUrl, MAX_ENTITIES, type MessageEntity } from "./telegram-format.ts";
 
 /** Telegram's limit for one message's text, in UTF-16 code units (after entity parsing). */
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -141,7 +141,9 @@ function keyboard(
     row.map((button) => ({ text: button.text, url: button.url })),
   );
   if (options?.click) rows.push([{ text: "Open", url: options.click }]);
-  if (dock.link) rows.push([linkButton(dock.link)]);
+  // A Dock saved before links were checked as Telegram checks them (http://localhost:3000, say)
+  // would make Telegram refuse every message: its button is left out instead.
+  if (dock.link && isButtonUrl(dock.link)) rows.push([linkButton(dock.link)]);
   return rows.length > 0 ? { inline_keyboard: rows } : undefined;
 }
 

@@ -63,26 +63,35 @@ const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\n"
 
 /** A tg: or ton: link: a host of letters, digits, `_` and `-`, then anything but spaces. */
 const APP_LINK = /^(tg|ton):(\/\/)?[A-Za-z0-9_-]+(?:[/?#]\S*)?$/i;
+/** Telegram's link to a user's profile, however written: `tg:user?id=`, `tg://user/?x=1&id=`. */
+const USER_LINK = /^tg:(\/\/)?user\/?\?(?:[^#]*&)?id=(\d{1,15})(?:[&#]|$)/i;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
 const CONTROL = /[\u0000-\u001f\u007f]/;
+/** The host as written in an http(s) URL: after `://` and any user info, before port, path, query. */
+const WRITTEN_HOST = /^https?:\/\/(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)/i;
 
 /**
- * Accepts what Telegram accepts as a link target (its `check_link`): http(s) URLs with a dotted
- * host, no user name or password and a real port; tg: and ton: links with a plain host; or a bare
+ * Accepts what Telegram accepts as a link target (its `check_link`): an http(s) URL written out
+ * with `://` whose host, as written, is a dotted name, an IPv4 address or a bracketed IPv6 address,
+ * with no user name or password and a real port; a tg: or ton: link with a plain host; or a bare
  * domain, which gets `http://`. Anything else yields undefined and the link is dropped, as
- * Telegram does.
+ * Telegram does. The host is judged as written: `http://3000/` is a number to a browser's parser
+ * (0.0.11.184) but a name without a dot to Telegram.
  */
 export function checkLink(raw: string): string | undefined {
   const url = raw.trim();
-  if (url === "" || CONTROL.test(url) || /\s/.test(url) || !url.isWellFormed()) return undefined;
-  if (/^(tg|ton):/i.test(url)) return APP_LINK.test(url) ? url : undefined;
+  if (url === "" || CONTROL.test(url) || /[\s\\]/.test(url) || !url.isWellFormed()) return undefined;
+  if (/^(tg|ton):/i.test(url)) return APP_LINK.test(url) || USER_LINK.test(url) ? url : undefined;
   const withScheme = /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : `http://${url}`;
+  const host = WRITTEN_HOST.exec(withScheme)?.[1];
+  if (host === undefined || host === "") return undefined;
   try {
     const parsed = new URL(withScheme);
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return undefined;
     if (parsed.username !== "" || parsed.password !== "" || parsed.port === "0") return undefined;
-    const host = parsed.hostname;
-    if (!host.includes(".") || host.startsWith(".") || host.endsWith(".") || host.includes(".."))
+    if (parsed.hostname !== host.toLowerCase()) return undefined;
+    const ipv6 = host.startsWith("[");
+    if (!ipv6 && (!host.includes(".") || host.startsWith(".") || host.endsWith(".") || host.includes("..")))
       return undefined;
     return withScheme;
   } catch {
@@ -90,15 +99,28 @@ export function checkLink(raw: string): string | undefined {
   }
 }
 
+/** Whether a URL is Telegram's link to a user (which becomes a mention Telegram may refuse). */
+export function isUserLink(url: string): boolean {
+  return USER_LINK.test(url.trim());
+}
+
+/**
+ * Whether Telegram takes `url` for a URL button: http(s) or tg, written out, as checkLink has it,
+ * and not a link to a user (Telegram may refuse to show one to people who do not know them).
+ */
+export function isButtonUrl(url: string): boolean {
+  return /^(https?|tg):/i.test(url) && checkLink(url) === url && !isUserLink(url);
+}
+
 /** Either a text_link or, for `tg://user?id=N`, a text_mention; undefined when the link is invalid. */
 export function linkEntity(offset: number, length: number, url: string): MessageEntity | undefined {
-  const mention = /^tg:\/\/user\?id=(\d{1,15})$/i.exec(url.trim());
+  const mention = USER_LINK.exec(url.trim());
   if (mention) {
     return {
       type: "text_mention",
       offset,
       length,
-      user: { id: Number(mention[1]), is_bot: false, first_name: "" },
+      user: { id: Number(mention[2]), is_bot: false, first_name: "" },
     };
   }
   const checked = checkLink(url);

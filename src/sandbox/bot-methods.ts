@@ -80,8 +80,11 @@ function explicitEntities(params: Params, field: string): MessageEntity[] {
     if (type === "text_link" && typeof (entity as { url?: unknown }).url !== "string") {
       throw badRequest('can\'t parse entities: Field "url" must be of type String');
     }
-    if (type === "text_link" && checkLink((entity as { url: string }).url) === undefined) {
-      throw badRequest("can't parse entities: Wrong URL specified");
+    if (type === "text_link") {
+      // As Telegram: a URL it does not take is refused, a bare domain gets http://.
+      const url = checkLink((entity as { url: string }).url);
+      if (url === undefined) throw badRequest("can't parse entities: Wrong URL specified");
+      return { ...(entity as MessageEntity), url };
     }
     return entity as MessageEntity;
   });

@@ -209,6 +209,11 @@ describe("rendering a rich notification", () => {
     }
   });
 
+  it("leaves out the Dock's link button when Telegram would refuse it (a link saved before links were checked)", () => {
+    const [part] = renderNotification({ name: "Dev", link: "http://localhost:3000" }, "x");
+    expect(part?.reply_markup).toBeUndefined();
+  });
+
   it("never sends more than 100 entities in a message: the text stays, the rest of the formatting goes", async () => {
     const msg = Array.from({ length: 300 }, (_, i) => `**${i}**`).join(" ");
     const [part] = renderNotification(dock, msg, await content(msg, { format: "markdown" }));

@@ -91,7 +91,11 @@ export function DockForm({
   return (
     <form onSubmit={submit} noValidate>
       {field("name", "Name", "Required. Shown in bold above every message.")}
-      {field("link", "Link", "Optional. Your application's address, http:// or https://.")}
+      {field(
+        "link",
+        "Link",
+        "Optional. Your application's address, http:// or https:// (a dotted host name or IP address, as Telegram requires for its button).",
+      )}
       {field("description", "Description", "What this Dock sends, for you and your subscribers.", true)}
       {error && (
         <p className="error" role="alert">
