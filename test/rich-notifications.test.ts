@@ -165,7 +165,8 @@ describe.each(DIALECTS)("rich notifications accepted and stored on %s", (dialect
     expect(html.body.error.fields).toEqual([
       {
         field: "msg",
-        message: 'is not valid Telegram HTML: Unsupported start tag "div" at byte offset 0.',
+        message:
+          'is not valid Telegram HTML: Unsupported start tag "div" at byte offset 0. In Telegram HTML, write <, > and & in text as &lt;, &gt; and &amp;.',
       },
     ]);
     const v2 = await ping({ msg: "1.5", format: "telegram_markdownv2" });

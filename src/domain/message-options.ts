@@ -309,19 +309,24 @@ function parseActions(text: string, field: string, problems: OptionProblem[]): u
   return actions;
 }
 
+/** ntfy's kinds of action; only `view` opens a URL. */
+const NTFY_ACTIONS = new Set(["view", "http", "broadcast", "copy"]);
+
 function readButtons(given: Given, problems: OptionProblem[]): Button[][] | undefined {
   let raw = given.value;
   if (typeof raw === "string") {
     const actions = parseActions(String(raw), given.field, problems);
     if (actions === undefined) return undefined;
-    for (const action of actions as { action?: unknown }[]) {
-      if (typeof action?.action === "string" && action.action.toLowerCase() !== "view") {
-        problems.push({
-          field: given.field,
-          message: `only "view" actions can be shown (as URL buttons); "${action.action.slice(0, 32)}" cannot.`,
-        });
-        return undefined;
-      }
+    for (const [n, action] of (actions as { action?: unknown }[]).entries()) {
+      const kind = typeof action?.action === "string" ? action.action.toLowerCase() : "view";
+      if (kind === "view") continue;
+      problems.push({
+        field: `${given.field} (action ${n + 1})`,
+        message: NTFY_ACTIONS.has(kind)
+          ? `only "view" actions can be shown (as URL buttons); "${kind}" cannot.`
+          : `is not in ntfy's action form "view, Label, https://…" ("${String(action.action).slice(0, 32)}" is not an action).`,
+      });
+      return undefined;
     }
     if (actions.length > MAX_BUTTONS_PER_ROW) {
       problems.push({ field: given.field, message: `may hold at most ${MAX_BUTTONS_PER_ROW} actions.` });
@@ -356,7 +361,11 @@ function readButtons(given: Given, problems: OptionProblem[]): Button[][] | unde
   const buttons = rows
     .map((row, r) =>
       row.map((button, b) =>
-        checkButton(button, given.fromText ? given.field : `${given.field}[${r}][${b}]`, problems),
+        checkButton(
+          button,
+          typeof given.value === "string" ? `${given.field} (action ${b + 1})` : `${given.field}[${r}][${b}]`,
+          problems,
+        ),
       ),
     )
     .filter((row) => row.length > 0);
@@ -507,8 +516,12 @@ export async function prepareContent(msg: string, options: MessageOptions): Prom
           : tidyEntities(format === "html" ? parseHtml(msg) : parseMarkdownV2(msg));
     } catch (error) {
       if (!(error instanceof EntityParseError)) throw error;
+      const hint =
+        format === "html"
+          ? " In Telegram HTML, write <, > and & in text as &lt;, &gt; and &amp;."
+          : " In MarkdownV2, escape any of _*[]()~`>#+-=|{}.! in text with a backslash.";
       const name = format === "html" ? "Telegram HTML" : "Telegram MarkdownV2";
-      throw new OptionsError([{ field: "msg", message: `is not valid ${name}: ${error.message}.` }]);
+      throw new OptionsError([{ field: "msg", message: `is not valid ${name}: ${error.message}.${hint}` }]);
     }
     // All markup and no text (an empty link, say): the source is shown as it was written.
     // A link to a user (tg://user?id=…) stays text: Telegram refuses a mention of someone the bot

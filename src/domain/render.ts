@@ -87,17 +87,44 @@ function sliceEntities(entities: readonly MessageEntity[], start: number, end: n
 }
 
 /**
- * Splits formatted text like splitText, keeping its entities valid in every piece: an entity cut
- * at a boundary ends with the first piece and begins again at the start of the next.
+ * Where the piece of `text` starting at `start` must end at the latest so that it carries at most
+ * `limit` entities (those begun earlier and still open count too): where the first entity over
+ * the limit begins. `end` when it fits.
  */
-export function splitFormatted(formatted: FormattedText, max: number): FormattedText[] {
-  return splitText(formatted.text, max).reduce<{ start: number; pieces: FormattedText[] }>(
-    ({ start, pieces }, text) => {
-      pieces.push({ text, entities: sliceEntities(formatted.entities, start, start + text.length) });
-      return { start: start + text.length, pieces };
-    },
-    { start: 0, pieces: [] },
-  ).pieces;
+function entityStop(entities: readonly MessageEntity[], start: number, end: number, limit: number): number {
+  let count = 0;
+  for (const entity of entities) {
+    if (entity.offset >= end) break;
+    if (entity.offset + entity.length <= start) continue;
+    if (++count > limit) return Math.max(start, entity.offset);
+  }
+  return end;
+}
+
+/**
+ * Splits formatted text like splitText, keeping its entities valid in every piece: an entity cut
+ * at a boundary ends with the first piece and begins again at the start of the next. A piece also
+ * ends early rather than carry more than `maxEntities` (Telegram's limit per message), so no
+ * formatting is lost; only a text with more entities open at one point than that loses the rest.
+ * `entities` must be sorted by offset.
+ */
+export function splitFormatted(
+  formatted: FormattedText,
+  max: number,
+  maxEntities = Infinity,
+): FormattedText[] {
+  const { text, entities } = formatted;
+  const pieces: FormattedText[] = [];
+  let start = 0;
+  do {
+    const rest = text.slice(start);
+    let cut = cutPoint(rest, max);
+    const stop = entityStop(entities, start, start + cut, maxEntities);
+    if (stop > start && stop < start + cut) cut = cutPoint(rest, stop - start);
+    pieces.push({ text: rest.slice(0, cut), entities: sliceEntities(entities, start, start + cut) });
+    start += cut;
+  } while (start < text.length);
+  return pieces;
 }
 
 const shift = (entities: readonly MessageEntity[], by: number) =>
@@ -166,14 +193,16 @@ export function renderNotification(
   const body = notificationBody(text, content);
   let bodies: FormattedText[];
   let headers: string[];
-  if (name.length + 1 + body.text.length <= TELEGRAM_TEXT_LIMIT) {
+  // Each part's own entity is its bold header; the body's may use the rest of Telegram's limit.
+  const bodyEntities = MAX_ENTITIES - 1;
+  if (name.length + 1 + body.text.length <= TELEGRAM_TEXT_LIMIT && body.entities.length <= bodyEntities) {
     bodies = [body];
     headers = [name];
   } else {
     // Room for the header "Name (i/n)" plus its line break; more parts need longer numbers.
     let digits = 1;
     for (;;) {
-      bodies = splitFormatted(body, TELEGRAM_TEXT_LIMIT - (name.length + 5 + 2 * digits));
+      bodies = splitFormatted(body, TELEGRAM_TEXT_LIMIT - (name.length + 5 + 2 * digits), bodyEntities);
       if (String(bodies.length).length <= digits) break;
       digits++;
     }
@@ -193,7 +222,8 @@ export function renderNotification(
     ];
     const part: RenderedPart = {
       text: `${header}\n${piece.text}`,
-      // Telegram takes at most MAX_ENTITIES; past that the text stays and the formatting goes.
+      // Telegram takes at most MAX_ENTITIES: parts end early to stay within it (splitFormatted), so
+      // this cuts only a text with more entities open at one point than that.
       entities: entities.slice(0, MAX_ENTITIES) as TelegramEntity[],
       ...send,
     };

@@ -36,6 +36,12 @@ export const docs = fp(async (app: FastifyInstance, options: { publicUrl: string
       servers: [{ url: options.publicUrl }],
       components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } },
     },
+    // A route may give the document fuller schemas than its validator needs (`documented`: the
+    // send API's options, which it checks itself; see http/send-api.ts).
+    transform: ({ schema, url }) => {
+      const { documented, ...rest } = (schema ?? {}) as { documented?: Record<string, unknown> };
+      return { schema: documented ? { ...rest, ...documented } : rest, url };
+    },
     // What the route schemas cannot say: /webhook also takes the raw text as text/plain (its
     // body is turned into {"msg": …} before validation, so the schema describes only JSON).
     transformObject: (documents) => {

@@ -141,6 +141,19 @@ const webhookBody = Type.Object({
   ...messageOptionFields,
 });
 
+/**
+ * What the schema validator checks: the body without the options, which takeOptions has already
+ * read, checked and taken out. The full schemas above are the OpenAPI document's (`documented`,
+ * see http/docs.ts): compiling validators for options that are never there would only cost
+ * start-up work and memory.
+ */
+const checkedPingBody = Type.Object({
+  dock_id: pingBody.properties.dock_id,
+  secret_key: pingBody.properties.secret_key,
+  msg: pingBody.properties.msg,
+});
+const checkedWebhookBody = Type.Object({ msg: webhookBody.properties.msg });
+
 /** ntfy's query parameters, for tools that can set neither the body nor headers (see OPTION_SOURCES). */
 const webhookQuery = Type.Object(
   Object.fromEntries(
@@ -315,7 +328,7 @@ const OPTION_NAMES = Object.keys(OPTION_SOURCES);
 function optionsRefused(error: OptionsError): ApiError {
   return new ApiError(
     "invalid_fields",
-    `Some fields are not valid: ${error.problems.map((p) => `${p.field} ${p.message}`).join(" ")}`,
+    `Some fields are not valid: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
     {},
     error.problems,
   );
@@ -482,7 +495,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: "Send a message (credentials in the JSON body)",
         tags: ["send"],
         headers: idempotencyHeader,
-        body: pingBody,
+        body: checkedPingBody,
+        documented: { body: pingBody },
         response: { 202: accepted, ...errorResponses },
       },
       config: { securityHeaders: "api" },
@@ -506,9 +520,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           'User name: the Dock ID; password: the secret key. Body: `{"msg": "…"}` with any of the options, or the raw text with Content-Type text/plain. The options can also come as ntfy\'s headers (`Title`, `Priority`, `Tags`, `Markdown: yes`, `Click`, `Actions`) or query parameters (`?title=…&priority=high`); a body field wins over a header, a header over a query parameter.',
         tags: ["send"],
         security: [{ basic: [] }],
-        headers: webhookHeaders,
-        querystring: webhookQuery,
-        body: webhookBody,
+        headers: idempotencyHeader,
+        body: checkedWebhookBody,
+        documented: { body: webhookBody, headers: webhookHeaders, querystring: webhookQuery },
         response: { 202: accepted, ...errorResponses },
       },
       // Authenticate before reading the body: a wrong key costs us no parsing.

@@ -280,7 +280,19 @@ describe("message options from /webhook headers and query parameters (ntfy's nam
     ]);
     expect(
       problems(() => readOptions(gatherOptions({}, { actions: "http, Reboot, https://a.example" }))),
-    ).toEqual(['the Actions header: only "view" actions can be shown (as URL buttons); "http" cannot.']);
+    ).toEqual([
+      'the Actions header (action 1): only "view" actions can be shown (as URL buttons); "http" cannot.',
+    ]);
+    expect(
+      problems(() =>
+        readOptions(
+          gatherOptions({}, { actions: "view, A, https://a.example; view, B, http://localhost:3000" }),
+        ),
+      ),
+    ).toEqual([`the Actions header (action 2).url: ${URL_RULE}`]);
+    expect(problems(() => readOptions(gatherOptions({}, { actions: "garbage" })))).toEqual([
+      'the Actions header (action 1): is not in ntfy\'s action form "view, Label, https://…" ("garbage" is not an action).',
+    ]);
   });
 
   it("decodes UTF-8 sent raw (Node reads it as Latin-1) and RFC 2047 words", () => {

@@ -214,11 +214,32 @@ describe("rendering a rich notification", () => {
     expect(part?.reply_markup).toBeUndefined();
   });
 
-  it("never sends more than 100 entities in a message: the text stays, the rest of the formatting goes", async () => {
+  it("ends a part early rather than send more than 100 entities: no formatting is lost", async () => {
     const msg = Array.from({ length: 300 }, (_, i) => `**${i}**`).join(" ");
-    const [part] = renderNotification(dock, msg, await content(msg, { format: "markdown" }));
-    expect(part?.entities.length).toBe(100);
-    expect(part?.text).toContain("299");
-    shown(part);
+    const formatted = await content(msg, { format: "markdown" });
+    const parts = renderNotification(dock, msg, formatted);
+    expect(parts.length).toBeGreaterThanOrEqual(4);
+    for (const part of parts) {
+      expect(part.entities.length).toBeLessThanOrEqual(100);
+      shown(part);
+    }
+    // Every bold number arrives bold, each part under its own bold header.
+    const bold = parts.flatMap((p) =>
+      p.entities.slice(1).map((e) => p.text.slice(e.offset, e.offset + e.length)),
+    );
+    expect(bold).toEqual(Array.from({ length: 300 }, (_, i) => String(i)));
+  });
+
+  it("keeps a code block whole across the part that the entity limit ends early", async () => {
+    const items = Array.from({ length: 60 }, (_, i) => `- *item* \`${i}\``).join("\n");
+    const code = Array.from({ length: 60 }, (_, i) => `line ${String(i).padStart(3, "0")}`).join("\n");
+    const msg = `${items}\n\n\`\`\`python\n${code}\n\`\`\``;
+    const parts = renderNotification(dock, msg, await content(msg, { format: "markdown" }));
+    const pre = parts.flatMap((p) =>
+      p.entities.filter((e) => e.type === "pre").map((e) => p.text.slice(e.offset, e.offset + e.length)),
+    );
+    // The code arrives as code blocks (one, or two if the length limit cuts it), every line in one.
+    expect(pre.join("\n").split("\n")).toEqual(code.split("\n"));
+    for (const part of parts) shown(part);
   });
 });
