@@ -127,6 +127,9 @@ interface List {
   next: number;
 }
 
+/** The entity for each of markdown-it's inline styles, by the HTML tag it would render. */
+const STYLES: Record<string, string> = { strong: "bold", em: "italic", s: "strikethrough" };
+
 function inline(writer: Writer, children: Token[]): void {
   for (const token of children) {
     switch (token.type) {
@@ -141,22 +144,14 @@ function inline(writer: Writer, children: Token[]): void {
         writer.write("\n");
         break;
       case "strong_open":
-        writer.open("bold");
+      case "em_open":
+      case "s_open":
+        writer.open(STYLES[token.tag] as string);
         break;
       case "strong_close":
-        writer.close("bold");
-        break;
-      case "em_open":
-        writer.open("italic");
-        break;
       case "em_close":
-        writer.close("italic");
-        break;
-      case "s_open":
-        writer.open("strikethrough");
-        break;
       case "s_close":
-        writer.close("strikethrough");
+        writer.close(STYLES[token.tag] as string);
         break;
       case "link_open":
         writer.open("text_link", String(token.attrGet("href") ?? ""));
