@@ -211,11 +211,29 @@ export async function startServiceOver(
     logs,
     subscriptions: app.subscriptions,
     close: async () => {
-      await app.stop();
-      await app.server.close();
-      await db.close();
+      // Each step is timed: one that takes long says which (a close once hung past a 60 s hook
+      // timeout on a loaded machine, and the log is all a CI run leaves).
+      await slowStepWarning("app.stop()", () => app.stop());
+      await slowStepWarning("server.close()", () => app.server.close());
+      await slowStepWarning("db.close()", () => db.close());
     },
   };
+}
+
+/** Runs `step`, and says on stderr when it took more than 10 s. */
+async function slowStepWarning(name: string, step: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  const warn = setTimeout(
+    () => console.warn(`closing the test service: ${name} still running after 10 s`),
+    10_000,
+  );
+  try {
+    await step();
+  } finally {
+    clearTimeout(warn);
+    const seconds = (performance.now() - started) / 1000;
+    if (seconds > 10) console.warn(`closing the test service: ${name} took ${seconds.toFixed(1)} s`);
+  }
 }
 
 /** The dialects a suite runs against: SQLite always, PostgreSQL when reachable (always in CI). */
