@@ -3,6 +3,7 @@ import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
   EntityParseError,
   type FormattedText,
+  hasControlCharacter,
   isButtonUrl,
   parseHtml,
   parseMarkdownV2,
@@ -228,9 +229,6 @@ export const URL_RULE = `must be a URL Telegram can open, at most ${MAX_URL} cha
 /** What a button's label must be. */
 export const LABEL_RULE = `must be 1 to ${MAX_BUTTON_TEXT} characters of text, without control characters.`;
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Button | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     problems.push({ field: where, message: "must be an object with text and url." });
@@ -242,7 +240,7 @@ function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Bu
     text.trim() === "" ||
     text.length > MAX_BUTTON_TEXT ||
     !text.isWellFormed() ||
-    CONTROL.test(text)
+    hasControlCharacter(text)
   ) {
     problems.push({ field: `${where}.text`, message: LABEL_RULE });
     return undefined;

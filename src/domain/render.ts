@@ -5,7 +5,13 @@ import type {
   MessageEntity as TelegramEntity,
 } from "grammy/types";
 import { isSilent, type MessageContent, type MessageOptions, PRIORITY_MARKERS } from "./message-options.ts";
-import { type FormattedText, isButtonUrl, MAX_ENTITIES, type MessageEntity } from "./telegram-format.ts";
+import {
+  type FormattedText,
+  isButtonUrl,
+  MAX_ENTITIES,
+  type MessageEntity,
+  sliceEntities,
+} from "./telegram-format.ts";
 
 /** Telegram's limit for one message's text, in UTF-16 code units (after entity parsing). */
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -54,15 +60,7 @@ export function cutPoint(text: string, max: number): number {
 
 /** Splits text into pieces of at most `max` UTF-16 units at natural boundaries, in order. */
 export function splitText(text: string, max: number): string[] {
-  const pieces: string[] = [];
-  let rest = text;
-  while (rest.length > max) {
-    const cut = cutPoint(rest, max);
-    pieces.push(rest.slice(0, cut));
-    rest = rest.slice(cut);
-  }
-  if (rest.length > 0 || pieces.length === 0) pieces.push(rest);
-  return pieces;
+  return splitFormatted({ text, entities: [] }, max).map((piece) => piece.text);
 }
 
 function linkButton(link: string): InlineKeyboardButton {
@@ -73,17 +71,6 @@ function linkButton(link: string): InlineKeyboardButton {
     // validated on save; keep the raw text as the label if it ever does not parse
   }
   return { text: `Open ${label}`, url: link };
-}
-
-/** Entities of `entities` that overlap [start, end), moved to count from `start` and clipped to it. */
-function sliceEntities(entities: readonly MessageEntity[], start: number, end: number): MessageEntity[] {
-  const slice: MessageEntity[] = [];
-  for (const entity of entities) {
-    const from = Math.max(start, entity.offset);
-    const to = Math.min(end, entity.offset + entity.length);
-    if (to > from) slice.push({ ...entity, offset: from - start, length: to - from });
-  }
-  return slice;
 }
 
 /**

@@ -67,6 +67,9 @@ const APP_LINK = /^(tg|ton):(\/\/)?[A-Za-z0-9_-]+(?:[/?#]\S*)?$/i;
 const USER_LINK = /^tg:(\/\/)?user\/?\?(?:[^#]*&)?id=(\d{1,15})(?:[&#]|$)/i;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Whether the text holds a control character (U+0000–U+001F, U+007F). */
+export const hasControlCharacter = (text: string): boolean => CONTROL.test(text);
 /** The host as written in an http(s) URL: after `://` and any user info, before port, path, query. */
 const WRITTEN_HOST = /^https?:\/\/(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)/i;
 
@@ -624,12 +627,7 @@ function findAutoEntities(text: string, existing: MessageEntity[]): MessageEntit
 export function finishText(formatted: FormattedText): FormattedText {
   const lead = formatted.text.length - formatted.text.trimStart().length;
   const text = formatted.text.trim();
-  const entities: MessageEntity[] = [];
-  for (const entity of formatted.entities) {
-    const start = Math.max(0, entity.offset - lead);
-    const end = Math.min(text.length, entity.offset + entity.length - lead);
-    if (end > start) entities.push({ ...entity, offset: start, length: end - start });
-  }
+  const entities = sliceEntities(formatted.entities, lead, lead + text.length);
   entities.push(...findAutoEntities(text, entities));
   entities.sort((a, b) => a.offset - b.offset || b.length - a.length);
   return { text, entities };
@@ -654,6 +652,21 @@ export function parseText(text: string, parseMode: string): FormattedText | unde
 
 // ---------------------------------------------------------------- entities we build
 
+/** Entities of `entities` that overlap [start, end), moved to count from `start` and clipped to it. */
+export function sliceEntities(
+  entities: readonly MessageEntity[],
+  start: number,
+  end: number,
+): MessageEntity[] {
+  const slice: MessageEntity[] = [];
+  for (const entity of entities) {
+    const from = Math.max(start, entity.offset);
+    const to = Math.min(end, entity.offset + entity.length);
+    if (to > from) slice.push({ ...entity, offset: from - start, length: to - from });
+  }
+  return slice;
+}
+
 /** At most this many entities go with one message (Telegram's own messages stay far below it). */
 export const MAX_ENTITIES = 100;
 
@@ -668,12 +681,7 @@ export function tidyEntities(formatted: FormattedText): FormattedText {
   let end = formatted.text.length;
   while (start < end && isTrimmed(formatted.text[start])) start++;
   while (end > start && isTrimmed(formatted.text[end - 1])) end--;
-  const entities: MessageEntity[] = [];
-  for (const entity of formatted.entities) {
-    const from = Math.max(start, entity.offset);
-    const to = Math.min(end, entity.offset + entity.length);
-    if (to > from) entities.push({ ...entity, offset: from - start, length: to - from });
-  }
+  const entities = sliceEntities(formatted.entities, start, end);
   entities.sort((a, b) => a.offset - b.offset || b.length - a.length || rank(a) - rank(b));
   return { text: formatted.text.slice(start, end), entities };
 }
