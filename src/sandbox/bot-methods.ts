@@ -19,6 +19,9 @@ export const MAX_TEXT_LENGTH = 4096;
 /** Telegram's limit on a callback query answer's text. */
 const MAX_CALLBACK_ANSWER = 200;
 
+/** A bot may delete a message only while it is younger than this (Telegram's 48 hours). */
+export const DELETE_WINDOW_SECONDS = 48 * 60 * 60;
+
 /** A Bot API method: reads its parameters, changes the sandbox, returns the `result`. */
 export type BotMethod = (emulator: Emulator, params: Params, signal: AbortSignal) => unknown;
 
@@ -142,6 +145,16 @@ export function quoted(message: Message): Message {
   return rest;
 }
 
+/**
+ * Takes the call's place in the flood limits (limits.ts), or answers 429 with `retry_after`.
+ * Sends, edits and deletes share the same windows, as on Telegram; edits and deletes have no
+ * `allow_paid_broadcast`.
+ */
+function checkFlood(emulator: Emulator, chat: SimChat, paidBroadcast: boolean): void {
+  const retryAfter = emulator.limiter.take(chat.id, chat.type === "private", paidBroadcast);
+  if (retryAfter > 0) throw tooManyRequests(retryAfter);
+}
+
 /** Where the person's keyboard stands after the bot sent this markup. */
 function applyKeyboard(emulator: Emulator, chat: SimChat, markup: ReplyMarkup | undefined): void {
   if (markup === undefined || isInlineKeyboard(markup) || "force_reply" in markup) return;
@@ -158,12 +171,7 @@ function sendMessage(emulator: Emulator, params: Params): Message {
   );
   const replyTo = replyTarget(chat, params);
   checkCanWrite(chat);
-  const retryAfter = emulator.limiter.take(
-    chat.id,
-    chat.type === "private",
-    params.boolean("allow_paid_broadcast"),
-  );
-  if (retryAfter > 0) throw tooManyRequests(retryAfter);
+  checkFlood(emulator, chat, params.boolean("allow_paid_broadcast"));
   const preview = params.json("link_preview_options", "can't parse link preview options JSON object");
   const fields: Partial<Message> = {
     text,
@@ -217,7 +225,9 @@ function finishEdit(
     changes.entities ?? stored.message.entities ?? [],
     markup,
   ]);
+  // Telegram answers an edit that changes nothing without sending anything: no flood place taken.
   if (before === after) throw badRequest(NOT_MODIFIED);
+  checkFlood(emulator, chat, false);
   const { reply_markup: _old, ...rest } = stored.message;
   stored.message = {
     ...rest,
@@ -381,6 +391,7 @@ export const BOT_METHODS: Record<string, BotMethod> = {
   sendmessage: sendMessage,
 
   editmessagetext: (emulator, params) => {
+    emulator.stats.edit_message++;
     const { chat, stored } = messageToEdit(emulator, params);
     const { text, entities } = formattedText(params, "text", "entities", "parse_mode");
     const markup = inlineMarkup(params);
@@ -396,18 +407,31 @@ export const BOT_METHODS: Record<string, BotMethod> = {
   },
 
   editmessagereplymarkup: (emulator, params) => {
+    emulator.stats.edit_message++;
     const { chat, stored } = messageToEdit(emulator, params);
     return finishEdit(emulator, chat, stored, {}, inlineMarkup(params));
   },
 
   deletemessage: (emulator, params) => {
+    emulator.stats.delete_message++;
     const chat = chatFor(emulator, params, "read");
     const id = params.integer("message_id", "message identifier is not specified");
     if (id === undefined) throw badRequest("message identifier is not specified");
-    const index = chat.messages.findIndex((stored) => stored.message.message_id === id);
-    if (index < 0) throw badRequest("message to delete not found");
-    chat.messages.splice(index, 1);
-    emulator.emit({ type: "message_deleted", chat_id: chat.id, message_id: id });
+    const stored = emulator.findMessage(chat, id);
+    if (stored === undefined) throw badRequest("message to delete not found");
+    // In a group the bot may delete its own messages; other people's only as an administrator.
+    if (
+      chat.type !== "private" &&
+      stored.message.from.id !== emulator.bot.id &&
+      chat.botStatus !== "administrator"
+    ) {
+      throw badRequest("message can't be deleted");
+    }
+    if (emulator.date() - stored.message.date >= DELETE_WINDOW_SECONDS) {
+      throw badRequest("message can't be deleted for everyone");
+    }
+    checkFlood(emulator, chat, false);
+    emulator.removeMessage(chat, stored);
     return true;
   },
 

@@ -15,6 +15,7 @@ import { FaultSpecError } from "./faults.ts";
 import { SEND_LIMITS } from "./limits.ts";
 import {
   ActionError,
+  deleteMessage,
   openStartLink,
   pressInlineButton,
   pressKeyboardButton,
@@ -68,6 +69,9 @@ const NewGroup = Type.Object({
 });
 
 const From = Type.Optional(UserId);
+
+/** The most a message may be backdated at once: ten years, far beyond any window Telegram has. */
+const MAX_BACKDATE_SECONDS = 10 * 366 * 24 * 60 * 60;
 
 /** Turns an id path parameter into a number (path parameters always arrive as strings). */
 const num = (raw: string) => Number(raw);
@@ -235,6 +239,48 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
         ...(from !== undefined ? { from } : {}),
         ...(callback_data !== undefined ? { callbackData: callback_data } : { row, column }),
       });
+    },
+  );
+
+  server.delete(
+    "/chats/:id/messages/:messageId",
+    { schema: { params: MessageParams } },
+    async (request, reply) => {
+      // The body is optional (a private chat's person needs no `from`), so it is checked by hand.
+      const from = (request.body as { from?: unknown } | undefined)?.from;
+      if (from !== undefined && (!Number.isSafeInteger(from) || (from as number) < 1)) {
+        throw new ActionError(400, "from must be a person's id");
+      }
+      deleteMessage(
+        emulator,
+        num(request.params.id),
+        num(request.params.messageId),
+        from as number | undefined,
+      );
+      return reply.code(204).send();
+    },
+  );
+
+  // A testing aid: the message is dated `seconds` earlier, as if sent then, so a test can reach
+  // Telegram's time windows (deleteMessage's 48 hours) without waiting for them.
+  server.post(
+    "/chats/:id/messages/:messageId/backdate",
+    {
+      schema: {
+        params: MessageParams,
+        body: Type.Object({ seconds: Type.Integer({ minimum: 1, maximum: MAX_BACKDATE_SECONDS }) }),
+      },
+    },
+    async (request) => {
+      const found = chat(num(request.params.id));
+      const messageId = num(request.params.messageId);
+      const stored = emulator.findMessage(found, messageId);
+      if (stored === undefined) throw new ActionError(404, `no message ${messageId} in chat ${found.id}`);
+      const date = stored.message.date - request.body.seconds;
+      if (date < 0) throw new ActionError(400, "the message would be dated before 1970");
+      stored.message.date = date;
+      emulator.changed();
+      return historyView(stored);
     },
   );
 

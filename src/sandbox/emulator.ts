@@ -135,6 +135,10 @@ export interface EmulatorState {
 export interface Stats {
   calls: Record<string, number>;
   send_message: number;
+  /** editMessageText and editMessageReplyMarkup calls. */
+  edit_message: number;
+  /** deleteMessage calls. */
+  delete_message: number;
   too_many_requests: number;
   errors: number;
   /** The most messages the bot got through in any one second (sliding), limits on or off. */
@@ -156,6 +160,11 @@ export interface EmulatorOptions {
 export const MAX_USERS = 10_000;
 export const MAX_CHATS = 20_000;
 const MAX_CALLBACK_QUERIES = 1_000;
+
+/** Every counter at zero (the peak rate lives in the limiter). */
+function zeroStats(): Omit<Stats, "peak_per_second"> {
+  return { calls: {}, send_message: 0, edit_message: 0, delete_message: 0, too_many_requests: 0, errors: 0 };
+}
 
 const FIRST_USER_ID = 100_000_001;
 const FIRST_GROUP_ID = 4_000_000_001;
@@ -179,7 +188,7 @@ export class Emulator {
   readonly events = new EventEmitter<{ event: [SandboxEvent] }>();
   readonly historyLimit: number;
   readonly now: () => number;
-  #stats: Omit<Stats, "peak_per_second"> = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+  #stats = zeroStats();
   #nextUserId = FIRST_USER_ID;
   #nextGroupId = FIRST_GROUP_ID;
   #nextSupergroupId = FIRST_SUPERGROUP_ID;
@@ -204,7 +213,7 @@ export class Emulator {
   }
 
   resetStats(): Stats {
-    this.#stats = { calls: {}, send_message: 0, too_many_requests: 0, errors: 0 };
+    this.#stats = zeroStats();
     this.limiter.peak = 0;
     return this.stats;
   }
@@ -404,6 +413,16 @@ export class Emulator {
 
   findMessage(chat: SimChat, messageId: number): StoredMessage | undefined {
     return chat.messages.find((stored) => stored.message.message_id === messageId);
+  }
+
+  /**
+   * Removes a message from the chat for everyone (the bot's deleteMessage, or a person's) and
+   * tells the event stream.
+   */
+  removeMessage(chat: SimChat, stored: StoredMessage): void {
+    const index = chat.messages.indexOf(stored);
+    if (index >= 0) chat.messages.splice(index, 1);
+    this.emit({ type: "message_deleted", chat_id: chat.id, message_id: stored.message.message_id });
   }
 
   rememberCallbackQuery(record: CallbackQueryRecord): void {

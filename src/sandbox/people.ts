@@ -179,6 +179,33 @@ export function pressInlineButton(
   return { callback_query_id: id };
 }
 
+/**
+ * The person deletes a message for everyone, as the Telegram app's "Delete for everyone": in a
+ * private chat either side's message, in a group their own or (as the creator or an
+ * administrator) anyone's. Telegram tells the bot nothing; the bot's later edits and deletes of
+ * the message answer "message to edit not found" / "message to delete not found".
+ */
+export function deleteMessage(
+  emulator: Emulator,
+  chatId: number,
+  messageId: number,
+  fromId: number | undefined,
+): void {
+  const chat = chatById(emulator, chatId);
+  const from = speaker(emulator, chat, fromId);
+  const stored = emulator.findMessage(chat, messageId);
+  if (stored === undefined) throw new ActionError(404, `no message ${messageId} in chat ${chatId}`);
+  if (
+    chat.type !== "private" &&
+    stored.message.from.id !== from.id &&
+    chat.creatorId !== from.id &&
+    !chat.admins.includes(from.id)
+  ) {
+    throw new ActionError(403, `person ${from.id} is not an administrator of chat ${chatId}`);
+  }
+  emulator.removeMessage(chat, stored);
+}
+
 /** The person presses a button of the reply keyboard: its text is sent as a message. */
 export function pressKeyboardButton(
   emulator: Emulator,
