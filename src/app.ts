@@ -25,6 +25,7 @@ import { DockRepository } from "./store/docks.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageRepository } from "./store/messages.ts";
 import { Outbox } from "./store/outbox.ts";
+import { MessageChanges } from "./store/message-changes.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { SessionRepository } from "./store/sessions.ts";
@@ -92,6 +93,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const loginTokens = new LoginTokenRepository(db, now);
   const outbox = new Outbox(db, now);
   const outboxViews = new OutboxViews(db);
+  const messageChanges = new MessageChanges(db, now);
   registerBacklogGauges(metrics, () => outboxViews.backlog(), now);
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
   const pacer = new Pacer(
@@ -182,6 +184,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     docks,
     intake,
     views: outboxViews,
+    changes: messageChanges,
     maxBodyBytes: config.maxBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
@@ -240,7 +243,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     leadership: db.leadership(`dispatcher:${telegram.token.split(":")[0]}`),
     now,
   });
-  messages.onAccepted((dockIds) => {
+  const work = (dockIds: string[]) => {
     dispatcher.wake(dockIds);
     // The active dispatcher may be another instance: tell it through the database.
     db.announce(dockIds).catch((error: unknown) => {
@@ -249,7 +252,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
         "could not notify the active dispatcher; its sweep will find the message",
       );
     });
-  });
+  };
+  messages.onAccepted(work);
+  // Edits, deletes and acknowledgements queue work on copies already sent.
+  messageChanges.onChanged(work);
   const retention = new Retention({
     outbox,
     loginTokens,
@@ -262,6 +268,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     subscriptions,
     loginTokens,
     states: botStates,
+    messages: messageChanges,
     log: server.log.child({ worker: "bot" }),
     webhookUrl: config.telegramWebhookUrl,
     webhookCheckMs: config.telegramWebhookCheckMs,

@@ -32,8 +32,11 @@ export class Intake {
     text: string;
     content?: MessageContent | null;
     idempotencyKey?: string | undefined;
+    key?: string | null | undefined;
+    /** Whether the Dock has a callback URL, when the caller authenticated it (else read with the key). */
+    watched?: boolean | undefined;
     source: Source;
-  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" | "unauthorized" }>> {
+  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replaced" | "replayed" | "unauthorized" }>> {
     const result = await this.#messages.accept(input);
     if (result.kind === "refused") throw new Refusal("rate_limited", result.retryAfterSeconds);
     if (result.kind === "conflict") throw new Refusal("idempotency_conflict");
@@ -41,6 +44,7 @@ export class Intake {
       this.#metrics.messagesAccepted.inc({ endpoint: input.source });
       this.#metrics.deliveriesQueued.inc(result.subscribers);
     }
+    if (result.kind === "replaced") this.#metrics.messagesAccepted.inc({ endpoint: input.source });
     return result;
   }
 
@@ -49,8 +53,9 @@ export class Intake {
     dockId: string;
     text: string;
     idempotencyKey?: string | undefined;
+    watched?: boolean | undefined;
     source: Source;
-  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replayed" }>> {
+  }): Promise<Extract<AcceptResult, { kind: "accepted" | "replaced" | "replayed" }>> {
     const result = await this.accept(input);
     // Without a key to check, the repository never answers unauthorized.
     if (result.kind === "unauthorized") throw new Error("unreachable: no secret key was checked");

@@ -21,13 +21,13 @@ export function createMetrics() {
     delivery: {
       outcomes: new Counter({
         name: "dock_notify_deliveries_total",
-        help: "Delivery attempts by outcome (sent, retried, failed, gone) and reason.",
+        help: "Delivery attempts by outcome (sent, retried, failed, gone; edited, deleted for changes to copies) and reason.",
         labelNames: ["outcome", "reason"] as const,
         registers: [registry],
       }),
       telegramLatency: new Histogram({
         name: "dock_notify_telegram_send_seconds",
-        help: "Latency of Telegram sendMessage calls.",
+        help: "Latency of Telegram calls that send, edit or delete a copy.",
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
         registers: [registry],
       }),

@@ -207,7 +207,8 @@ describe.each(DIALECTS)("migration 0005 on %s", (dialect) => {
           values (${messageId}, ${OLD_DOCK}, ${now})`.execute(db.kysely);
       }
 
-      expect(await migrate(db)).toEqual([
+      // Every later migration runs too; those up to now are named (the list grows with the schema).
+      expect((await migrate(db)).slice(0, 4)).toEqual([
         "0005-fanout-subscribers",
         "0006-dock-allowances",
         "0007-write-probes",

@@ -8,6 +8,7 @@ import { maskUrl, scrubToken } from "../log.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import { type TelegramTarget, webhookSecret } from "../telegram-target.ts";
 import type { BackgroundWorker } from "../worker.ts";
+import { acknowledge } from "./acknowledge.ts";
 import { answer, type BotDeps, say } from "./context.ts";
 import { login } from "./login.ts";
 import { membership } from "./membership.ts";
@@ -27,7 +28,7 @@ export const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] a
 export function botHandlers(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
   const manual = subscribe(deps);
-  composer.use(membership(deps), start(deps), login(deps), subscriptionsMenu(deps));
+  composer.use(membership(deps), start(deps), login(deps), subscriptionsMenu(deps), acknowledge(deps));
   composer.command("help", (ctx) => say(ctx, texts.help));
   composer.hears(texts.menu.help, (ctx) => say(ctx, texts.help));
   composer.use(manual.commands, manual.replies);

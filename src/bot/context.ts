@@ -2,6 +2,7 @@ import { type Context, GrammyError, Keyboard } from "grammy";
 import type { BotStateRepository } from "../store/bot-states.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { MessageChanges } from "../store/message-changes.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { texts } from "./texts.ts";
 
@@ -11,6 +12,7 @@ export interface BotDeps {
   subscriptions: SubscriptionRepository;
   loginTokens: LoginTokenRepository;
   states: BotStateRepository;
+  messages: MessageChanges;
 }
 
 /** The persistent main menu of a private chat: Subscribe, My subscriptions, Help. */

@@ -138,4 +138,7 @@ export const texts = {
   loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
 
   staleButton: "This button no longer works.",
+  acknowledged: "✔ Acknowledged: everyone who got this message sees it was you.",
+  alreadyAcknowledged: (name: string, at: string) => `Already acknowledged by ${name} at ${at}.`,
+  acknowledgedDeleted: "This message was deleted by its sender.",
 };

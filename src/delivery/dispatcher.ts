@@ -1,22 +1,28 @@
 import type { FastifyBaseLogger } from "fastify";
-import { Api } from "grammy";
+import { Api, type GrammyError } from "grammy";
 import type { MessageContent } from "../domain/message-options.ts";
-import { renderNotification } from "../domain/render.ts";
+import { type RenderedPart, renderNotification } from "../domain/render.ts";
 import { scrubToken } from "../log.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { Leadership } from "../store/db.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
-import type { Outbox, PendingDelivery } from "../store/outbox.ts";
+import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import type { TelegramTarget } from "../telegram-target.ts";
 import { Campaign } from "./campaign.ts";
 import { FairQueue } from "./fair-queue.ts";
 import { chatKind, type Pacer, type Ticket } from "./pacer.ts";
-import { classify, type Outcome } from "./retry-policy.ts";
+import { changeAnswer, classify, type Outcome } from "./retry-policy.ts";
 import { isOutage, PERSIST_FIRST_MS, Settler, type Verdict } from "./settle.ts";
 import { PROBE_MAX_MS, TelegramHealth, type TelegramStatus } from "./telegram-health.ts";
 
 export type { TelegramStatus } from "./telegram-health.ts";
+
+/** The pacer's places for one delivery's Telegram calls: the first taken when it was picked. */
+interface TelegramCalls {
+  ticket: Ticket | null;
+  acquire: () => Promise<Ticket>;
+}
 
 export interface DispatcherOptions {
   outbox: Outbox;
@@ -41,6 +47,8 @@ export interface DispatcherOptions {
   telegramTimeoutSeconds: number;
   /** Only the leader dispatches (always this process on SQLite; the lock's holder on PostgreSQL). */
   leadership: Leadership;
+  /** Called when a delivery has settled for good (the sender's events may be due). */
+  onSettled?: () => void;
   now?: () => number;
 }
 
@@ -313,22 +321,28 @@ export class Dispatcher {
    * takes to accept it, so that none of the chat's later messages can overtake this one.
    */
   async #send(delivery: PendingDelivery, ticket: Ticket, probe: boolean): Promise<void> {
-    const api = this.#api as Api;
     const { chatId } = delivery;
     const kind = chatKind(delivery.chatType);
     this.#busyChats.add(chatId);
     this.#inFlight++;
     this.#inFlightIds.add(delivery.id);
-    const sentParts = [...delivery.sentParts];
-    let pending: Ticket | null = ticket;
+    const progress = [...delivery.sentParts];
+    const calls: TelegramCalls = {
+      ticket,
+      acquire: async () => {
+        // The first call's place was taken when this delivery was picked; later calls wait their turn.
+        // Without an abort signal the wait always ends with a place.
+        const taken = calls.ticket ?? ((await this.#o.pacer.acquire(chatId, kind)) as Ticket);
+        calls.ticket = null;
+        return taken;
+      },
+    };
     try {
-      const parts = renderNotification(
-        { name: delivery.dockName, link: delivery.dockLink },
-        delivery.text,
-        delivery.content === null ? null : (JSON.parse(delivery.content) as MessageContent),
-      );
-      // Long enough for every part to time out once: a lease must not expire while we still send.
-      const lease = this.#now() + this.#o.leaseMs * parts.length;
+      let parts = this.#render(delivery);
+      // Long enough for every call to time out once: a lease must not expire while we still call.
+      // An edit may edit, send and delete as many parts as there are (plus the old ones).
+      const estimate = delivery.kind === "send" ? parts.length : 2 * parts.length + 2;
+      const lease = this.#now() + this.#o.leaseMs * estimate;
       let claim: Awaited<ReturnType<Outbox["claim"]>>;
       try {
         claim = await this.#o.outbox.claim(delivery.id, lease, delivery.lostLeases ?? []);
@@ -349,6 +363,7 @@ export class Dispatcher {
           this.#o.metrics.outcomes.inc({ outcome: "gone", reason: "unsubscribed" });
         }
         this.#remove(delivery);
+        this.#o.onSettled?.();
         return;
       }
       delivery.lease = claim.lease;
@@ -359,39 +374,42 @@ export class Dispatcher {
         this.#apply(delivery, { kind: "chat_moved", to: claim.chatId });
         return;
       }
-      let failure: unknown = null;
-      try {
-        for (let i = sentParts.length; i < parts.length; i++) {
-          // The first part's place was taken when this delivery was picked; later parts wait their turn.
-          pending ??= await this.#o.pacer.acquire(chatId, kind);
-          const part = parts[i] as (typeof parts)[number];
-          const started = performance.now();
-          try {
-            const { text, ...sendOptions } = part;
-            const message = await api.sendMessage(chatId, text, {
-              ...sendOptions,
-              ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
-            });
-            sentParts.push(message.message_id);
-          } finally {
-            this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
-            if (pending !== null) this.#o.pacer.release(pending);
-            pending = null;
-          }
+      if (claim.revision !== delivery.revision) {
+        // The message changed since it was read: the copy shows it as it is now.
+        const now = await this.#o.outbox.messageNow(delivery.messageId);
+        if (now !== undefined) {
+          Object.assign(delivery, now);
+          parts = this.#render(delivery);
         }
-      } catch (error) {
-        failure = error;
       }
-      if (failure === null) {
-        this.#telegramAnswered();
-        this.#apply(delivery, await this.#settler.sent(delivery, sentParts));
-      } else {
+      const revision = delivery.revision;
+      let verdict: Verdict;
+      try {
+        if (delivery.kind === "send") {
+          // A copy resumed after some parts went out may show an older revision in those: recorded
+          // as unknown (0), so that converging edits it to the newest.
+          const shown = delivery.sentParts.length > 0 ? 0 : revision;
+          await this.#sendParts(delivery, parts, 0, progress, calls);
+          this.#telegramAnswered();
+          verdict = await this.#settler.sent(delivery, progress, shown);
+        } else if (delivery.kind === "edit") {
+          const result = await this.#edit(delivery, parts, progress, calls);
+          this.#telegramAnswered();
+          verdict = await this.#settler.edited(delivery, { ...result, revision });
+        } else {
+          const result = await this.#deleteCopy(delivery, calls);
+          this.#telegramAnswered();
+          verdict = await this.#settler.deletedCopy(delivery, result);
+        }
+      } catch (failure) {
         const outcome = this.#classify(failure, delivery.chatId);
         if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
         else this.#telegramAnswered();
         if (outcome.kind === "rate_limited") this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
-        this.#apply(delivery, await this.#settler.failed(delivery, outcome, sentParts, this.#telegram.down));
+        verdict = await this.#settler.failed(delivery, outcome, progress, this.#telegram.down);
       }
+      this.#apply(delivery, verdict);
+      if (verdict.kind !== "again") this.#o.onSettled?.();
     } catch (error) {
       // Not an outage (those are waited out above): a bug. The row stays as it was (`sending`
       // after a claim); once its lease expires the sweep queues it again, so it is retried, never lost.
@@ -400,8 +418,8 @@ export class Dispatcher {
       });
       this.#remove(delivery);
     } finally {
-      // A place taken for a send that never went (the claim failed, the row was gone) is given back.
-      if (pending !== null) this.#o.pacer.cancel(pending);
+      // A place taken for a call that never went (the claim failed, the row was gone) is given back.
+      if (calls.ticket !== null) this.#o.pacer.cancel(calls.ticket);
       // A probe that ended without an answer either way (a database fault) is tried again later.
       if (probe) this.#telegram.probeEnded();
       this.#inFlightIds.delete(delivery.id);
@@ -410,6 +428,132 @@ export class Dispatcher {
       if (this.#inFlight === 0 && this.#idle) this.#idle();
       if (this.#running) this.#pump();
     }
+  }
+
+  /** The delivery's message as Telegram messages (domain/render.ts). */
+  #render(delivery: PendingDelivery): RenderedPart[] {
+    return renderNotification(
+      { name: delivery.dockName, link: delivery.dockLink },
+      delivery.text,
+      delivery.content === null ? null : (JSON.parse(delivery.content) as MessageContent),
+      { messageId: delivery.messageId, acked: delivery.acked },
+    );
+  }
+
+  /**
+   * One Telegram call, paced: its place is taken (the first was taken when the delivery was
+   * picked), the call made, the latency observed and the place released.
+   */
+  async #call<T>(calls: TelegramCalls, call: (api: Api) => Promise<T>): Promise<T> {
+    const ticket = await calls.acquire();
+    const started = performance.now();
+    try {
+      return await call(this.#api as Api);
+    } finally {
+      this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+      this.#o.pacer.release(ticket);
+    }
+  }
+
+  /** Sends `parts` from `progress.length` on (those before went out already), adding each id to `progress`. */
+  async #sendParts(
+    delivery: PendingDelivery,
+    parts: RenderedPart[],
+    offset: number,
+    progress: number[],
+    calls: TelegramCalls,
+  ): Promise<void> {
+    for (let i = progress.length - offset; i < parts.length; i++) {
+      const { text, ...sendOptions } = parts[i] as RenderedPart;
+      const message = await this.#call(calls, (api) =>
+        api.sendMessage(delivery.chatId, text, {
+          ...sendOptions,
+          ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
+        }),
+      );
+      progress.push(message.message_id);
+    }
+  }
+
+  /**
+   * Edits a copy into `parts`: each of its messages edited in place, parts it lacks sent after it,
+   * parts it no longer needs deleted. `progress`: the parts already sent by an earlier attempt of
+   * this edit (not sent twice). A copy Telegram can no longer edit (the person deleted it; too old)
+   * is sent anew instead, and the outcome says so.
+   */
+  async #edit(
+    delivery: PendingDelivery,
+    parts: RenderedPart[],
+    progress: number[],
+    calls: TelegramCalls,
+  ): Promise<{ telegramIds: number[]; outcome: EditOutcome; note: string | null }> {
+    const copy = delivery.targetId === null ? undefined : await this.#o.outbox.copy(delivery.targetId);
+    const old = copy?.telegramIds ?? [];
+    let changed = false;
+    for (let i = 0; i < Math.min(parts.length, old.length); i++) {
+      const { text, entities, reply_markup, link_preview_options } = parts[i] as RenderedPart;
+      try {
+        await this.#call(calls, (api) =>
+          api.editMessageText(delivery.chatId, old[i] as number, text, {
+            entities,
+            ...(reply_markup ? { reply_markup } : {}),
+            ...(link_preview_options ? { link_preview_options } : {}),
+          }),
+        );
+        changed = true;
+      } catch (error) {
+        const answer = changeAnswer(error);
+        if (answer === "not_modified") continue;
+        if (answer !== "not_found" && answer !== "cannot_edit") throw error;
+        // Sent anew, whole: the parts that could be edited stand above it as they were.
+        const fresh: number[] = [];
+        await this.#sendParts(delivery, parts, 0, fresh, calls);
+        const reason = scrubToken((error as GrammyError).description, this.#token);
+        return { telegramIds: fresh, outcome: "resent", note: `could not be edited (${reason}); sent anew` };
+      }
+    }
+    // More parts than before: the extra ones follow (those an earlier attempt sent are in progress).
+    if (parts.length > old.length) {
+      await this.#sendParts(delivery, parts.slice(old.length), 0, progress, calls);
+      changed = true;
+    }
+    // Fewer: the parts left over go.
+    for (const id of old.slice(parts.length)) {
+      try {
+        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+      } catch (error) {
+        if (changeAnswer(error) === null) throw error;
+      }
+      changed = true;
+    }
+    return {
+      telegramIds: [...old.slice(0, parts.length), ...progress].slice(0, parts.length),
+      outcome: changed ? "edited" : "unchanged",
+      note: null,
+    };
+  }
+
+  /** Deletes every Telegram message of a copy. */
+  async #deleteCopy(
+    delivery: PendingDelivery,
+    calls: TelegramCalls,
+  ): Promise<{ outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string }> {
+    const copy = delivery.targetId === null ? undefined : await this.#o.outbox.copy(delivery.targetId);
+    let deleted = 0;
+    let refused: string | null = null;
+    for (const id of copy?.telegramIds ?? []) {
+      try {
+        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+        deleted++;
+      } catch (error) {
+        const answer = changeAnswer(error);
+        if (answer === "not_found") continue;
+        if (answer === null || answer === "not_modified") throw error;
+        refused = `400 ${scrubToken((error as GrammyError).description, this.#token)}`;
+      }
+    }
+    if (refused !== null) return { outcome: "not_deleted", error: refused };
+    return { outcome: deleted > 0 ? "deleted" : "already_deleted" };
   }
 
   /** What becomes of a delivery in memory once its outcome is on record (settle.ts). */

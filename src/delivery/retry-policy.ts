@@ -47,3 +47,25 @@ export function backoffMs(attempts: number, random: () => number = Math.random):
   const ceiling = Math.min(5 * 60_000, 1000 * 2 ** Math.max(0, attempts - 1));
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
+
+/** How Telegram answered an edit or a delete of a message that need not be retried. */
+export type ChangeAnswer =
+  /** Telegram already shows exactly this: the edit is done. */
+  | "not_modified"
+  /** The message is no longer there (the person deleted it): an edit sends the message anew. */
+  | "not_found"
+  /** Telegram will not edit this message: an edit sends it anew. */
+  | "cannot_edit"
+  /** Telegram will not delete this message (older than 48 hours, or not the bot's to delete). */
+  | "cannot_delete";
+
+/** Whether a failed editMessageText/deleteMessage is one of Telegram's answers about the message itself. */
+export function changeAnswer(error: unknown): ChangeAnswer | null {
+  if (!(error instanceof GrammyError) || error.error_code !== 400) return null;
+  const text = error.description;
+  if (/message is not modified/i.test(text)) return "not_modified";
+  if (/message to (edit|delete) not found|MESSAGE_ID_INVALID/i.test(text)) return "not_found";
+  if (/message can't be edited/i.test(text)) return "cannot_edit";
+  if (/message can't be deleted/i.test(text)) return "cannot_delete";
+  return null;
+}

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { DeliveryMetrics } from "../metrics.ts";
 import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
-import type { Outbox, PendingDelivery } from "../store/outbox.ts";
+import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { backoffMs, type Outcome } from "./retry-policy.ts";
 
@@ -82,14 +82,47 @@ export class Settler {
     }
   }
 
-  /** Every part reached the chat. */
-  async sent(delivery: PendingDelivery, sentParts: number[]): Promise<Verdict> {
+  /** Every part reached the chat, showing the message's `revision`. */
+  async sent(delivery: PendingDelivery, sentParts: number[], revision: number): Promise<Verdict> {
     this.#recorded(
-      await this.persist(delivery, () => this.#o.outbox.sent(delivery.id, delivery.lease, sentParts)),
+      await this.persist(delivery, () => this.#o.outbox.sent(delivery, sentParts, revision)),
       delivery,
     );
     this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
     this.#o.metrics.acceptToSend.observe((this.#o.now() - delivery.createdAt) / 1000);
+    return { kind: "done" };
+  }
+
+  /** An edit is done: the copy shows `revision` (see Outbox.edited). */
+  async edited(
+    delivery: PendingDelivery,
+    result: { telegramIds: number[]; revision: number; outcome: EditOutcome; note: string | null },
+  ): Promise<Verdict> {
+    const edit = { ...delivery, targetId: delivery.targetId as number };
+    this.#recorded(await this.persist(delivery, () => this.#o.outbox.edited(edit, result)), delivery);
+    this.#o.metrics.outcomes.inc({ outcome: "edited", reason: result.outcome });
+    if (result.outcome === "resent") {
+      this.#o.log.info(
+        { deliveryId: delivery.id, messageId: delivery.messageId, chatId: delivery.chatId, reason: result.note },
+        "a copy could not be edited; sent anew",
+      );
+    }
+    return { kind: "done" };
+  }
+
+  /** A delete is done, or Telegram would not delete the copy (see Outbox.deletedCopy). */
+  async deletedCopy(
+    delivery: PendingDelivery,
+    result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
+  ): Promise<Verdict> {
+    this.#recorded(await this.persist(delivery, () => this.#o.outbox.deletedCopy(delivery, result)), delivery);
+    this.#o.metrics.outcomes.inc({ outcome: "deleted", reason: result.outcome });
+    if (result.outcome === "not_deleted") {
+      this.#o.log.info(
+        { deliveryId: delivery.id, messageId: delivery.messageId, chatId: delivery.chatId, reason: result.error },
+        "Telegram would not delete a copy",
+      );
+    }
     return { kind: "done" };
   }
 

@@ -48,6 +48,10 @@ export interface MessageOptions {
   click?: string;
   link_preview?: boolean;
   protect_content?: boolean;
+  /** An Acknowledge button: the first person to press it is shown on every copy. */
+  ack?: boolean;
+  /** The Acknowledge button's label (an `ack` action's); "Acknowledge" when not given. */
+  ack_label?: string;
 }
 
 /**
@@ -86,7 +90,7 @@ export class OptionsError extends Error {
  * ntfy script ports by changing its URL. The first header name is the one the docs show.
  */
 export const OPTION_SOURCES: Record<
-  keyof MessageOptions | "markdown",
+  Exclude<keyof MessageOptions, "ack_label"> | "markdown",
   { headers: string[]; query: string[] }
 > = {
   title: { headers: ["title", "x-title", "ti", "t"], query: ["title", "ti", "t"] },
@@ -99,10 +103,11 @@ export const OPTION_SOURCES: Record<
   silent: { headers: ["x-silent"], query: ["silent"] },
   link_preview: { headers: ["x-link-preview"], query: ["link_preview"] },
   protect_content: { headers: ["x-protect-content"], query: ["protect_content"] },
+  ack: { headers: ["x-ack"], query: ["ack"] },
 };
 
 const SOURCES = Object.entries(OPTION_SOURCES) as [
-  keyof MessageOptions | "markdown",
+  Exclude<keyof MessageOptions, "ack_label"> | "markdown",
   { headers: string[]; query: string[] },
 ][];
 
@@ -229,19 +234,36 @@ export const URL_RULE = `must be a URL Telegram can open, at most ${MAX_URL} cha
 /** What a button's label must be. */
 export const LABEL_RULE = `must be 1 to ${MAX_BUTTON_TEXT} characters of text, without control characters.`;
 
-function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Button | undefined {
+function isLabel(text: string): boolean {
+  return (
+    text.trim() !== "" && text.length <= MAX_BUTTON_TEXT && text.isWellFormed() && !hasControlCharacter(text)
+  );
+}
+
+/** The Acknowledge button's label unless the sender names it. */
+export const ACK_LABEL = "Acknowledge";
+
+/** An `ack` action in the buttons: the Acknowledge button, with its label. */
+interface AckButton {
+  ack: string;
+}
+
+function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Button | AckButton | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     problems.push({ field: where, message: "must be an object with text and url." });
     return undefined;
   }
-  const { text, url } = raw as { text?: unknown; url?: unknown };
-  if (
-    typeof text !== "string" ||
-    text.trim() === "" ||
-    text.length > MAX_BUTTON_TEXT ||
-    !text.isWellFormed() ||
-    hasControlCharacter(text)
-  ) {
+  const { action, label } = raw as { action?: unknown; label?: unknown };
+  const { text = label, url } = raw as { text?: unknown; url?: unknown };
+  if (typeof action === "string" && action.trim().toLowerCase() === "ack") {
+    if (text === undefined) return { ack: ACK_LABEL };
+    if (typeof text !== "string" || !isLabel(text)) {
+      problems.push({ field: `${where}.text`, message: LABEL_RULE });
+      return undefined;
+    }
+    return { ack: text.trim() };
+  }
+  if (typeof text !== "string" || !isLabel(text)) {
     problems.push({ field: `${where}.text`, message: LABEL_RULE });
     return undefined;
   }
@@ -310,18 +332,22 @@ function parseActions(text: string, field: string, problems: OptionProblem[]): u
 /** ntfy's kinds of action; only `view` opens a URL. */
 const NTFY_ACTIONS = new Set(["view", "http", "broadcast", "copy"]);
 
-function readButtons(given: Given, problems: OptionProblem[]): Button[][] | undefined {
+/**
+ * The sender's buttons: URL buttons in rows, and an `ack` action (the Acknowledge button, which the
+ * renderer places itself) taken out of them.
+ */
+function readButtons(given: Given, problems: OptionProblem[]): { rows: Button[][]; ack?: string } | undefined {
   let raw = given.value;
   if (typeof raw === "string") {
     const actions = parseActions(String(raw), given.field, problems);
     if (actions === undefined) return undefined;
     for (const [n, action] of (actions as { action?: unknown }[]).entries()) {
       const kind = typeof action?.action === "string" ? action.action.toLowerCase() : "view";
-      if (kind === "view") continue;
+      if (kind === "view" || kind === "ack") continue;
       problems.push({
         field: `${given.field} (action ${n + 1})`,
         message: NTFY_ACTIONS.has(kind)
-          ? `only "view" actions can be shown (as URL buttons); "${kind}" cannot.`
+          ? `only "view" actions (URL buttons) and "ack" (an Acknowledge button) can be shown; "${kind}" cannot.`
           : `is not in ntfy's action form "view, Label, https://…" ("${String(action.action).slice(0, 32)}" is not an action).`,
       });
       return undefined;
@@ -367,7 +393,16 @@ function readButtons(given: Given, problems: OptionProblem[]): Button[][] | unde
       ),
     )
     .filter((row) => row.length > 0);
-  return problems.length > before ? undefined : (buttons as Button[][]);
+  if (problems.length > before) return undefined;
+  const acks = buttons.flat().filter((button): button is AckButton => button !== undefined && "ack" in button);
+  if (acks.length > 1) {
+    problems.push({ field: given.field, message: "may hold one ack action at most." });
+    return undefined;
+  }
+  const urls = buttons
+    .map((row) => row.filter((button): button is Button => button !== undefined && "url" in button))
+    .filter((row) => row.length > 0);
+  return { rows: urls, ...(acks[0] ? { ack: acks[0].ack } : {}) };
 }
 
 function readTags(given: Given, problems: OptionProblem[]): string[] | undefined {
@@ -457,7 +492,18 @@ export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>
   const buttons = found.get("buttons");
   if (buttons) {
     const value = readButtons(buttons, problems);
-    if (value !== undefined && value.length > 0) options.buttons = value;
+    if (value !== undefined && value.rows.length > 0) options.buttons = value.rows;
+    if (value?.ack !== undefined) {
+      options.ack = true;
+      if (value.ack !== ACK_LABEL) options.ack_label = value.ack;
+    }
+  }
+
+  const ack = found.get("ack");
+  if (ack) {
+    const value = readBoolean(ack);
+    if (typeof value === "string") fail(ack, value);
+    else if (value) options.ack = true;
   }
 
   const click = found.get("click");

@@ -4,7 +4,13 @@ import type {
   LinkPreviewOptions,
   MessageEntity as TelegramEntity,
 } from "grammy/types";
-import { isSilent, type MessageContent, type MessageOptions, PRIORITY_MARKERS } from "./message-options.ts";
+import {
+  ACK_LABEL,
+  isSilent,
+  type MessageContent,
+  type MessageOptions,
+  PRIORITY_MARKERS,
+} from "./message-options.ts";
 import {
   type FormattedText,
   isButtonUrl,
@@ -117,12 +123,50 @@ export function splitFormatted(
 const shift = (entities: readonly MessageEntity[], by: number) =>
   entities.map((entity) => ({ ...entity, offset: entity.offset + by }));
 
+/** Who acknowledged a message first, and when (ms). */
+export interface Acknowledgement {
+  name: string;
+  at: number;
+}
+
+/** What a message is besides its text and options: its ID (for its buttons) and who acknowledged it. */
+export interface MessageState {
+  messageId: string;
+  acked: Acknowledgement | null;
+}
+
+/** The callback data of a message's Acknowledge button (at most 64 bytes, as Telegram allows). */
+export const ACK_PREFIX = "ack:";
+
+const ACK_TIME = new Intl.DateTimeFormat("en-GB", {
+  timeZone: "UTC",
+  day: "numeric",
+  month: "short",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+});
+
+/** "24 Nov, 14:05 UTC": the same in every chat, whoever reads it. */
+export function ackTime(at: number): string {
+  return `${ACK_TIME.format(new Date(at))} UTC`;
+}
+
+/** The line an acknowledged message ends with. */
+export function ackLine(acked: Acknowledgement): string {
+  return `✔ Acknowledged by ${acked.name} at ${ackTime(acked.at)}`;
+}
+
 /**
  * The body of a notification before it is split: the title (bold, after the tags' emoji) on its
- * own line, the text in its format, the free tags as hashtags at the end. Without a title, the
- * emoji begin the text.
+ * own line, the text in its format, the free tags as hashtags at the end, and once acknowledged,
+ * who did it (italic). Without a title, the emoji begin the text.
  */
-export function notificationBody(text: string, content: MessageContent | null): FormattedText {
+export function notificationBody(
+  text: string,
+  content: MessageContent | null,
+  acked: Acknowledgement | null = null,
+): FormattedText {
   const body = content?.body ?? { text, entities: [] };
   const title = content?.options.title;
   const emoji = content?.emoji;
@@ -143,17 +187,31 @@ export function notificationBody(text: string, content: MessageContent | null): 
       out += tag;
     }
   }
+  if (acked !== null) {
+    const line = ackLine(acked);
+    out += "\n\n";
+    entities.push({ type: "italic", offset: out.length, length: line.length });
+    out += line;
+  }
   return { text: out, entities };
 }
 
-/** The buttons under the last part: the sender's rows, then "Open" for `click`, then the Dock's link. */
+/**
+ * The buttons under the last part: Acknowledge (until someone has), the sender's rows, then "Open"
+ * for `click`, then the Dock's link.
+ */
 function keyboard(
   dock: { link: string | null },
   options: MessageOptions | undefined,
+  state: MessageState | null,
 ): InlineKeyboardMarkup | undefined {
-  const rows: InlineKeyboardButton[][] = (options?.buttons ?? []).map((row) =>
-    row.map((button) => ({ text: button.text, url: button.url })),
-  );
+  const rows: InlineKeyboardButton[][] = [];
+  if (options?.ack && state !== null && state.acked === null) {
+    rows.push([{ text: `✔ ${options.ack_label ?? ACK_LABEL}`, callback_data: `${ACK_PREFIX}${state.messageId}` }]);
+  }
+  for (const row of options?.buttons ?? []) {
+    rows.push(row.map((button) => ({ text: button.text, url: button.url })));
+  }
   if (options?.click) rows.push([{ text: "Open", url: options.click }]);
   // A Dock saved before links were checked as Telegram checks them (http://localhost:3000, say)
   // would make Telegram refuse every message: its button is left out instead.
@@ -167,17 +225,19 @@ function keyboard(
  * never `parse_mode`, and the entities were checked when the message was accepted, so nothing in
  * the text can make Telegram refuse it. Longer texts become several messages, each headed
  * "Name (i/n)", each with the entities that fall in it (one cut at a boundary continues in the
- * next part); the title is in the first part, the hashtags and buttons under the last.
+ * next part); the title is in the first part, the hashtags and buttons under the last. `state`:
+ * the message's ID and acknowledgement (without it, no Acknowledge button can be shown).
  */
 export function renderNotification(
   dock: { name: string; link: string | null },
   text: string,
   content: MessageContent | null = null,
+  state: MessageState | null = null,
 ): RenderedPart[] {
   const options = content?.options;
   const marker = options?.priority ? PRIORITY_MARKERS[options.priority] : undefined;
   const name = marker === undefined ? dock.name : `${marker} ${dock.name}`;
-  const body = notificationBody(text, content);
+  const body = notificationBody(text, content, state?.acked ?? null);
   let bodies: FormattedText[];
   let headers: string[];
   // Each part's own entity is its bold header; the body's may use the rest of Telegram's limit.
@@ -200,7 +260,7 @@ export function renderNotification(
     ...(options?.protect_content ? { protect_content: true } : {}),
     ...(options?.link_preview ? {} : { link_preview_options: { is_disabled: true } }),
   };
-  const buttons = keyboard(dock, options);
+  const buttons = keyboard(dock, options, state);
   return bodies.map((piece, i) => {
     const header = headers[i] as string;
     const entities = [

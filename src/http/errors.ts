@@ -39,6 +39,10 @@ export const ERRORS = {
     status: 409,
     message: "This browser has no confirmed sign-in to finish; start again.",
   },
+  message_deleted: {
+    status: 409,
+    message: "The message was deleted; it can no longer be changed.",
+  },
   sandbox_conflict: {
     status: 409,
     message: "The sandbox cannot do that in its current state (it exists already, or is full).",

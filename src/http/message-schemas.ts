@@ -14,6 +14,16 @@ export const buttonSchema = Type.Object({
   url: Type.String({ maxLength: 2048, description: URL_DESCRIPTION }),
 });
 
+/** The Acknowledge button among the sender's buttons (one at most; shown first). */
+export const ackButtonSchema = Type.Object({
+  action: Type.Literal("ack"),
+  text: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'The label (default "Acknowledge").' }),
+  ),
+});
+
+const anyButton = Type.Union([buttonSchema, ackButtonSchema]);
+
 /** The options as a sender may give them in a JSON (or form) body. */
 export const messageOptionFields = {
   title: Type.Optional(
@@ -76,10 +86,10 @@ export const messageOptionFields = {
   ),
   buttons: Type.Optional(
     Type.Union(
-      [Type.Array(Type.Array(buttonSchema, { maxItems: 3 }), { maxItems: 3 }), Type.Array(buttonSchema)],
+      [Type.Array(Type.Array(anyButton, { maxItems: 3 }), { maxItems: 3 }), Type.Array(anyButton), Type.String()],
       {
         description:
-          "URL buttons under the message: up to 3 rows of 3, or a flat list (laid out in rows of 3), or ntfy's action syntax as a string (`view, Logs, https://…`).",
+          'URL buttons under the message: up to 3 rows of 3, or a flat list (laid out in rows of 3), or ntfy\'s action syntax as a string (`view, Logs, https://…; ack, I\'m on it`). One `{"action": "ack"}` adds the Acknowledge button (as `ack` does).',
         examples: [[[{ text: "Logs", url: "https://ci.example/42" }]]],
       },
     ),
@@ -95,6 +105,12 @@ export const messageOptionFields = {
   ),
   protect_content: Type.Optional(
     Type.Boolean({ description: "Telegram keeps the message from being forwarded or saved." }),
+  ),
+  ack: Type.Optional(
+    Type.Boolean({
+      description:
+        "true: an Acknowledge button. The first person to press it is shown on every copy (✔ Acknowledged by Ann at 14:05 UTC), the button goes, later presses are told who was first, and the Dock's callback URL gets message.acknowledged.",
+    }),
   ),
 };
 
@@ -119,6 +135,8 @@ export const storedOptionsSchema = Type.Object(
     click: Type.Optional(Type.String()),
     link_preview: Type.Optional(Type.Boolean()),
     protect_content: Type.Optional(Type.Boolean()),
+    ack: Type.Optional(Type.Boolean()),
+    ack_label: Type.Optional(Type.String()),
   },
   { description: "The message's options as accepted; those left at their defaults are omitted." },
 );

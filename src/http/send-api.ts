@@ -5,6 +5,7 @@ import { Type } from "typebox";
 import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts";
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import {
+  decodeHeaderValue,
   gatherOptions,
   type MessageContent,
   type MessageOptions,
@@ -16,7 +17,8 @@ import {
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { DockRepository } from "../store/docks.ts";
-import type { OutboxViews } from "../store/outbox-views.ts";
+import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
+import type { CopyChange, MessageStatus, OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
 import { messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
 
@@ -24,6 +26,7 @@ export interface SendApiOptions {
   docks: DockRepository;
   intake: Intake;
   views: OutboxViews;
+  changes: MessageChanges;
   maxBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
@@ -31,13 +34,34 @@ export interface SendApiOptions {
 
 const MAX_IDEMPOTENCY_KEY = 255;
 
+/** A message key's limit (the sender's name for a message it may replace). */
+export const MAX_MESSAGE_KEY = 128;
+
 const accepted = Type.Object(
   {
     ok: Type.Literal(true),
     message_id: Type.String({ description: "Identifies the message; use it to ask for its delivery state." }),
     subscribers: Type.Integer({ description: "Active subscribers the message was queued for." }),
+    replaced: Type.Optional(
+      Type.Boolean({
+        description:
+          "true: a message of this Dock already held the `key`; that message (message_id) was edited into this one instead of a new one being added.",
+      }),
+    ),
+    revision: Type.Optional(Type.Integer({ description: "With replaced: the message's revision now." })),
+    edits: Type.Optional(Type.Integer({ description: "With replaced: copies already sent that will be edited." })),
   },
   { description: "The message is durably stored and will be delivered to every subscriber." },
+);
+
+const keyField = Type.Optional(
+  Type.String({
+    minLength: 1,
+    maxLength: MAX_MESSAGE_KEY,
+    description:
+      "Your name for the message (at most 128 characters), e.g. an alert's group key. A later send with the same key replaces this message in place (every copy is edited) instead of adding one, for as long as the message is kept (MESSAGE_RETENTION_DAYS) and not deleted. `GET /messages?key=…` finds it.",
+    examples: ["deploy-api-prod"],
+  }),
 );
 
 const errorResponses = {
@@ -50,6 +74,7 @@ const errorResponses = {
   405: { description: "Any method but POST.", ...errorBodySchema },
   413: { description: "Body or message over the limit.", ...errorBodySchema },
   415: { description: "Content-Type not accepted.", ...errorBodySchema },
+  409: { description: "The message was deleted and can no longer be changed.", ...errorBodySchema },
   422: { description: "Idempotency-Key reused with a different message.", ...errorBodySchema },
   429: { description: "Too many failed authentications, or the Dock is over its rate.", ...errorBodySchema },
 };
@@ -61,10 +86,36 @@ const deliveryState = Type.Union([
   Type.Literal("gone"),
 ]);
 
+const copyChange = Type.Union([
+  Type.Null(),
+  Type.Object({
+    state: Type.Union([Type.Literal("queued"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gone")], {
+      description: "queued (or under way), done, failed (Telegram refused), gone (the chat left, or it was cancelled).",
+    }),
+    outcome: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Once done — an edit: edited, unchanged (Telegram already showed it), resent (the copy could no longer be edited, e.g. the person deleted it, so it was sent anew); a delete: deleted, already_deleted (the person had), not_deleted (Telegram refused, see last_error: bots may delete only messages under 48 hours old).",
+    }),
+    last_error: Type.Union([Type.String(), Type.Null()]),
+    updated_at: Type.String({ format: "date-time" }),
+  }),
+]);
+
 const messageStatus = Type.Object({
   ok: Type.Literal(true),
   message: Type.Object({
     id: Type.String(),
+    key: Type.Union([Type.String(), Type.Null()], { description: "The sender's key for the message, if it gave one." }),
+    revision: Type.Integer({ description: "1 as sent; each edit, replacement by key and acknowledgement adds one." }),
+    revised_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+    deleted_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+    acknowledged: Type.Union([
+      Type.Null(),
+      Type.Object({
+        by: Type.Object({ id: Type.Number({ description: "Telegram user id." }), name: Type.String() }),
+        at: Type.String({ format: "date-time" }),
+      }),
+    ]),
     options: storedOptionsSchema,
     state: Type.Union(
       [
@@ -87,6 +138,24 @@ const messageStatus = Type.Object({
       failed: Type.Integer(),
       gone: Type.Integer(),
     }),
+    changes: Type.Object(
+      {
+        edits: Type.Object({
+          pending: Type.Integer(),
+          edited: Type.Integer(),
+          unchanged: Type.Integer(),
+          resent: Type.Integer(),
+          failed: Type.Integer(),
+        }),
+        deletes: Type.Object({
+          pending: Type.Integer(),
+          deleted: Type.Integer(),
+          already_deleted: Type.Integer(),
+          not_deleted: Type.Integer(),
+        }),
+      },
+      { description: "The copies counted by where their latest edit and their deletion stand." },
+    ),
     deliveries: Type.Array(
       Type.Object({
         chat_id: Type.Number({ description: "Telegram chat of the subscriber." }),
@@ -95,7 +164,20 @@ const messageStatus = Type.Object({
         last_error: Type.Union([Type.String(), Type.Null()]),
         telegram_message_ids: Type.Array(Type.Integer()),
         updated_at: Type.String({ format: "date-time" }),
+        revision: Type.Union([Type.Integer(), Type.Null()], { description: "The revision this copy shows." }),
+        edit: copyChange,
+        delete: copyChange,
       }),
+    ),
+    events: Type.Array(
+      Type.Object({
+        type: Type.String(),
+        state: Type.String({ description: "queued, sending, sent, failed" }),
+        attempts: Type.Integer(),
+        last_error: Type.Union([Type.String(), Type.Null()]),
+        updated_at: Type.String({ format: "date-time" }),
+      }),
+      { description: "What the Dock's callback URL was sent (or is being sent) about this message." },
     ),
   }),
 });
@@ -116,6 +198,7 @@ const pingBody = Type.Object(
       description: "The notification text, in `format`. Newlines and any Unicode are kept.",
       examples: ["**Build 42** failed on `main`\n[logs](https://ci.example/42)"],
     }),
+    key: keyField,
     ...messageOptionFields,
   },
   {
@@ -138,7 +221,24 @@ const webhookBody = Type.Object({
     description:
       "The notification text, in `format`. With Content-Type text/plain (or a form body without a msg field, as `curl -d` sends) the raw body is the text.",
   }),
+  key: keyField,
   ...messageOptionFields,
+});
+
+const patchBody = Type.Object({
+  msg: Type.Optional(
+    Type.String({ description: "The new text (kept when left out). With Content-Type text/plain the raw body is it." }),
+  ),
+  ...Object.fromEntries(
+    Object.entries(messageOptionFields).map(([name, schema]) => [
+      name,
+      Type.Optional(
+        Type.Union([schema, Type.Null()], {
+          description: `${(schema as { description?: string }).description ?? ""} null: back to the default.`,
+        }),
+      ),
+    ]),
+  ),
 });
 
 /**
@@ -155,13 +255,14 @@ const checkedPingBody = Type.Object({
 const checkedWebhookBody = Type.Object({ msg: webhookBody.properties.msg });
 
 /** ntfy's query parameters, for tools that can set neither the body nor headers (see OPTION_SOURCES). */
-const webhookQuery = Type.Object(
-  Object.fromEntries(
+const webhookQuery = Type.Object({
+  ...Object.fromEntries(
     Object.values(OPTION_SOURCES)
       .flatMap((names) => names.query)
       .map((name) => [name, Type.Optional(Type.String())]),
   ),
-);
+  key: Type.Optional(Type.String({ description: "The message's key (see the body's key)." })),
+});
 
 const HEADER_NOTES: Record<keyof typeof OPTION_SOURCES, string> = {
   title: "The title.",
@@ -174,11 +275,13 @@ const HEADER_NOTES: Record<keyof typeof OPTION_SOURCES, string> = {
   silent: "true: no sound on arrival.",
   link_preview: "true: show a preview of the first link.",
   protect_content: "true: the message cannot be forwarded or saved.",
+  ack: "true: an Acknowledge button.",
 };
 
 /** ntfy's headers, for tools that can set headers but not shape a body. */
 const webhookHeaders = Type.Object({
   ...idempotencyHeader.properties,
+  "x-key": Type.Optional(Type.String({ description: "The message's key (see the body's key); the body's wins." })),
   ...Object.fromEntries(
     (Object.entries(OPTION_SOURCES) as [keyof typeof OPTION_SOURCES, { headers: string[] }][]).map(
       ([option, { headers }]) => [
@@ -316,9 +419,13 @@ const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", chars
 
 declare module "fastify" {
   interface FastifyRequest {
-    dock: { id: string; name: string } | null;
+    dock: { id: string; name: string; watched: boolean } | null;
     /** The message's options, read from the body (and for /webhook the headers and query). */
     messageOptions: MessageOptions | null;
+    /** The message's key, if the sender gave one (body, then X-Key header, then ?key=). */
+    messageKey: string | null;
+    /** PATCH: the options the sender set to null (back to their defaults). */
+    clearedOptions: string[] | null;
   }
 }
 
@@ -339,10 +446,12 @@ function optionsRefused(error: OptionsError): ApiError {
  * for /webhook, so every source gets the same checks and messages; the schema describes them for
  * the OpenAPI document) and leaves the rest for the schema's validation.
  */
-function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fromRequest: boolean): void {
+function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fromRequest: boolean): string[] {
+  request.messageKey = takeKey(request, body, fromRequest);
   const found = fromRequest
     ? gatherOptions(body, request.headers, request.query as Record<string, unknown>)
     : gatherOptions(body);
+  const given = [...found.keys()];
   // Only what is there: deleting keys an object does not have would still cost every plain message.
   for (const name of OPTION_NAMES) if (name in body) delete body[name];
   try {
@@ -351,6 +460,130 @@ function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fro
     if (error instanceof OptionsError) throw optionsRefused(error);
     throw error;
   }
+  return given;
+}
+
+/**
+ * A message's new text and content after a PATCH: `msg` if given, else its text; its options with
+ * those given replacing theirs, and those `reset` (given as null, or given as their default) gone.
+ */
+async function revisedContent(
+  current: CurrentMessage,
+  msg: string | undefined,
+  given: MessageOptions,
+  reset: string[],
+): Promise<{ text: string; content: string | null }> {
+  const previous = current.content === null ? {} : (JSON.parse(current.content) as MessageContent).options;
+  const options: Record<string, unknown> = { ...previous, ...given };
+  for (const name of reset) {
+    // `markdown` is another name for the format; the Acknowledge button's label goes with it.
+    if (name === "markdown") delete options.format;
+    if (name === "ack") delete options.ack_label;
+    if (!(name in given)) delete options[name];
+  }
+  const text = msg ?? current.text;
+  try {
+    const content = await prepareContent(text, options as MessageOptions);
+    return { text, content: content === null ? null : JSON.stringify(content) };
+  } catch (error) {
+    if (error instanceof OptionsError) throw optionsRefused(error);
+    throw error;
+  }
+}
+
+/** The state of a copy's edit or delete as the API names it. */
+function changeBody(change: CopyChange | null) {
+  if (change === null) return null;
+  const state =
+    change.state === "queued" || change.state === "sending" ? "queued" : change.state === "sent" ? "done" : change.state;
+  return {
+    state: state as "queued" | "done" | "failed" | "gone",
+    outcome: change.outcome,
+    last_error: change.lastError,
+    updated_at: new Date(change.updatedAt).toISOString(),
+  };
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** GET /messages/:id's answer. */
+function statusBody(status: MessageStatus) {
+  const { counts } = status;
+  const state: "pending" | "delivered" | "partially_delivered" | "undelivered" | "no_subscribers" =
+    status.subscribers === 0
+      ? "no_subscribers"
+      : counts.queued > 0
+        ? "pending"
+        : counts.failed + counts.gone === 0
+          ? "delivered"
+          : counts.sent > 0
+            ? "partially_delivered"
+            : "undelivered";
+  return {
+    id: status.id,
+    key: status.key,
+    revision: status.revision,
+    revised_at: iso(status.revisedAt),
+    deleted_at: iso(status.deletedAt),
+    acknowledged:
+      status.acknowledged === null
+        ? null
+        : { by: status.acknowledged.by, at: new Date(status.acknowledged.at).toISOString() },
+    options: status.content?.options ?? {},
+    state,
+    created_at: new Date(status.createdAt).toISOString(),
+    subscribers: status.subscribers,
+    counts,
+    changes: status.changes,
+    deliveries: status.deliveries.map((d) => ({
+      chat_id: d.chatId,
+      state: d.state === "sending" ? ("queued" as const) : d.state,
+      attempts: d.attempts,
+      last_error: d.lastError,
+      telegram_message_ids: d.telegramMessageIds,
+      updated_at: new Date(d.updatedAt).toISOString(),
+      revision: d.revision,
+      edit: changeBody(d.edit),
+      delete: changeBody(d.delete),
+    })),
+    events: status.events.map((e) => ({
+      type: e.type,
+      state: e.state,
+      attempts: e.attempts,
+      last_error: e.lastError,
+      updated_at: new Date(e.updatedAt).toISOString(),
+    })),
+  };
+}
+
+/**
+ * The message's key, taken out of the body (or for /webhook the X-Key header or ?key=); checked.
+ */
+function takeKey(request: FastifyRequest, body: Record<string, unknown>, fromRequest: boolean): string | null {
+  let raw: unknown;
+  let field = "key";
+  if ("key" in body) {
+    raw = body.key;
+    delete body.key;
+  } else if (fromRequest && request.headers["x-key"] !== undefined) {
+    raw = decodeHeaderValue(String(request.headers["x-key"]));
+    field = "the X-Key header";
+  } else if (fromRequest && (request.query as Record<string, unknown>)?.key !== undefined) {
+    raw = (request.query as Record<string, unknown>).key;
+    field = "the key query parameter";
+  } else return null;
+  if (
+    typeof raw !== "string" ||
+    raw.trim() === "" ||
+    raw.length > MAX_MESSAGE_KEY ||
+    !raw.isWellFormed() ||
+    raw.includes("\u0000")
+  ) {
+    throw new ApiError("invalid_fields", `Some fields are not valid: ${field}: must be 1 to ${MAX_MESSAGE_KEY} characters.`, {}, [
+      { field, message: `must be 1 to ${MAX_MESSAGE_KEY} characters.` },
+    ]);
+  }
+  return raw;
 }
 
 /** The clients' API: POST /ping and POST /webhook (authenticate, store durably, answer 202), and GET /messages/:id. */
@@ -373,6 +606,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   app.addContentTypeParser("*", rawBody, keep);
   app.decorateRequest("dock", null);
   app.decorateRequest("messageOptions", null);
+  app.decorateRequest("messageKey", null);
+  app.decorateRequest("clearedOptions", null);
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {
@@ -397,6 +632,31 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       done();
     };
 
+  /** PATCH's body: like /webhook's, and a null option means "back to its default". */
+  const parsePatch = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    try {
+      const body = request.body === undefined || (request.body as Buffer).length === 0 ? {} : parseObject(request, true);
+      const cleared: string[] = [];
+      for (const name of OPTION_NAMES) {
+        if (name in body && body[name] === null) {
+          cleared.push(name);
+          delete body[name];
+        }
+      }
+      if ("key" in body) throw new ApiError("invalid_request", "A message's key cannot be changed.");
+      const given = takeOptions(request, body, true);
+      const set = request.messageOptions ?? {};
+      // Given, but at its default (priority "default", silent false…): reset as null would.
+      for (const name of given) if (!(name in set) && !cleared.includes(name)) cleared.push(name);
+      request.clearedOptions = cleared;
+      request.body = body;
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done();
+  };
+
   /**
    * One of the address's failed-authentication allowance, taken *before* the credentials are
    * checked (see AttemptLimiter: concurrent guesses cannot outrun the limit, concurrent right
@@ -417,7 +677,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     if (header === undefined) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
     const attempt = await beginAttempt(request);
     const credentials = parseBasicAuth(header);
-    let dock: { id: string; name: string } | undefined;
+    let dock: { id: string; name: string; watched: boolean } | undefined;
     try {
       dock = credentials
         ? await options.docks.authenticate(credentials.user, credentials.password)
@@ -466,6 +726,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         text: msg,
         content,
         idempotencyKey: idempotencyKeyOf(request),
+        key: request.messageKey,
+        ...(request.dock ? { watched: request.dock.watched } : {}),
         source: endpoint,
       });
     } catch (error) {
@@ -485,6 +747,17 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       dockId: credentials.dockId,
       subscribers: result.subscribers,
     };
+    if (result.kind === "replaced") {
+      request.logFields.replaced = true;
+      return reply.code(202).send({
+        ok: true,
+        message_id: result.messageId,
+        subscribers: result.subscribers,
+        replaced: true,
+        revision: result.revision,
+        edits: result.edits,
+      });
+    }
     return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
   };
 
@@ -537,6 +810,17 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     },
   );
 
+  const dockOf = (request: FastifyRequest) => (request.dock as { id: string }).id;
+  const noSuchMessage = () => new ApiError("not_found", "No message with this ID for this Dock.");
+
+  /** The Dock's message named in the path (another Dock's is answered exactly like a missing one). */
+  const statusOf = async (request: FastifyRequest, messageId: string) => {
+    if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+    const status = await options.views.status(messageId, dockOf(request));
+    if (!status) throw noSuchMessage();
+    return { ok: true as const, message: statusBody(status) };
+  };
+
   server.get(
     "/messages/:message_id",
     {
@@ -554,46 +838,126 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       config: { securityHeaders: "api" },
       onRequest: basicAuth,
     },
-    async (request) => {
-      if (!MESSAGE_ID_PATTERN.test(request.params.message_id)) {
-        throw new ApiError("not_found", "No message with this ID for this Dock.");
-      }
-      const status = await options.views.status(
-        request.params.message_id,
-        (request.dock as { id: string }).id,
-      );
-      // Another Dock's message is answered exactly like a missing one.
-      if (!status) throw new ApiError("not_found", "No message with this ID for this Dock.");
-      const { counts } = status;
-      const state: "pending" | "delivered" | "partially_delivered" | "undelivered" | "no_subscribers" =
-        status.subscribers === 0
-          ? "no_subscribers"
-          : counts.queued > 0
-            ? "pending"
-            : counts.failed + counts.gone === 0
-              ? "delivered"
-              : counts.sent > 0
-                ? "partially_delivered"
-                : "undelivered";
-      return {
-        ok: true as const,
-        message: {
-          id: status.id,
-          options: status.content?.options ?? {},
-          state,
-          created_at: new Date(status.createdAt).toISOString(),
-          subscribers: status.subscribers,
-          counts,
-          deliveries: status.deliveries.map((d) => ({
-            chat_id: d.chatId,
-            state: d.state === "sending" ? ("queued" as const) : d.state,
-            attempts: d.attempts,
-            last_error: d.lastError,
-            telegram_message_ids: d.telegramMessageIds,
-            updated_at: new Date(d.updatedAt).toISOString(),
-          })),
+    async (request) => statusOf(request, request.params.message_id),
+  );
+
+  server.get(
+    "/messages",
+    {
+      schema: {
+        summary: "Find the message that holds a key (credentials in HTTP Basic authentication)",
+        description: "The Dock's message (not deleted) that was sent, or last replaced, with this `key`; answered as `GET /messages/{message_id}`.",
+        tags: ["send"],
+        security: [{ basic: [] }],
+        querystring: Type.Object({ key: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_KEY }) }),
+        response: {
+          200: messageStatus,
+          401: errorResponses[401],
+          404: { description: "No message of this Dock holds the key.", ...errorBodySchema },
         },
-      };
+      },
+      config: { securityHeaders: "api" },
+      onRequest: basicAuth,
+    },
+    async (request) => {
+      const id = await options.changes.byKey(dockOf(request), request.query.key);
+      if (id === undefined) throw new ApiError("not_found", "No message of this Dock holds this key.");
+      return statusOf(request, id);
+    },
+  );
+
+  server.patch(
+    "/messages/:message_id",
+    {
+      schema: {
+        summary: "Edit a message: every copy already sent is edited in place",
+        description:
+          "Credentials as for /webhook. Any of `msg` and the options; those left out keep their values, and null sets one back to its default. Copies already sent are edited (a text that now needs more or fewer parts gains or loses messages), copies not sent yet go out in the new form. A copy Telegram can no longer edit (the person deleted it) is sent anew, and its `edit.outcome` says `resent`.",
+        tags: ["send"],
+        security: [{ basic: [] }],
+        params: Type.Object({ message_id: Type.String() }),
+        body: Type.Object({ msg: Type.Optional(Type.String()) }),
+        documented: { body: patchBody },
+        response: {
+          202: Type.Object({
+            ok: Type.Literal(true),
+            message_id: Type.String(),
+            revision: Type.Integer({ description: "The message's revision now." }),
+            edits: Type.Integer({ description: "Copies sent (or being sent) that will be edited." }),
+            queued: Type.Integer({ description: "Copies not sent yet: they go out in the new form." }),
+          }),
+          ...errorResponses,
+          404: { description: "No such message for this Dock.", ...errorBodySchema },
+        },
+      },
+      config: { securityHeaders: "api" },
+      onRequest: basicAuth,
+      preValidation: parsePatch,
+    },
+    async (request, reply) => {
+      const messageId = request.params.message_id;
+      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+      const given = request.body.msg;
+      if (given !== undefined) checkMessage(given, options.maxMessageLength);
+      const result = await options.changes.revise(dockOf(request), messageId, async (current) =>
+        revisedContent(current, given, request.messageOptions ?? {}, request.clearedOptions ?? []),
+      );
+      if (result.kind === "missing") throw noSuchMessage();
+      if (result.kind === "deleted") throw new ApiError("message_deleted");
+      request.logFields = { messageId, dockId: dockOf(request), revision: result.revision };
+      return reply.code(202).send({
+        ok: true as const,
+        message_id: messageId,
+        revision: result.revision,
+        edits: result.edits,
+        queued: result.queued,
+      });
+    },
+  );
+
+  server.delete(
+    "/messages/:message_id",
+    {
+      schema: {
+        summary: "Delete a message: every copy Telegram still lets the bot delete",
+        description:
+          "Credentials as for /webhook. Copies sent are deleted (Telegram lets a bot delete only messages under 48 hours old: the status says per copy what could not be deleted and why), copies not sent yet never are. The message's key is free again. Deleting it again answers the same, with nothing more to do.",
+        tags: ["send"],
+        security: [{ basic: [] }],
+        params: Type.Object({ message_id: Type.String() }),
+        response: {
+          202: Type.Object({
+            ok: Type.Literal(true),
+            message_id: Type.String(),
+            deleting: Type.Integer({ description: "Copies sent that will be deleted (those in flight follow)." }),
+            cancelled: Type.Integer({ description: "Copies and edits still queued: not sent." }),
+            already_deleted: Type.Boolean({ description: "true: it was deleted before; nothing more was done." }),
+          }),
+          401: errorResponses[401],
+          404: { description: "No such message for this Dock.", ...errorBodySchema },
+        },
+      },
+      config: { securityHeaders: "api" },
+      onRequest: basicAuth,
+    },
+    async (request, reply) => {
+      const messageId = request.params.message_id;
+      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+      const result = await options.changes.delete(dockOf(request), messageId);
+      if (result.kind === "missing") throw noSuchMessage();
+      request.logFields = { messageId, dockId: dockOf(request) };
+      if (result.kind === "already_deleted") {
+        return reply
+          .code(202)
+          .send({ ok: true as const, message_id: messageId, deleting: 0, cancelled: 0, already_deleted: true });
+      }
+      return reply.code(202).send({
+        ok: true as const,
+        message_id: messageId,
+        deleting: result.deleting,
+        cancelled: result.cancelled,
+        already_deleted: false,
+      });
     },
   );
 

@@ -3,17 +3,23 @@ import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
 import type { Allowances, BatchAllowance, DockRate } from "./allowances.ts";
 import { checkCredentials, credentialsQuery } from "./credentials.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { reviseMessage } from "./message-changes.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 
 /** How long an `Idempotency-Key` protects against a repeated send. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
+/** A keyed message changed between its read and its update (PostgreSQL's SQLSTATE for a lost race). */
+const CHANGED_MEANWHILE = "40001";
+
 /** At most this many messages share one transaction. */
 export const MAX_BATCH = 256;
 
 export type AcceptResult =
   | { kind: "accepted"; messageId: string; subscribers: number }
+  /** The Dock's message with the same key was edited instead (it is now `revision`). */
+  | { kind: "replaced"; messageId: string; subscribers: number; revision: number; edits: number }
   | { kind: "replayed"; messageId: string; subscribers: number }
   | { kind: "conflict" }
   | { kind: "unauthorized" }
@@ -29,6 +35,13 @@ export interface AcceptItem {
   /** JSON of the message's MessageContent, or null for plain text. */
   content: string | null;
   idempotencyKey: string | null;
+  /** The sender's key: a message of the Dock that holds it is edited instead of a new one added. */
+  key?: string | null;
+  /**
+   * Whether the Dock has a callback URL (its messages' outcomes are reported); null: read with the
+   * credentials, in the batch (/ping).
+   */
+  watched?: boolean | null;
   /**
    * SHA-256 of the text and options when there is an idempotency key: a replay must carry the
    * same message.
@@ -84,10 +97,12 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /** What one transaction collects before writing: the rows of its messages and their fan-outs. */
 interface Writes {
-  credentials: Map<string, { id: string; name: string; secret_hash: string } | undefined>;
+  credentials: Map<string, { id: string; name: string; secret_hash: string; watched: number } | undefined>;
   subscribers: Map<string, number>;
   /** Idempotency keys used earlier in this batch (not yet in the table). */
   keyed: Map<string, { messageId: string; subscribers: number; hash: string | null }>;
+  /** Keys given to messages earlier in this batch (not yet in the table): their rows, to replace in place. */
+  named: Map<string, unknown[]>;
   messages: unknown[][];
   fanouts: unknown[][];
 }
@@ -141,8 +156,10 @@ export class AcceptBatch {
     try {
       return await once();
     } catch (error) {
-      // Two requests with the same key raced (another instance committed first): a replay.
-      if (entry.item.idempotencyKey !== null && isUniqueViolation(error)) {
+      // Two requests with the same idempotency key raced (another instance committed first): a
+      // replay. Two with the same message key: the second replaces what the first stored.
+      const keyed = entry.item.idempotencyKey !== null || (entry.item.key ?? null) !== null;
+      if (keyed && (isUniqueViolation(error) || (error as { code?: unknown }).code === CHANGED_MEANWHILE)) {
         try {
           return await once();
         } catch (again) {
@@ -163,6 +180,7 @@ export class AcceptBatch {
       credentials: new Map(),
       subscribers: new Map(),
       keyed: new Map(),
+      named: new Map(),
       messages: [],
       fanouts: [],
     };
@@ -186,6 +204,7 @@ export class AcceptBatch {
     writes: Writes,
   ): Promise<AcceptResult> {
     const q = this.#queries;
+    let watched = item.watched ?? false;
     if (item.secretKey !== null) {
       // Read once per Dock and batch; every message's key is still checked (in constant time).
       let row = writes.credentials.get(item.dockId);
@@ -196,7 +215,9 @@ export class AcceptBatch {
           : undefined;
         writes.credentials.set(item.dockId, row);
       }
-      if (!checkCredentials(row, item.secretKey)) return { kind: "unauthorized" };
+      const dock = checkCredentials(row, item.secretKey);
+      if (dock === undefined) return { kind: "unauthorized" };
+      watched = dock.watched;
     }
     const keyed = item.idempotencyKey === null ? null : `${item.dockId}\n${item.idempotencyKey}`;
     if (keyed !== null && item.idempotencyKey !== null) {
@@ -225,6 +246,16 @@ export class AcceptBatch {
     const wait = typeof taken === "number" ? taken : await taken;
     if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
 
+    if (item.key != null) {
+      const replaced = await this.#replace(tx, item, now, writes);
+      if (replaced !== undefined) {
+        if (keyed !== null) {
+          writes.keyed.set(keyed, { messageId: replaced.messageId, subscribers: replaced.subscribers, hash: item.hash });
+        }
+        return replaced;
+      }
+    }
+
     const messageId = newMessageId(now);
     // Every message of a batch to the same Dock sees the same subscribers: count them once.
     let subscribers = writes.subscribers.get(item.dockId);
@@ -233,7 +264,7 @@ export class AcceptBatch {
       subscribers = Number(rows[0]?.n ?? 0);
       writes.subscribers.set(item.dockId, subscribers);
     }
-    writes.messages.push([
+    const row = [
       messageId,
       item.dockId,
       item.text,
@@ -242,11 +273,65 @@ export class AcceptBatch {
       item.hash,
       now,
       item.content,
-    ]);
+      item.key ?? null,
+      watched ? 1 : 0,
+    ];
+    writes.messages.push(row);
+    if (item.key != null) writes.named.set(`${item.dockId}\n${item.key}`, row);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers]);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
     return { kind: "accepted", messageId, subscribers };
+  }
+
+  /**
+   * A send with a key the Dock's live message already holds: that message takes the new text and
+   * content (an edit of every copy) instead of a new message being added. Undefined: no such message.
+   */
+  async #replace(
+    tx: Transaction<Database>,
+    item: AcceptItem,
+    now: number,
+    writes: Writes,
+  ): Promise<Extract<AcceptResult, { kind: "replaced" }> | undefined> {
+    const pending = writes.named.get(`${item.dockId}\n${item.key}`);
+    if (pending !== undefined) {
+      // Added earlier in this very batch: it is written with the last text given.
+      pending[2] = item.text;
+      pending[7] = item.content;
+      return {
+        kind: "replaced",
+        messageId: pending[0] as string,
+        subscribers: pending[3] as number,
+        revision: 1,
+        edits: 0,
+      };
+    }
+    const held = await tx
+      .selectFrom("messages")
+      .select(["id", "subscribers", "revision"])
+      .where("dock_id", "=", item.dockId)
+      .where("key", "=", item.key as string)
+      .where("deleted_at", "is", null)
+      .executeTakeFirst();
+    if (held === undefined) return undefined;
+    const revised = await reviseMessage(
+      tx,
+      { messageId: held.id, revision: held.revision, text: item.text, content: item.content },
+      now,
+    );
+    // In this transaction nothing changed it since the read (SQLite writes one at a time; PostgreSQL's
+    // conditional update waited for any other and found the revision moved on): refused as a clash.
+    if (revised === undefined) {
+      throw Object.assign(new Error("the keyed message changed meanwhile"), { code: CHANGED_MEANWHILE });
+    }
+    return {
+      kind: "replaced",
+      messageId: held.id,
+      subscribers: held.subscribers,
+      revision: revised.revision,
+      edits: revised.edits,
+    };
   }
 }
 
@@ -287,6 +372,8 @@ function acceptQueries(kysely: Kysely<Database>) {
       "request_hash",
       "created_at",
       "content",
+      "key",
+      "report_pending",
     ]),
     insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at", "subscribers"]),
   };

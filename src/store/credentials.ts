@@ -12,7 +12,14 @@ import type { Database } from "./schema.ts";
  * What the credentials query answers for a Dock that does not exist: a row of the same shape, with
  * a hash no secret produces (64 hex digits, as a real one), so both cases cost the same work.
  */
-const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64) };
+const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64), watched: 0 };
+
+/** An authenticated Dock: `watched` when it has a callback URL (its messages' outcomes are reported). */
+export interface DockCredentials {
+  id: string;
+  name: string;
+  watched: boolean;
+}
 
 /**
  * The Dock when the presented secret key is its key, else undefined. A missing Dock and a wrong
@@ -21,11 +28,13 @@ const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64) };
  * bench:timing` checks it).
  */
 export function checkCredentials<
-  D extends { id: string; name: string; secret_hash: string; absent?: number },
->(row: D | undefined, secretKey: string): { id: string; name: string } | undefined {
+  D extends { id: string; name: string; secret_hash: string; watched: number; absent?: number },
+>(row: D | undefined, secretKey: string): DockCredentials | undefined {
   const found = row ?? ABSENT;
   const matches = secretMatches(secretKey, Buffer.from(found.secret_hash, "hex"));
-  return row !== undefined && row.absent !== 1 && matches ? { id: row.id, name: row.name } : undefined;
+  return row !== undefined && row.absent !== 1 && matches
+    ? { id: row.id, name: row.name, watched: Number(row.watched) === 1 }
+    : undefined;
 }
 
 /**
@@ -36,13 +45,20 @@ export function credentialsQuery(kysely: Kysely<Database>) {
   return prepare((p: Slots<{ id: string }>) =>
     kysely
       .selectFrom("docks")
-      .select(["id", "name", "secret_hash", sql<number>`0`.as("absent")])
+      .select([
+        "id",
+        "name",
+        "secret_hash",
+        sql<number>`case when callback_url is null then 0 else 1 end`.as("watched"),
+        sql<number>`0`.as("absent"),
+      ])
       .where("id", "=", p.id)
       .unionAll(
         kysely.selectNoFrom([
           sql<string>`${sql.lit(ABSENT.id)}`.as("id"),
           sql<string>`${sql.lit(ABSENT.name)}`.as("name"),
           sql<string>`${sql.lit(ABSENT.secret_hash)}`.as("secret_hash"),
+          sql<number>`${sql.lit(ABSENT.watched)}`.as("watched"),
           sql<number>`1`.as("absent"),
         ]),
       )

@@ -1,7 +1,7 @@
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, hashSecret, newSecretKey } from "../domain/secrets.ts";
-import { checkCredentials, credentialsQuery } from "./credentials.ts";
+import { checkCredentials, credentialsQuery, type DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
 
 export interface Dock extends DockFields {
@@ -137,7 +137,7 @@ export class DockRepository {
    * The Dock whose ID and secret key both match, or undefined. Unknown Docks and wrong keys take
    * the same path, so neither the answer nor its timing tells whether a Dock exists.
    */
-  async authenticate(id: string, secretKey: string): Promise<{ id: string; name: string } | undefined> {
+  async authenticate(id: string, secretKey: string): Promise<DockCredentials | undefined> {
     // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
     // characters, such as NUL, with an error rather than "no row").
     const row = DOCK_ID_PATTERN.test(id)

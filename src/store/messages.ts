@@ -13,6 +13,10 @@ export interface AcceptInput {
   /** How the message is shown beyond its text; null or omitted for plain text. */
   content?: MessageContent | null;
   idempotencyKey?: string | undefined;
+  /** The sender's key for the message: a live message of the Dock with the same key is replaced. */
+  key?: string | null | undefined;
+  /** Whether the Dock has a callback URL; omitted: read with the secret key (which must be given then). */
+  watched?: boolean | undefined;
   /**
    * The Dock's secret key as the client presented it: checked in the transaction that stores
    * the message. Omitted when the caller has already authenticated the Dock.
@@ -61,12 +65,15 @@ export class MessageRepository {
     const content = input.content ? JSON.stringify(input.content) : null;
     // What the sender sent, not what we made of it: a retry must replay even after an upgrade
     // parses Markdown differently. A plain message hashes as it always has.
-    const sent = input.content ? `${input.text}\u0000${JSON.stringify(input.content.options)}` : input.text;
+    let sent = input.content ? `${input.text}\u0000${JSON.stringify(input.content.options)}` : input.text;
+    if (input.key) sent += `\u0000key\u0000${input.key}`;
     const item: AcceptItem = {
       dockId: input.dockId,
       text: input.text,
       content,
       idempotencyKey,
+      key: input.key ?? null,
+      watched: input.watched ?? null,
       hash: idempotencyKey === null ? null : sha256Hex(sent),
       secretKey: input.secretKey ?? null,
     };
@@ -122,7 +129,7 @@ export class MessageRepository {
       else if (outcome.kind === "failed") pending.reject(fromStoreError(outcome.error));
       else pending.resolve(outcome);
       // Only Docks that got a message: a refused request's dock_id is whatever a stranger typed.
-      if (outcome?.kind === "accepted") docks.add(pending.item.dockId);
+      if (outcome?.kind === "accepted" || outcome?.kind === "replaced") docks.add(pending.item.dockId);
     }
     if (docks.size > 0) this.#notify([...docks]);
   }

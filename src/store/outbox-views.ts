@@ -3,13 +3,34 @@ import type { Db } from "./db.ts";
 import { parseIds } from "./outbox.ts";
 import type { DeliveryState } from "./schema.ts";
 
+/** The latest edit or delete of a copy: where it stands and what it came to. */
+export interface CopyChange {
+  state: DeliveryState;
+  /** edited, unchanged, resent; deleted, already_deleted, not_deleted (once done). */
+  outcome: string | null;
+  lastError: string | null;
+  updatedAt: number;
+}
+
+/** The copies' latest edits and deletes, counted by where they stand. */
+export interface ChangeCounts {
+  edits: Record<"pending" | "edited" | "unchanged" | "resent" | "failed", number>;
+  deletes: Record<"pending" | "deleted" | "already_deleted" | "not_deleted", number>;
+}
+
 export interface MessageStatus {
   id: string;
   /** How the message is shown beyond its text; null for plain text. */
   content: MessageContent | null;
+  key: string | null;
+  revision: number;
+  revisedAt: number | null;
+  deletedAt: number | null;
+  acknowledged: { by: { id: number; name: string }; at: number } | null;
   createdAt: number;
   subscribers: number;
   counts: Record<"queued" | "sent" | "failed" | "gone", number>;
+  changes: ChangeCounts;
   deliveries: {
     chatId: number;
     state: DeliveryState;
@@ -17,7 +38,13 @@ export interface MessageStatus {
     lastError: string | null;
     telegramMessageIds: number[];
     updatedAt: number;
+    /** The revision the copy shows (once sent). */
+    revision: number | null;
+    edit: CopyChange | null;
+    delete: CopyChange | null;
   }[];
+  /** What the Dock's callback URL was sent about this message. */
+  events: { type: string; state: string; attempts: number; lastError: string | null; updatedAt: number }[];
 }
 
 /** One recipient's delivery of a message, as the owner sees it on the Dock card. */
@@ -26,6 +53,8 @@ export interface DeliveryLine {
   state: DeliveryState;
   lastError: string | null;
   updatedAt: number;
+  edit: CopyChange | null;
+  delete: CopyChange | null;
 }
 
 /** A recent message of a Dock with where each of its deliveries stands. */
@@ -36,13 +65,65 @@ export interface MessageReport {
   content: MessageContent | null;
   createdAt: number;
   subscribers: number;
-  /** How many deliveries are in each state (states with none are left out). */
+  key: string | null;
+  revision: number;
+  revisedAt: number | null;
+  deletedAt: number | null;
+  acknowledged: { name: string; at: number } | null;
+  /** How many copies are in each state (states with none are left out). */
   states: Partial<Record<DeliveryState, number>>;
+  changes: ChangeCounts;
   deliveries: DeliveryLine[];
 }
 
 const parseContent = (json: string | null): MessageContent | null =>
   json === null ? null : (JSON.parse(json) as MessageContent);
+
+/** Nothing changed yet. */
+const noChanges = (): ChangeCounts => ({
+  edits: { pending: 0, edited: 0, unchanged: 0, resent: 0, failed: 0 },
+  deletes: { pending: 0, deleted: 0, already_deleted: 0, not_deleted: 0 },
+});
+
+interface ChangeRow {
+  kind: string;
+  target_id: number | null;
+  state: DeliveryState;
+  outcome: string | null;
+  last_error: string | null;
+  updated_at: number;
+}
+
+/** Each copy's latest edit and delete (rows in id order), and their counts. */
+function latestChanges(rows: ChangeRow[]): {
+  edits: Map<number, CopyChange>;
+  deletes: Map<number, CopyChange>;
+  counts: ChangeCounts;
+} {
+  const edits = new Map<number, CopyChange>();
+  const deletes = new Map<number, CopyChange>();
+  for (const row of rows) {
+    if (row.target_id === null) continue;
+    const change = { state: row.state, outcome: row.outcome, lastError: row.last_error, updatedAt: row.updated_at };
+    (row.kind === "edit" ? edits : deletes).set(Number(row.target_id), change);
+  }
+  const counts = noChanges();
+  for (const edit of edits.values()) {
+    if (edit.state === "queued" || edit.state === "sending") counts.edits.pending++;
+    else if (edit.state === "sent") {
+      const outcome = edit.outcome as "edited" | "unchanged" | "resent";
+      if (outcome in counts.edits) counts.edits[outcome]++;
+    } else counts.edits.failed++;
+  }
+  for (const deletion of deletes.values()) {
+    if (deletion.state === "queued" || deletion.state === "sending") counts.deletes.pending++;
+    else if (deletion.state === "sent") {
+      if (deletion.outcome === "already_deleted") counts.deletes.already_deleted++;
+      else counts.deletes.deleted++;
+    } else if (deletion.state === "failed") counts.deletes.not_deleted++;
+  }
+  return { edits, deletes, counts };
+}
 
 /** Deliveries listed per message on the card; the counts always cover them all. */
 const DELIVERIES_SHOWN = 20;
@@ -110,7 +191,19 @@ export class OutboxViews {
   async status(messageId: string, dockId: string): Promise<MessageStatus | undefined> {
     const message = await this.#db.kysely
       .selectFrom("messages")
-      .select(["id", "created_at", "subscribers", "content"])
+      .select([
+        "id",
+        "created_at",
+        "subscribers",
+        "content",
+        "key",
+        "revision",
+        "revised_at",
+        "deleted_at",
+        "acked_by",
+        "acked_name",
+        "acked_at",
+      ])
       .where("id", "=", messageId)
       .where("dock_id", "=", dockId)
       .executeTakeFirst();
@@ -122,24 +215,53 @@ export class OutboxViews {
       .select("id")
       .where("message_id", "=", messageId)
       .executeTakeFirst();
-    const rows = await this.#db.kysely
+    const all = await this.#db.kysely
       .selectFrom("deliveries")
-      .select(["chat_id", "state", "attempts", "last_error", "telegram_message_ids", "updated_at"])
+      .select([
+        "id",
+        "kind",
+        "target_id",
+        "chat_id",
+        "state",
+        "attempts",
+        "last_error",
+        "telegram_message_ids",
+        "updated_at",
+        "revision",
+        "outcome",
+      ])
       .where("message_id", "=", messageId)
       .orderBy("id")
       .execute();
+    const rows = all.filter((row) => row.kind === "send");
+    const changes = latestChanges(all);
     const counts = { queued: 0, sent: 0, failed: 0, gone: 0 };
     for (const row of rows) counts[row.state === "sending" ? "queued" : row.state]++;
     // Deliveries not created: still to come while the message waits; otherwise those subscribers
     // left before the dispatcher got to the message.
     const missing = message.subscribers - rows.length;
     if (missing > 0) counts[waiting ? "queued" : "gone"] += missing;
+    const events = await this.#db.kysely
+      .selectFrom("events")
+      .select(["type", "state", "attempts", "last_error", "updated_at"])
+      .where("message_id", "=", messageId)
+      .orderBy("id")
+      .execute();
     return {
       id: message.id,
       content: parseContent(message.content),
+      key: message.key,
+      revision: message.revision,
+      revisedAt: message.revised_at,
+      deletedAt: message.deleted_at,
+      acknowledged:
+        message.acked_at === null
+          ? null
+          : { by: { id: Number(message.acked_by), name: message.acked_name ?? "" }, at: Number(message.acked_at) },
       createdAt: message.created_at,
       subscribers: message.subscribers,
       counts,
+      changes: changes.counts,
       deliveries: rows.map((r) => ({
         chatId: r.chat_id,
         state: r.state,
@@ -147,6 +269,16 @@ export class OutboxViews {
         lastError: r.last_error,
         telegramMessageIds: parseIds(r.telegram_message_ids),
         updatedAt: r.updated_at,
+        revision: r.revision,
+        edit: changes.edits.get(Number(r.id)) ?? null,
+        delete: changes.deletes.get(Number(r.id)) ?? null,
+      })),
+      events: events.map((e) => ({
+        type: e.type,
+        state: e.state,
+        attempts: e.attempts,
+        lastError: e.last_error,
+        updatedAt: e.updated_at,
       })),
     };
   }
@@ -155,7 +287,19 @@ export class OutboxViews {
   async recent(dockId: string, limit: number): Promise<MessageReport[]> {
     const messages = await this.#db.kysely
       .selectFrom("messages")
-      .select(["id", "text", "content", "created_at", "subscribers"])
+      .select([
+        "id",
+        "text",
+        "content",
+        "created_at",
+        "subscribers",
+        "key",
+        "revision",
+        "revised_at",
+        "deleted_at",
+        "acked_name",
+        "acked_at",
+      ])
       .where("dock_id", "=", dockId)
       .orderBy("created_at", "desc")
       .orderBy("id", "desc")
@@ -179,7 +323,7 @@ export class OutboxViews {
     );
     const deliveries = await this.#db.kysely
       .selectFrom("deliveries")
-      .select(["message_id", "chat_id", "state", "last_error", "updated_at"])
+      .select(["id", "message_id", "kind", "target_id", "chat_id", "state", "last_error", "updated_at", "outcome"])
       .where(
         "message_id",
         "in",
@@ -196,22 +340,41 @@ export class OutboxViews {
           content: parseContent(m.content),
           createdAt: m.created_at,
           subscribers: m.subscribers,
+          key: m.key,
+          revision: m.revision,
+          revisedAt: m.revised_at,
+          deletedAt: m.deleted_at,
+          acknowledged: m.acked_at === null ? null : { name: m.acked_name ?? "", at: Number(m.acked_at) },
           states: {},
+          changes: noChanges(),
           deliveries: [],
         },
       ]),
     );
+    const byMessage = new Map<string, typeof deliveries>();
     for (const d of deliveries) {
-      const report = reports.get(d.message_id);
+      const list = byMessage.get(d.message_id) ?? [];
+      list.push(d);
+      byMessage.set(d.message_id, list);
+    }
+    for (const [messageId, rows] of byMessage) {
+      const report = reports.get(messageId);
       if (!report) continue;
-      report.states[d.state] = (report.states[d.state] ?? 0) + 1;
-      if (report.deliveries.length < DELIVERIES_SHOWN) {
-        report.deliveries.push({
-          chatId: d.chat_id,
-          state: d.state,
-          lastError: d.last_error,
-          updatedAt: d.updated_at,
-        });
+      const changes = latestChanges(rows);
+      report.changes = changes.counts;
+      for (const d of rows) {
+        if (d.kind !== "send") continue;
+        report.states[d.state] = (report.states[d.state] ?? 0) + 1;
+        if (report.deliveries.length < DELIVERIES_SHOWN) {
+          report.deliveries.push({
+            chatId: d.chat_id,
+            state: d.state,
+            lastError: d.last_error,
+            updatedAt: d.updated_at,
+            edit: changes.edits.get(Number(d.id)) ?? null,
+            delete: changes.deletes.get(Number(d.id)) ?? null,
+          });
+        }
       }
     }
     for (const report of reports.values()) {

@@ -1,6 +1,6 @@
 import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
-import type { Database } from "./schema.ts";
+import type { Database, DeliveryKind } from "./schema.ts";
 
 /*
  * The outbox: every change of a delivery's state happens in this file, and nowhere else. A
@@ -25,6 +25,18 @@ import type { Database } from "./schema.ts";
  *   queued      queued    followChat                  … otherwise it moves to the new chat id
  *   sent/failed/gone  (deleted)  prune                retention: old and finished
  *   any         (deleted) DockRepository.delete       the Dock is deleted (the rows cascade)
+ *   (new)       queued    queueEdits, queueDeletes    the message changed or was deleted (an edit or a
+ *                                                     delete of each copy sent, see below)
+ *   queued      gone      cancelForMessage            the message was deleted before this went out
+ *
+ * Living messages: a delivery is of a `kind`. A `send` puts a copy in its chat and records the
+ * message `revision` it shows; an `edit` or `delete` works on the copy of its `target_id`, queued
+ * behind it (each chat's deliveries go in id order), paced, leased and retried like a send. A
+ * message changes by taking a new revision (message-changes.ts) and queueing an edit of every copy
+ * sent; a copy still queued is sent as the message is when it goes. Whatever raced — a change
+ * committed while a copy was in flight — every settle of a copy ends with `converge`, which locks
+ * the message row and queues what the copy still lacks (an edit to the newest revision, or its
+ * deletion), so every copy ends in the message's final form.
  *
  * `sent`, `failed` and `gone` are final. `sent`, `retry` and `failed` present the claim's lease: an
  * outcome that arrives after the lease passed to another claim is not recorded. `chatGone` and
@@ -49,12 +61,29 @@ export interface PendingDelivery {
   createdAt: number;
   /** Telegram message ids of the parts already sent (a long text is several messages). */
   sentParts: number[];
+  kind: DeliveryKind;
+  /** An edit's or a delete's copy (the `send` delivery it changes). */
+  targetId: number | null;
+  /** The message's revision that `text` and `content` are (reloaded when the claim finds a newer one). */
+  revision: number;
+  /** Who acknowledged the message first; null until someone does. */
+  acked: { name: string; at: number } | null;
   /** The lease of the current claim (0 until claimed); settling writes must present it. */
   lease: number;
   /** The dispatcher's memory: the leases of claims whose answers the database lost (see claim's `orLeases`). */
   lostLeases?: number[];
   /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
   waitedForTelegram?: number;
+}
+
+/**
+ * What an edit came to: `edited`; `unchanged` (Telegram already showed it so); `resent` (the copy
+ * could no longer be edited — the person deleted it, or Telegram refuses — so it was sent anew).
+ */
+export type EditOutcome = "edited" | "unchanged" | "resent";
+
+function ackOf(row: { acked_name: string | null; acked_at: number | null }): PendingDelivery["acked"] {
+  return row.acked_at === null ? null : { name: row.acked_name ?? "someone", at: Number(row.acked_at) };
 }
 
 /** Telegram message ids as the table keeps them (comma-separated). */
@@ -235,8 +264,13 @@ export class Outbox {
         "deliveries.next_attempt_at",
         "deliveries.created_at",
         "deliveries.telegram_message_ids",
+        "deliveries.kind",
+        "deliveries.target_id",
         "messages.text",
         "messages.content",
+        "messages.revision",
+        "messages.acked_name",
+        "messages.acked_at",
         "docks.name",
         "docks.link",
         "subscriptions.chat_type",
@@ -261,8 +295,34 @@ export class Outbox {
       nextAttemptAt: r.next_attempt_at,
       createdAt: r.created_at,
       sentParts: parseIds(r.telegram_message_ids),
+      kind: r.kind,
+      targetId: r.target_id === null ? null : Number(r.target_id),
+      revision: r.revision,
+      acked: ackOf(r),
       lease: 0,
     }));
+  }
+
+  /** The message as it is now (its text, content and acknowledgement), for a copy to show. */
+  async messageNow(
+    messageId: string,
+  ): Promise<{ text: string; content: string | null; revision: number; acked: PendingDelivery["acked"] } | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("messages")
+      .select(["text", "content", "revision", "acked_name", "acked_at"])
+      .where("id", "=", messageId)
+      .executeTakeFirst();
+    return row && { text: row.text, content: row.content, revision: row.revision, acked: ackOf(row) };
+  }
+
+  /** The Telegram messages of the copy an edit or a delete works on, and the revision they show. */
+  async copy(targetId: number): Promise<{ telegramIds: number[]; revision: number } | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("deliveries")
+      .select(["telegram_message_ids", "revision"])
+      .where("id", "=", targetId)
+      .executeTakeFirst();
+    return row && { telegramIds: parseIds(row.telegram_message_ids), revision: row.revision ?? 1 };
   }
 
   /**
@@ -276,7 +336,9 @@ export class Outbox {
     id: number,
     lease: number,
     orLeases: readonly number[] = [],
-  ): Promise<{ status: "claimed"; lease: number; chatId: number } | { status: "unsubscribed" | "missing" }> {
+  ): Promise<
+    { status: "claimed"; lease: number; chatId: number; revision: number } | { status: "unsubscribed" | "missing" }
+  > {
     const now = this.#now();
     const claimed = await this.#db.kysely
       .updateTable("deliveries")
@@ -288,20 +350,34 @@ export class Outbox {
       }))
       .where("id", "=", id)
       .where((eb) => claimable(eb, orLeases))
-      .where(({ exists, selectFrom }) =>
-        exists(
-          selectFrom("subscriptions")
-            .select("subscriptions.id")
-            .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
-            .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
-            .where("subscriptions.state", "=", "active"),
-        ),
+      // A delete goes to a chat that has left too: what the sender takes back should not stay there.
+      .where((eb) =>
+        eb.or([
+          eb("kind", "=", "delete"),
+          eb.exists(
+            eb
+              .selectFrom("subscriptions")
+              .select("subscriptions.id")
+              .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+              .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
+              .where("subscriptions.state", "=", "active"),
+          ),
+        ]),
       )
-      // The chat as the row has it now: a group that became a supergroup may have moved since the
-      // row was read.
-      .returning("chat_id")
+      // The chat as the row has it now (a group that became a supergroup may have moved since the
+      // row was read), and the message's revision (it may have changed since).
+      .returning((eb) => [
+        "chat_id",
+        eb
+          .selectFrom("messages")
+          .select("messages.revision")
+          .whereRef("messages.id", "=", "deliveries.message_id")
+          .as("revision"),
+      ])
       .executeTakeFirst();
-    if (claimed !== undefined) return { status: "claimed", lease, chatId: claimed.chat_id };
+    if (claimed !== undefined) {
+      return { status: "claimed", lease, chatId: claimed.chat_id, revision: Number(claimed.revision ?? 0) };
+    }
     const gone = await this.#db.kysely
       .updateTable("deliveries")
       .set({ state: "gone", last_error: "unsubscribed", lease_until: null, updated_at: now })
@@ -315,11 +391,66 @@ export class Outbox {
    * Settling writes are fenced by the claim's lease: if the lease expired and the delivery was
    * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
    */
-  async sent(id: number, lease: number, telegramIds: number[]): Promise<boolean> {
-    return this.#settle(id, lease, {
-      state: "sent",
-      telegram_message_ids: telegramIds.join(","),
-      last_error: null,
+  async sent(
+    delivery: { id: number; lease: number; messageId: string },
+    telegramIds: number[],
+    revision: number,
+  ): Promise<boolean> {
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const written = await this.#settle(
+        delivery.id,
+        delivery.lease,
+        { state: "sent", telegram_message_ids: telegramIds.join(","), last_error: null, revision },
+        tx,
+      );
+      if (written) await converge(tx, delivery.id, delivery.messageId, revision, this.#now());
+      return written;
+    });
+  }
+
+  /**
+   * An edit is done: the copy `targetId` now shows `revision` in `telegramIds` (parts may have been
+   * added, removed, or sent anew), and `outcome` says how. Then the copy converges (an edit queued
+   * for a yet newer revision, or its deletion).
+   */
+  async edited(
+    edit: { id: number; lease: number; messageId: string; targetId: number },
+    result: { telegramIds: number[]; revision: number; outcome: EditOutcome; note: string | null },
+  ): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const written = await this.#settle(
+        edit.id,
+        edit.lease,
+        {
+          state: "sent",
+          telegram_message_ids: result.telegramIds.join(","),
+          revision: result.revision,
+          outcome: result.outcome,
+          last_error: result.note,
+        },
+        tx,
+      );
+      if (!written) return false;
+      await tx
+        .updateTable("deliveries")
+        .set({ telegram_message_ids: result.telegramIds.join(","), revision: result.revision, updated_at: now })
+        .where("id", "=", edit.targetId)
+        .execute();
+      await converge(tx, edit.targetId, edit.messageId, result.revision, now);
+      return true;
+    });
+  }
+
+  /** A delete is done (`deleted`, `already_deleted`), or Telegram would not delete the copy (`failed`, why). */
+  async deletedCopy(
+    deletion: { id: number; lease: number },
+    result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
+  ): Promise<boolean> {
+    return this.#settle(deletion.id, deletion.lease, {
+      state: result.outcome === "not_deleted" ? "failed" : "sent",
+      outcome: result.outcome,
+      last_error: result.outcome === "not_deleted" ? result.error : null,
     });
   }
 
@@ -356,8 +487,9 @@ export class Outbox {
     values:
       | UpdateObject<Database, "deliveries">
       | ((eb: ExpressionBuilder<Database, "deliveries">) => UpdateObject<Database, "deliveries">),
+    tx: Transaction<Database> | null = null,
   ): Promise<boolean> {
-    const result = await this.#db.kysely
+    const result = await (tx ?? this.#db.kysely)
       .updateTable("deliveries")
       .set((eb) => ({
         ...(typeof values === "function" ? values(eb) : values),
@@ -513,4 +645,123 @@ export async function followChat(
     .where("chat_id", "=", from)
     .where("state", "=", "queued")
     .execute();
+}
+
+/**
+ * Queues an edit (or a delete) of copies already sent: of every copy of the message, or of one copy.
+ * An edit renders the message as it is when it goes, so one still queued for a copy serves any
+ * later change as well (none is added beside it); a copy gets one delete, ever. Returns how many
+ * were queued. Each goes behind its chat's earlier deliveries.
+ */
+async function queueWork(
+  tx: Transaction<Database>,
+  kind: "edit" | "delete",
+  scope: { messageId: string } | { targetId: number },
+  now: number,
+): Promise<number> {
+  const pending = kind === "edit" ? (["queued"] as const) : (["queued", "sending", "sent"] as const);
+  const inserted = await tx
+    .insertInto("deliveries")
+    .columns([
+      "message_id",
+      "dock_id",
+      "chat_id",
+      "state",
+      "next_attempt_at",
+      "created_at",
+      "updated_at",
+      "kind",
+      "target_id",
+    ])
+    .expression((eb) => {
+      let copies = eb
+        .selectFrom("deliveries as t")
+        .where("t.kind", "=", "send")
+        .where("t.state", "=", "sent")
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom("deliveries as w")
+                .select("w.id")
+                .whereRef("w.target_id", "=", "t.id")
+                .where("w.kind", "=", kind)
+                .where("w.state", "in", [...pending]),
+            ),
+          ),
+        );
+      copies =
+        "messageId" in scope
+          ? copies.where("t.message_id", "=", scope.messageId)
+          : copies.where("t.id", "=", scope.targetId);
+      return copies
+        .select([
+          "t.message_id",
+          "t.dock_id",
+          "t.chat_id",
+          sql<"queued">`cast(${"queued"} as text)`.as("state"),
+          sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
+          sql<number>`cast(${now} as bigint)`.as("created_at"),
+          sql<number>`cast(${now} as bigint)`.as("updated_at"),
+          sql<DeliveryKind>`cast(${kind} as text)`.as("kind"),
+          "t.id",
+        ])
+        .orderBy("t.id");
+    })
+    .executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+}
+
+/**
+ * The message changed (message-changes.ts, in its transaction, after taking the new revision):
+ * an edit is queued for every copy sent. Copies still queued go out as the message is then, and
+ * copies in flight converge when they settle.
+ */
+export function queueEdits(tx: Transaction<Database>, messageId: string, now: number): Promise<number> {
+  return queueWork(tx, "edit", { messageId }, now);
+}
+
+/**
+ * The message was deleted (message-changes.ts, in its transaction, after marking it): a delete is
+ * queued for every copy sent, and what was still queued for it — copies and edits — is not sent.
+ * Copies in flight are deleted once they settle (converge). Returns the counts.
+ */
+export async function queueDeletes(
+  tx: Transaction<Database>,
+  messageId: string,
+  now: number,
+): Promise<{ deleting: number; cancelled: number }> {
+  const cancelled = await tx
+    .updateTable("deliveries")
+    .set({ state: "gone", last_error: "the message was deleted", lease_until: null, updated_at: now })
+    .where("message_id", "=", messageId)
+    .where("state", "=", "queued")
+    .where("kind", "in", ["send", "edit"])
+    .executeTakeFirst();
+  const deleting = await queueWork(tx, "delete", { messageId }, now);
+  // Copies not yet created (the message waits to be fanned out) never will be.
+  await tx.deleteFrom("fanouts").where("message_id", "=", messageId).execute();
+  return { deleting, cancelled: Number(cancelled.numUpdatedRows) };
+}
+
+/**
+ * After a copy settled showing `shown`: what it still lacks is queued. The message row is locked
+ * first (an update that changes nothing), so a change committed at the same moment is either seen
+ * here or sees this copy as sent and queues the work itself — never neither.
+ */
+async function converge(
+  tx: Transaction<Database>,
+  targetId: number,
+  messageId: string,
+  shown: number,
+  now: number,
+): Promise<void> {
+  const message = await tx
+    .updateTable("messages")
+    .set((eb) => ({ revision: eb.ref("revision") }))
+    .where("id", "=", messageId)
+    .returning(["revision", "deleted_at"])
+    .executeTakeFirst();
+  if (message === undefined) return;
+  if (message.deleted_at !== null) await queueWork(tx, "delete", { targetId }, now);
+  else if (message.revision > shown) await queueWork(tx, "edit", { targetId }, now);
 }

@@ -20,6 +20,8 @@ export interface DocksTable {
   secret_hash: string;
   /** The secret key sealed with the server's encryption key (AES-256-GCM). */
   secret_sealed: string;
+  /** Where the Dock's events are posted (signed with its secret key); null: none. */
+  callback_url: string | null;
   created_at: Millis;
   updated_at: Millis;
 }
@@ -58,6 +60,20 @@ export interface MessagesTable {
   created_at: Millis;
   /** JSON of MessageContent (domain/message-options.ts); null for a plain text message. */
   content: string | null;
+  /** The sender's name for the message: a send with the same key replaces it (unique per Dock while not deleted). */
+  key: string | null;
+  /** Counts the message's changes (edits, replacements, an acknowledgement); starts at 1. */
+  revision: Generated<number>;
+  /** When the last change was made; null while the message is as it was sent. */
+  revised_at: Millis | null;
+  /** When the sender deleted it: its copies are deleted, what was still queued is not sent. */
+  deleted_at: Millis | null;
+  /** Who acknowledged it first (Telegram user id, name) and when; null until someone does. */
+  acked_by: number | null;
+  acked_name: string | null;
+  acked_at: Millis | null;
+  /** 1 while the Dock's callback URL is still to be told that the message was delivered (or failed). */
+  report_pending: Generated<number>;
 }
 
 /** A message waiting to be fanned out into one delivery per subscriber (see migration 0004). */
@@ -72,6 +88,9 @@ export interface FanoutsTable {
 }
 
 export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
+
+/** A delivery sends a copy, or edits or deletes the copy `target_id` (queued behind it in its chat). */
+export type DeliveryKind = "send" | "edit" | "delete";
 
 export interface DeliveriesTable {
   /** Increasing id: the order deliveries were queued in, which keeps each chat first-in first-out. */
@@ -88,6 +107,13 @@ export interface DeliveriesTable {
   telegram_message_ids: string | null;
   created_at: Millis;
   updated_at: Millis;
+  kind: Generated<DeliveryKind>;
+  /** For an edit or a delete: the `send` delivery whose copy it changes. */
+  target_id: number | null;
+  /** A send: the message revision its copy shows (the oldest, if its parts differ). An edit: the revision it applied. */
+  revision: number | null;
+  /** What an edit or a delete came to (see EditOutcome in outbox.ts). */
+  outcome: string | null;
 }
 
 export interface LoginTokensTable {
@@ -137,6 +163,26 @@ export interface WriteProbesTable {
   probed_at: Millis;
 }
 
+export type EventState = "queued" | "sending" | "sent" | "failed";
+
+/** An event for a Dock's callback URL (migration 0009), retried until the receiver takes it. */
+export interface EventsTable {
+  id: Generated<number>;
+  dock_id: string;
+  message_id: string;
+  /** message.delivered, message.failed, message.acknowledged */
+  type: string;
+  /** The JSON body posted, as it will be signed. */
+  payload: string;
+  state: EventState;
+  attempts: number;
+  next_attempt_at: Millis;
+  lease_until: Millis | null;
+  last_error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -149,4 +195,5 @@ export interface Database {
   bot_states: BotStatesTable;
   dock_allowances: DockAllowancesTable;
   write_probes: WriteProbesTable;
+  events: EventsTable;
 }

@@ -281,7 +281,7 @@ describe("message options from /webhook headers and query parameters (ntfy's nam
     expect(
       problems(() => readOptions(gatherOptions({}, { actions: "http, Reboot, https://a.example" }))),
     ).toEqual([
-      'the Actions header (action 1): only "view" actions can be shown (as URL buttons); "http" cannot.',
+      'the Actions header (action 1): only "view" actions (URL buttons) and "ack" (an Acknowledge button) can be shown; "http" cannot.',
     ]);
     expect(
       problems(() =>

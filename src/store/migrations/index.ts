@@ -8,6 +8,7 @@ import { fanoutSubscribers } from "./0005-fanout-subscribers.ts";
 import { dockAllowances } from "./0006-dock-allowances.ts";
 import { writeProbes } from "./0007-write-probes.ts";
 import { messageContent } from "./0008-message-content.ts";
+import { livingNotifications } from "./0009-living-notifications.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -19,6 +20,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0006-dock-allowances": dockAllowances(),
     "0007-write-probes": writeProbes(),
     "0008-message-content": messageContent(),
+    "0009-living-notifications": livingNotifications(db.spelling),
   };
 }
 

@@ -1,0 +1,43 @@
+import { Composer, type Context } from "grammy";
+import { ACK_PREFIX, ackTime } from "../domain/render.ts";
+import { answer, type BotDeps } from "./context.ts";
+import { texts } from "./texts.ts";
+
+/** The Acknowledge button's callback data: the prefix and a message ID. */
+const ACK = new RegExp(`^${ACK_PREFIX}(msg_[A-Za-z0-9]{22})$`);
+
+/** How the person who pressed is named on every copy: their name as Telegram has it, else @username. */
+function displayName(from: NonNullable<Context["from"]>): string {
+  const name = [from.first_name, from.last_name].filter((part) => part && part.trim() !== "").join(" ");
+  return name !== "" ? name : from.username ? `@${from.username}` : `user ${from.id}`;
+}
+
+/**
+ * The Acknowledge button under a notification: the first press anywhere is recorded (store
+ * message-changes.ts: every copy is then edited to say who, and the sender is told); every press
+ * is answered, a later one with who was first.
+ */
+export function acknowledge(deps: BotDeps): Composer<Context> {
+  const composer = new Composer<Context>();
+  composer.callbackQuery(ACK, async (ctx) => {
+    const from = ctx.from;
+    const chatId = ctx.chat?.id;
+    if (chatId === undefined) return answer(ctx, { text: texts.staleButton });
+    const result = await deps.messages.acknowledge(
+      ctx.match[1] as string,
+      { id: from.id, name: displayName(from), username: from.username ?? null },
+      chatId,
+    );
+    switch (result.kind) {
+      case "first":
+        return answer(ctx, { text: texts.acknowledged });
+      case "already":
+        return answer(ctx, { text: texts.alreadyAcknowledged(result.name, ackTime(result.at)) });
+      case "deleted":
+        return answer(ctx, { text: texts.acknowledgedDeleted });
+      default:
+        return answer(ctx, { text: texts.staleButton });
+    }
+  });
+  return composer;
+}

@@ -1,0 +1,266 @@
+import { sql, type Transaction } from "kysely";
+import { randomBase62 } from "../domain/ids.ts";
+import type { Db } from "./db.ts";
+import type { Database } from "./schema.ts";
+
+/*
+ * The callback outbox: events for a Dock's callback URL (message.delivered, message.failed,
+ * message.acknowledged), one row each, written in the transaction of what they report, and sent
+ * by delivery/event-sender.ts until the receiver takes them — durable like deliveries, and apart
+ * from them, so a slow or failing receiver never holds up a message.
+ *
+ *   from      to        by              when
+ *   ───────── ───────── ─────────────── ──────────────────────────────────────────────
+ *   (new)     queued    queueEvent      what it reports happened (and the Dock has a callback URL)
+ *   queued    sending   claim           the sender posts it (a lease is taken)
+ *   sending   sent      sent            the receiver answered 2xx
+ *   sending   queued    retry           any other answer, or none: tried again after a backoff
+ *   sending   failed    failed          still refused when it grew too old, or the URL is gone
+ *   sending   queued    requeueExpired  its sender died mid-post (the lease expired)
+ */
+
+export type EventType = "message.delivered" | "message.failed" | "message.acknowledged";
+
+/** An event to post. */
+export interface PendingEvent {
+  id: number;
+  dockId: string;
+  type: EventType;
+  payload: string;
+  attempts: number;
+  createdAt: number;
+  lease: number;
+}
+
+/**
+ * Queues an event in the caller's transaction, when the Dock has a callback URL (none: nothing is
+ * written). `data` joins the envelope: `{id, type, created_at, dock_id, …data}`.
+ */
+export async function queueEvent(
+  tx: Transaction<Database>,
+  event: { dockId: string; messageId: string; type: EventType; data: Record<string, unknown> },
+  now: number,
+): Promise<void> {
+  const payload = JSON.stringify({
+    id: `evt_${randomBase62(128)}`,
+    type: event.type,
+    created_at: new Date(now).toISOString(),
+    dock_id: event.dockId,
+    ...event.data,
+  });
+  await tx
+    .insertInto("events")
+    .columns(["dock_id", "message_id", "type", "payload", "state", "next_attempt_at", "created_at", "updated_at"])
+    .expression((eb) =>
+      eb
+        .selectFrom("docks")
+        .select([
+          "docks.id",
+          sql<string>`cast(${event.messageId} as text)`.as("message_id"),
+          sql<string>`cast(${event.type} as text)`.as("type"),
+          sql<string>`cast(${payload} as text)`.as("payload"),
+          sql<"queued">`cast(${"queued"} as text)`.as("state"),
+          sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
+          sql<number>`cast(${now} as bigint)`.as("created_at"),
+          sql<number>`cast(${now} as bigint)`.as("updated_at"),
+        ])
+        .where("docks.id", "=", event.dockId)
+        .where("docks.callback_url", "is not", null),
+    )
+    .execute();
+}
+
+/** Messages checked per sweep for having settled. */
+const SETTLE_BATCH = 100;
+
+/** The callback outbox's state changes (see the table above). */
+export class EventOutbox {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /**
+   * Messages whose Dock wanted events and whose copies have all settled (sent, failed or gone):
+   * each is reported once — `message.failed` if any copy failed, else `message.delivered` — with
+   * the counts. Returns how many were reported.
+   */
+  async reportSettled(): Promise<number> {
+    const settled = await this.#db.kysely
+      .selectFrom("messages as m")
+      .select(["m.id", "m.dock_id", "m.key", "m.revision", "m.subscribers", "m.created_at", "m.deleted_at"])
+      // Literally 1, so that SQLite uses the partial index (a bound parameter does not imply it).
+      .where(sql<boolean>`m.report_pending = 1`)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom("fanouts as f").select("f.id").whereRef("f.message_id", "=", "m.id"))),
+      )
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("deliveries as d")
+              .select("d.id")
+              .whereRef("d.message_id", "=", "m.id")
+              .where("d.kind", "=", "send")
+              .where("d.state", "in", ["queued", "sending"]),
+          ),
+        ),
+      )
+      .limit(SETTLE_BATCH)
+      .execute();
+    let reported = 0;
+    for (const message of settled) {
+      const now = this.#now();
+      const done = await this.#db.kysely.transaction().execute(async (tx) => {
+        // The claim: of two sweeps (two instances), one reports.
+        const claimed = await tx
+          .updateTable("messages")
+          .set({ report_pending: 0 })
+          .where("id", "=", message.id)
+          .where("report_pending", "=", 1)
+          .executeTakeFirst();
+        if (claimed.numUpdatedRows === 0n) return false;
+        const rows = await tx
+          .selectFrom("deliveries")
+          .select(["state", (eb) => eb.fn.countAll<number>().as("n")])
+          .where("message_id", "=", message.id)
+          .where("kind", "=", "send")
+          .groupBy("state")
+          .execute();
+        const copies = { sent: 0, failed: 0, gone: 0 };
+        for (const row of rows) {
+          if (row.state === "sent" || row.state === "failed" || row.state === "gone") copies[row.state] += Number(row.n);
+        }
+        // Subscribers who left before the dispatcher got to the message never had a copy.
+        copies.gone += Math.max(0, message.subscribers - copies.sent - copies.failed - copies.gone);
+        await queueEvent(
+          tx,
+          {
+            dockId: message.dock_id,
+            messageId: message.id,
+            type: copies.failed > 0 ? "message.failed" : "message.delivered",
+            data: {
+              message: {
+                id: message.id,
+                key: message.key,
+                revision: message.revision,
+                created_at: new Date(message.created_at).toISOString(),
+                subscribers: message.subscribers,
+                deleted: message.deleted_at !== null,
+                copies,
+              },
+            },
+          },
+          now,
+        );
+        return true;
+      });
+      if (done) reported++;
+    }
+    return reported;
+  }
+
+  /** Events due now, oldest first (at most `limit`). */
+  async due(limit: number): Promise<{ id: number }[]> {
+    return this.#db.kysely
+      .selectFrom("events")
+      .select("id")
+      .where("state", "=", "queued")
+      .where("next_attempt_at", "<=", this.#now())
+      .orderBy("next_attempt_at")
+      .orderBy("id")
+      .limit(limit)
+      .execute();
+  }
+
+  /** When the next queued event is due (ms), or null when none waits. */
+  async nextDue(): Promise<number | null> {
+    const row = await this.#db.kysely
+      .selectFrom("events")
+      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+      .where("state", "=", "queued")
+      .executeTakeFirst();
+    return row?.at == null ? null : Number(row.at);
+  }
+
+  /** Takes an event for posting, with a lease; with where it goes and the key to sign it with (sealed). */
+  async claim(
+    id: number,
+    lease: number,
+  ): Promise<(PendingEvent & { callbackUrl: string | null; secretSealed: string }) | undefined> {
+    const now = this.#now();
+    const claimed = await this.#db.kysely
+      .updateTable("events")
+      .set((eb) => ({ state: "sending", lease_until: lease, attempts: eb("attempts", "+", 1), updated_at: now }))
+      .where("id", "=", id)
+      .where("state", "=", "queued")
+      .returning(["id", "dock_id", "type", "payload", "attempts", "created_at"])
+      .executeTakeFirst();
+    if (claimed === undefined) return undefined;
+    const dock = await this.#db.kysely
+      .selectFrom("docks")
+      .select(["callback_url", "secret_sealed"])
+      .where("id", "=", claimed.dock_id)
+      .executeTakeFirst();
+    return {
+      id: Number(claimed.id),
+      dockId: claimed.dock_id,
+      type: claimed.type as EventType,
+      payload: claimed.payload,
+      attempts: claimed.attempts,
+      createdAt: claimed.created_at,
+      lease,
+      callbackUrl: dock?.callback_url ?? null,
+      secretSealed: dock?.secret_sealed ?? "",
+    };
+  }
+
+  async sent(event: PendingEvent): Promise<boolean> {
+    return this.#settle(event, { state: "sent", last_error: null });
+  }
+
+  async retry(event: PendingEvent, nextAttemptAt: number, error: string): Promise<boolean> {
+    return this.#settle(event, { state: "queued", next_attempt_at: nextAttemptAt, last_error: error });
+  }
+
+  async failed(event: PendingEvent, error: string): Promise<boolean> {
+    return this.#settle(event, { state: "failed", last_error: error });
+  }
+
+  async #settle(
+    event: PendingEvent,
+    values: { state: "sent" | "queued" | "failed"; last_error: string | null; next_attempt_at?: number },
+  ): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("events")
+      .set({ ...values, lease_until: null, updated_at: this.#now() })
+      .where("id", "=", event.id)
+      .where("state", "=", "sending")
+      .where("lease_until", "=", event.lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Events left `sending` by a sender that died: queued again once their lease has passed. */
+  async requeueExpired(): Promise<number> {
+    const result = await this.#db.kysely
+      .updateTable("events")
+      .set({ state: "queued", lease_until: null, updated_at: this.#now() })
+      .where("state", "=", "sending")
+      .where("lease_until", "<", this.#now())
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** A message's events, oldest first (for its status). */
+  async ofMessage(messageId: string) {
+    return this.#db.kysely
+      .selectFrom("events")
+      .select(["type", "state", "attempts", "last_error", "created_at", "updated_at"])
+      .where("message_id", "=", messageId)
+      .orderBy("id")
+      .execute();
+  }
+}

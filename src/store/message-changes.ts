@@ -1,0 +1,300 @@
+import type { Transaction } from "kysely";
+import type { MessageContent } from "../domain/message-options.ts";
+import type { Db } from "./db.ts";
+import { queueEvent } from "./events.ts";
+import { queueDeletes, queueEdits } from "./outbox.ts";
+import type { Database } from "./schema.ts";
+
+/** A message as its sender may change it. */
+export interface CurrentMessage {
+  id: string;
+  dockId: string;
+  text: string;
+  content: string | null;
+  key: string | null;
+  revision: number;
+  deletedAt: number | null;
+}
+
+/** What a change did to the copies: edits queued, copies still to be sent (they go in the new form). */
+export interface Revised {
+  kind: "revised";
+  revision: number;
+  /** Copies sent or being sent, each of which will be edited. */
+  edits: number;
+  /** Copies not sent yet: they go out as the message is then. */
+  queued: number;
+}
+
+/**
+ * A message's new text and content, as revision `revision + 1`, in the caller's transaction, with
+ * an edit queued for every copy sent. Undefined when the message has been deleted or has changed
+ * since it was read at `revision` (the caller reads it again).
+ */
+export async function reviseMessage(
+  tx: Transaction<Database>,
+  change: { messageId: string; revision: number; text: string; content: string | null },
+  now: number,
+): Promise<Revised | undefined> {
+  const updated = await tx
+    .updateTable("messages")
+    .set((eb) => ({
+      text: change.text,
+      content: change.content,
+      revision: eb("revision", "+", 1),
+      revised_at: now,
+    }))
+    .where("id", "=", change.messageId)
+    .where("revision", "=", change.revision)
+    .where("deleted_at", "is", null)
+    .returning("revision")
+    .executeTakeFirst();
+  if (updated === undefined) return undefined;
+  return { kind: "revised", revision: updated.revision, ...(await copiesAffected(tx, change.messageId, now)) };
+}
+
+/** Queues the edits of a changed message and counts what the change reaches. */
+async function copiesAffected(
+  tx: Transaction<Database>,
+  messageId: string,
+  now: number,
+): Promise<{ edits: number; queued: number }> {
+  await queueEdits(tx, messageId, now);
+  const rows = await tx
+    .selectFrom("deliveries")
+    .select(["state", (eb) => eb.fn.countAll<number>().as("n")])
+    .where("message_id", "=", messageId)
+    .where("kind", "=", "send")
+    .where("state", "in", ["queued", "sending", "sent"])
+    .groupBy("state")
+    .execute();
+  const count = (state: string) => Number(rows.find((row) => row.state === state)?.n ?? 0);
+  const waiting = await tx
+    .selectFrom("fanouts")
+    .innerJoin("messages", "messages.id", "fanouts.message_id")
+    .select("messages.subscribers")
+    .where("fanouts.message_id", "=", messageId)
+    .executeTakeFirst();
+  return {
+    edits: count("sent") + count("sending"),
+    queued: count("queued") + Number(waiting?.subscribers ?? 0),
+  };
+}
+
+/** What deleting a message did. */
+export type Deleted =
+  | { kind: "deleted"; deleting: number; cancelled: number }
+  | { kind: "missing" }
+  | { kind: "already_deleted" };
+
+/** How a press of Acknowledge ended: the first, or after someone else's; or it acknowledges nothing. */
+export type Acknowledged =
+  | { kind: "first"; at: number; dockId: string }
+  | { kind: "already"; name: string; at: number }
+  | { kind: "missing" }
+  | { kind: "deleted" }
+  | { kind: "not_ackable" };
+
+/**
+ * Changes to messages already accepted: edits (PATCH /messages/:id), deletion, acknowledgement.
+ * Replacing by key is an edit too, made where messages are accepted (accept-batch.ts, with
+ * reviseMessage). Every change takes a new revision and queues the work on the copies through the
+ * outbox (outbox.ts: queueEdits, queueDeletes); the dispatcher does it.
+ */
+export class MessageChanges {
+  readonly #db: Db;
+  readonly #now: () => number;
+  readonly #listeners = new Set<(dockIds: string[]) => void>();
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** Calls `listener` after a change queued work on a Dock's copies (the dispatcher wakes on it). */
+  onChanged(listener: (dockIds: string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(dockId: string): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener([dockId]);
+      } catch {
+        // A listener's trouble is its own: the change is committed either way.
+      }
+    }
+  }
+
+  /** The Dock's message, deleted or not; undefined when it is not the Dock's. */
+  async get(dockId: string, messageId: string): Promise<CurrentMessage | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("messages")
+      .select(["id", "dock_id", "text", "content", "key", "revision", "deleted_at"])
+      .where("id", "=", messageId)
+      .where("dock_id", "=", dockId)
+      .executeTakeFirst();
+    return (
+      row && {
+        id: row.id,
+        dockId: row.dock_id,
+        text: row.text,
+        content: row.content,
+        key: row.key,
+        revision: row.revision,
+        deletedAt: row.deleted_at,
+      }
+    );
+  }
+
+  /** The Dock's message that holds `key` (not deleted), if any. */
+  async byKey(dockId: string, key: string): Promise<string | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("messages")
+      .select("id")
+      .where("dock_id", "=", dockId)
+      .where("key", "=", key)
+      .where("deleted_at", "is", null)
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /**
+   * Edits the message: `make` gets it as it is and returns its new text and content (it may throw
+   * to refuse). Tried again if another change lands in between.
+   */
+  async revise(
+    dockId: string,
+    messageId: string,
+    make: (current: CurrentMessage) => Promise<{ text: string; content: string | null }>,
+  ): Promise<Revised | { kind: "missing" } | { kind: "deleted" }> {
+    for (;;) {
+      const current = await this.get(dockId, messageId);
+      if (current === undefined) return { kind: "missing" };
+      if (current.deletedAt !== null) return { kind: "deleted" };
+      const next = await make(current);
+      const revised = await this.#db.kysely
+        .transaction()
+        .execute((tx) =>
+          reviseMessage(tx, { messageId, revision: current.revision, ...next }, this.#now()),
+        );
+      if (revised !== undefined) {
+        this.#changed(dockId);
+        return revised;
+      }
+    }
+  }
+
+  /**
+   * Deletes the message: every copy sent is deleted (a delete queued per copy), and nothing still
+   * queued is sent. Its key is free again.
+   */
+  async delete(
+    dockId: string,
+    messageId: string,
+  ): Promise<Deleted> {
+    const now = this.#now();
+    const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Deleted> => {
+      const marked = await tx
+        .updateTable("messages")
+        .set({ deleted_at: now, revised_at: now })
+        .where("id", "=", messageId)
+        .where("dock_id", "=", dockId)
+        .where("deleted_at", "is", null)
+        .executeTakeFirst();
+      if (marked.numUpdatedRows === 0n) {
+        const exists = await tx
+          .selectFrom("messages")
+          .select("id")
+          .where("id", "=", messageId)
+          .where("dock_id", "=", dockId)
+          .executeTakeFirst();
+        return exists ? { kind: "already_deleted" as const } : { kind: "missing" as const };
+      }
+      return { kind: "deleted" as const, ...(await queueDeletes(tx, messageId, now)) };
+    });
+    if (result.kind === "deleted") this.#changed(dockId);
+    return result;
+  }
+
+  /**
+   * A person pressed the message's Acknowledge button. The first press (one conditional update:
+   * of two at once, exactly one wins) records who and when, takes a new revision (every copy is
+   * edited to say so, its button gone) and queues a `message.acknowledged` event; a later press
+   * learns who was first.
+   */
+  async acknowledge(
+    messageId: string,
+    by: { id: number; name: string; username: string | null },
+    chatId: number,
+  ): Promise<Acknowledged> {
+    const now = this.#now();
+    const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Acknowledged> => {
+      const row = await tx
+        .selectFrom("messages")
+        .select(["acked_name", "acked_at", "deleted_at", "content"])
+        .where("id", "=", messageId)
+        .executeTakeFirst();
+      // Only from a chat that has a copy: a press arrives with whatever callback data the client
+      // sends, and a message ID alone is no proof of having seen the message.
+      const copy = await tx
+        .selectFrom("deliveries")
+        .select("id")
+        .where("message_id", "=", messageId)
+        .where("chat_id", "=", chatId)
+        .where("kind", "=", "send")
+        .executeTakeFirst();
+      if (row === undefined || copy === undefined) return { kind: "missing" };
+      if (row.acked_at !== null) return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
+      if (row.deleted_at !== null) return { kind: "deleted" };
+      const options = row.content === null ? {} : (JSON.parse(row.content) as MessageContent).options;
+      if (!options.ack) return { kind: "not_ackable" };
+      const won = await tx
+        .updateTable("messages")
+        .set((eb) => ({
+          acked_by: by.id,
+          acked_name: by.name,
+          acked_at: now,
+          revision: eb("revision", "+", 1),
+          revised_at: now,
+        }))
+        .where("id", "=", messageId)
+        .where("acked_at", "is", null)
+        .where("deleted_at", "is", null)
+        .returning(["dock_id", "key", "revision", "created_at"])
+        .executeTakeFirst();
+      if (won !== undefined) {
+        await queueEdits(tx, messageId, now);
+        await queueEvent(
+          tx,
+          {
+            dockId: won.dock_id,
+            messageId,
+            type: "message.acknowledged",
+            data: {
+              message: { id: messageId, key: won.key, revision: won.revision },
+              acknowledged: {
+                by: { id: by.id, name: by.name, username: by.username },
+                chat_id: chatId,
+                at: new Date(now).toISOString(),
+              },
+            },
+          },
+          now,
+        );
+        return { kind: "first" as const, at: now, dockId: won.dock_id };
+      }
+      // Another press won between the read and the update (PostgreSQL: it waited for that one's commit).
+      const winner = await tx
+        .selectFrom("messages")
+        .select(["acked_name", "acked_at"])
+        .where("id", "=", messageId)
+        .executeTakeFirst();
+      if (winner?.acked_at == null) return { kind: "deleted" as const };
+      return { kind: "already" as const, name: winner.acked_name ?? "someone", at: Number(winner.acked_at) };
+    });
+    if (result.kind === "first") this.#changed(result.dockId);
+    return result;
+  }
+}
