@@ -4,6 +4,7 @@ import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
+import { EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
 import { consoleApi } from "./http/console-api.ts";
@@ -22,10 +23,11 @@ import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
 import { DockRepository } from "./store/docks.ts";
+import { EventOutbox } from "./store/events.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
+import { MessageChanges } from "./store/message-changes.ts";
 import { MessageRepository } from "./store/messages.ts";
 import { Outbox } from "./store/outbox.ts";
-import { MessageChanges } from "./store/message-changes.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { SessionRepository } from "./store/sessions.ts";
@@ -226,6 +228,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
+  const events = new EventSender({
+    events: new EventOutbox(db, now),
+    encryptionKey: deps.encryptionKey,
+    log: server.log.child({ worker: "events" }),
+    maxAgeMs: config.deliveryMaxAgeMs,
+    timeoutMs: 10_000,
+    concurrency: 4,
+    sweepMs: 5000,
+    userAgent: `dock-notify/${pkg.version}`,
+    now,
+  });
   const dispatcher = new Dispatcher({
     outbox,
     subscriptions,
@@ -241,6 +254,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
     // One dispatcher per bot among the instances sharing the database.
     leadership: db.leadership(`dispatcher:${telegram.token.split(":")[0]}`),
+    // A copy settled for good: its message may have settled, which the sender's callback hears of.
+    onSettled: () => events.wake(),
     now,
   });
   const work = (dockIds: string[]) => {
@@ -255,7 +270,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
   };
   messages.onAccepted(work);
   // Edits, deletes and acknowledgements queue work on copies already sent.
-  messageChanges.onChanged(work);
+  messageChanges.onChanged((dockIds) => {
+    work(dockIds);
+    // An acknowledgement queued an event.
+    events.wake();
+  });
   const retention = new Retention({
     outbox,
     loginTokens,
@@ -283,7 +302,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  const workers: BackgroundWorker[] = [dispatcher, bot, retention];
+  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events];
   let started: BackgroundWorker[] = [];
 
   return {

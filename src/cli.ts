@@ -44,6 +44,7 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     name: dock.name,
     link: dock.link,
     description: dock.description,
+    callback_url: dock.callback_url ?? null,
     owner_id: dock.ownerId,
     active_subscribers: dock.activeSubscribers,
     created_at: new Date(dock.createdAt).toISOString(),
@@ -60,6 +61,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Owner:        ${dock.ownerId}`,
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
+    `  Callback URL: ${dock.callback_url ?? "-"}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
     `  Created:      ${new Date(dock.createdAt).toISOString()}`,
     "",
@@ -173,11 +175,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .requiredOption("--name <name>", "name shown to subscribers (1-64 characters)")
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
+    .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
     .addOption(json)
     .action(
-      async (opts: { owner: string; name: string; link?: string; description?: string; json?: boolean }) => {
+      async (opts: {
+        owner: string;
+        name: string;
+        link?: string;
+        description?: string;
+        callbackUrl?: string;
+        json?: boolean;
+      }) => {
         const owner = parseOwner(opts.owner);
-        const fields = validateDockFields(opts);
+        const fields = validateDockFields({ ...opts, callback_url: opts.callbackUrl });
         if (!fields.ok) throw new UsageError(fields.errors.map((e) => `--${e.message}`).join("; "));
         await withDocks(io, async (repo, config) => {
           const dock = await repo.create(owner, fields.value);
@@ -233,6 +243,37 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         else printDock(dock, config, io);
       });
     });
+
+  docks
+    .command("update <id>")
+    .description('change a Dock\'s name, link, description or callback URL ("" clears an optional one)')
+    .option("--name <name>", "name shown to subscribers (1-64 characters)")
+    .option("--link <url>", "http(s) link of the application")
+    .option("--description <text>", "what the Dock sends (up to 512 characters)")
+    .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .addOption(json)
+    .action(
+      async (
+        id: string,
+        opts: { name?: string; link?: string; description?: string; callbackUrl?: string; json?: boolean },
+      ) => {
+        await withDocks(io, async (repo, config) => {
+          const dock = await requireDock(repo, id);
+          const fields = validateDockFields({
+            name: opts.name ?? dock.name,
+            link: opts.link ?? dock.link,
+            description: opts.description ?? dock.description,
+            callback_url: opts.callbackUrl ?? dock.callback_url,
+          });
+          if (!fields.ok)
+            throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
+          await repo.update(id, fields.value);
+          const updated = await requireDock(repo, id);
+          if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));
+          else printDock(updated, config, io);
+        });
+      },
+    );
 
   docks
     .command("rotate-secret <id>")

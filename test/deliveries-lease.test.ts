@@ -34,9 +34,9 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     if (second.status !== "claimed") throw new Error("not claimed again");
 
     expect(await repo.failed(pending.id, first.lease, "late", [])).toBe(false);
-    expect(await repo.sent({ id: pending.id, lease: second.lease, messageId: pending.messageId }, [7], 1)).toBe(
-      true,
-    );
+    expect(
+      await repo.sent({ id: pending.id, lease: second.lease, messageId: pending.messageId }, [7], 1),
+    ).toBe(true);
     const row = await service.db.kysely
       .selectFrom("deliveries")
       .selectAll()

@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessageRepository } from "../src/store/messages.ts";
-import { migrate, openDb } from "../src/store/open.ts";
+import { migrate } from "../src/store/open.ts";
 import { Outbox } from "../src/store/outbox.ts";
 import { OutboxViews } from "../src/store/outbox-views.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";

@@ -1,7 +1,17 @@
+import { createHmac, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { basic, dialects, type RunningService, startService } from "./harness.ts";
+import {
+  basic,
+  createTestDatabase,
+  dialects,
+  type RunningService,
+  startService,
+  startServiceOver,
+} from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service and sandbox answered.
@@ -25,7 +35,11 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
   afterAll(async () => service?.close());
 
   const auth = () => ({ Authorization: basic(dock.id, dock.secretKey) });
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: Json }> => {
     const response = await fetch(`${service.url}${path}`, {
       method,
       headers: { ...auth(), ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
@@ -47,7 +61,10 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     expect(sent.status).toBe(202);
     const id = sent.body.message_id;
     await settled(id, "both copies sent", (m) => m.counts.sent === 2);
-    const edit = await call("PATCH", `/messages/${id}`, { msg: "deploy finished", tags: ["white_check_mark"] });
+    const edit = await call("PATCH", `/messages/${id}`, {
+      msg: "deploy finished",
+      tags: ["white_check_mark"],
+    });
     expect(edit.status).toBe(202);
     expect(edit.body).toMatchObject({ revision: 2, edits: 2, queued: 0 });
     const after = await settled(id, "both copies edited", (m) => m.changes.edits.edited === 2);
@@ -89,5 +106,225 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     for (const person of people) expect(await texts(person)).not.toContain("Alerts\noops, wrong chat");
     expect((await call("PATCH", `/messages/${id}`, { msg: "again" })).status).toBe(409);
     expect((await call("DELETE", `/messages/${id}`)).body.already_deleted).toBe(true);
+  });
+});
+
+/** A callback receiver: records each POST (body, headers), answers with `status()` (500 while failing). */
+async function receiver(): Promise<{
+  url: string;
+  posts: { body: string; headers: Record<string, string | string[] | undefined> }[];
+  status: { code: number };
+  close(): Promise<void>;
+}> {
+  const posts: { body: string; headers: Record<string, string | string[] | undefined> }[] = [];
+  const status = { code: 200 };
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      posts.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers });
+      response.writeHead(status.code).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/dock-events`,
+    posts,
+    status,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The signature check a receiver writes with nothing but an HMAC (as docs/api.md shows). */
+function verifies(secretKey: string, header: string, body: string): boolean {
+  const fields = Object.fromEntries(header.split(",").map((part) => part.split("=")));
+  const expected = createHmac("sha256", secretKey).update(`${fields.t}.${body}`).digest("hex");
+  return fields.v1 === expected && Math.abs(Date.now() / 1000 - Number(fields.t)) < 300;
+}
+
+describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (dialect) => {
+  let service: RunningService;
+  let dock: DockWithSecret;
+  let sandbox: ReturnType<typeof sandboxOf>;
+  let people: number[];
+  let hook: Awaited<ReturnType<typeof receiver>>;
+
+  beforeAll(async () => {
+    hook = await receiver();
+    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    dock = await service.app.docks.create(1, {
+      name: "On call",
+      link: null,
+      description: null,
+      callback_url: hook.url,
+    });
+    sandbox = sandboxOf(service);
+    people = [await sandbox.person("Ada"), await sandbox.person("Bo"), await sandbox.person("Cy")];
+    for (const person of people) await service.subscriptions.subscribe(dock.id, person, "private");
+  });
+  afterAll(async () => {
+    await service?.close();
+    await hook?.close();
+  });
+
+  const send = async (body: Record<string, unknown>): Promise<string> => {
+    const response = await fetch(`${service.url}/webhook`, {
+      method: "POST",
+      headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as Json).message_id;
+  };
+  const status = async (id: string): Promise<Json> =>
+    (
+      (await (
+        await fetch(`${service.url}/messages/${id}`, {
+          headers: { Authorization: basic(dock.id, dock.secretKey) },
+        })
+      ).json()) as Json
+    ).message;
+  const eventsOf = (id: string) =>
+    hook.posts
+      .map((post) => ({ ...post, json: JSON.parse(post.body) }))
+      .filter((post) => post.json.message?.id === id);
+
+  it("two people press Acknowledge at once: one acknowledgement, shown on every copy, both answered", async () => {
+    const id = await send({ msg: "disk 91% full on db-1", title: "Disk", priority: "high", ack: true });
+    const copies = await waitFor("every copy with its Acknowledge button", async () => {
+      const found = await Promise.all(
+        people.map(async (person) =>
+          (await sandbox.botMessages(person)).find((m: Json) => m.text.includes("db-1")),
+        ),
+      );
+      return found.every(Boolean) ? found : undefined;
+    });
+    const button = copies[0].reply_markup.inline_keyboard[0][0];
+    expect(button).toEqual({ text: "✔ Acknowledge", callback_data: `ack:${id}` });
+
+    const presses = await Promise.all(
+      [0, 1].map((i) =>
+        sandbox.control("POST", `/chats/${people[i]}/messages/${copies[i].message_id}/press`, {
+          callback_data: button.callback_data,
+        }),
+      ),
+    );
+    const answers = await Promise.all(
+      presses.map((press: Json) =>
+        waitFor("the press answered", async () => {
+          const query = await sandbox.control("GET", `/callback-queries/${press.callback_query_id}`);
+          return query.answered ? query.answer.text : undefined;
+        }),
+      ),
+    );
+    const first = answers.filter((text: string) => text.startsWith("✔ Acknowledged"));
+    const later = answers.filter((text: string) => text.startsWith("Already acknowledged by"));
+    expect([first.length, later.length]).toEqual([1, 1]);
+
+    const acknowledged = await waitFor("every copy edited", async () => {
+      const message = await status(id);
+      return message.changes.edits.edited === 3 ? message : undefined;
+    });
+    expect(["Ada", "Bo"]).toContain(acknowledged.acknowledged.by.name);
+    expect(later[0]).toContain(acknowledged.acknowledged.by.name);
+    for (const person of people) {
+      const copy = (await sandbox.botMessages(person)).find((m: Json) => m.text.includes("db-1"));
+      expect(copy.text).toMatch(
+        new RegExp(
+          `\\n\\n✔ Acknowledged by ${acknowledged.acknowledged.by.name} at \\d{1,2} \\w{3}, \\d{2}:\\d{2} UTC$`,
+        ),
+      );
+      expect(copy.reply_markup).toBeUndefined();
+    }
+    // A press after the edit reached the chat: nothing more is recorded.
+    const rows = await service.db.kysely
+      .selectFrom("events")
+      .select("type")
+      .where("message_id", "=", id)
+      .execute();
+    expect(rows.filter((row) => row.type === "message.acknowledged")).toHaveLength(1);
+    const event = await waitFor("the acknowledgement posted", async () =>
+      eventsOf(id).find((post) => post.json.type === "message.acknowledged"),
+    );
+    expect(event.json.acknowledged.by.name).toBe(acknowledged.acknowledged.by.name);
+    expect(verifies(dock.secretKey, String(event.headers["dock-signature"]), event.body)).toBe(true);
+  });
+
+  it("message.delivered is posted once per message, signed; a receiver answering 500 gets it again later", async () => {
+    hook.status.code = 500;
+    const id = await send({ msg: "nightly backup done" });
+    await waitFor("two failed posts", async () => (eventsOf(id).length >= 2 ? true : undefined));
+    const failing = await status(id);
+    expect(failing.events[0]).toMatchObject({
+      type: "message.delivered",
+      state: "queued",
+      last_error: "HTTP 500",
+    });
+    hook.status.code = 200;
+    await waitFor("the event taken", async () =>
+      (await status(id)).events[0]?.state === "sent" ? true : undefined,
+    );
+    const posts = eventsOf(id);
+    // Every attempt is the same event, signed anew.
+    expect(new Set(posts.map((post) => post.json.id)).size).toBe(1);
+    expect(posts.every((post) => post.json.type === "message.delivered")).toBe(true);
+    expect(posts.at(-1)?.json.message.copies).toEqual({ sent: 3, failed: 0, gone: 0 });
+    for (const post of posts)
+      expect(verifies(dock.secretKey, String(post.headers["dock-signature"]), post.body)).toBe(true);
+    expect(
+      verifies("dnsk_not_the_key", String(posts[0]?.headers["dock-signature"]), posts[0]?.body ?? ""),
+    ).toBe(false);
+  });
+});
+
+describe.each(DIALECTS)("events survive a restart on %s", (dialect) => {
+  it("an event the receiver could not take before the service stopped is posted after it starts again", async () => {
+    const database = await createTestDatabase(dialect, { migrated: true });
+    const key = randomBytes(32);
+    const hook = await receiver();
+    hook.status.code = 503;
+    const env = { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" };
+    let service = await startServiceOver(database, env, key);
+    try {
+      const dock = await service.app.docks.create(1, {
+        name: "Restart",
+        link: null,
+        description: null,
+        callback_url: hook.url,
+      });
+      const sandbox = sandboxOf(service);
+      const person = await sandbox.person("Di");
+      await service.subscriptions.subscribe(dock.id, person, "private");
+      const response = await fetch(`${service.url}/webhook`, {
+        method: "POST",
+        headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "text/plain" },
+        body: "before the restart",
+      });
+      const id = ((await response.json()) as Json).message_id;
+      await waitFor("a refused post", async () => (hook.posts.length > 0 ? true : undefined));
+      await service.close();
+      hook.status.code = 200;
+      const refused = hook.posts.length;
+      service = await startServiceOver(database, env, key);
+      const taken = await waitFor("the event posted after the restart", async () => {
+        const row = await service.db.kysely
+          .selectFrom("events")
+          .selectAll()
+          .where("message_id", "=", id)
+          .executeTakeFirst();
+        return row?.state === "sent" ? row : undefined;
+      });
+      expect(taken.type).toBe("message.delivered");
+      expect(hook.posts.length).toBeGreaterThan(refused);
+      expect(new Set(hook.posts.map((post) => JSON.parse(post.body).id)).size).toBe(1);
+    } finally {
+      await service.close();
+      await hook.close();
+      await database.drop();
+    }
   });
 });

@@ -103,7 +103,12 @@ export class Settler {
     this.#o.metrics.outcomes.inc({ outcome: "edited", reason: result.outcome });
     if (result.outcome === "resent") {
       this.#o.log.info(
-        { deliveryId: delivery.id, messageId: delivery.messageId, chatId: delivery.chatId, reason: result.note },
+        {
+          deliveryId: delivery.id,
+          messageId: delivery.messageId,
+          chatId: delivery.chatId,
+          reason: result.note,
+        },
         "a copy could not be edited; sent anew",
       );
     }
@@ -115,11 +120,19 @@ export class Settler {
     delivery: PendingDelivery,
     result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
   ): Promise<Verdict> {
-    this.#recorded(await this.persist(delivery, () => this.#o.outbox.deletedCopy(delivery, result)), delivery);
+    this.#recorded(
+      await this.persist(delivery, () => this.#o.outbox.deletedCopy(delivery, result)),
+      delivery,
+    );
     this.#o.metrics.outcomes.inc({ outcome: "deleted", reason: result.outcome });
     if (result.outcome === "not_deleted") {
       this.#o.log.info(
-        { deliveryId: delivery.id, messageId: delivery.messageId, chatId: delivery.chatId, reason: result.error },
+        {
+          deliveryId: delivery.id,
+          messageId: delivery.messageId,
+          chatId: delivery.chatId,
+          reason: result.error,
+        },
         "Telegram would not delete a copy",
       );
     }

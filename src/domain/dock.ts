@@ -9,6 +9,8 @@ export interface DockFields {
   name: string;
   link: string | null;
   description: string | null;
+  /** Where the Dock's events are posted, signed with its secret key (docs/api.md, "Events"); null: none. */
+  callback_url?: string | null;
 }
 
 export interface FieldError {
@@ -33,6 +35,7 @@ export function validateDockFields(input: {
   name?: unknown;
   link?: unknown;
   description?: unknown;
+  callback_url?: unknown;
 }): DockValidation {
   const errors: FieldError[] = [];
   const str = (field: keyof DockFields, value: unknown): string | null => {
@@ -86,6 +89,27 @@ export function validateDockFields(input: {
     });
   }
 
+  const callbackUrl = str("callback_url", input.callback_url);
+  if (callbackUrl !== null) {
+    let url: URL | null = null;
+    try {
+      url = new URL(callbackUrl);
+    } catch {
+      url = null;
+    }
+    if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+      errors.push({
+        field: "callback_url",
+        message: "callback_url must be an absolute http:// or https:// URL",
+      });
+    } else if (callbackUrl.length > DOCK_LINK_MAX) {
+      errors.push({
+        field: "callback_url",
+        message: `callback_url must be at most ${DOCK_LINK_MAX} characters`,
+      });
+    }
+  }
+
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { name: name as string, link, description } };
+  return { ok: true, value: { name: name as string, link, description, callback_url: callbackUrl } };
 }

@@ -336,7 +336,10 @@ const NTFY_ACTIONS = new Set(["view", "http", "broadcast", "copy"]);
  * The sender's buttons: URL buttons in rows, and an `ack` action (the Acknowledge button, which the
  * renderer places itself) taken out of them.
  */
-function readButtons(given: Given, problems: OptionProblem[]): { rows: Button[][]; ack?: string } | undefined {
+function readButtons(
+  given: Given,
+  problems: OptionProblem[],
+): { rows: Button[][]; ack?: string } | undefined {
   let raw = given.value;
   if (typeof raw === "string") {
     const actions = parseActions(String(raw), given.field, problems);
@@ -394,7 +397,9 @@ function readButtons(given: Given, problems: OptionProblem[]): { rows: Button[][
     )
     .filter((row) => row.length > 0);
   if (problems.length > before) return undefined;
-  const acks = buttons.flat().filter((button): button is AckButton => button !== undefined && "ack" in button);
+  const acks = buttons
+    .flat()
+    .filter((button): button is AckButton => button !== undefined && "ack" in button);
   if (acks.length > 1) {
     problems.push({ field: given.field, message: "may hold one ack action at most." });
     return undefined;

@@ -207,7 +207,9 @@ function keyboard(
 ): InlineKeyboardMarkup | undefined {
   const rows: InlineKeyboardButton[][] = [];
   if (options?.ack && state !== null && state.acked === null) {
-    rows.push([{ text: `✔ ${options.ack_label ?? ACK_LABEL}`, callback_data: `${ACK_PREFIX}${state.messageId}` }]);
+    rows.push([
+      { text: `✔ ${options.ack_label ?? ACK_LABEL}`, callback_data: `${ACK_PREFIX}${state.messageId}` },
+    ]);
   }
   for (const row of options?.buttons ?? []) {
     rows.push(row.map((button) => ({ text: button.text, url: button.url })));

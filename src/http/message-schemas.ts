@@ -86,7 +86,11 @@ export const messageOptionFields = {
   ),
   buttons: Type.Optional(
     Type.Union(
-      [Type.Array(Type.Array(anyButton, { maxItems: 3 }), { maxItems: 3 }), Type.Array(anyButton), Type.String()],
+      [
+        Type.Array(Type.Array(anyButton, { maxItems: 3 }), { maxItems: 3 }),
+        Type.Array(anyButton),
+        Type.String(),
+      ],
       {
         description:
           'URL buttons under the message: up to 3 rows of 3, or a flat list (laid out in rows of 3), or ntfy\'s action syntax as a string (`view, Logs, https://…; ack, I\'m on it`). One `{"action": "ack"}` adds the Acknowledge button (as `ack` does).',

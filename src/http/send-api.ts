@@ -49,7 +49,9 @@ const accepted = Type.Object(
       }),
     ),
     revision: Type.Optional(Type.Integer({ description: "With replaced: the message's revision now." })),
-    edits: Type.Optional(Type.Integer({ description: "With replaced: copies already sent that will be edited." })),
+    edits: Type.Optional(
+      Type.Integer({ description: "With replaced: copies already sent that will be edited." }),
+    ),
   },
   { description: "The message is durably stored and will be delivered to every subscriber." },
 );
@@ -89,9 +91,13 @@ const deliveryState = Type.Union([
 const copyChange = Type.Union([
   Type.Null(),
   Type.Object({
-    state: Type.Union([Type.Literal("queued"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gone")], {
-      description: "queued (or under way), done, failed (Telegram refused), gone (the chat left, or it was cancelled).",
-    }),
+    state: Type.Union(
+      [Type.Literal("queued"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gone")],
+      {
+        description:
+          "queued (or under way), done, failed (Telegram refused), gone (the chat left, or it was cancelled).",
+      },
+    ),
     outcome: Type.Union([Type.String(), Type.Null()], {
       description:
         "Once done — an edit: edited, unchanged (Telegram already showed it), resent (the copy could no longer be edited, e.g. the person deleted it, so it was sent anew); a delete: deleted, already_deleted (the person had), not_deleted (Telegram refused, see last_error: bots may delete only messages under 48 hours old).",
@@ -105,8 +111,12 @@ const messageStatus = Type.Object({
   ok: Type.Literal(true),
   message: Type.Object({
     id: Type.String(),
-    key: Type.Union([Type.String(), Type.Null()], { description: "The sender's key for the message, if it gave one." }),
-    revision: Type.Integer({ description: "1 as sent; each edit, replacement by key and acknowledgement adds one." }),
+    key: Type.Union([Type.String(), Type.Null()], {
+      description: "The sender's key for the message, if it gave one.",
+    }),
+    revision: Type.Integer({
+      description: "1 as sent; each edit, replacement by key and acknowledgement adds one.",
+    }),
     revised_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
     deleted_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
     acknowledged: Type.Union([
@@ -227,7 +237,9 @@ const webhookBody = Type.Object({
 
 const patchBody = Type.Object({
   msg: Type.Optional(
-    Type.String({ description: "The new text (kept when left out). With Content-Type text/plain the raw body is it." }),
+    Type.String({
+      description: "The new text (kept when left out). With Content-Type text/plain the raw body is it.",
+    }),
   ),
   ...Object.fromEntries(
     Object.entries(messageOptionFields).map(([name, schema]) => [
@@ -281,7 +293,9 @@ const HEADER_NOTES: Record<keyof typeof OPTION_SOURCES, string> = {
 /** ntfy's headers, for tools that can set headers but not shape a body. */
 const webhookHeaders = Type.Object({
   ...idempotencyHeader.properties,
-  "x-key": Type.Optional(Type.String({ description: "The message's key (see the body's key); the body's wins." })),
+  "x-key": Type.Optional(
+    Type.String({ description: "The message's key (see the body's key); the body's wins." }),
+  ),
   ...Object.fromEntries(
     (Object.entries(OPTION_SOURCES) as [keyof typeof OPTION_SOURCES, { headers: string[] }][]).map(
       ([option, { headers }]) => [
@@ -495,7 +509,11 @@ async function revisedContent(
 function changeBody(change: CopyChange | null) {
   if (change === null) return null;
   const state =
-    change.state === "queued" || change.state === "sending" ? "queued" : change.state === "sent" ? "done" : change.state;
+    change.state === "queued" || change.state === "sending"
+      ? "queued"
+      : change.state === "sent"
+        ? "done"
+        : change.state;
   return {
     state: state as "queued" | "done" | "failed" | "gone",
     outcome: change.outcome,
@@ -559,7 +577,11 @@ function statusBody(status: MessageStatus) {
 /**
  * The message's key, taken out of the body (or for /webhook the X-Key header or ?key=); checked.
  */
-function takeKey(request: FastifyRequest, body: Record<string, unknown>, fromRequest: boolean): string | null {
+function takeKey(
+  request: FastifyRequest,
+  body: Record<string, unknown>,
+  fromRequest: boolean,
+): string | null {
   let raw: unknown;
   let field = "key";
   if ("key" in body) {
@@ -579,9 +601,12 @@ function takeKey(request: FastifyRequest, body: Record<string, unknown>, fromReq
     !raw.isWellFormed() ||
     raw.includes("\u0000")
   ) {
-    throw new ApiError("invalid_fields", `Some fields are not valid: ${field}: must be 1 to ${MAX_MESSAGE_KEY} characters.`, {}, [
-      { field, message: `must be 1 to ${MAX_MESSAGE_KEY} characters.` },
-    ]);
+    throw new ApiError(
+      "invalid_fields",
+      `Some fields are not valid: ${field}: must be 1 to ${MAX_MESSAGE_KEY} characters.`,
+      {},
+      [{ field, message: `must be 1 to ${MAX_MESSAGE_KEY} characters.` }],
+    );
   }
   return raw;
 }
@@ -635,7 +660,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   /** PATCH's body: like /webhook's, and a null option means "back to its default". */
   const parsePatch = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
     try {
-      const body = request.body === undefined || (request.body as Buffer).length === 0 ? {} : parseObject(request, true);
+      const body =
+        request.body === undefined || (request.body as Buffer).length === 0 ? {} : parseObject(request, true);
       const cleared: string[] = [];
       for (const name of OPTION_NAMES) {
         if (name in body && body[name] === null) {
@@ -846,7 +872,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     {
       schema: {
         summary: "Find the message that holds a key (credentials in HTTP Basic authentication)",
-        description: "The Dock's message (not deleted) that was sent, or last replaced, with this `key`; answered as `GET /messages/{message_id}`.",
+        description:
+          "The Dock's message (not deleted) that was sent, or last replaced, with this `key`; answered as `GET /messages/{message_id}`.",
         tags: ["send"],
         security: [{ basic: [] }],
         querystring: Type.Object({ key: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_KEY }) }),
@@ -929,9 +956,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           202: Type.Object({
             ok: Type.Literal(true),
             message_id: Type.String(),
-            deleting: Type.Integer({ description: "Copies sent that will be deleted (those in flight follow)." }),
+            deleting: Type.Integer({
+              description: "Copies sent that will be deleted (those in flight follow).",
+            }),
             cancelled: Type.Integer({ description: "Copies and edits still queued: not sent." }),
-            already_deleted: Type.Boolean({ description: "true: it was deleted before; nothing more was done." }),
+            already_deleted: Type.Boolean({
+              description: "true: it was deleted before; nothing more was done.",
+            }),
           }),
           401: errorResponses[401],
           404: { description: "No such message for this Dock.", ...errorBodySchema },
@@ -947,9 +978,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       if (result.kind === "missing") throw noSuchMessage();
       request.logFields = { messageId, dockId: dockOf(request) };
       if (result.kind === "already_deleted") {
-        return reply
-          .code(202)
-          .send({ ok: true as const, message_id: messageId, deleting: 0, cancelled: 0, already_deleted: true });
+        return reply.code(202).send({
+          ok: true as const,
+          message_id: messageId,
+          deleting: 0,
+          cancelled: 0,
+          already_deleted: true,
+        });
       }
       return reply.code(202).send({
         ok: true as const,

@@ -1,9 +1,25 @@
 import type { Kysely, Transaction } from "kysely";
 import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
-import type { Allowances, BatchAllowance, DockRate } from "./allowances.ts";
+import type {
+  AcceptBatchRequest,
+  AcceptItem,
+  AcceptOutcome,
+  AcceptResult,
+  StoreError,
+} from "./accept-types.ts";
+import type { Allowances, BatchAllowance } from "./allowances.ts";
 import { checkCredentials, credentialsQuery } from "./credentials.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { reviseMessage } from "./message-changes.ts";
+
+export type {
+  AcceptBatchRequest,
+  AcceptItem,
+  AcceptOutcome,
+  AcceptResult,
+  StoreError,
+} from "./accept-types.ts";
+
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 
@@ -15,63 +31,6 @@ const CHANGED_MEANWHILE = "40001";
 
 /** At most this many messages share one transaction. */
 export const MAX_BATCH = 256;
-
-export type AcceptResult =
-  | { kind: "accepted"; messageId: string; subscribers: number }
-  /** The Dock's message with the same key was edited instead (it is now `revision`). */
-  | { kind: "replaced"; messageId: string; subscribers: number; revision: number; edits: number }
-  | { kind: "replayed"; messageId: string; subscribers: number }
-  | { kind: "conflict" }
-  | { kind: "unauthorized" }
-  | { kind: "refused"; retryAfterSeconds: number };
-
-/**
- * One message to store. Plain data: a batch may be stored in another thread (SQLite's, see
- * store/sqlite/worker.ts), so nothing here is a function or a class.
- */
-export interface AcceptItem {
-  dockId: string;
-  text: string;
-  /** JSON of the message's MessageContent, or null for plain text. */
-  content: string | null;
-  idempotencyKey: string | null;
-  /** The sender's key: a message of the Dock that holds it is edited instead of a new one added. */
-  key?: string | null;
-  /**
-   * Whether the Dock has a callback URL (its messages' outcomes are reported); null: read with the
-   * credentials, in the batch (/ping).
-   */
-  watched?: boolean | null;
-  /**
-   * SHA-256 of the text and options when there is an idempotency key: a replay must carry the
-   * same message.
-   */
-  hash: string | null;
-  /**
-   * The Dock's secret key as the client presented it, checked in the transaction that stores the
-   * message (one read less per message than checking it beforehand); null when the caller has
-   * already authenticated the Dock.
-   */
-  secretKey: string | null;
-}
-
-export interface AcceptBatchRequest {
-  items: AcceptItem[];
-  /** The messages' acceptance time (milliseconds since the epoch). */
-  now: number;
-  /** null: no limit. */
-  dockRate: DockRate | null;
-}
-
-/** A database error as it can cross a thread: what callers look at (unique violations, messages). */
-export interface StoreError {
-  message: string;
-  code?: string | undefined;
-  errcode?: number | undefined;
-}
-
-/** A message's result, or the error that kept it from being stored (its neighbours are unaffected). */
-export type AcceptOutcome = AcceptResult | { kind: "failed"; error: StoreError };
 
 export function toStoreError(error: unknown): StoreError {
   const e = error as { message?: unknown; code?: unknown; errcode?: unknown };
@@ -250,7 +209,11 @@ export class AcceptBatch {
       const replaced = await this.#replace(tx, item, now, writes);
       if (replaced !== undefined) {
         if (keyed !== null) {
-          writes.keyed.set(keyed, { messageId: replaced.messageId, subscribers: replaced.subscribers, hash: item.hash });
+          writes.keyed.set(keyed, {
+            messageId: replaced.messageId,
+            subscribers: replaced.subscribers,
+            hash: item.hash,
+          });
         }
         return replaced;
       }

@@ -1,5 +1,5 @@
 import type { Kysely, RawBuilder } from "kysely";
-import type { AcceptBatchRequest, AcceptOutcome } from "./accept-batch.ts";
+import type { AcceptBatchRequest, AcceptOutcome } from "./accept-types.ts";
 import { storageFault } from "./faults.ts";
 import type { Database } from "./schema.ts";
 

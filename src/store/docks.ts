@@ -64,6 +64,7 @@ export class DockRepository {
       "docks.name",
       "docks.link",
       "docks.description",
+      "docks.callback_url",
       "docks.secret_sealed",
       "docks.created_at",
       "docks.updated_at",
@@ -82,6 +83,7 @@ export class DockRepository {
     name: string;
     link: string | null;
     description: string | null;
+    callback_url: string | null;
     secret_sealed: string;
     created_at: number;
     updated_at: number;
@@ -93,6 +95,7 @@ export class DockRepository {
       name: row.name,
       link: row.link,
       description: row.description,
+      callback_url: row.callback_url,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),

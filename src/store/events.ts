@@ -50,7 +50,16 @@ export async function queueEvent(
   });
   await tx
     .insertInto("events")
-    .columns(["dock_id", "message_id", "type", "payload", "state", "next_attempt_at", "created_at", "updated_at"])
+    .columns([
+      "dock_id",
+      "message_id",
+      "type",
+      "payload",
+      "state",
+      "next_attempt_at",
+      "created_at",
+      "updated_at",
+    ])
     .expression((eb) =>
       eb
         .selectFrom("docks")
@@ -131,7 +140,8 @@ export class EventOutbox {
           .execute();
         const copies = { sent: 0, failed: 0, gone: 0 };
         for (const row of rows) {
-          if (row.state === "sent" || row.state === "failed" || row.state === "gone") copies[row.state] += Number(row.n);
+          if (row.state === "sent" || row.state === "failed" || row.state === "gone")
+            copies[row.state] += Number(row.n);
         }
         // Subscribers who left before the dispatcher got to the message never had a copy.
         copies.gone += Math.max(0, message.subscribers - copies.sent - copies.failed - copies.gone);
@@ -193,7 +203,12 @@ export class EventOutbox {
     const now = this.#now();
     const claimed = await this.#db.kysely
       .updateTable("events")
-      .set((eb) => ({ state: "sending", lease_until: lease, attempts: eb("attempts", "+", 1), updated_at: now }))
+      .set((eb) => ({
+        state: "sending",
+        lease_until: lease,
+        attempts: eb("attempts", "+", 1),
+        updated_at: now,
+      }))
       .where("id", "=", id)
       .where("state", "=", "queued")
       .returning(["id", "dock_id", "type", "payload", "attempts", "created_at"])

@@ -50,7 +50,11 @@ export async function reviseMessage(
     .returning("revision")
     .executeTakeFirst();
   if (updated === undefined) return undefined;
-  return { kind: "revised", revision: updated.revision, ...(await copiesAffected(tx, change.messageId, now)) };
+  return {
+    kind: "revised",
+    revision: updated.revision,
+    ...(await copiesAffected(tx, change.messageId, now)),
+  };
 }
 
 /** Queues the edits of a changed message and counts what the change reaches. */
@@ -176,9 +180,7 @@ export class MessageChanges {
       const next = await make(current);
       const revised = await this.#db.kysely
         .transaction()
-        .execute((tx) =>
-          reviseMessage(tx, { messageId, revision: current.revision, ...next }, this.#now()),
-        );
+        .execute((tx) => reviseMessage(tx, { messageId, revision: current.revision, ...next }, this.#now()));
       if (revised !== undefined) {
         this.#changed(dockId);
         return revised;
@@ -190,10 +192,7 @@ export class MessageChanges {
    * Deletes the message: every copy sent is deleted (a delete queued per copy), and nothing still
    * queued is sent. Its key is free again.
    */
-  async delete(
-    dockId: string,
-    messageId: string,
-  ): Promise<Deleted> {
+  async delete(dockId: string, messageId: string): Promise<Deleted> {
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Deleted> => {
       const marked = await tx
@@ -246,7 +245,8 @@ export class MessageChanges {
         .where("kind", "=", "send")
         .executeTakeFirst();
       if (row === undefined || copy === undefined) return { kind: "missing" };
-      if (row.acked_at !== null) return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
+      if (row.acked_at !== null)
+        return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
       if (row.deleted_at !== null) return { kind: "deleted" };
       const options = row.content === null ? {} : (JSON.parse(row.content) as MessageContent).options;
       if (!options.ack) return { kind: "not_ackable" };

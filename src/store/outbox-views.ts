@@ -104,7 +104,12 @@ function latestChanges(rows: ChangeRow[]): {
   const deletes = new Map<number, CopyChange>();
   for (const row of rows) {
     if (row.target_id === null) continue;
-    const change = { state: row.state, outcome: row.outcome, lastError: row.last_error, updatedAt: row.updated_at };
+    const change = {
+      state: row.state,
+      outcome: row.outcome,
+      lastError: row.last_error,
+      updatedAt: row.updated_at,
+    };
     (row.kind === "edit" ? edits : deletes).set(Number(row.target_id), change);
   }
   const counts = noChanges();
@@ -257,7 +262,10 @@ export class OutboxViews {
       acknowledged:
         message.acked_at === null
           ? null
-          : { by: { id: Number(message.acked_by), name: message.acked_name ?? "" }, at: Number(message.acked_at) },
+          : {
+              by: { id: Number(message.acked_by), name: message.acked_name ?? "" },
+              at: Number(message.acked_at),
+            },
       createdAt: message.created_at,
       subscribers: message.subscribers,
       counts,
@@ -323,7 +331,17 @@ export class OutboxViews {
     );
     const deliveries = await this.#db.kysely
       .selectFrom("deliveries")
-      .select(["id", "message_id", "kind", "target_id", "chat_id", "state", "last_error", "updated_at", "outcome"])
+      .select([
+        "id",
+        "message_id",
+        "kind",
+        "target_id",
+        "chat_id",
+        "state",
+        "last_error",
+        "updated_at",
+        "outcome",
+      ])
       .where(
         "message_id",
         "in",

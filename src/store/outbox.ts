@@ -306,7 +306,9 @@ export class Outbox {
   /** The message as it is now (its text, content and acknowledgement), for a copy to show. */
   async messageNow(
     messageId: string,
-  ): Promise<{ text: string; content: string | null; revision: number; acked: PendingDelivery["acked"] } | undefined> {
+  ): Promise<
+    { text: string; content: string | null; revision: number; acked: PendingDelivery["acked"] } | undefined
+  > {
     const row = await this.#db.kysely
       .selectFrom("messages")
       .select(["text", "content", "revision", "acked_name", "acked_at"])
@@ -337,7 +339,8 @@ export class Outbox {
     lease: number,
     orLeases: readonly number[] = [],
   ): Promise<
-    { status: "claimed"; lease: number; chatId: number; revision: number } | { status: "unsubscribed" | "missing" }
+    | { status: "claimed"; lease: number; chatId: number; revision: number }
+    | { status: "unsubscribed" | "missing" }
   > {
     const now = this.#now();
     const claimed = await this.#db.kysely
@@ -434,7 +437,11 @@ export class Outbox {
       if (!written) return false;
       await tx
         .updateTable("deliveries")
-        .set({ telegram_message_ids: result.telegramIds.join(","), revision: result.revision, updated_at: now })
+        .set({
+          telegram_message_ids: result.telegramIds.join(","),
+          revision: result.revision,
+          updated_at: now,
+        })
         .where("id", "=", edit.targetId)
         .execute();
       await converge(tx, edit.targetId, edit.messageId, result.revision, now);

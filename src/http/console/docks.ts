@@ -76,6 +76,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       name: dock.name,
       link: dock.link,
       description: dock.description,
+      callback_url: dock.callback_url ?? null,
       secret_key: dock.secretKey,
       subscribers: dock.activeSubscribers,
       created_at: dock.createdAt,
@@ -115,6 +116,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         name: dock.name,
         link: dock.link,
         description: dock.description,
+        callback_url: dock.callback_url,
         ...request.body,
       });
       await options.docks.update(dock.id, fields);

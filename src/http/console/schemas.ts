@@ -16,6 +16,7 @@ export const dockFieldsBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
   link: Type.Optional(Type.Unknown()),
   description: Type.Optional(Type.Unknown()),
+  callback_url: Type.Optional(Type.Unknown()),
 });
 
 export const signOutBody = Type.Optional(
@@ -64,6 +65,9 @@ export const dock = Type.Object({
   name: Type.String(),
   link: stringOrNull,
   description: stringOrNull,
+  callback_url: Type.Union([Type.String(), Type.Null()], {
+    description: "Where the Dock's events are posted (signed with its secret key); null: none.",
+  }),
   secret_key: Type.String(),
   subscribers: Type.Integer({ description: "Active subscribers." }),
   created_at: time,

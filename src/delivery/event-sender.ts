@@ -1,0 +1,174 @@
+import type { FastifyBaseLogger } from "fastify";
+import { SIGNATURE_HEADER, signEvent } from "../domain/event-signature.ts";
+import { decryptSecret } from "../domain/secrets.ts";
+import type { EventOutbox } from "../store/events.ts";
+import { logDatabaseFailure } from "../store/faults.ts";
+import type { BackgroundWorker } from "../worker.ts";
+import { backoffMs } from "./retry-policy.ts";
+
+export interface EventSenderOptions {
+  events: EventOutbox;
+  /** Opens the Docks' sealed secret keys, which sign the events. */
+  encryptionKey: Buffer;
+  log: FastifyBaseLogger;
+  /** Give up on an event its receiver keeps refusing once it is this old. */
+  maxAgeMs: number;
+  /** A receiver that has not answered by then counts as failed (and is tried again). */
+  timeoutMs: number;
+  /** Posts in flight at once. */
+  concurrency: number;
+  /** Look for work this often even when nothing woke us (another instance's events, retries). */
+  sweepMs: number;
+  userAgent: string;
+  now?: () => number;
+}
+
+/** What a receiver answered, as stored in the event's last error (never its URL: it may hold a token). */
+function failureOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  if (error instanceof Error && error.name === "TimeoutError") return "no answer in time";
+  if (typeof cause?.code === "string") return `could not connect (${cause.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Posts the events of the callback outbox (store/events.ts) to each Dock's callback URL, signed
+ * with its secret key (domain/event-signature.ts); retries with backoff until the receiver answers
+ * 2xx or the event is older than `maxAgeMs`. Also notices messages that have settled and queues
+ * their `message.delivered`/`message.failed` (EventOutbox.reportSettled). Runs on every instance:
+ * claims are conditional, so two never post the same event at once.
+ */
+export class EventSender implements BackgroundWorker {
+  readonly name = "events";
+  readonly #o: EventSenderOptions;
+  readonly #now: () => number;
+  #running = false;
+  #sweep: NodeJS.Timeout | null = null;
+  #soon: NodeJS.Timeout | null = null;
+  #ticking: Promise<void> | null = null;
+  #again = false;
+  readonly #inFlight = new Set<Promise<void>>();
+
+  constructor(options: EventSenderOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async start(): Promise<void> {
+    this.#running = true;
+    this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
+    this.#sweep.unref();
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#sweep) clearInterval(this.#sweep);
+    if (this.#soon) clearTimeout(this.#soon);
+    await this.#ticking;
+    await Promise.all(this.#inFlight);
+  }
+
+  /** Look for work now (a delivery settled, an acknowledgement was recorded). */
+  wake(): void {
+    if (!this.#running) return;
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = this.#tick().finally(() => {
+      this.#ticking = null;
+      if (this.#again) {
+        this.#again = false;
+        this.wake();
+      }
+    });
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      await this.#o.events.requeueExpired();
+      await this.#o.events.reportSettled();
+      const room = this.#o.concurrency - this.#inFlight.size;
+      if (room <= 0) return;
+      for (const { id } of await this.#o.events.due(room)) {
+        if (!this.#running) return;
+        const post = this.#post(id).finally(() => {
+          this.#inFlight.delete(post);
+          this.wake();
+        });
+        this.#inFlight.add(post);
+      }
+      // A retry due before the next sweep is taken when it is due.
+      const next = await this.#o.events.nextDue();
+      if (next !== null && next - this.#now() < this.#o.sweepMs) {
+        if (this.#soon) clearTimeout(this.#soon);
+        this.#soon = setTimeout(() => this.wake(), Math.max(10, next - this.#now()));
+        this.#soon.unref();
+      }
+    } catch (error) {
+      logDatabaseFailure(this.#o.log, error, "could not read the callback events; trying again shortly");
+    }
+  }
+
+  async #post(id: number): Promise<void> {
+    const lease = this.#now() + this.#o.timeoutMs * 2;
+    let event: Awaited<ReturnType<EventOutbox["claim"]>>;
+    try {
+      event = await this.#o.events.claim(id, lease);
+    } catch (error) {
+      logDatabaseFailure(this.#o.log, error, "could not claim a callback event");
+      return;
+    }
+    if (event === undefined) return;
+    const context = { eventId: event.id, dockId: event.dockId, type: event.type, attempts: event.attempts };
+    if (event.callbackUrl === null) {
+      await this.#settle(() => this.#o.events.failed(event, "the Dock has no callback URL any more"));
+      return;
+    }
+    let failure: string | null = null;
+    try {
+      const secret = decryptSecret(event.secretSealed, this.#o.encryptionKey);
+      const body = event.payload;
+      const response = await fetch(event.callbackUrl, {
+        method: "POST",
+        body,
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.#o.timeoutMs),
+        headers: {
+          "content-type": "application/json",
+          "user-agent": this.#o.userAgent,
+          "dock-event": event.type,
+          [SIGNATURE_HEADER]: signEvent(secret, Math.floor(this.#now() / 1000), body),
+        },
+      });
+      // The answer's body is not read beyond what frees the connection.
+      await response.body?.cancel();
+      if (response.status < 200 || response.status >= 300) failure = `HTTP ${response.status}`;
+    } catch (error) {
+      failure = failureOf(error);
+    }
+    if (failure === null) {
+      await this.#settle(() => this.#o.events.sent(event));
+      this.#o.log.debug(context, "event posted");
+      return;
+    }
+    if (this.#now() - event.createdAt >= this.#o.maxAgeMs) {
+      await this.#settle(() => this.#o.events.failed(event, failure));
+      this.#o.log.warn({ ...context, reason: failure }, "gave up on a callback event");
+      return;
+    }
+    const at = this.#now() + backoffMs(event.attempts);
+    await this.#settle(() => this.#o.events.retry(event, at, failure));
+    this.#o.log.info({ ...context, reason: failure }, "callback event will be retried");
+  }
+
+  async #settle(write: () => Promise<unknown>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      // Its lease expires and it is posted again: at-least-once, like deliveries.
+      logDatabaseFailure(this.#o.log, error, "could not record a callback event's outcome");
+    }
+  }
+}

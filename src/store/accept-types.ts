@@ -1,0 +1,64 @@
+import type { DockRate } from "./allowances.ts";
+
+/*
+ * What a batch of accepted messages is made of and answers: plain data (a batch may be stored in
+ * another thread, SQLite's), apart from AcceptBatch so that the store's port (db.ts) can name it
+ * without depending on how batches are stored.
+ */
+
+export type AcceptResult =
+  | { kind: "accepted"; messageId: string; subscribers: number }
+  /** The Dock's message with the same key was edited instead (it is now `revision`). */
+  | { kind: "replaced"; messageId: string; subscribers: number; revision: number; edits: number }
+  | { kind: "replayed"; messageId: string; subscribers: number }
+  | { kind: "conflict" }
+  | { kind: "unauthorized" }
+  | { kind: "refused"; retryAfterSeconds: number };
+
+/**
+ * One message to store. Plain data: a batch may be stored in another thread (SQLite's, see
+ * store/sqlite/worker.ts), so nothing here is a function or a class.
+ */
+export interface AcceptItem {
+  dockId: string;
+  text: string;
+  /** JSON of the message's MessageContent, or null for plain text. */
+  content: string | null;
+  idempotencyKey: string | null;
+  /** The sender's key: a message of the Dock that holds it is edited instead of a new one added. */
+  key?: string | null;
+  /**
+   * Whether the Dock has a callback URL (its messages' outcomes are reported); null: read with the
+   * credentials, in the batch (/ping).
+   */
+  watched?: boolean | null;
+  /**
+   * SHA-256 of the text and options when there is an idempotency key: a replay must carry the
+   * same message.
+   */
+  hash: string | null;
+  /**
+   * The Dock's secret key as the client presented it, checked in the transaction that stores the
+   * message (one read less per message than checking it beforehand); null when the caller has
+   * already authenticated the Dock.
+   */
+  secretKey: string | null;
+}
+
+export interface AcceptBatchRequest {
+  items: AcceptItem[];
+  /** The messages' acceptance time (milliseconds since the epoch). */
+  now: number;
+  /** null: no limit. */
+  dockRate: DockRate | null;
+}
+
+/** A database error as it can cross a thread: what callers look at (unique violations, messages). */
+export interface StoreError {
+  message: string;
+  code?: string | undefined;
+  errcode?: number | undefined;
+}
+
+/** A message's result, or the error that kept it from being stored (its neighbours are unaffected). */
+export type AcceptOutcome = AcceptResult | { kind: "failed"; error: StoreError };
