@@ -107,6 +107,92 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     expect((await call("PATCH", `/messages/${id}`, { msg: "again" })).status).toBe(409);
     expect((await call("DELETE", `/messages/${id}`)).body.already_deleted).toBe(true);
   });
+
+  it("a copy the person deleted is sent anew by an edit, and its status says so", async () => {
+    const sent = await call("POST", "/webhook", { msg: "build 7 running" });
+    const id = sent.body.message_id;
+    const before = await settled(id, "both copies sent", (m) => m.counts.sent === 2);
+    const [ada] = people as [number];
+    const adaCopy = before.deliveries.find((d: Json) => d.chat_id === ada).telegram_message_ids[0];
+    await sandbox.control("DELETE", `/chats/${ada}/messages/${adaCopy}`);
+    await call("PATCH", `/messages/${id}`, { msg: "build 7 passed" });
+    const after = await settled(
+      id,
+      "both copies changed",
+      (m) => m.changes.edits.pending === 0 && m.revision === 2,
+    );
+    expect(after.changes.edits).toMatchObject({ edited: 1, resent: 1 });
+    const resent = after.deliveries.find((d: Json) => d.chat_id === ada);
+    expect(resent.edit).toMatchObject({ state: "done", outcome: "resent" });
+    expect(resent.edit.last_error).toMatch(/message to edit not found/);
+    expect(resent.telegram_message_ids[0]).not.toBe(adaCopy);
+    expect((await texts(ada)).at(-1)).toBe("Alerts\nbuild 7 passed");
+  });
+
+  it("Telegram refuses to delete a copy older than 48 hours: the status says which and why", async () => {
+    const sent = await call("POST", "/webhook", { msg: "old news" });
+    const id = sent.body.message_id;
+    const before = await settled(id, "both copies sent", (m) => m.counts.sent === 2);
+    const [ada, bo] = people as [number, number];
+    const adaCopy = before.deliveries.find((d: Json) => d.chat_id === ada).telegram_message_ids[0];
+    await sandbox.control("POST", `/chats/${ada}/messages/${adaCopy}/backdate`, { seconds: 49 * 3600 });
+    await call("DELETE", `/messages/${id}`);
+    const after = await settled(id, "both deletes settled", (m) => m.changes.deletes.pending === 0);
+    expect(after.changes.deletes).toMatchObject({ deleted: 1, not_deleted: 1 });
+    const refused = after.deliveries.find((d: Json) => d.chat_id === ada).delete;
+    expect(refused).toMatchObject({ state: "failed", outcome: "not_deleted" });
+    expect(refused.last_error).toMatch(/message can't be deleted for everyone/);
+    expect(await texts(ada)).toContain("Alerts\nold news");
+    expect(await texts(bo)).not.toContain("Alerts\nold news");
+  });
+
+  it("PATCH merges: fields left out stay, null resets one, a bad one is a 400 naming it", async () => {
+    const sent = await call("POST", "/webhook", {
+      msg: "*cpu* high",
+      format: "markdown",
+      title: "Host 3",
+      priority: "high",
+    });
+    const id = sent.body.message_id;
+    await settled(id, "both copies sent", (m) => m.counts.sent === 2);
+    const bad = await call("PATCH", `/messages/${id}`, { priority: "loud", buttons: "nonsense" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("invalid_fields");
+    expect(bad.body.error.fields.map((f: Json) => f.field).sort()).toEqual([
+      "buttons (action 1)",
+      "priority",
+    ]);
+    expect((await call("PATCH", `/messages/${id}`, { msg: "*cpu* normal", priority: null })).status).toBe(
+      202,
+    );
+    const after = await settled(id, "copies edited", (m) => m.changes.edits.edited === 2);
+    expect(after.options).toEqual({ format: "markdown", title: "Host 3" });
+    expect((await texts(people[0] as number)).at(-1)).toBe("Alerts\nHost 3\ncpu normal");
+  });
+
+  it("another Dock's message, a wrong key or a bad key field: answered as nothing there", async () => {
+    const other = await service.app.docks.create(1, { name: "Other", link: null, description: null });
+    const sent = await call("POST", "/webhook", { msg: "mine", key: "k-1" });
+    const id = sent.body.message_id;
+    const as = (method: string) =>
+      fetch(`${service.url}/messages/${id}`, {
+        method,
+        headers: { Authorization: basic(other.id, other.secretKey), "Content-Type": "application/json" },
+        ...(method === "PATCH" ? { body: JSON.stringify({ msg: "theirs" }) } : {}),
+      });
+    expect((await as("PATCH")).status).toBe(404);
+    expect((await as("DELETE")).status).toBe(404);
+    expect((await call("GET", "/messages?key=k-2")).status).toBe(404);
+    const tooLong = await call("POST", "/webhook", { msg: "x", key: "k".repeat(129) });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error.fields).toEqual([{ field: "key", message: "must be 1 to 128 characters." }]);
+    const wrong = await fetch(`${service.url}/messages/${id}`, {
+      method: "DELETE",
+      headers: { Authorization: basic(dock.id, "dnsk_wrong") },
+    });
+    expect(wrong.status).toBe(401);
+    expect((await call("GET", `/messages/${id}`)).body.message.deleted_at).toBeNull();
+  });
 });
 
 /** A callback receiver: records each POST (body, headers), answers with `status()` (500 while failing). */
@@ -145,6 +231,97 @@ function verifies(secretKey: string, header: string, body: string): boolean {
   const expected = createHmac("sha256", secretKey).update(`${fields.t}.${body}`).digest("hex");
   return fields.v1 === expected && Math.abs(Date.now() / 1000 - Number(fields.t)) < 300;
 }
+
+describe.each(DIALECTS)("edits and deletes at Telegram's pace on %s", (dialect) => {
+  let service: RunningService;
+  let dock: DockWithSecret;
+  let sandbox: ReturnType<typeof sandboxOf>;
+  const chats: number[] = [];
+
+  beforeAll(async () => {
+    // Telegram's limits kept by the pacer and enforced by the sandbox (a 429 for one too many).
+    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    dock = await service.app.docks.create(1, { name: "Fleet", link: null, description: null });
+    sandbox = sandboxOf(service);
+    for (let i = 0; i < 50; i++) {
+      const chat = await sandbox.person(`Reader ${i}`);
+      chats.push(chat);
+      await service.subscriptions.subscribe(dock.id, chat, "private");
+    }
+  }, 120_000);
+  afterAll(async () => service?.close());
+
+  const call = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const response = await fetch(`${service.url}${path}`, {
+      method,
+      headers: {
+        Authorization: basic(dock.id, dock.secretKey),
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    expect(response.status).toBeLessThan(300);
+    return response.json();
+  };
+  const until = (id: string, what: string, done: (message: Json) => boolean) =>
+    waitFor(
+      what,
+      async () => {
+        const { message } = await call("GET", `/messages/${id}`);
+        return done(message) ? message : undefined;
+      },
+      60_000,
+      250,
+    );
+  const copies = async (chat: number) =>
+    (await sandbox.botMessages(chat)).filter((m: Json) => m.text.startsWith("Fleet"));
+
+  it("50 chats: every copy edited, then deleted, with no 429 from Telegram", async () => {
+    const { message_id: id } = await call("POST", "/webhook", { msg: "rollout 1/3", title: "Rollout" });
+    await until(id, "50 copies sent", (m) => m.counts.sent === 50);
+
+    const edit = await call("PATCH", `/messages/${id}`, { msg: "rollout 3/3 ✅" });
+    expect(edit).toMatchObject({ revision: 2, edits: 50 });
+    const edited = await until(id, "50 copies edited", (m) => m.changes.edits.edited === 50);
+    expect(edited.deliveries.every((d: Json) => d.revision === 2 && d.edit.state === "done")).toBe(true);
+    for (const chat of chats) {
+      const [copy] = await copies(chat);
+      expect(copy.text).toBe("Fleet\nRollout\nrollout 3/3 ✅");
+    }
+
+    const deleted = await call("DELETE", `/messages/${id}`);
+    expect(deleted).toMatchObject({ deleting: 50, cancelled: 0 });
+    const gone = await until(id, "50 copies deleted", (m) => m.changes.deletes.deleted === 50);
+    expect(gone.deleted_at).not.toBeNull();
+    for (const chat of chats) expect(await copies(chat)).toEqual([]);
+    expect((await sandbox.control("GET", "/stats")).too_many_requests).toBe(0);
+  }, 120_000);
+
+  it("an edit that needs more parts sends them; one that needs fewer deletes the rest", async () => {
+    const long = `${"word ".repeat(1000)}\n${"more ".repeat(600)}`;
+    const chat = chats[0] as number;
+    const { message_id: id } = await call("POST", "/webhook", { msg: "short" });
+    const sent = await until(id, "copies sent", (m) => m.counts.sent === 50);
+    const first = sent.deliveries.find((d: Json) => d.chat_id === chat);
+    expect(first.telegram_message_ids).toHaveLength(1);
+
+    await call("PATCH", `/messages/${id}`, { msg: long });
+    const grown = await until(id, "copies grown to two parts", (m) => m.changes.edits.edited === 50);
+    const two = grown.deliveries.find((d: Json) => d.chat_id === chat).telegram_message_ids;
+    expect(two).toHaveLength(2);
+    expect(two[0]).toBe(first.telegram_message_ids[0]);
+
+    await call("PATCH", `/messages/${id}`, { msg: "short again" });
+    const shrunk = await until(id, "copies back to one part", (m) =>
+      m.deliveries.every((d: Json) => d.revision === 3 && d.telegram_message_ids.length === 1),
+    );
+    expect(shrunk.deliveries.find((d: Json) => d.chat_id === chat).telegram_message_ids).toEqual([two[0]]);
+    const left = (await sandbox.botMessages(chat)).map((m: Json) => m.message_id);
+    expect(left).toContain(two[0]);
+    expect(left).not.toContain(two[1]);
+    expect((await sandbox.control("GET", "/stats")).too_many_requests).toBe(0);
+  }, 120_000);
+});
 
 describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (dialect) => {
   let service: RunningService;
