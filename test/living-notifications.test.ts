@@ -297,6 +297,34 @@ describe.each(DIALECTS)("edits and deletes at Telegram's pace on %s", (dialect) 
     expect((await sandbox.control("GET", "/stats")).too_many_requests).toBe(0);
   }, 120_000);
 
+  it("edits made while the copies are still going out: every copy ends showing the last", async () => {
+    const { message_id: id } = await call("POST", "/webhook", { msg: "v0" });
+    // The 50 copies take over a second at Telegram's 30 a second: these land while some are in
+    // flight, some sent and some still queued.
+    for (let version = 1; version <= 5; version++) {
+      await waitFor(`${version * 8} copies sent`, async () => {
+        const { message } = await call("GET", `/messages/${id}`);
+        return message.counts.sent >= version * 8 ? true : undefined;
+      });
+      await call("PATCH", `/messages/${id}`, { msg: `v${version}` });
+    }
+    const done = await until(
+      id,
+      "every copy at revision 6",
+      (m) =>
+        m.counts.sent === 50 &&
+        m.changes.edits.pending === 0 &&
+        m.deliveries.every((d: Json) => d.revision === 6),
+    );
+    expect(done.revision).toBe(6);
+    for (const chat of chats) {
+      const shown = (await copies(chat)).map((m: Json) => m.text);
+      expect(shown.at(-1)).toBe("Fleet\nv5");
+      expect(shown.filter((text: string) => text.startsWith("Fleet\nv"))).toHaveLength(1);
+    }
+    expect((await sandbox.control("GET", "/stats")).too_many_requests).toBe(0);
+  }, 120_000);
+
   it("an edit that needs more parts sends them; one that needs fewer deletes the rest", async () => {
     const long = `${"word ".repeat(1000)}\n${"more ".repeat(600)}`;
     const chat = chats[0] as number;

@@ -9,6 +9,7 @@ import type {
 } from "./accept-types.ts";
 import type { Allowances, BatchAllowance } from "./allowances.ts";
 import { checkCredentials, credentialsQuery } from "./credentials.ts";
+import type { MessageLocks } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { reviseMessage } from "./message-changes.ts";
 
@@ -80,12 +81,17 @@ export class AcceptBatch {
   readonly #kysely: Kysely<Database>;
   readonly #queries: ReturnType<typeof acceptQueries>;
   readonly #allowances: Allowances;
+  readonly #locks: MessageLocks;
 
-  /** `allowances`: where each Dock's allowance is kept (this process, or the shared database). */
-  constructor(kysely: Kysely<Database>, allowances: Allowances) {
+  /**
+   * `allowances`: where each Dock's allowance is kept (this process, or the shared database);
+   * `locks`: the database's message locks (a send with a key may change a message).
+   */
+  constructor(kysely: Kysely<Database>, allowances: Allowances, locks: MessageLocks) {
     this.#kysely = kysely;
     this.#queries = acceptQueries(kysely);
     this.#allowances = allowances;
+    this.#locks = locks;
   }
 
   /** One outcome per item, in order. Never throws for one message's trouble. */
@@ -282,6 +288,7 @@ export class AcceptBatch {
       tx,
       { messageId: held.id, revision: held.revision, text: item.text, content: item.content },
       now,
+      this.#locks,
     );
     // In this transaction nothing changed it since the read (SQLite writes one at a time; PostgreSQL's
     // conditional update waited for any other and found the revision moved on): refused as a clash.

@@ -1,4 +1,4 @@
-import type { Kysely, RawBuilder } from "kysely";
+import type { Kysely, RawBuilder, Transaction } from "kysely";
 import type { AcceptBatchRequest, AcceptOutcome } from "./accept-types.ts";
 import { storageFault } from "./faults.ts";
 import type { Database } from "./schema.ts";
@@ -26,6 +26,8 @@ export interface Db {
    * transaction holds.
    */
   acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
+  /** Orders a change of a message against the settling of its copies (see MessageLocks). */
+  messageLocks: MessageLocks;
   /** Who among the instances sharing this database does the work called `name` (see Leadership). */
   leadership(name: string): Leadership;
   /**
@@ -47,6 +49,24 @@ export interface Db {
   lastStorageFault(): { cause: string; at: number } | null;
   close(): Promise<void>;
 }
+
+/**
+ * Locks, for one transaction, on a message: taken first thing by every transaction that settles a
+ * copy of it (`shared`: any number at once) and by every one that changes it (`exclusive`: alone).
+ * So a change either sees a copy settled and queues its edit, or the copy's settle sees the change
+ * and converges on it — never neither (store/outbox.ts, `converge`). Copies never wait for each
+ * other. Nothing to do on SQLite, whose transactions run one at a time.
+ */
+export interface MessageLocks {
+  shared(tx: Transaction<Database>, messageId: string): Promise<void>;
+  exclusive(tx: Transaction<Database>, messageId: string): Promise<void>;
+}
+
+/** MessageLocks for a database whose write transactions never overlap (SQLite). */
+export const SERIAL_MESSAGE_LOCKS: MessageLocks = {
+  shared: async () => {},
+  exclusive: async () => {},
+};
 
 /** How a database spells the column types SQL leaves to each. */
 export interface SchemaSpelling {

@@ -1,6 +1,6 @@
 import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
-import type { Db } from "./db.ts";
+import type { Db, MessageLocks } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { queueDeletes, queueEdits } from "./outbox.ts";
 import type { Database } from "./schema.ts";
@@ -35,7 +35,9 @@ export async function reviseMessage(
   tx: Transaction<Database>,
   change: { messageId: string; revision: number; text: string; content: string | null },
   now: number,
+  locks: MessageLocks,
 ): Promise<Revised | undefined> {
+  await locks.exclusive(tx, change.messageId);
   const updated = await tx
     .updateTable("messages")
     .set((eb) => ({
@@ -180,7 +182,14 @@ export class MessageChanges {
       const next = await make(current);
       const revised = await this.#db.kysely
         .transaction()
-        .execute((tx) => reviseMessage(tx, { messageId, revision: current.revision, ...next }, this.#now()));
+        .execute((tx) =>
+          reviseMessage(
+            tx,
+            { messageId, revision: current.revision, ...next },
+            this.#now(),
+            this.#db.messageLocks,
+          ),
+        );
       if (revised !== undefined) {
         this.#changed(dockId);
         return revised;
@@ -195,6 +204,7 @@ export class MessageChanges {
   async delete(dockId: string, messageId: string): Promise<Deleted> {
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Deleted> => {
+      await this.#db.messageLocks.exclusive(tx, messageId);
       const marked = await tx
         .updateTable("messages")
         .set({ deleted_at: now, revised_at: now })
@@ -230,6 +240,7 @@ export class MessageChanges {
   ): Promise<Acknowledged> {
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Acknowledged> => {
+      await this.#db.messageLocks.exclusive(tx, messageId);
       const row = await tx
         .selectFrom("messages")
         .select(["acked_name", "acked_at", "deleted_at", "content"])

@@ -400,6 +400,7 @@ export class Outbox {
     revision: number,
   ): Promise<boolean> {
     return this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#db.messageLocks.shared(tx, delivery.messageId);
       const written = await this.#settle(
         delivery.id,
         delivery.lease,
@@ -422,6 +423,7 @@ export class Outbox {
   ): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#db.messageLocks.shared(tx, edit.messageId);
       const written = await this.#settle(
         edit.id,
         edit.lease,
@@ -751,9 +753,10 @@ export async function queueDeletes(
 }
 
 /**
- * After a copy settled showing `shown`: what it still lacks is queued. The message row is locked
- * first (an update that changes nothing), so a change committed at the same moment is either seen
- * here or sees this copy as sent and queues the work itself — never neither.
+ * After a copy settled showing `shown`, in the settle's transaction: what it still lacks is queued.
+ * The transaction holds the message's shared lock (MessageLocks, db.ts) from its start, so a change
+ * of the message committed at the same moment is either seen here or sees this copy as sent and
+ * queues the work itself — never neither.
  */
 async function converge(
   tx: Transaction<Database>,
@@ -763,10 +766,9 @@ async function converge(
   now: number,
 ): Promise<void> {
   const message = await tx
-    .updateTable("messages")
-    .set((eb) => ({ revision: eb.ref("revision") }))
+    .selectFrom("messages")
+    .select(["revision", "deleted_at"])
     .where("id", "=", messageId)
-    .returning(["revision", "deleted_at"])
     .executeTakeFirst();
   if (message === undefined) return;
   if (message.deleted_at !== null) await queueWork(tx, "delete", { targetId }, now);

@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
 import pg from "pg";
 import { AcceptBatch } from "../accept-batch.ts";
-import type { Db, DbOptions } from "../db.ts";
+import type { Db, DbOptions, MessageLocks } from "../db.ts";
 import { warnings, watchStorage } from "../db.ts";
 import { isDatabaseUnavailable } from "../faults.ts";
 import type { Database } from "../schema.ts";
@@ -40,12 +40,14 @@ export function openPostgres(url: string, options: DbOptions): Db {
   // the reason and the pool drops it; the event itself must not crash the process either.
   pool.on("connect", (client) => client.on("error", () => {}));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingBroken(pool) }) });
-  const batches = new AcceptBatch(kysely, new SharedAllowances());
+  const messageLocks = advisoryMessageLocks();
+  const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks);
   // One batch at a time, in order: each Dock's messages are committed in the order they came.
   let last: Promise<unknown> = Promise.resolve();
   return {
     kysely,
     shared: true,
+    messageLocks,
     spelling: { increasingKey: sql`bigserial primary key`, generatedKey: sql`bigserial primary key` },
     ...watchStorage((request) => {
       const run = last.then(() => batches.run(request));
@@ -92,3 +94,26 @@ function discardingBroken(pool: pg.Pool): PostgresPool {
     end: () => pool.end(),
   };
 }
+
+/**
+ * MessageLocks as transaction-level advisory locks, keyed by a hash of the message ID in the
+ * two-integer key space (which never meets the single-key locks of leadership.ts). A hash shared by
+ * two messages only makes one wait for the other, briefly.
+ */
+function advisoryMessageLocks(): MessageLocks {
+  return {
+    shared: async (tx, messageId) => {
+      await sql`select pg_advisory_xact_lock_shared(${sql.lit(MESSAGE_LOCK_CLASS)}, hashtext(${messageId}))`.execute(
+        tx,
+      );
+    },
+    exclusive: async (tx, messageId) => {
+      await sql`select pg_advisory_xact_lock(${sql.lit(MESSAGE_LOCK_CLASS)}, hashtext(${messageId}))`.execute(
+        tx,
+      );
+    },
+  };
+}
+
+/** The first key of every message lock: "dn" (Dock Notify). */
+const MESSAGE_LOCK_CLASS = 0x646e;

@@ -1,6 +1,6 @@
 import { Kysely, sql } from "kysely";
 import type { Db, DbOptions, Leadership } from "../db.ts";
-import { warnings, watchStorage } from "../db.ts";
+import { SERIAL_MESSAGE_LOCKS, warnings, watchStorage } from "../db.ts";
 import type { Database } from "../schema.ts";
 import { SqliteThread, sqliteThreadDialect } from "./connection.ts";
 
@@ -26,6 +26,8 @@ export function openSqlite(path: string, options: DbOptions): Db {
   return {
     kysely,
     shared: false,
+    // One connection, one transaction at a time: nothing to order.
+    messageLocks: SERIAL_MESSAGE_LOCKS,
     spelling: {
       increasingKey: sql`integer primary key autoincrement`,
       // A rowid key, without AUTOINCREMENT's bookkeeping.

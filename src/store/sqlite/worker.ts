@@ -8,6 +8,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { Kysely, SqliteDialect } from "kysely";
 import { AcceptBatch, toStoreError } from "../accept-batch.ts";
 import { LocalAllowances } from "../allowances.ts";
+import { SERIAL_MESSAGE_LOCKS } from "../db.ts";
 import type { Database } from "../schema.ts";
 import type { ThreadReply, ThreadRequest } from "./connection.ts";
 import { openSqlite, type SqliteOptions } from "./driver.ts";
@@ -22,7 +23,7 @@ let openError: unknown = null;
 try {
   const database = openSqlite(path, options);
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-  opened = { database, accept: new AcceptBatch(kysely, new LocalAllowances()) };
+  opened = { database, accept: new AcceptBatch(kysely, new LocalAllowances(), SERIAL_MESSAGE_LOCKS) };
 } catch (error) {
   openError = error;
 }
