@@ -228,8 +228,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
+  const eventOutbox = new EventOutbox(db, now);
   const events = new EventSender({
-    events: new EventOutbox(db, now),
+    events: eventOutbox,
     encryptionKey: deps.encryptionKey,
     log: server.log.child({ worker: "events" }),
     maxAgeMs: config.deliveryMaxAgeMs,
@@ -277,6 +278,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
   const retention = new Retention({
     outbox,
+    events: eventOutbox,
     loginTokens,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),

@@ -1,14 +1,17 @@
 import type { FastifyBaseLogger } from "fastify";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { EventOutbox } from "../store/events.ts";
 import type { Outbox } from "../store/outbox.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
- * failed or gone) older than RETENTION_DAYS, and expired sign-in tokens. Queued work is never pruned.
+ * failed or gone) older than RETENTION_DAYS with the events posted about them, and expired
+ * sign-in tokens. Queued work is never pruned.
  */
 export interface RetentionOptions {
   outbox: Outbox;
+  events: EventOutbox;
   loginTokens: LoginTokenRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
@@ -42,8 +45,11 @@ export class Retention {
     const now = (this.#o.now ?? Date.now)();
     const pass = async () => {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
+      const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
       const tokens = await this.#o.loginTokens.prune();
-      if (messages + tokens > 0) this.#o.log.info({ messages, loginTokens: tokens }, "pruned old records");
+      if (messages + events + tokens > 0) {
+        this.#o.log.info({ messages, events, loginTokens: tokens }, "pruned old records");
+      }
       return messages;
     };
     const run = pass().catch((error: unknown) => {

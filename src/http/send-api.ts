@@ -61,7 +61,7 @@ const keyField = Type.Optional(
     minLength: 1,
     maxLength: MAX_MESSAGE_KEY,
     description:
-      "Your name for the message (at most 128 characters), e.g. an alert's group key. A later send with the same key replaces this message in place (every copy is edited) instead of adding one, for as long as the message is kept (MESSAGE_RETENTION_DAYS) and not deleted. `GET /messages?key=…` finds it.",
+      "Your name for the message (at most 128 characters), e.g. an alert's group key. A later send with the same key replaces this message in place (every copy is edited) instead of adding one, for as long as the message is kept (RETENTION_DAYS) and not deleted. `GET /messages?key=…` finds it.",
     examples: ["deploy-api-prod"],
   }),
 );

@@ -269,6 +269,16 @@ export class EventOutbox {
     return Number(result.numUpdatedRows);
   }
 
+  /** Deletes events posted or given up on before `cutoff` (retention, with their messages). */
+  async prune(cutoff: number): Promise<number> {
+    const result = await this.#db.kysely
+      .deleteFrom("events")
+      .where("state", "in", ["sent", "failed"])
+      .where("created_at", "<", cutoff)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   /** A message's events, oldest first (for its status). */
   async ofMessage(messageId: string) {
     return this.#db.kysely
