@@ -1,8 +1,10 @@
 import { createHmac, randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
+import { chromiumPath, launchChromium } from "./browser.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import {
   basic,
@@ -532,4 +534,83 @@ describe.each(DIALECTS)("events survive a restart on %s", (dialect) => {
       await database.drop();
     }
   });
+});
+
+describe("an alert's life in the sandbox, in Chromium", () => {
+  it.skipIf(!chromiumPath)(
+    "firing turns into resolved in place, acknowledged by a person pressing the button; the sender hears of both",
+    async () => {
+      const hook = await receiver();
+      const service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+      const browser = await launchChromium();
+      try {
+        const dock = await service.app.docks.create(1, {
+          name: "Prometheus",
+          link: null,
+          description: null,
+          callback_url: hook.url,
+        });
+        const sandbox = sandboxOf(service);
+        const ada = await sandbox.person("Ada");
+        await service.subscriptions.subscribe(dock.id, ada, "private");
+        const alert = (fields: Record<string, unknown>) =>
+          fetch(`${service.url}/webhook`, {
+            method: "POST",
+            headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
+            body: JSON.stringify({ key: "HighLatency/api-1", format: "markdown", ack: true, ...fields }),
+          }).then(async (response) => ((await response.json()) as Json).message_id as string);
+
+        const page = await browser.newPage({ viewport: { width: 480, height: 700 } });
+        await page.goto(`${service.url}/sandbox`);
+        const log = page.getByRole("log", { name: "Messages" });
+        const id = await alert({
+          msg: "**HighLatency** on `api-1`: p99 2.4 s for 5 min",
+          title: "Firing",
+          priority: "urgent",
+          tags: ["fire"],
+        });
+        const message = log.locator("li", { hasText: "HighLatency" }).last();
+        await message.getByRole("button", { name: /Acknowledge/ }).click();
+        await message.getByText(/✔ Acknowledged by Ada at/).waitFor();
+        expect(await message.getByRole("button", { name: /Acknowledge/ }).count()).toBe(0);
+
+        expect(
+          await alert({
+            msg: "**HighLatency** on `api-1` is over",
+            title: "Resolved",
+            tags: ["white_check_mark"],
+          }),
+        ).toBe(id);
+        await message.getByText("✅ Resolved").waitFor();
+        await message.getByText(/✔ Acknowledged by Ada at/).waitFor();
+        await message.getByText(/edited/).waitFor();
+        // In place: the chat holds one notification, now resolved.
+        expect(await log.locator("li", { hasText: "HighLatency" }).count()).toBe(1);
+        mkdirSync("test-results", { recursive: true });
+        await page.screenshot({ path: "test-results/living-notification.png", fullPage: true });
+
+        const events = await waitFor("both events posted", async () => {
+          const types = hook.posts.map((post) => JSON.parse(post.body).type);
+          return types.includes("message.acknowledged") && types.includes("message.delivered")
+            ? hook.posts
+            : undefined;
+        });
+        for (const post of events) {
+          expect(verifies(dock.secretKey, String(post.headers["dock-signature"]), post.body)).toBe(true);
+        }
+        const acknowledged = JSON.parse(
+          events.find((post) => JSON.parse(post.body).type === "message.acknowledged")?.body ?? "{}",
+        );
+        expect(acknowledged).toMatchObject({
+          message: { id, key: "HighLatency/api-1" },
+          acknowledged: { by: { name: "Ada" } },
+        });
+      } finally {
+        await browser.close();
+        await service.close();
+        await hook.close();
+      }
+    },
+    120_000,
+  );
 });
