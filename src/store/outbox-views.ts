@@ -14,8 +14,8 @@ export interface CopyChange {
 
 /** The copies' latest edits and deletes, counted by where they stand. */
 export interface ChangeCounts {
-  edits: Record<"pending" | "edited" | "unchanged" | "resent" | "failed", number>;
-  deletes: Record<"pending" | "deleted" | "already_deleted" | "not_deleted", number>;
+  edits: Record<"pending" | "edited" | "unchanged" | "resent" | "failed" | "gone", number>;
+  deletes: Record<"pending" | "deleted" | "already_deleted" | "not_deleted" | "gone", number>;
 }
 
 export interface MessageStatus {
@@ -81,8 +81,8 @@ const parseContent = (json: string | null): MessageContent | null =>
 
 /** Nothing changed yet. */
 const noChanges = (): ChangeCounts => ({
-  edits: { pending: 0, edited: 0, unchanged: 0, resent: 0, failed: 0 },
-  deletes: { pending: 0, deleted: 0, already_deleted: 0, not_deleted: 0 },
+  edits: { pending: 0, edited: 0, unchanged: 0, resent: 0, failed: 0, gone: 0 },
+  deletes: { pending: 0, deleted: 0, already_deleted: 0, not_deleted: 0, gone: 0 },
 });
 
 interface ChangeRow {
@@ -118,7 +118,7 @@ function latestChanges(rows: ChangeRow[]): {
     else if (edit.state === "sent") {
       const outcome = edit.outcome as "edited" | "unchanged" | "resent";
       if (outcome in counts.edits) counts.edits[outcome]++;
-    } else counts.edits.failed++;
+    } else counts.edits[edit.state === "gone" ? "gone" : "failed"]++;
   }
   for (const deletion of deletes.values()) {
     if (deletion.state === "queued" || deletion.state === "sending") counts.deletes.pending++;
@@ -126,6 +126,7 @@ function latestChanges(rows: ChangeRow[]): {
       if (deletion.outcome === "already_deleted") counts.deletes.already_deleted++;
       else counts.deletes.deleted++;
     } else if (deletion.state === "failed") counts.deletes.not_deleted++;
+    else counts.deletes.gone++;
   }
   return { edits, deletes, counts };
 }
