@@ -1,5 +1,6 @@
+import { execFile } from "node:child_process";
 import { createHash, createHmac } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
+import { isDeepStrictEqual, promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
 import { signLoginWidget, verifyLoginWidget } from "../src/domain/telegram-login-widget.ts";
@@ -9,11 +10,14 @@ import { linkTokenFor } from "../src/store/login-tokens.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { dialects, type RunningService, startService } from "./harness.ts";
+import { basic, dialects, type RunningService, startService } from "./harness.ts";
 import { startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
 const DIALECTS = await dialects();
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service answered.
+type Json = any;
 
 /** Where the service says it lives; links it makes start with this, whatever port it listens on. */
 const PUBLIC_URL = "http://console.test:8080";
@@ -26,6 +30,17 @@ async function ping(service: RunningService, dockId: string, secretKey: string, 
   });
   return response.status;
 }
+
+/** Runs a shell command as an owner pasting it would; its output (curl prints the answer's body). */
+async function shell(command: string): Promise<string> {
+  return (await promisify(execFile)("sh", ["-c", command], { timeout: 20_000 })).stdout;
+}
+
+/** curl, to run the card's commands as shown; without it here, those tests are skipped. */
+const curlPath = await shell("command -v curl").then(
+  (path) => path.trim() || undefined,
+  () => undefined,
+);
 
 describe.each(DIALECTS)("console API on %s", (dialect) => {
   let service: RunningService;
@@ -703,6 +718,204 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         await sandbox.control("DELETE", "/faults");
       }
     });
+
+    it('create and edit take a callback URL: set, kept, cleared by "" or null; a bad one is a field error', async () => {
+      const created = await alice.call("POST", "/docks", {
+        name: "Hooked",
+        callback_url: " https://hooks.example.com/dock ",
+      });
+      expect(created.status).toBe(201);
+      const dock = created.body.dock;
+      expect(dock.callback_url).toBe("https://hooks.example.com/dock");
+      const path = `/docks/${dock.id}`;
+      // Another field's edit keeps it.
+      const renamed = await alice.call("PATCH", path, { name: "Hooked again" });
+      expect(renamed.body.dock).toMatchObject({
+        name: "Hooked again",
+        callback_url: "https://hooks.example.com/dock",
+      });
+      for (const bad of ["ftp://hooks.example.com/dock", "hooks.example.com", 42]) {
+        const refused = await alice.call("PATCH", path, { callback_url: bad });
+        expect(refused.status).toBe(400);
+        expect(refused.body.error.code).toBe("invalid_fields");
+        expect(refused.body.error.fields).toEqual([
+          {
+            field: "callback_url",
+            message:
+              typeof bad === "string"
+                ? "callback_url must be an absolute http:// or https:// URL"
+                : "callback_url must be a string",
+          },
+        ]);
+      }
+      expect((await alice.call("GET", path)).body.dock.callback_url).toBe("https://hooks.example.com/dock");
+      for (const cleared of ["", null]) {
+        const set = await alice.call("PATCH", path, { callback_url: "http://10.0.0.5:8080/events" });
+        expect(set.body.dock.callback_url).toBe("http://10.0.0.5:8080/events");
+        const answer = await alice.call("PATCH", path, { callback_url: cleared });
+        expect(answer.status).toBe(200);
+        expect(answer.body.dock.callback_url).toBeNull();
+        expect((await service.app.docks.get(dock.id))?.callback_url).toBeNull();
+      }
+      // Only the owner: another owner's PATCH is a 404 and sets nothing.
+      const theirs = await bob.call("PATCH", path, { callback_url: "https://evil.example.com/" });
+      expect(theirs.status).toBe(404);
+      expect((await alice.call("GET", path)).body.dock.callback_url).toBeNull();
+    });
+
+    it("recent messages tell a message's key, edits, acknowledgement and deletion, copy by copy", async () => {
+      const dock = await createDock(alice, "Living");
+      const sandbox = sandboxOf(service);
+      const reader = await sandbox.person("Ada");
+      await service.subscriptions.subscribe(dock.id, reader, "private");
+      const api = async (method: string, path: string, body?: unknown) => {
+        const response = await fetch(`${service.url}${path}`, {
+          method,
+          headers: {
+            Authorization: basic(dock.id, dock.secret_key),
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return { status: response.status, body: (await response.json()) as Json };
+      };
+      /** The message on the card, once `done` says it is as awaited (a timeout names the last seen). */
+      const report = (id: string, what: string, done: (m: Json) => boolean): Promise<Json> =>
+        waitFor(what, async () => {
+          const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+          const message = messages.find((m: Json) => m.id === id);
+          if (!message || !done(message)) throw new Error(JSON.stringify(message));
+          return message;
+        });
+
+      const sent = await api("POST", "/webhook", { msg: "Deploy started", key: "deploy", ack: true });
+      expect(sent.status).toBe(202);
+      const id = sent.body.message_id as string;
+      const fresh = await report(id, "the copy sent", (m) => m.states.sent === 1);
+      expect(fresh).toMatchObject({
+        key: "deploy",
+        revision: 1,
+        revised_at: null,
+        deleted_at: null,
+        acknowledged: null,
+        changes: {
+          edits: { pending: 0, edited: 0, unchanged: 0, resent: 0, failed: 0, gone: 0 },
+          deletes: { pending: 0, deleted: 0, already_deleted: 0, not_deleted: 0, gone: 0 },
+        },
+        deliveries: [{ chat_id: reader, state: "sent", last_error: null, edit: null, delete: null }],
+      });
+
+      expect((await api("PATCH", `/messages/${id}`, { msg: "Deploy finished" })).status).toBe(202);
+      const edited = await report(
+        id,
+        "the copy edited",
+        (m) => m.revision === 2 && m.changes.edits.edited === 1,
+      );
+      expect(edited.text).toBe("Deploy finished");
+      expect(edited.revised_at).toBeGreaterThanOrEqual(edited.created_at);
+      expect(edited.changes.edits).toEqual({
+        pending: 0,
+        edited: 1,
+        unchanged: 0,
+        resent: 0,
+        failed: 0,
+        gone: 0,
+      });
+      expect(edited.deliveries[0].edit).toEqual({
+        state: "done",
+        outcome: "edited",
+        last_error: null,
+        updated_at: expect.any(Number),
+      });
+
+      // Ada presses the copy's Acknowledge button.
+      const copy = await waitFor("the edited copy in Ada's chat", async () =>
+        (await sandbox.botMessages(reader)).find((m: Json) => m.text.endsWith("Deploy finished")),
+      );
+      expect(copy.reply_markup.inline_keyboard[0][0]).toEqual({
+        text: "✔ Acknowledge",
+        callback_data: `ack:${id}`,
+      });
+      await sandbox.control("POST", `/chats/${reader}/messages/${copy.message_id}/press`, {
+        callback_data: `ack:${id}`,
+      });
+      const acknowledged = await report(
+        id,
+        "the acknowledgement on every copy",
+        (m) => m.acknowledged !== null && m.revision === 3 && m.changes.edits.pending === 0,
+      );
+      expect(acknowledged.acknowledged).toEqual({ name: "Ada", at: expect.any(Number) });
+      expect(acknowledged.acknowledged.at).toBeGreaterThanOrEqual(edited.revised_at);
+      expect(acknowledged.changes.edits.edited).toBe(1);
+
+      expect((await api("DELETE", `/messages/${id}`)).status).toBe(202);
+      const deleted = await report(id, "the copy deleted", (m) => m.changes.deletes.deleted === 1);
+      expect(deleted.deleted_at).toBeGreaterThanOrEqual(acknowledged.acknowledged.at);
+      expect(deleted.changes.deletes).toEqual({
+        pending: 0,
+        deleted: 1,
+        already_deleted: 0,
+        not_deleted: 0,
+        gone: 0,
+      });
+      expect(deleted.deliveries).toEqual([
+        {
+          chat_id: reader,
+          state: "sent",
+          last_error: null,
+          updated_at: expect.any(Number),
+          edit: expect.objectContaining({ state: "done", outcome: "edited" }),
+          delete: { state: "done", outcome: "deleted", last_error: null, updated_at: expect.any(Number) },
+        },
+      ]);
+      // What the card shows stays: the key, the revision, who acknowledged.
+      expect(deleted).toMatchObject({ key: "deploy", revision: 3, acknowledged: { name: "Ada" } });
+    });
+
+    it.skipIf(!curlPath)(
+      "the card's commands run as shown: send with a key twice, edit, acknowledge, delete",
+      async () => {
+        const dock = await createDock(alice, "Commands");
+        const { examples } = (await alice.call("GET", `/docks/${dock.id}`)).body.dock;
+        for (const name of ["webhook", "replace", "edit", "delete", "ack"]) {
+          expect(examples[name]).toContain(`-u '${dock.id}:${dock.secret_key}'`);
+        }
+        expect(examples.replace).toContain(`'${PUBLIC_URL}/webhook'`);
+        expect(examples.replace).toContain(`-d '{"msg":"Deploy started","key":"deploy"}'`);
+        expect(examples.edit).toMatch(
+          /^curl -X PATCH 'http:\/\/console\.test:8080\/messages\/<MESSAGE_ID>' \\\n/,
+        );
+        expect(examples.edit).toContain(`-d '{"msg":"Deploy finished"}'`);
+        expect(examples.delete).toMatch(
+          /^curl -X DELETE 'http:\/\/console\.test:8080\/messages\/<MESSAGE_ID>' \\\n/,
+        );
+        expect(examples.ack).toContain('"ack":true');
+        // Pasted as shown, aimed at this service instead of PUBLIC_URL, with -s for a quiet terminal.
+        const run = async (command: string, messageId = "") =>
+          JSON.parse(
+            await shell(
+              command
+                .replace("curl ", "curl -s ")
+                .replaceAll(`'${PUBLIC_URL}/`, `'${service.url}/`)
+                .replace("<MESSAGE_ID>", messageId),
+            ),
+          );
+        const first = await run(examples.replace);
+        expect(first).toMatchObject({ ok: true, message_id: expect.any(String) });
+        const again = await run(examples.replace);
+        expect(again).toMatchObject({ ok: true, message_id: first.message_id, replaced: true });
+        expect(await run(examples.edit, first.message_id)).toMatchObject({ ok: true, revision: 3 });
+        const ack = await run(examples.ack);
+        expect(ack.message_id).not.toBe(first.message_id);
+        expect(await run(examples.delete, first.message_id)).toMatchObject({ ok: true });
+        const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+        expect(messages).toMatchObject([
+          { id: ack.message_id, text: "Disk almost full on db-1", options: { ack: true }, key: null },
+          { id: first.message_id, text: "Deploy finished", key: "deploy", revision: 3 },
+        ]);
+        expect(messages[1].deleted_at).toEqual(expect.any(Number));
+      },
+    );
 
     it("recent messages come newest first with their delivery states", async () => {
       const dock = await createDock(alice, "History");

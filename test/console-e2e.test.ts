@@ -1,9 +1,17 @@
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "./bot-harness.ts";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
-import { type RunningService, startService } from "./harness.ts";
+import { signIn } from "./console-client.ts";
+import { sandboxOf } from "./delivery-harness.ts";
+import { basic, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service and sandbox answered.
+type Json = any;
 
 async function ping(
   url: string,
@@ -372,5 +380,174 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await page.reload();
     await page.getByRole("heading", { name: "Sign in to Dock Notify" }).waitFor();
     await context.close();
+  });
+
+  it("a message edited, acknowledged and deleted says so on the card; the Callback URL saves; the change commands show", {
+    timeout: 120_000,
+  }, async () => {
+    // The Dock's callback URL: a receiver that takes every event.
+    const events: string[] = [];
+    const hook = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        events.push(body);
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/events`;
+    const context = await browser.newContext({
+      permissions: ["clipboard-read", "clipboard-write"],
+      viewport: { width: 1100, height: 900 },
+    });
+    try {
+      // Signed in as the first test signs in (the bot confirms, Continue), without the chat page.
+      const owner = await signIn(service, { id: 7001, first_name: "Olive" });
+      await context.addCookies([
+        { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
+      ]);
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on("console", (message) => {
+        if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+      });
+      page.on("pageerror", (error) => problems.push(error.message));
+      await page.goto(`${service.url}/console/`);
+      await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
+
+      // The Callback URL field: the server's verdict next to it, like the other fields.
+      const focused = (locator: Locator) => locator.evaluate((el) => el === el.ownerDocument.activeElement);
+      await page.getByLabel("Name").fill("Releases");
+      const callbackField = page.getByLabel("Callback URL");
+      expect(await callbackField.getAttribute("type")).toBe("url");
+      await callbackField.fill("ftp://hooks.example.com/events");
+      await page.getByRole("button", { name: "Create" }).click();
+      await page.getByText("callback_url must be an absolute http:// or https:// URL").waitFor();
+      expect(await callbackField.getAttribute("aria-invalid")).toBe("true");
+      expect(await focused(callbackField)).toBe(true);
+      await callbackField.fill(hookUrl);
+      await page.getByRole("button", { name: "Create" }).click();
+      const card = page.getByRole("article", { name: "Releases" });
+      await card.waitFor();
+      expect(await card.getByTestId("callback-url").textContent()).toBe(hookUrl);
+      const [stored] = await service.app.docks.list(7001);
+      if (!stored) throw new Error("the Dock was not created");
+      expect(stored.callback_url).toBe(hookUrl);
+      // Edit shows it; emptied, it is cleared; set again, it is saved.
+      const saveCallbackUrl = async (value: string) => {
+        await card.getByRole("button", { name: "Edit" }).click();
+        await card.getByLabel("Callback URL").fill(value);
+        await card.getByRole("button", { name: "Save" }).click();
+        await page.getByRole("status").filter({ hasText: "Changes saved." }).waitFor();
+      };
+      await card.getByRole("button", { name: "Edit" }).click();
+      expect(await card.getByLabel("Callback URL").inputValue()).toBe(hookUrl);
+      await card.getByRole("button", { name: "Cancel" }).click();
+      await saveCallbackUrl("");
+      await card.getByTestId("callback-url").waitFor({ state: "detached" });
+      expect((await service.app.docks.get(stored.id))?.callback_url).toBeNull();
+      await saveCallbackUrl(hookUrl);
+      expect(await card.getByTestId("callback-url").textContent()).toBe(hookUrl);
+      expect((await service.app.docks.get(stored.id))?.callback_url).toBe(hookUrl);
+
+      // The commands that change messages, with the real secret key: hidden on screen until
+      // revealed, whole on the clipboard.
+      await card.getByText("Replace, edit, delete and acknowledge messages").click();
+      const editCommand = card.locator("pre", { hasText: "-X PATCH" });
+      expect(await editCommand.textContent()).not.toContain(stored.secretKey);
+      expect(await editCommand.textContent()).toContain(`-u '${stored.id}:dnsk_•`);
+      await card.getByRole("button", { name: "Copy edit command" }).click();
+      await page.getByRole("status").filter({ hasText: "Command copied." }).waitFor();
+      const copiedEdit = (await page.evaluate("navigator.clipboard.readText()")) as string;
+      expect(copiedEdit).toContain(`curl -X PATCH '${service.url}/messages/<MESSAGE_ID>'`);
+      expect(copiedEdit).toContain(`-u '${stored.id}:${stored.secretKey}'`);
+      expect(copiedEdit).toContain(`-d '{"msg":"Deploy finished"}'`);
+      await card.getByRole("button", { name: "Reveal secret key" }).click();
+      for (const command of ['"key":"deploy"', "-X PATCH", "-X DELETE", '"ack":true']) {
+        expect(await card.locator("pre", { hasText: command }).textContent()).toContain(
+          `-u '${stored.id}:${stored.secretKey}'`,
+        );
+      }
+      await card.getByRole("button", { name: "Hide secret key" }).click();
+
+      // Ada subscribes; the application sends with a key and an Acknowledge button.
+      const sandbox = sandboxOf(service);
+      const ada = await sandbox.person("Ada");
+      await service.subscriptions.subscribe(stored.id, ada, "private");
+      const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
+        const response = await fetch(`${service.url}${path}`, {
+          method,
+          headers: {
+            Authorization: basic(stored.id, stored.secretKey),
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        expect(response.status).toBe(202);
+        return response.json();
+      };
+      const { message_id: id } = await api("POST", "/webhook", {
+        msg: "Deploy started",
+        key: "deploy",
+        ack: true,
+      });
+      const list = card.getByRole("list", { name: "Recent messages of Releases" });
+      const item = list.locator(":scope > li", { hasText: "Deploy" });
+      await item.getByText("sent: 1").waitFor();
+      await item.locator(".message-changes", { hasText: "key deploy" }).waitFor();
+
+      // Edited: the card says so, and where the copy's edit stands.
+      await api("PATCH", `/messages/${id}`, { msg: "Deploy finished" });
+      await item.locator(".message-text", { hasText: "Deploy finished" }).waitFor();
+      const changes = item.locator(".message-changes");
+      await changes.filter({ hasText: "edits: 1 edited" }).waitFor();
+      expect(await changes.textContent()).toMatch(/edited \(revision 2\) at \S/);
+      await item.getByRole("list", { name: "Copies" }).getByText(`Chat ${ada}: sent; edit: edited`).waitFor();
+
+      // Ada presses Acknowledge: the card names her, and when.
+      const copy = await waitFor("the edited copy with its button", async () =>
+        (await sandbox.botMessages(ada)).find(
+          (m: Json) => m.text.endsWith("Deploy finished") && m.reply_markup !== undefined,
+        ),
+      );
+      await sandbox.control("POST", `/chats/${ada}/messages/${copy.message_id}/press`, {
+        callback_data: `ack:${id}`,
+      });
+      const acknowledged = item.locator(".change-acknowledged");
+      await acknowledged.filter({ hasText: "✔ Acknowledged by Ada at" }).waitFor();
+      expect(await acknowledged.locator("time").getAttribute("datetime")).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+      // The acknowledgement's own edit of the copy is not the sender's: still "edited", now revision 3.
+      await changes.filter({ hasText: "edited (revision 3)" }).waitFor();
+      await waitFor("message.acknowledged posted to the callback URL", () =>
+        events.some((body) => JSON.parse(body).type === "message.acknowledged"),
+      );
+
+      // Another message, deleted: struck through, and "deleted" in words.
+      const { message_id: wrong } = await api("POST", "/webhook", { msg: "Wrong channel, sorry" });
+      const wrongItem = list.locator(":scope > li", { hasText: "Wrong channel" });
+      await wrongItem.getByText("sent: 1").waitFor();
+      await api("DELETE", `/messages/${wrong}`);
+      await wrongItem.locator(".message-changes", { hasText: "deletes: 1 deleted" }).waitFor();
+      expect(await wrongItem.locator(".message-changes").textContent()).toMatch(/deleted at \S/);
+      expect(
+        await wrongItem
+          .locator(".message-text")
+          .evaluate((el) => el.ownerDocument.defaultView?.getComputedStyle(el).textDecorationLine),
+      ).toBe("line-through");
+      expect(await wrongItem.getByText(`Chat ${ada}: sent; delete: deleted`).count()).toBe(1);
+
+      await page.bringToFront();
+      await list.screenshot({ path: "test-results/console-living-message.png" });
+      // The new lines fit a phone's width too.
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      await new Promise((resolve) => hook.close(resolve));
+    }
   });
 });

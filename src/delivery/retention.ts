@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
-import type { EventOutbox } from "../store/events.ts";
 import type { Outbox } from "../store/outbox.ts";
 
 /**

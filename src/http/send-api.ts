@@ -18,7 +18,7 @@ import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
-import type { CopyChange, MessageStatus, OutboxViews } from "../store/outbox-views.ts";
+import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
 import { messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
 
@@ -156,7 +156,9 @@ const messageStatus = Type.Object({
           unchanged: Type.Integer(),
           resent: Type.Integer(),
           failed: Type.Integer(),
-          gone: Type.Integer({ description: "The chat left (or blocked the bot) before its copy was edited." }),
+          gone: Type.Integer({
+            description: "The chat left (or blocked the bot) before its copy was edited.",
+          }),
         }),
         deletes: Type.Object({
           pending: Type.Integer(),
@@ -510,14 +512,8 @@ async function revisedContent(
 /** The state of a copy's edit or delete as the API names it. */
 function changeBody(change: CopyChange | null) {
   if (change === null) return null;
-  const state =
-    change.state === "queued" || change.state === "sending"
-      ? "queued"
-      : change.state === "sent"
-        ? "done"
-        : change.state;
   return {
-    state: state as "queued" | "done" | "failed" | "gone",
+    state: changeState(change.state),
     outcome: change.outcome,
     last_error: change.lastError,
     updated_at: new Date(change.updatedAt).toISOString(),

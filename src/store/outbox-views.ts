@@ -12,6 +12,14 @@ export interface CopyChange {
   updatedAt: number;
 }
 
+/** How the API and the console name where an edit or a delete stands. */
+export type ChangeState = "queued" | "done" | "failed" | "gone";
+
+export function changeState(state: DeliveryState): ChangeState {
+  if (state === "queued" || state === "sending") return "queued";
+  return state === "sent" ? "done" : state;
+}
+
 /** The copies' latest edits and deletes, counted by where they stand. */
 export interface ChangeCounts {
   edits: Record<"pending" | "edited" | "unchanged" | "resent" | "failed" | "gone", number>;

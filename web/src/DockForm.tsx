@@ -5,10 +5,11 @@ export interface DockFieldValues {
   name: string;
   link: string;
   description: string;
+  callback_url: string;
 }
 
 /**
- * Name, Link and Description with the server's verdict next to each field. The server validates
+ * Name, Link, Description and Callback URL with the server's verdict next to each field. The server validates
  * (one set of rules, in src/domain/dock.ts); the form only shows what it says.
  */
 export function DockForm({
@@ -74,7 +75,7 @@ export function DockForm({
         {multiline ? (
           <textarea rows={3} {...common} />
         ) : (
-          <input type={name === "link" ? "url" : "text"} {...common} />
+          <input type={name === "link" || name === "callback_url" ? "url" : "text"} {...common} />
         )}
         <small id={`${inputId}-hint`} className="muted">
           {hint}
@@ -97,6 +98,11 @@ export function DockForm({
         "Optional. Your application's address, http:// or https:// (a dotted host name or IP address, as Telegram requires for its button).",
       )}
       {field("description", "Description", "What this Dock sends, for you and your subscribers.", true)}
+      {field(
+        "callback_url",
+        "Callback URL",
+        "Optional. Events (delivered, failed, acknowledged) are POSTed here, signed with the secret key — see the API docs.",
+      )}
       {error && (
         <p className="error" role="alert">
           {error}

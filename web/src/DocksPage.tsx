@@ -4,7 +4,7 @@ import { api, type Dock, type DockAnswer, type DockListAnswer, ServiceError } fr
 import { type DockFieldValues, DockForm } from "./DockForm.tsx";
 import { DockCard } from "./dock-card/DockCard.tsx";
 
-const EMPTY: DockFieldValues = { name: "", link: "", description: "" };
+const EMPTY: DockFieldValues = { name: "", link: "", description: "", callback_url: "" };
 
 /** "Create a new Dock" and a card for each of the owner's Docks, newest first. */
 export function DocksPage({ onSessionLost }: { onSessionLost: () => void }) {

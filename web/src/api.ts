@@ -7,6 +7,8 @@ import type { ErrorBody, FieldProblem } from "../../src/http/errors.ts";
  * TypeBox, ends up in the browser's bundle.
  */
 export type {
+  CopyChange,
+  DeliveryLine,
   DeliveryState,
   Dock,
   DockAnswer,

@@ -7,12 +7,17 @@ import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { Intake } from "../../intake.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
-import type { OutboxViews } from "../../store/outbox-views.ts";
+import {
+  changeState,
+  type OutboxViews,
+  type CopyChange as StoredCopyChange,
+} from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import {
+  type CopyChange,
   type DeliveryLine,
   type Dock,
   type DockAnswer,
@@ -39,6 +44,17 @@ export interface DocksOptions {
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
   botUsername: () => Promise<string>;
+}
+
+/** A copy's edit or deletion as the console names it: the send API's states, times in milliseconds. */
+function copyChange(change: StoredCopyChange | null): CopyChange {
+  if (change === null) return null;
+  return {
+    state: changeState(change.state),
+    outcome: change.outcome,
+    last_error: change.lastError,
+    updated_at: change.updatedAt,
+  };
 }
 
 /** Messages shown per Dock card. */
@@ -190,6 +206,12 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
             options: m.content?.options ?? {},
             created_at: m.createdAt,
             subscribers: m.subscribers,
+            key: m.key,
+            revision: m.revision,
+            revised_at: m.revisedAt,
+            deleted_at: m.deletedAt,
+            acknowledged: m.acknowledged && { name: m.acknowledged.name, at: m.acknowledged.at },
+            changes: m.changes,
             states: m.states,
             deliveries: m.deliveries.map(
               (d): DeliveryLine => ({
@@ -197,6 +219,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
                 state: d.state,
                 last_error: d.lastError,
                 updated_at: d.updatedAt,
+                edit: copyChange(d.edit),
+                delete: copyChange(d.delete),
               }),
             ),
           }),

@@ -74,8 +74,19 @@ export const dock = Type.Object({
   updated_at: time,
   open_in_telegram: Type.String({ description: "Opens the bot with this Dock, to subscribe." }),
   examples: Type.Object(
-    { ping: Type.String(), webhook: Type.String() },
-    { description: "Ready-to-run curl commands, one per send endpoint." },
+    {
+      ping: Type.String({ description: "Send, credentials in the JSON body." }),
+      webhook: Type.String({ description: "Send, credentials in HTTP Basic authentication." }),
+      replace: Type.String({
+        description: "Send with a key: a later send with the same key edits it in place.",
+      }),
+      edit: Type.String({ description: "Edit a sent message (PATCH /messages/<MESSAGE_ID>)." }),
+      delete: Type.String({
+        description: "Delete a sent message from every chat (DELETE /messages/<MESSAGE_ID>).",
+      }),
+      ack: Type.String({ description: "Send with an Acknowledge button." }),
+    },
+    { description: "Ready-to-run curl commands with the Dock's real credentials." },
   ),
 });
 export type Dock = Static<typeof dock>;
@@ -100,12 +111,44 @@ export const deliveryState = Type.Union([
 ]);
 export type DeliveryState = Static<typeof deliveryState>;
 
+/** Where a copy's latest edit or its deletion stands, named as the send API's `GET /messages/{id}` names it. */
+export const copyChangeState = Type.Union([
+  Type.Literal("queued"),
+  Type.Literal("done"),
+  Type.Literal("failed"),
+  Type.Literal("gone"),
+]);
+export type CopyChangeState = Static<typeof copyChangeState>;
+
+/** A copy's latest edit or its deletion; null: none. */
+export const copyChange = Type.Union(
+  [
+    Type.Object({
+      state: copyChangeState,
+      outcome: Type.Union([Type.String(), Type.Null()], {
+        description:
+          "Once done — an edit: edited, unchanged, resent; a delete: deleted, already_deleted, not_deleted.",
+      }),
+      last_error: stringOrNull,
+      updated_at: time,
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      "queued (or under way), done, failed (Telegram refused), gone (the chat left, or cancelled).",
+  },
+);
+export type CopyChange = Static<typeof copyChange>;
+
 /** One recipient's delivery of a message. */
 export const deliveryLine = Type.Object({
   chat_id: Type.Integer(),
   state: deliveryState,
   last_error: stringOrNull,
   updated_at: time,
+  edit: copyChange,
+  delete: copyChange,
 });
 export type DeliveryLine = Static<typeof deliveryLine>;
 
@@ -120,6 +163,35 @@ export const messageReport = Type.Object({
   options: storedOptionsSchema,
   created_at: time,
   subscribers: Type.Integer({ description: "Active subscribers when the message arrived." }),
+  key: Type.Union([Type.String(), Type.Null()], { description: "The sender's key for the message, if any." }),
+  revision: Type.Integer({
+    description: "1 as sent; each edit, replacement by key and acknowledgement adds one.",
+  }),
+  revised_at: Type.Union([time, Type.Null()]),
+  deleted_at: Type.Union([time, Type.Null()]),
+  acknowledged: Type.Union([Type.Object({ name: Type.String(), at: time }), Type.Null()], {
+    description: "Who pressed Acknowledge first, and when; null: nobody (yet).",
+  }),
+  changes: Type.Object(
+    {
+      edits: Type.Object({
+        pending: Type.Integer(),
+        edited: Type.Integer(),
+        unchanged: Type.Integer(),
+        resent: Type.Integer(),
+        failed: Type.Integer(),
+        gone: Type.Integer({ description: "The chat left (or blocked the bot) before its copy was edited." }),
+      }),
+      deletes: Type.Object({
+        pending: Type.Integer(),
+        deleted: Type.Integer(),
+        already_deleted: Type.Integer(),
+        not_deleted: Type.Integer(),
+        gone: Type.Integer({ description: "The chat blocked the bot before its copy was deleted." }),
+      }),
+    },
+    { description: "The copies counted by where their latest edit and their deletion stand." },
+  ),
   states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {
     description: "How many deliveries are in each state; states with none are left out.",
   }),

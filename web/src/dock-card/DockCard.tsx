@@ -70,7 +70,12 @@ export function DockCard({
         <>
           <h3 id={titleId}>Edit “{dock.name}”</h3>
           <DockForm
-            initial={{ name: dock.name, link: dock.link ?? "", description: dock.description ?? "" }}
+            initial={{
+              name: dock.name,
+              link: dock.link ?? "",
+              description: dock.description ?? "",
+              callback_url: dock.callback_url ?? "",
+            }}
             submitLabel="Save"
             onSubmit={save}
             onCancel={closeEditor}
@@ -88,6 +93,12 @@ export function DockCard({
               <a href={dock.link} target="_blank" rel="noopener noreferrer">
                 {dock.link}
               </a>
+            </p>
+          )}
+          {dock.callback_url && (
+            <p className="small callback-url">
+              <span className="muted">Events are posted to </span>
+              <code data-testid="callback-url">{dock.callback_url}</code>
             </p>
           )}
         </>

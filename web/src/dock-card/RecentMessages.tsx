@@ -1,5 +1,12 @@
 import { useAnnounce } from "../announce.tsx";
-import type { DeliveryState, Dock, MessageReport, TestMessageAnswer } from "../api.ts";
+import type {
+  CopyChange,
+  DeliveryLine,
+  DeliveryState,
+  Dock,
+  MessageReport,
+  TestMessageAnswer,
+} from "../api.ts";
 import type { CardActions } from "./card-actions.ts";
 import { MessageText } from "./MessageText.tsx";
 
@@ -19,6 +26,116 @@ const PRIORITY_LABEL: Record<string, string> = {
   high: "❗ high priority",
   urgent: "🚨 urgent",
 };
+
+/** A time as the card shows it, readable by machines too. */
+function When({ at }: { at: number }) {
+  return <time dateTime={new Date(at).toISOString()}>{new Date(at).toLocaleString()}</time>;
+}
+
+/** "3 edited, 1 pending": the counts that are not zero, in this order, or null when all are. */
+function counted(counts: Record<string, number>, order: [string, string][]): string | null {
+  const parts = order
+    .filter(([name]) => (counts[name] ?? 0) > 0)
+    .map(([name, label]) => `${counts[name]} ${label}`);
+  return parts.length === 0 ? null : parts.join(", ");
+}
+
+const EDIT_COUNTS: [string, string][] = [
+  ["edited", "edited"],
+  ["unchanged", "unchanged"],
+  ["resent", "sent anew"],
+  ["pending", "pending"],
+  ["failed", "failed"],
+  ["gone", "chat gone"],
+];
+const DELETE_COUNTS: [string, string][] = [
+  ["deleted", "deleted"],
+  ["already_deleted", "already deleted"],
+  ["pending", "pending"],
+  ["not_deleted", "not deleted"],
+  ["gone", "chat gone"],
+];
+
+/** Outcomes as the card names them. */
+const OUTCOME_LABEL: Record<string, string> = {
+  edited: "edited",
+  unchanged: "unchanged",
+  resent: "sent anew",
+  deleted: "deleted",
+  already_deleted: "already deleted",
+  not_deleted: "not deleted",
+};
+
+/** Where a copy's edit or deletion stands, in words: its outcome once done, else its state. */
+function changeLabel(change: NonNullable<CopyChange>, kind: "edit" | "delete"): string {
+  if (change.outcome) return OUTCOME_LABEL[change.outcome] ?? change.outcome.replaceAll("_", " ");
+  if (change.state === "queued") return "pending";
+  if (change.state === "gone") return "chat gone";
+  if (change.state === "failed") return kind === "delete" ? "not deleted" : "failed";
+  return "done";
+}
+
+/** The message's life after it was sent: edits, its key, deletion, acknowledgement, and the copies' progress. */
+function MessageChanges({ message: m }: { message: MessageReport }) {
+  const edits = counted(m.changes.edits, EDIT_COUNTS);
+  const deletes = counted(m.changes.deletes, DELETE_COUNTS);
+  // The acknowledgement takes a revision too (every copy is edited to say who): only the others
+  // are edits by the sender. `revised_at` is the latest change's time.
+  const edited = m.revision - (m.acknowledged ? 1 : 0) > 1 && m.revised_at !== null;
+  if (!edited && !m.key && m.deleted_at === null && !m.acknowledged && !edits && !deletes) return null;
+  return (
+    <p className="small message-changes">
+      {edited && (
+        <span className="change">
+          <span aria-hidden="true">✎ </span>edited (revision {m.revision}) at{" "}
+          <When at={m.revised_at as number} />
+        </span>
+      )}
+      {m.key && (
+        <span className="change">
+          key <code>{m.key}</code>
+        </span>
+      )}
+      {m.deleted_at !== null && (
+        <span className="change change-deleted">
+          <span aria-hidden="true">🗑 </span>deleted at <When at={m.deleted_at} />
+        </span>
+      )}
+      {m.acknowledged && (
+        <span className="change change-acknowledged">
+          ✔ Acknowledged by {m.acknowledged.name} at <When at={m.acknowledged.at} />
+        </span>
+      )}
+      {(edits || deletes) && (
+        <span className="change">
+          {[edits && `edits: ${edits}`, deletes && `deletes: ${deletes}`].filter(Boolean).join("; ")}
+        </span>
+      )}
+    </p>
+  );
+}
+
+/** Whether a copy's line is worth showing: something went wrong, or it was edited or deleted. */
+const worthALine = (d: DeliveryLine) => d.last_error !== null || d.edit !== null || d.delete !== null;
+
+/** One copy: its delivery's error, and where its latest edit and its deletion stand (with why, if refused). */
+function CopyLine({ delivery: d }: { delivery: DeliveryLine }) {
+  const change = (kind: "edit" | "delete", c: CopyChange) =>
+    c && (
+      <span className={c.state === "failed" ? "field-error" : undefined}>
+        {`; ${kind}: ${changeLabel(c, kind)}`}
+        {c.last_error && ` (${c.last_error})`}
+      </span>
+    );
+  return (
+    <li>
+      Chat {d.chat_id}:{" "}
+      <span className={d.last_error ? "field-error" : undefined}>{d.last_error ?? d.state}</span>
+      {change("edit", d.edit)}
+      {change("delete", d.delete)}
+    </li>
+  );
+}
 
 /** What the options changed besides the text: priority, sound, buttons (the title and tags are in the text). */
 function MessageOptions({ options }: { options: MessageReport["options"] }) {
@@ -89,12 +206,17 @@ export function RecentMessages({
         <ol className="messages" aria-label={`Recent messages of ${dock.name}`}>
           {messages.map((m) => (
             <li key={m.id}>
-              <MessageText text={m.shown.text} entities={m.shown.entities} />
+              {m.deleted_at === null ? (
+                <MessageText text={m.shown.text} entities={m.shown.entities} />
+              ) : (
+                <div className="message-deleted">
+                  <span className="offscreen">Deleted: </span>
+                  <MessageText text={m.shown.text} entities={m.shown.entities} />
+                </div>
+              )}
               <MessageOptions options={m.options} />
               <p className="small">
-                <time dateTime={new Date(m.created_at).toISOString()}>
-                  {new Date(m.created_at).toLocaleString()}
-                </time>{" "}
+                <When at={m.created_at} />{" "}
                 {m.subscribers === 0 ? (
                   <span className="muted">no subscribers then</span>
                 ) : (
@@ -105,13 +227,14 @@ export function RecentMessages({
                   ))
                 )}
               </p>
-              {m.deliveries
-                .filter((d) => d.last_error)
-                .map((d) => (
-                  <p key={d.chat_id} className="small field-error">
-                    Chat {d.chat_id}: {d.last_error}
-                  </p>
-                ))}
+              <MessageChanges message={m} />
+              {m.deliveries.some(worthALine) && (
+                <ul className="small copies" aria-label="Copies">
+                  {m.deliveries.filter(worthALine).map((d) => (
+                    <CopyLine key={d.chat_id} delivery={d} />
+                  ))}
+                </ul>
+              )}
             </li>
           ))}
         </ol>
