@@ -748,6 +748,17 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           },
         ]);
       }
+      // A token as user information would be quoted back by fetch's own error: refused.
+      const userinfo = await alice.call("PATCH", path, {
+        callback_url: "https://user:tok3n@hooks.example.com/dock",
+      });
+      expect(userinfo.status).toBe(400);
+      expect(userinfo.body.error.fields).toEqual([
+        {
+          field: "callback_url",
+          message: "callback_url must not hold a user name or password; put a token in its path or query",
+        },
+      ]);
       expect((await alice.call("GET", path)).body.dock.callback_url).toBe("https://hooks.example.com/dock");
       for (const cleared of ["", null]) {
         const set = await alice.call("PATCH", path, { callback_url: "http://10.0.0.5:8080/events" });

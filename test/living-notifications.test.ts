@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
+import { MessageChanges } from "../src/store/message-changes.ts";
 import { chromiumPath, launchChromium } from "./browser.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import {
@@ -447,7 +448,6 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
       );
       expect(copy.reply_markup).toBeUndefined();
     }
-    // A press after the edit reached the chat: nothing more is recorded.
     const rows = await service.db.kysely
       .selectFrom("events")
       .select("type")
@@ -459,6 +459,40 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
     );
     expect(event.json.acknowledged.by.name).toBe(acknowledged.acknowledged.by.name);
     expect(verifies(dock.secretKey, String(event.headers["dock-signature"]), event.body)).toBe(true);
+  });
+
+  it("three acknowledgements racing in the database (as from several instances): exactly one wins", async () => {
+    const id = await send({ msg: "queue depth 10k", ack: true });
+    const sent = await waitFor("every copy sent", async () => {
+      const message = await status(id);
+      return message.counts.sent === 3 ? message : undefined;
+    });
+    const changes = new MessageChanges(service.db);
+    const results = await Promise.all(
+      sent.deliveries.map((copy: Json, i: number) =>
+        changes.acknowledge(
+          id,
+          { id: copy.chat_id, name: `Person ${i}`, username: null },
+          { chatId: copy.chat_id, telegramMessageId: copy.telegram_message_ids[0] },
+        ),
+      ),
+    );
+    expect(results.filter((r) => r.kind === "first")).toHaveLength(1);
+    expect(results.filter((r) => r.kind === "already")).toHaveLength(2);
+    // A press under another message of the chat (or any chat without a copy) acknowledges nothing.
+    const stranger = await changes.acknowledge(
+      id,
+      { id: 1, name: "Mallory", username: null },
+      { chatId: sent.deliveries[0].chat_id, telegramMessageId: 999_999 },
+    );
+    expect(stranger.kind).toBe("missing");
+    const events = await service.db.kysely
+      .selectFrom("events")
+      .select("type")
+      .where("message_id", "=", id)
+      .where("type", "=", "message.acknowledged")
+      .execute();
+    expect(events).toHaveLength(1);
   });
 
   it("message.delivered is posted once per message, signed; a receiver answering 500 gets it again later", async () => {
@@ -485,6 +519,133 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
     expect(
       verifies("dnsk_not_the_key", String(posts[0]?.headers["dock-signature"]), posts[0]?.body ?? ""),
     ).toBe(false);
+  });
+});
+
+describe.each(DIALECTS)("what the sender is told, and replays, on %s", (dialect) => {
+  let service: RunningService;
+  let hook: Awaited<ReturnType<typeof receiver>>;
+
+  beforeAll(async () => {
+    hook = await receiver();
+    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+  });
+  afterAll(async () => {
+    await service?.close();
+    await hook?.close();
+  });
+
+  const dockWith = (name: string) =>
+    service.app.docks.create(1, { name, link: null, description: null, callback_url: hook.url });
+  const post = async (dock: DockWithSecret, body: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${service.url}/webhook`, {
+      method: "POST",
+      headers: {
+        Authorization: basic(dock.id, dock.secretKey),
+        "Content-Type": "application/json",
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
+  };
+  const eventsOf = (id: string) =>
+    hook.posts.map((p) => JSON.parse(p.body)).filter((event) => event.message?.id === id);
+
+  it("a message nobody was subscribed to is reported failed, with its state", async () => {
+    const dock = await dockWith("Nobody");
+    const { body } = await post(dock, { msg: "into the void" });
+    const [event] = await waitFor("the event", async () => {
+      const found = eventsOf(body.message_id);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(event).toMatchObject({
+      type: "message.failed",
+      message: { state: "no_subscribers", subscribers: 0 },
+    });
+  });
+
+  it("a message deleted before it reached anyone is not reported, and is never sent", async () => {
+    const dock = await dockWith("Deleted early");
+    const sandbox = sandboxOf(service);
+    const person = await sandbox.person("Eve");
+    await service.subscriptions.subscribe(dock.id, person, "private");
+    // Telegram refuses every send for now: the copy waits, and is deleted meanwhile.
+    await sandbox.control("POST", "/faults", {
+      kind: "server_error",
+      rate: 1,
+      methods: ["sendMessage"],
+      chat_id: person,
+    });
+    try {
+      const { body } = await post(dock, { msg: "not for your eyes" });
+      const auth = { Authorization: basic(dock.id, dock.secretKey) };
+      await waitFor("a failed attempt", async () => {
+        const { message } = (await (
+          await fetch(`${service.url}/messages/${body.message_id}`, { headers: auth })
+        ).json()) as Json;
+        return message.deliveries[0]?.attempts > 0 ? true : undefined;
+      });
+      expect(
+        (await fetch(`${service.url}/messages/${body.message_id}`, { method: "DELETE", headers: auth }))
+          .status,
+      ).toBe(202);
+      await sandbox.control("DELETE", "/faults");
+      const after = await waitFor("the copy cancelled", async () => {
+        const { message } = (await (
+          await fetch(`${service.url}/messages/${body.message_id}`, { headers: auth })
+        ).json()) as Json;
+        return message.deliveries[0]?.state === "gone" ? message : undefined;
+      });
+      expect(after.deliveries[0].last_error).toBe("the message was deleted");
+      const row = await service.db.kysely
+        .selectFrom("messages")
+        .select("report_pending")
+        .where("id", "=", body.message_id)
+        .executeTakeFirstOrThrow();
+      expect(row.report_pending).toBe(0);
+      expect(eventsOf(body.message_id)).toEqual([]);
+      expect((await sandbox.botMessages(person)).map((m: Json) => m.text)).not.toContain(
+        "Deleted early\nnot for your eyes",
+      );
+    } finally {
+      await sandbox.control("DELETE", "/faults");
+    }
+  });
+
+  it("a retried replacement with its Idempotency-Key is a replay: the newer text stays", async () => {
+    const dock = await dockWith("Replays");
+    const first = await post(dock, { msg: "firing", key: "cpu" }, { "Idempotency-Key": "a1" });
+    const replace = await post(dock, { msg: "resolved", key: "cpu" }, { "Idempotency-Key": "a2" });
+    expect(replace.body).toMatchObject({ message_id: first.body.message_id, replaced: true, revision: 2 });
+    const newer = await post(dock, { msg: "firing again", key: "cpu" }, { "Idempotency-Key": "a3" });
+    expect(newer.body.revision).toBe(3);
+    // The client lost the answer to a2 and sends it again: nothing changes.
+    const retry = await post(dock, { msg: "resolved", key: "cpu" }, { "Idempotency-Key": "a2" });
+    expect(retry.status).toBe(202);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(retry.body.message_id).toBe(first.body.message_id);
+    const conflict = await post(dock, { msg: "other", key: "cpu" }, { "Idempotency-Key": "a2" });
+    expect(conflict.status).toBe(422);
+    const message = await service.db.kysely
+      .selectFrom("messages")
+      .select(["text", "revision"])
+      .where("id", "=", first.body.message_id)
+      .executeTakeFirstOrThrow();
+    expect(message).toEqual({ text: "firing again", revision: 3 });
+  });
+
+  it("key null is no key; a PATCH with nothing to change is a 400", async () => {
+    const dock = await dockWith("Nulls");
+    const sent = await post(dock, { msg: "plain", key: null });
+    expect(sent.status).toBe(202);
+    const empty = await fetch(`${service.url}/messages/${sent.body.message_id}`, {
+      method: "PATCH",
+      headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
+      body: "{}",
+    });
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as Json).error.code).toBe("invalid_request");
   });
 });
 

@@ -22,11 +22,13 @@ export function acknowledge(deps: BotDeps): Composer<Context> {
   composer.callbackQuery(ACK, async (ctx) => {
     const from = ctx.from;
     const chatId = ctx.chat?.id;
-    if (chatId === undefined) return answer(ctx, { text: texts.staleButton });
+    const telegramMessageId = ctx.callbackQuery.message?.message_id;
+    if (chatId === undefined || telegramMessageId === undefined)
+      return answer(ctx, { text: texts.staleButton });
     const result = await deps.messages.acknowledge(
       ctx.match[1] as string,
       { id: from.id, name: displayName(from), username: from.username ?? null },
-      chatId,
+      { chatId, telegramMessageId },
     );
     switch (result.kind) {
       case "first":

@@ -23,12 +23,17 @@ export interface EventSenderOptions {
   now?: () => number;
 }
 
-/** What a receiver answered, as stored in the event's last error (never its URL: it may hold a token). */
+/**
+ * Why a post failed, as stored in the event's last error and logged: fixed phrases only, never an
+ * error's own message, which may quote the URL (and a token in it).
+ */
 function failureOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  const cause = (error as { cause?: { code?: unknown } })?.cause;
   if (error instanceof Error && error.name === "TimeoutError") return "no answer in time";
-  if (typeof cause?.code === "string") return `could not connect (${cause.code})`;
-  return error instanceof Error ? error.message : String(error);
+  if (typeof cause?.code === "string" && /^[A-Z_]{2,40}$/.test(cause.code)) {
+    return `could not connect (${cause.code})`;
+  }
+  return "the request failed";
 }
 
 /**
@@ -88,7 +93,7 @@ export class EventSender implements BackgroundWorker {
   async #tick(): Promise<void> {
     try {
       await this.#o.events.requeueExpired();
-      await this.#o.events.reportSettled();
+      await this.#o.events.reportAllSettled();
       const room = this.#o.concurrency - this.#inFlight.size;
       if (room <= 0) return;
       for (const { id } of await this.#o.events.due(room)) {

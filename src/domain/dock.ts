@@ -102,6 +102,12 @@ export function validateDockFields(input: {
         field: "callback_url",
         message: "callback_url must be an absolute http:// or https:// URL",
       });
+    } else if (url.username !== "" || url.password !== "") {
+      // fetch refuses such a URL, and its refusal quotes it: a token there would reach the errors.
+      errors.push({
+        field: "callback_url",
+        message: "callback_url must not hold a user name or password; put a token in its path or query",
+      });
     } else if (callbackUrl.length > DOCK_LINK_MAX) {
       errors.push({
         field: "callback_url",

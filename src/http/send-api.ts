@@ -582,9 +582,13 @@ function takeKey(
 ): string | null {
   let raw: unknown;
   let field = "key";
-  if ("key" in body) {
+  if ("key" in body && body.key !== null) {
     raw = body.key;
     delete body.key;
+  } else if ("key" in body) {
+    // null: no key, as every optional field takes it.
+    delete body.key;
+    return null;
   } else if (fromRequest && request.headers["x-key"] !== undefined) {
     raw = decodeHeaderValue(String(request.headers["x-key"]));
     field = "the X-Key header";
@@ -885,7 +889,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       onRequest: basicAuth,
     },
     async (request) => {
-      const id = await options.changes.byKey(dockOf(request), request.query.key);
+      // PostgreSQL text cannot hold NUL: no message holds such a key.
+      const key = request.query.key;
+      const id = key.includes("\u0000") ? undefined : await options.changes.byKey(dockOf(request), key);
       if (id === undefined) throw new ApiError("not_found", "No message of this Dock holds this key.");
       return statusOf(request, id);
     },
@@ -924,8 +930,19 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
       const given = request.body.msg;
       if (given !== undefined) checkMessage(given, options.maxMessageLength);
+      const patchOptions = request.messageOptions ?? {};
+      if (
+        given === undefined &&
+        Object.keys(patchOptions).length === 0 &&
+        (request.clearedOptions ?? []).length === 0
+      ) {
+        throw new ApiError(
+          "invalid_request",
+          "Nothing to change: give msg, or an option (null sets one back to its default).",
+        );
+      }
       const result = await options.changes.revise(dockOf(request), messageId, async (current) =>
-        revisedContent(current, given, request.messageOptions ?? {}, request.clearedOptions ?? []),
+        revisedContent(current, given, patchOptions, request.clearedOptions ?? []),
       );
       if (result.kind === "missing") throw noSuchMessage();
       if (result.kind === "deleted") throw new ApiError("message_deleted");

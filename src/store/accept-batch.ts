@@ -27,9 +27,6 @@ import type { Database } from "./schema.ts";
 /** How long an `Idempotency-Key` protects against a repeated send. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-/** A keyed message changed between its read and its update (PostgreSQL's SQLSTATE for a lost race). */
-const CHANGED_MEANWHILE = "40001";
-
 /** At most this many messages share one transaction. */
 export const MAX_BATCH = 256;
 
@@ -124,7 +121,7 @@ export class AcceptBatch {
       // Two requests with the same idempotency key raced (another instance committed first): a
       // replay. Two with the same message key: the second replaces what the first stored.
       const keyed = entry.item.idempotencyKey !== null || (entry.item.key ?? null) !== null;
-      if (keyed && (isUniqueViolation(error) || (error as { code?: unknown }).code === CHANGED_MEANWHILE)) {
+      if (keyed && isUniqueViolation(error)) {
         try {
           return await once();
         } catch (again) {
@@ -187,10 +184,12 @@ export class AcceptBatch {
     const keyed = item.idempotencyKey === null ? null : `${item.dockId}\n${item.idempotencyKey}`;
     if (keyed !== null && item.idempotencyKey !== null) {
       const sameBatch = writes.keyed.get(keyed);
+      const given = { dockId: item.dockId, key: item.idempotencyKey };
+      // A key used for a message, or else for a send that replaced one (replays); only requests
+      // that carry a key look.
       const earlier =
         sameBatch === undefined
-          ? (await tx.executeQuery(q.byIdempotencyKey({ dockId: item.dockId, key: item.idempotencyKey })))
-              .rows[0]
+          ? ((await tx.executeQuery(q.byIdempotencyKey(given))).rows[0] ?? (await replayOf(tx, given, now)))
           : {
               id: sameBatch.messageId,
               subscribers: sameBatch.subscribers,
@@ -214,7 +213,19 @@ export class AcceptBatch {
     if (item.key != null) {
       const replaced = await this.#replace(tx, item, now, writes);
       if (replaced !== undefined) {
-        if (keyed !== null) {
+        if (keyed !== null && item.idempotencyKey !== null) {
+          // The message row holds its first send's key: this send's is kept beside it.
+          await tx
+            .insertInto("replays")
+            .values({
+              dock_id: item.dockId,
+              idempotency_key: item.idempotencyKey,
+              message_id: replaced.messageId,
+              subscribers: replaced.subscribers,
+              request_hash: item.hash,
+              created_at: now,
+            })
+            .execute();
           writes.keyed.set(keyed, {
             messageId: replaced.messageId,
             subscribers: replaced.subscribers,
@@ -278,7 +289,7 @@ export class AcceptBatch {
     }
     const held = await tx
       .selectFrom("messages")
-      .select(["id", "subscribers", "revision"])
+      .select(["id", "subscribers"])
       .where("dock_id", "=", item.dockId)
       .where("key", "=", item.key as string)
       .where("deleted_at", "is", null)
@@ -286,15 +297,12 @@ export class AcceptBatch {
     if (held === undefined) return undefined;
     const revised = await reviseMessage(
       tx,
-      { messageId: held.id, revision: held.revision, text: item.text, content: item.content },
+      { messageId: held.id, revision: null, text: item.text, content: item.content },
       now,
       this.#locks,
     );
-    // In this transaction nothing changed it since the read (SQLite writes one at a time; PostgreSQL's
-    // conditional update waited for any other and found the revision moved on): refused as a clash.
-    if (revised === undefined) {
-      throw Object.assign(new Error("the keyed message changed meanwhile"), { code: CHANGED_MEANWHILE });
-    }
+    // Deleted since the read (its key is free again): this send starts a new message.
+    if (revised === undefined) return undefined;
     return {
       kind: "replaced",
       messageId: held.id,
@@ -306,6 +314,38 @@ export class AcceptBatch {
 }
 
 type Entry = { item: AcceptItem; index: number };
+
+/**
+ * The send that replaced a message under this idempotency key, within the window (an expired one
+ * is removed: the key is free again).
+ */
+async function replayOf(
+  tx: Transaction<Database>,
+  given: { dockId: string; key: string },
+  now: number,
+): Promise<{ id: string; subscribers: number; request_hash: string | null; created_at: number } | undefined> {
+  const row = await tx
+    .selectFrom("replays")
+    .select(["message_id", "subscribers", "request_hash", "created_at"])
+    .where("dock_id", "=", given.dockId)
+    .where("idempotency_key", "=", given.key)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  if (row.created_at <= now - IDEMPOTENCY_WINDOW_MS) {
+    await tx
+      .deleteFrom("replays")
+      .where("dock_id", "=", given.dockId)
+      .where("idempotency_key", "=", given.key)
+      .execute();
+    return undefined;
+  }
+  return {
+    id: row.message_id,
+    subscribers: row.subscribers,
+    request_hash: row.request_hash,
+    created_at: row.created_at,
+  };
+}
 /** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */
 type Admit = (index: number, dockId: string) => number | Promise<number>;
 

@@ -92,15 +92,26 @@ export class EventOutbox {
     this.#now = now;
   }
 
+  /** reportSettled until nothing more is due (a batch at a time). */
+  async reportAllSettled(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const reported = await this.reportSettled();
+      total += reported;
+      if (reported < SETTLE_BATCH) return total;
+    }
+  }
+
   /**
    * Messages whose Dock wanted events and whose copies have all settled (sent, failed or gone):
-   * each is reported once — `message.failed` if any copy failed, else `message.delivered` — with
-   * the counts. Returns how many were reported.
+   * each is reported once, with its state as GET /messages/:id has it and the counts —
+   * `message.delivered` when some chat received it and none failed, else `message.failed`
+   * (a copy failed, or nobody received it: no subscribers, or all gone). Returns how many.
    */
   async reportSettled(): Promise<number> {
     const settled = await this.#db.kysely
       .selectFrom("messages as m")
-      .select(["m.id", "m.dock_id", "m.key", "m.revision", "m.subscribers", "m.created_at", "m.deleted_at"])
+      .select(["m.id", "m.dock_id", "m.key", "m.revision", "m.subscribers", "m.created_at"])
       // Literally 1, so that SQLite uses the partial index (a bound parameter does not imply it).
       .where(sql<boolean>`m.report_pending = 1`)
       .where(({ not, exists, selectFrom }) =>
@@ -145,12 +156,20 @@ export class EventOutbox {
         }
         // Subscribers who left before the dispatcher got to the message never had a copy.
         copies.gone += Math.max(0, message.subscribers - copies.sent - copies.failed - copies.gone);
+        const state =
+          message.subscribers === 0
+            ? "no_subscribers"
+            : copies.failed + copies.gone === 0
+              ? "delivered"
+              : copies.sent > 0
+                ? "partially_delivered"
+                : "undelivered";
         await queueEvent(
           tx,
           {
             dockId: message.dock_id,
             messageId: message.id,
-            type: copies.failed > 0 ? "message.failed" : "message.delivered",
+            type: copies.sent > 0 && copies.failed === 0 ? "message.delivered" : "message.failed",
             data: {
               message: {
                 id: message.id,
@@ -158,7 +177,7 @@ export class EventOutbox {
                 revision: message.revision,
                 created_at: new Date(message.created_at).toISOString(),
                 subscribers: message.subscribers,
-                deleted: message.deleted_at !== null,
+                state,
                 copies,
               },
             },

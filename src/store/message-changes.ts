@@ -2,7 +2,7 @@ import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
 import type { Db, MessageLocks } from "./db.ts";
 import { queueEvent } from "./events.ts";
-import { queueDeletes, queueEdits } from "./outbox.ts";
+import { parseIds, queueDeletes, queueEdits } from "./outbox.ts";
 import type { Database } from "./schema.ts";
 
 /** A message as its sender may change it. */
@@ -27,18 +27,19 @@ export interface Revised {
 }
 
 /**
- * A message's new text and content, as revision `revision + 1`, in the caller's transaction, with
- * an edit queued for every copy sent. Undefined when the message has been deleted or has changed
- * since it was read at `revision` (the caller reads it again).
+ * A message's new text and content, as its next revision, in the caller's transaction, with an
+ * edit queued for every copy sent. Undefined when the message has been deleted, or has changed
+ * since it was read at `revision` (the caller reads it again); `revision` null: whatever it is now
+ * (a replacement by key: the last send wins).
  */
 export async function reviseMessage(
   tx: Transaction<Database>,
-  change: { messageId: string; revision: number; text: string; content: string | null },
+  change: { messageId: string; revision: number | null; text: string; content: string | null },
   now: number,
   locks: MessageLocks,
 ): Promise<Revised | undefined> {
   await locks.exclusive(tx, change.messageId);
-  const updated = await tx
+  let update = tx
     .updateTable("messages")
     .set((eb) => ({
       text: change.text,
@@ -47,10 +48,9 @@ export async function reviseMessage(
       revised_at: now,
     }))
     .where("id", "=", change.messageId)
-    .where("revision", "=", change.revision)
-    .where("deleted_at", "is", null)
-    .returning("revision")
-    .executeTakeFirst();
+    .where("deleted_at", "is", null);
+  if (change.revision !== null) update = update.where("revision", "=", change.revision);
+  const updated = await update.returning("revision").executeTakeFirst();
   if (updated === undefined) return undefined;
   return {
     kind: "revised",
@@ -236,8 +236,9 @@ export class MessageChanges {
   async acknowledge(
     messageId: string,
     by: { id: number; name: string; username: string | null },
-    chatId: number,
+    pressed: { chatId: number; telegramMessageId: number },
   ): Promise<Acknowledged> {
+    const chatId = pressed.chatId;
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Acknowledged> => {
       await this.#db.messageLocks.exclusive(tx, messageId);
@@ -246,16 +247,18 @@ export class MessageChanges {
         .select(["acked_name", "acked_at", "deleted_at", "content"])
         .where("id", "=", messageId)
         .executeTakeFirst();
-      // Only from a chat that has a copy: a press arrives with whatever callback data the client
-      // sends, and a message ID alone is no proof of having seen the message.
+      // Only under a copy of this message in a chat that received it: a press arrives with
+      // whatever callback data the client sends, and a message ID alone proves nothing.
       const copy = await tx
         .selectFrom("deliveries")
-        .select("id")
+        .select("telegram_message_ids")
         .where("message_id", "=", messageId)
         .where("chat_id", "=", chatId)
         .where("kind", "=", "send")
+        .where("state", "=", "sent")
         .executeTakeFirst();
-      if (row === undefined || copy === undefined) return { kind: "missing" };
+      const under = parseIds(copy?.telegram_message_ids ?? null).includes(pressed.telegramMessageId);
+      if (row === undefined || !under) return { kind: "missing" };
       if (row.acked_at !== null)
         return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
       if (row.deleted_at !== null) return { kind: "deleted" };

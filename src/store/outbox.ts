@@ -27,15 +27,15 @@ import type { Database, DeliveryKind } from "./schema.ts";
  *   any         (deleted) DockRepository.delete       the Dock is deleted (the rows cascade)
  *   (new)       queued    queueEdits, queueDeletes    the message changed or was deleted (an edit or a
  *                                                     delete of each copy sent, see below)
- *   queued      gone      cancelForMessage            the message was deleted before this went out
+ *   queued      gone      queueDeletes, claim         the message was deleted before this went out
  *
  * Living messages: a delivery is of a `kind`. A `send` puts a copy in its chat and records the
  * message `revision` it shows; an `edit` or `delete` works on the copy of its `target_id`, queued
  * behind it (each chat's deliveries go in id order), paced, leased and retried like a send. A
  * message changes by taking a new revision (message-changes.ts) and queueing an edit of every copy
  * sent; a copy still queued is sent as the message is when it goes. Whatever raced — a change
- * committed while a copy was in flight — every settle of a copy ends with `converge`, which locks
- * the message row and queues what the copy still lacks (an edit to the newest revision, or its
+ * committed while a copy was in flight — every settle of a copy ends with `converge`, which (under
+ * the message's lock, MessageLocks in db.ts) queues what the copy still lacks (an edit to the newest revision, or its
  * deletion), so every copy ends in the message's final form.
  *
  * `sent`, `failed` and `gone` are final. `sent`, `retry` and `failed` present the claim's lease: an
@@ -353,18 +353,30 @@ export class Outbox {
       }))
       .where("id", "=", id)
       .where((eb) => claimable(eb, orLeases))
-      // A delete goes to a chat that has left too: what the sender takes back should not stay there.
+      // A delete goes to a chat that has left too: what the sender takes back should not stay
+      // there. A copy or an edit of a message deleted meanwhile does not go at all.
       .where((eb) =>
         eb.or([
           eb("kind", "=", "delete"),
-          eb.exists(
-            eb
-              .selectFrom("subscriptions")
-              .select("subscriptions.id")
-              .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
-              .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
-              .where("subscriptions.state", "=", "active"),
-          ),
+          eb.and([
+            eb.exists(
+              eb
+                .selectFrom("subscriptions")
+                .select("subscriptions.id")
+                .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+                .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
+                .where("subscriptions.state", "=", "active"),
+            ),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom("messages")
+                  .select("messages.id")
+                  .whereRef("messages.id", "=", "deliveries.message_id")
+                  .where("messages.deleted_at", "is not", null),
+              ),
+            ),
+          ]),
         ]),
       )
       // The chat as the row has it now (a group that became a supergroup may have moved since the
@@ -381,13 +393,27 @@ export class Outbox {
     if (claimed !== undefined) {
       return { status: "claimed", lease, chatId: claimed.chat_id, revision: Number(claimed.revision ?? 0) };
     }
-    const gone = await this.#db.kysely
-      .updateTable("deliveries")
-      .set({ state: "gone", last_error: "unsubscribed", lease_until: null, updated_at: now })
-      .where("id", "=", id)
-      .where((eb) => claimable(eb, orLeases))
-      .executeTakeFirst();
-    return { status: gone.numUpdatedRows > 0n ? "unsubscribed" : "missing" };
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const deleted = await tx
+        .selectFrom("deliveries")
+        .innerJoin("messages", "messages.id", "deliveries.message_id")
+        .select(["messages.deleted_at", "deliveries.kind", "deliveries.telegram_message_ids"])
+        .where("deliveries.id", "=", id)
+        .executeTakeFirst();
+      const reason = deleted?.deleted_at != null ? "the message was deleted" : "unsubscribed";
+      const gone = await tx
+        .updateTable("deliveries")
+        .set({ state: "gone", last_error: reason, lease_until: null, updated_at: now })
+        .where("id", "=", id)
+        .where((eb) => claimable(eb, orLeases))
+        .executeTakeFirst();
+      if (gone.numUpdatedRows === 0n) return { status: "missing" as const };
+      // A copy whose first parts went out before its message was deleted: those parts go too.
+      if (deleted?.deleted_at != null && deleted.kind === "send" && deleted.telegram_message_ids !== null) {
+        await queueWork(tx, "delete", { targetId: id }, now);
+      }
+      return { status: "unsubscribed" as const };
+    });
   }
 
   /**
@@ -418,7 +444,7 @@ export class Outbox {
    * for a yet newer revision, or its deletion).
    */
   async edited(
-    edit: { id: number; lease: number; messageId: string; targetId: number },
+    edit: { id: number; lease: number; messageId: string; targetId: number; chatId: number },
     result: { telegramIds: number[]; revision: number; outcome: EditOutcome; note: string | null },
   ): Promise<boolean> {
     const now = this.#now();
@@ -442,6 +468,8 @@ export class Outbox {
         .set({
           telegram_message_ids: result.telegramIds.join(","),
           revision: result.revision,
+          // A group that became a supergroup: the copy is there now (sent anew there).
+          chat_id: edit.chatId,
           updated_at: now,
         })
         .where("id", "=", edit.targetId)
@@ -560,13 +588,17 @@ export class Outbox {
    * hold SQLite's one connection for long.
    */
   async prune(cutoff: number): Promise<number> {
+    // Replayable sends long past the Idempotency-Key window.
+    await this.#db.kysely.deleteFrom("replays").where("created_at", "<", cutoff).execute();
     let total = 0;
     for (;;) {
       const ids = (
         await this.#db.kysely
           .selectFrom("messages")
           .select("messages.id")
-          .where("messages.created_at", "<", cutoff)
+          // A message that is still being changed (replaced by its key every day, say) is kept:
+          // its copies stay editable for as long as its sender uses it.
+          .where(sql<number>`coalesce(messages.revised_at, messages.created_at)`, "<", cutoff)
           .where(({ not, exists, selectFrom }) =>
             not(
               exists(
@@ -621,6 +653,8 @@ export async function cancelForSubscriber(
     .where("dock_id", "=", dockId)
     .where("chat_id", "=", chatId)
     .where("state", "=", "queued")
+    // What the sender deleted still goes from the chat.
+    .where("kind", "!=", "delete")
     .execute();
 }
 
@@ -686,7 +720,11 @@ async function queueWork(
       let copies = eb
         .selectFrom("deliveries as t")
         .where("t.kind", "=", "send")
-        .where("t.state", "=", "sent")
+        // An edit changes a copy that is in its chat; a delete takes away whatever parts of one
+        // went out (a copy cut short by a failure or by the deletion itself included).
+        .where((w) =>
+          kind === "edit" ? w("t.state", "=", "sent") : w("t.telegram_message_ids", "is not", null),
+        )
         .where(({ not, exists, selectFrom }) =>
           not(
             exists(
@@ -739,6 +777,9 @@ export async function queueDeletes(
   messageId: string,
   now: number,
 ): Promise<{ deleting: number; cancelled: number }> {
+  // First: copies not yet created (the message waits to be fanned out) never will be. On
+  // PostgreSQL this waits for a fan-out under way to commit, so the cancel below sees its copies.
+  await tx.deleteFrom("fanouts").where("message_id", "=", messageId).execute();
   const cancelled = await tx
     .updateTable("deliveries")
     .set({ state: "gone", last_error: "the message was deleted", lease_until: null, updated_at: now })
@@ -747,8 +788,8 @@ export async function queueDeletes(
     .where("kind", "in", ["send", "edit"])
     .executeTakeFirst();
   const deleting = await queueWork(tx, "delete", { messageId }, now);
-  // Copies not yet created (the message waits to be fanned out) never will be.
-  await tx.deleteFrom("fanouts").where("message_id", "=", messageId).execute();
+  // Its sender deleted it: there is no delivery to report.
+  await tx.updateTable("messages").set({ report_pending: 0 }).where("id", "=", messageId).execute();
   return { deleting, cancelled: Number(cancelled.numUpdatedRows) };
 }
 

@@ -183,6 +183,16 @@ export interface EventsTable {
   updated_at: Millis;
 }
 
+/** The Idempotency-Key of a send that replaced a message by its key (migration 0009). */
+export interface ReplaysTable {
+  dock_id: string;
+  idempotency_key: string;
+  message_id: string;
+  subscribers: number;
+  request_hash: string | null;
+  created_at: Millis;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -196,4 +206,5 @@ export interface Database {
   dock_allowances: DockAllowancesTable;
   write_probes: WriteProbesTable;
   events: EventsTable;
+  replays: ReplaysTable;
 }

@@ -13,6 +13,7 @@ import type { SchemaSpelling } from "../db.ts";
  * - `deliveries.kind`: `send` (a copy, as before), `edit` or `delete` (work on the copy
  *   `target_id`, queued behind it in its chat). `outcome`: what an edit or delete came to.
  * - `events`: the callback outbox, one row per event, retried until the receiver takes it.
+ * - `replays`: the Idempotency-Keys of sends that replaced a message.
  */
 export function livingNotifications(spelling: SchemaSpelling) {
   const serial = spelling.increasingKey;
@@ -53,8 +54,6 @@ export function livingNotifications(spelling: SchemaSpelling) {
       await db.schema.alterTable("deliveries").addColumn("target_id", "bigint").execute();
       await db.schema.alterTable("deliveries").addColumn("revision", "integer").execute();
       await db.schema.alterTable("deliveries").addColumn("outcome", "text").execute();
-      // Every copy sent before this migration shows its message's first (and only) revision.
-      await sql`update deliveries set revision = 1 where telegram_message_ids is not null`.execute(db);
       await db.schema
         .createIndex("deliveries_target")
         .on("deliveries")
@@ -63,6 +62,20 @@ export function livingNotifications(spelling: SchemaSpelling) {
         .execute();
 
       await db.schema.alterTable("docks").addColumn("callback_url", "text").execute();
+
+      // The Idempotency-Keys of sends that replaced a message by its key (the message row keeps
+      // its first send's), so that a retried replacement is a replay too.
+      await db.schema
+        .createTable("replays")
+        .addColumn("dock_id", "text", (c) => c.notNull().references("docks.id").onDelete("cascade"))
+        .addColumn("idempotency_key", "text", (c) => c.notNull())
+        .addColumn("message_id", "text", (c) => c.notNull().references("messages.id").onDelete("cascade"))
+        .addColumn("subscribers", "integer", (c) => c.notNull())
+        .addColumn("request_hash", "text")
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addPrimaryKeyConstraint("replays_key", ["dock_id", "idempotency_key"])
+        .execute();
+      await db.schema.createIndex("replays_message").on("replays").column("message_id").execute();
 
       await db.schema
         .createTable("events")
