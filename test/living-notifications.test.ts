@@ -202,16 +202,22 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
 async function receiver(): Promise<{
   url: string;
   posts: { body: string; headers: Record<string, string | string[] | undefined> }[];
-  status: { code: number };
+  status: { code: number; open: number; mostOpen: number };
   close(): Promise<void>;
 }> {
   const posts: { body: string; headers: Record<string, string | string[] | undefined> }[] = [];
-  const status = { code: 200 };
+  const status = { code: 200, open: 0, mostOpen: 0 };
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
       posts.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers });
+      // Code 0: a receiver that hangs (the request stays open until the sender gives up).
+      if (status.code === 0) {
+        status.mostOpen = Math.max(status.mostOpen, ++status.open);
+        response.on("close", () => status.open--);
+        return;
+      }
       response.writeHead(status.code).end();
     });
   });
@@ -633,6 +639,32 @@ describe.each(DIALECTS)("what the sender is told, and replays, on %s", (dialect)
       .where("id", "=", first.body.message_id)
       .executeTakeFirstOrThrow();
     expect(message).toEqual({ text: "firing again", revision: 3 });
+  });
+
+  it("a receiver that hangs holds up its own Dock's events only", async () => {
+    const stuck = await receiver();
+    stuck.status.code = 0;
+    try {
+      const slow = await service.app.docks.create(1, {
+        name: "Slow receiver",
+        link: null,
+        description: null,
+        callback_url: stuck.url,
+      });
+      for (let i = 0; i < 6; i++) await post(slow, { msg: `into a hanging receiver ${i}` });
+      await waitFor("a post to the hanging receiver", async () =>
+        stuck.posts.length > 0 ? true : undefined,
+      );
+      const dock = await dockWith("Prompt receiver");
+      const { body } = await post(dock, { msg: "for the prompt one" });
+      await waitFor("the other Dock's event", async () =>
+        eventsOf(body.message_id).length > 0 ? true : undefined,
+      );
+      // One post at a time to the hanging receiver, however many of its Dock's events wait.
+      expect(stuck.status.mostOpen).toBe(1);
+    } finally {
+      await stuck.close();
+    }
   });
 
   it("key null is no key; a PATCH with nothing to change is a 400", async () => {

@@ -6,6 +6,9 @@ import { logDatabaseFailure } from "../store/faults.ts";
 import type { BackgroundWorker } from "../worker.ts";
 import { backoffMs } from "./retry-policy.ts";
 
+/** The least time between two looks for work (see wake). */
+const WAKE_GAP_MS = 250;
+
 export interface EventSenderOptions {
   events: EventOutbox;
   /** Opens the Docks' sealed secret keys, which sign the events. */
@@ -53,6 +56,8 @@ export class EventSender implements BackgroundWorker {
   #ticking: Promise<void> | null = null;
   #again = false;
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #busyDocks = new Set<string>();
+  #lastTick = Number.NEGATIVE_INFINITY;
 
   constructor(options: EventSenderOptions) {
     this.#o = options;
@@ -74,13 +79,29 @@ export class EventSender implements BackgroundWorker {
     await Promise.all(this.#inFlight);
   }
 
-  /** Look for work now (a delivery settled, an acknowledgement was recorded). */
+  /**
+   * Look for work (a delivery settled, an acknowledgement was recorded): now, or once WAKE_GAP_MS
+   * has passed since the last look — a broadcast settles copies by the thousand, and each look is
+   * a few statements on the connection the sends share.
+   */
   wake(): void {
     if (!this.#running) return;
+    const wait = this.#lastTick + WAKE_GAP_MS - this.#now();
+    if (wait > 0) {
+      if (this.#soon === null) {
+        this.#soon = setTimeout(() => {
+          this.#soon = null;
+          this.wake();
+        }, wait);
+        this.#soon.unref();
+      }
+      return;
+    }
     if (this.#ticking) {
       this.#again = true;
       return;
     }
+    this.#lastTick = this.#now();
     this.#ticking = this.#tick().finally(() => {
       this.#ticking = null;
       if (this.#again) {
@@ -94,12 +115,18 @@ export class EventSender implements BackgroundWorker {
     try {
       await this.#o.events.requeueExpired();
       await this.#o.events.reportAllSettled();
-      const room = this.#o.concurrency - this.#inFlight.size;
+      let room = this.#o.concurrency - this.#inFlight.size;
       if (room <= 0) return;
-      for (const { id } of await this.#o.events.due(room)) {
-        if (!this.#running) return;
+      // One post per Dock at a time, Docks taken in turn: a receiver that hangs or refuses holds
+      // up its own Dock's events, not everyone's.
+      for (const { id, dock_id: dockId } of await this.#o.events.due(room * 8)) {
+        if (!this.#running || room === 0) break;
+        if (this.#busyDocks.has(dockId)) continue;
+        this.#busyDocks.add(dockId);
+        room--;
         const post = this.#post(id).finally(() => {
           this.#inFlight.delete(post);
+          this.#busyDocks.delete(dockId);
           this.wake();
         });
         this.#inFlight.add(post);
@@ -108,7 +135,13 @@ export class EventSender implements BackgroundWorker {
       const next = await this.#o.events.nextDue();
       if (next !== null && next - this.#now() < this.#o.sweepMs) {
         if (this.#soon) clearTimeout(this.#soon);
-        this.#soon = setTimeout(() => this.wake(), Math.max(10, next - this.#now()));
+        this.#soon = setTimeout(
+          () => {
+            this.#soon = null;
+            this.wake();
+          },
+          Math.max(10, next - this.#now()),
+        );
         this.#soon.unref();
       }
     } catch (error) {

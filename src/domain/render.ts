@@ -138,18 +138,20 @@ export interface MessageState {
 /** The callback data of a message's Acknowledge button (at most 64 bytes, as Telegram allows). */
 export const ACK_PREFIX = "ack:";
 
-const ACK_TIME = new Intl.DateTimeFormat("en-GB", {
-  timeZone: "UTC",
-  day: "numeric",
-  month: "short",
-  hour: "2-digit",
-  minute: "2-digit",
-  hourCycle: "h23",
-});
+/** Made on first use: a locale's date formats are ICU data, pages of memory the service rarely needs. */
+let ackFormat: Intl.DateTimeFormat | null = null;
 
 /** "24 Nov, 14:05 UTC": the same in every chat, whoever reads it. */
 export function ackTime(at: number): string {
-  return `${ACK_TIME.format(new Date(at))} UTC`;
+  ackFormat ??= new Intl.DateTimeFormat("en-GB", {
+    timeZone: "UTC",
+    day: "numeric",
+    month: "short",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
+  return `${ackFormat.format(new Date(at))} UTC`;
 }
 
 /** The line an acknowledged message ends with. */

@@ -857,10 +857,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         tags: ["send"],
         security: [{ basic: [] }],
         params: Type.Object({ message_id: Type.String() }),
-        response: {
-          200: messageStatus,
-          401: errorResponses[401],
-          404: { description: "No such message for this Dock.", ...errorBodySchema },
+        documented: {
+          response: {
+            200: messageStatus,
+            401: errorResponses[401],
+            404: { description: "No such message for this Dock.", ...errorBodySchema },
+          },
         },
       },
       config: { securityHeaders: "api" },
@@ -879,10 +881,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         tags: ["send"],
         security: [{ basic: [] }],
         querystring: Type.Object({ key: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_KEY }) }),
-        response: {
-          200: messageStatus,
-          401: errorResponses[401],
-          404: { description: "No message of this Dock holds the key.", ...errorBodySchema },
+        documented: {
+          response: {
+            200: messageStatus,
+            401: errorResponses[401],
+            404: { description: "No message of this Dock holds the key.", ...errorBodySchema },
+          },
         },
       },
       config: { securityHeaders: "api" },

@@ -11,7 +11,7 @@ import type { Allowances, BatchAllowance } from "./allowances.ts";
 import { checkCredentials, credentialsQuery } from "./credentials.ts";
 import type { MessageLocks } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
-import { reviseMessage } from "./message-changes.ts";
+import { reviseMessage } from "./revise.ts";
 
 export type {
   AcceptBatchRequest,

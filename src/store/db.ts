@@ -62,12 +62,6 @@ export interface MessageLocks {
   exclusive(tx: Transaction<Database>, messageId: string): Promise<void>;
 }
 
-/** MessageLocks for a database whose write transactions never overlap (SQLite). */
-export const SERIAL_MESSAGE_LOCKS: MessageLocks = {
-  shared: async () => {},
-  exclusive: async () => {},
-};
-
 /** How a database spells the column types SQL leaves to each. */
 export interface SchemaSpelling {
   /** A 64-bit key the database assigns in increasing order and never reuses. */

@@ -115,7 +115,14 @@ export class EventOutbox {
       // Literally 1, so that SQLite uses the partial index (a bound parameter does not imply it).
       .where(sql<boolean>`m.report_pending = 1`)
       .where(({ not, exists, selectFrom }) =>
-        not(exists(selectFrom("fanouts as f").select("f.id").whereRef("f.message_id", "=", "m.id"))),
+        not(
+          exists(
+            selectFrom("fanouts as f")
+              .select("f.id")
+              .whereRef("f.message_id", "=", "m.id")
+              .where("f.kind", "=", "send"),
+          ),
+        ),
       )
       .where(({ not, exists, selectFrom }) =>
         not(
@@ -192,10 +199,10 @@ export class EventOutbox {
   }
 
   /** Events due now, oldest first (at most `limit`). */
-  async due(limit: number): Promise<{ id: number }[]> {
+  async due(limit: number): Promise<{ id: number; dock_id: string }[]> {
     return this.#db.kysely
       .selectFrom("events")
-      .select("id")
+      .select(["id", "dock_id"])
       .where("state", "=", "queued")
       .where("next_attempt_at", "<=", this.#now())
       .orderBy("next_attempt_at")

@@ -1,9 +1,10 @@
-import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
-import type { Db, MessageLocks } from "./db.ts";
+import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
-import { parseIds, queueDeletes, queueEdits } from "./outbox.ts";
-import type { Database } from "./schema.ts";
+import { parseIds, queueDeletes } from "./outbox.ts";
+import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
+
+export type { Revised } from "./revise.ts";
 
 /** A message as its sender may change it. */
 export interface CurrentMessage {
@@ -14,77 +15,6 @@ export interface CurrentMessage {
   key: string | null;
   revision: number;
   deletedAt: number | null;
-}
-
-/** What a change did to the copies: edits queued, copies still to be sent (they go in the new form). */
-export interface Revised {
-  kind: "revised";
-  revision: number;
-  /** Copies sent or being sent, each of which will be edited. */
-  edits: number;
-  /** Copies not sent yet: they go out as the message is then. */
-  queued: number;
-}
-
-/**
- * A message's new text and content, as its next revision, in the caller's transaction, with an
- * edit queued for every copy sent. Undefined when the message has been deleted, or has changed
- * since it was read at `revision` (the caller reads it again); `revision` null: whatever it is now
- * (a replacement by key: the last send wins).
- */
-export async function reviseMessage(
-  tx: Transaction<Database>,
-  change: { messageId: string; revision: number | null; text: string; content: string | null },
-  now: number,
-  locks: MessageLocks,
-): Promise<Revised | undefined> {
-  await locks.exclusive(tx, change.messageId);
-  let update = tx
-    .updateTable("messages")
-    .set((eb) => ({
-      text: change.text,
-      content: change.content,
-      revision: eb("revision", "+", 1),
-      revised_at: now,
-    }))
-    .where("id", "=", change.messageId)
-    .where("deleted_at", "is", null);
-  if (change.revision !== null) update = update.where("revision", "=", change.revision);
-  const updated = await update.returning("revision").executeTakeFirst();
-  if (updated === undefined) return undefined;
-  return {
-    kind: "revised",
-    revision: updated.revision,
-    ...(await copiesAffected(tx, change.messageId, now)),
-  };
-}
-
-/** Queues the edits of a changed message and counts what the change reaches. */
-async function copiesAffected(
-  tx: Transaction<Database>,
-  messageId: string,
-  now: number,
-): Promise<{ edits: number; queued: number }> {
-  await queueEdits(tx, messageId, now);
-  const rows = await tx
-    .selectFrom("deliveries")
-    .select(["state", (eb) => eb.fn.countAll<number>().as("n")])
-    .where("message_id", "=", messageId)
-    .where("kind", "=", "send")
-    .where("state", "in", ["queued", "sending", "sent"])
-    .groupBy("state")
-    .execute();
-  const count = (state: string) => Number(rows.find((row) => row.state === state)?.n ?? 0);
-  const waiting = await tx
-    .selectFrom("fanouts")
-    .innerJoin("messages", "messages.id", "fanouts.message_id")
-    .select("messages.subscribers")
-    .where("fanouts.message_id", "=", messageId)
-    .executeTakeFirst();
-  return {
-    edits: count("sent") + count("sending"),
-    queued: count("queued") + Number(waiting?.subscribers ?? 0),
-  };
 }
 
 /** What deleting a message did. */
@@ -105,7 +35,7 @@ export type Acknowledged =
  * Changes to messages already accepted: edits (PATCH /messages/:id), deletion, acknowledgement.
  * Replacing by key is an edit too, made where messages are accepted (accept-batch.ts, with
  * reviseMessage). Every change takes a new revision and queues the work on the copies through the
- * outbox (outbox.ts: queueEdits, queueDeletes); the dispatcher does it.
+ * outbox (outbox.ts: queueChange, queueDeletes); the dispatcher fans them out to the copies.
  */
 export class MessageChanges {
   readonly #db: Db;
@@ -221,7 +151,18 @@ export class MessageChanges {
           .executeTakeFirst();
         return exists ? { kind: "already_deleted" as const } : { kind: "missing" as const };
       }
-      return { kind: "deleted" as const, ...(await queueDeletes(tx, messageId, now)) };
+      const counts = await tx
+        .selectFrom("deliveries")
+        .select([
+          (eb) => eb.fn.countAll<number>().filterWhere("telegram_message_ids", "is not", null).as("deleting"),
+          (eb) => eb.fn.countAll<number>().filterWhere("state", "=", "queued").as("cancelled"),
+        ])
+        .where("message_id", "=", messageId)
+        .where("kind", "=", "send")
+        .executeTakeFirstOrThrow();
+      const deleting = Number(counts.deleting);
+      await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
+      return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
     });
     if (result.kind === "deleted") this.#changed(dockId);
     return result;
@@ -279,7 +220,8 @@ export class MessageChanges {
         .returning(["dock_id", "key", "revision", "created_at"])
         .executeTakeFirst();
       if (won !== undefined) {
-        await queueEdits(tx, messageId, now);
+        const affected = await copiesAffected(tx, messageId);
+        await queueChange(tx, { messageId, dockId: won.dock_id, kind: "edit", copies: affected.edits }, now);
         await queueEvent(
           tx,
           {

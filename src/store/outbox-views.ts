@@ -94,8 +94,10 @@ const noChanges = (): ChangeCounts => ({
 });
 
 interface ChangeRow {
+  id: number;
   kind: string;
   target_id: number | null;
+  telegram_message_ids?: string | null;
   state: DeliveryState;
   outcome: string | null;
   last_error: string | null;
@@ -103,7 +105,10 @@ interface ChangeRow {
 }
 
 /** Each copy's latest edit and delete (rows in id order), and their counts. */
-function latestChanges(rows: ChangeRow[]): {
+function latestChanges(
+  rows: ChangeRow[],
+  waiting: { edit: number | null; delete: number | null } = { edit: null, delete: null },
+): {
   edits: Map<number, CopyChange>;
   deletes: Map<number, CopyChange>;
   counts: ChangeCounts;
@@ -119,6 +124,20 @@ function latestChanges(rows: ChangeRow[]): {
       updatedAt: row.updated_at,
     };
     (row.kind === "edit" ? edits : deletes).set(Number(row.target_id), change);
+  }
+  // A change still waiting to be fanned out to the copies (its time given): each copy it will
+  // reach has its edit (or delete) pending.
+  for (const row of rows) {
+    if (row.kind !== "send") continue;
+    const pending = (at: number) => ({
+      state: "queued" as const,
+      outcome: null,
+      lastError: null,
+      updatedAt: at,
+    });
+    if (waiting.edit !== null && row.state === "sent") edits.set(Number(row.id), pending(waiting.edit));
+    if (waiting.delete !== null && row.telegram_message_ids != null)
+      deletes.set(Number(row.id), pending(waiting.delete));
   }
   const counts = noChanges();
   for (const edit of edits.values()) {
@@ -224,11 +243,13 @@ export class OutboxViews {
     if (!message) return undefined;
     // Waiting to be fanned out? Read before the deliveries: the fan-out deletes this row and
     // creates the deliveries in one commit, so this order never misses both.
-    const waiting = await this.#db.kysely
+    const fanouts = await this.#db.kysely
       .selectFrom("fanouts")
-      .select("id")
+      .select(["kind", "created_at"])
       .where("message_id", "=", messageId)
-      .executeTakeFirst();
+      .execute();
+    const waiting = fanouts.some((row) => row.kind === "send");
+    const change = (kind: string) => fanouts.find((row) => row.kind === kind)?.created_at ?? null;
     const all = await this.#db.kysely
       .selectFrom("deliveries")
       .select([
@@ -248,7 +269,7 @@ export class OutboxViews {
       .orderBy("id")
       .execute();
     const rows = all.filter((row) => row.kind === "send");
-    const changes = latestChanges(all);
+    const changes = latestChanges(all, { edit: change("edit"), delete: change("delete") });
     const counts = { queued: 0, sent: 0, failed: 0, gone: 0 };
     for (const row of rows) counts[row.state === "sending" ? "queued" : row.state]++;
     // Deliveries not created: still to come while the message waits; otherwise those subscribers
@@ -325,19 +346,18 @@ export class OutboxViews {
     if (messages.length === 0) return [];
     // Read before the deliveries: the fan-out deletes these rows and creates the deliveries in one
     // commit, so this order never misses both.
-    const waiting = new Set(
-      (
-        await this.#db.kysely
-          .selectFrom("fanouts")
-          .select("message_id")
-          .where(
-            "message_id",
-            "in",
-            messages.map((m) => m.id),
-          )
-          .execute()
-      ).map((row) => row.message_id),
-    );
+    const fanouts = await this.#db.kysely
+      .selectFrom("fanouts")
+      .select(["message_id", "kind", "created_at"])
+      .where(
+        "message_id",
+        "in",
+        messages.map((m) => m.id),
+      )
+      .execute();
+    const waiting = new Set(fanouts.filter((row) => row.kind === "send").map((row) => row.message_id));
+    const change = (messageId: string, kind: string) =>
+      fanouts.find((row) => row.message_id === messageId && row.kind === kind)?.created_at ?? null;
     const deliveries = await this.#db.kysely
       .selectFrom("deliveries")
       .select([
@@ -350,6 +370,7 @@ export class OutboxViews {
         "last_error",
         "updated_at",
         "outcome",
+        "telegram_message_ids",
       ])
       .where(
         "message_id",
@@ -387,7 +408,10 @@ export class OutboxViews {
     for (const [messageId, rows] of byMessage) {
       const report = reports.get(messageId);
       if (!report) continue;
-      const changes = latestChanges(rows);
+      const changes = latestChanges(rows, {
+        edit: change(messageId, "edit"),
+        delete: change(messageId, "delete"),
+      });
       report.changes = changes.counts;
       for (const d of rows) {
         if (d.kind !== "send") continue;

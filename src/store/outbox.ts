@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
+import { queueChange } from "./revise.ts";
 import type { Database, DeliveryKind } from "./schema.ts";
 
 /*
@@ -25,17 +26,19 @@ import type { Database, DeliveryKind } from "./schema.ts";
  *   queued      queued    followChat                  … otherwise it moves to the new chat id
  *   sent/failed/gone  (deleted)  prune                retention: old and finished
  *   any         (deleted) DockRepository.delete       the Dock is deleted (the rows cascade)
- *   (new)       queued    queueEdits, queueDeletes    the message changed or was deleted (an edit or a
+ *   (fanout)    queued    fanOut (kind edit, delete)  the message changed or was deleted (an edit or a
  *                                                     delete of each copy sent, see below)
- *   queued      gone      queueDeletes, claim         the message was deleted before this went out
+ *   queued      gone      claim                       the message was deleted before this went out
  *
  * Living messages: a delivery is of a `kind`. A `send` puts a copy in its chat and records the
  * message `revision` it shows; an `edit` or `delete` works on the copy of its `target_id`, queued
  * behind it (each chat's deliveries go in id order), paced, leased and retried like a send. A
- * message changes by taking a new revision (message-changes.ts) and queueing an edit of every copy
- * sent; a copy still queued is sent as the message is when it goes. Whatever raced — a change
- * committed while a copy was in flight — every settle of a copy ends with `converge`, which (under
- * the message's lock, MessageLocks in db.ts) queues what the copy still lacks (an edit to the newest revision, or its
+ * message changes by taking a new revision (message-changes.ts) and queueing one `fanouts` row of
+ * kind `edit` (or `delete`), which fanOut turns into an edit of every copy sent, as it turns a new
+ * message into its copies: a change costs the same for 3 subscribers or 30,000. A copy still queued
+ * is sent as the message is when it goes. Whatever raced — a change committed while a copy was in
+ * flight — every settle of a copy ends with `converge`, which (under the message's lock,
+ * MessageLocks in db.ts) queues what the copy still lacks (an edit to the newest revision, or its
  * deletion), so every copy ends in the message's final form.
  *
  * `sent`, `failed` and `gone` are final. `sent`, `retry` and `failed` present the claim's lease: an
@@ -157,7 +160,13 @@ export class Outbox {
       const waiting = await tx
         .selectFrom("fanouts")
         .innerJoin("messages", "messages.id", "fanouts.message_id")
-        .select(["fanouts.id", "fanouts.message_id", "fanouts.subscribers", "messages.created_at"])
+        .select([
+          "fanouts.id",
+          "fanouts.message_id",
+          "fanouts.subscribers",
+          "fanouts.kind",
+          "messages.created_at",
+        ])
         .where("fanouts.dock_id", "=", dockId)
         .orderBy("fanouts.id")
         .limit(FANOUT_BATCH + 1)
@@ -171,6 +180,32 @@ export class Outbox {
         // lock), the second finds it gone and fans nothing out twice.
         const claimed = await tx.deleteFrom("fanouts").where("id", "=", message.id).executeTakeFirst();
         if (claimed.numDeletedRows === 0n) continue;
+        if (message.kind !== "send") {
+          // A change of a message: its edit or delete of every copy sent, a chunk of copies per
+          // statement (as sends below), so no one statement grows with the audience.
+          for (let after = 0; ; ) {
+            const page = await tx
+              .selectFrom("deliveries")
+              .select("id")
+              .where("message_id", "=", message.message_id)
+              .where("kind", "=", "send")
+              .where("id", ">", after)
+              .orderBy("id")
+              .limit(FANOUT_CHUNK)
+              .execute();
+            const last = page.at(-1);
+            if (last === undefined) break;
+            queued += await queueWork(
+              tx,
+              message.kind,
+              { messageId: message.message_id, after, upto: Number(last.id) },
+              now,
+            );
+            after = Number(last.id);
+            if (page.length < FANOUT_CHUNK) break;
+          }
+          continue;
+        }
         const audience = (range?: { after: number; upto: number }) => {
           let query = tx
             .selectFrom("subscriptions")
@@ -699,7 +734,7 @@ export async function followChat(
 async function queueWork(
   tx: Transaction<Database>,
   kind: "edit" | "delete",
-  scope: { messageId: string } | { targetId: number },
+  scope: { messageId: string; after?: number; upto?: number } | { targetId: number },
   now: number,
 ): Promise<number> {
   const pending = kind === "edit" ? (["queued"] as const) : (["queued", "sending", "sent"] as const);
@@ -736,10 +771,11 @@ async function queueWork(
             ),
           ),
         );
-      copies =
-        "messageId" in scope
-          ? copies.where("t.message_id", "=", scope.messageId)
-          : copies.where("t.id", "=", scope.targetId);
+      if ("messageId" in scope) {
+        copies = copies.where("t.message_id", "=", scope.messageId);
+        if (scope.after !== undefined) copies = copies.where("t.id", ">", scope.after);
+        if (scope.upto !== undefined) copies = copies.where("t.id", "<=", scope.upto);
+      } else copies = copies.where("t.id", "=", scope.targetId);
       return copies
         .select([
           "t.message_id",
@@ -759,38 +795,23 @@ async function queueWork(
 }
 
 /**
- * The message changed (message-changes.ts, in its transaction, after taking the new revision):
- * an edit is queued for every copy sent. Copies still queued go out as the message is then, and
- * copies in flight converge when they settle.
- */
-export function queueEdits(tx: Transaction<Database>, messageId: string, now: number): Promise<number> {
-  return queueWork(tx, "edit", { messageId }, now);
-}
-
-/**
- * The message was deleted (message-changes.ts, in its transaction, after marking it): a delete is
- * queued for every copy sent, and what was still queued for it — copies and edits — is not sent.
- * Copies in flight are deleted once they settle (converge). Returns the counts.
+ * The message was deleted (message-changes.ts, in its transaction, after marking it): what waited
+ * to be fanned out for it goes (copies never created, edits never queued), a delete of every copy
+ * sent is queued to be fanned out (queueChange), and it is not reported. Copies and edits still
+ * queued are turned away when claimed (claim); copies in flight are deleted once they settle
+ * (converge).
  */
 export async function queueDeletes(
   tx: Transaction<Database>,
-  messageId: string,
+  message: { messageId: string; dockId: string; copies: number },
   now: number,
-): Promise<{ deleting: number; cancelled: number }> {
-  // First: copies not yet created (the message waits to be fanned out) never will be. On
-  // PostgreSQL this waits for a fan-out under way to commit, so the cancel below sees its copies.
-  await tx.deleteFrom("fanouts").where("message_id", "=", messageId).execute();
-  const cancelled = await tx
-    .updateTable("deliveries")
-    .set({ state: "gone", last_error: "the message was deleted", lease_until: null, updated_at: now })
-    .where("message_id", "=", messageId)
-    .where("state", "=", "queued")
-    .where("kind", "in", ["send", "edit"])
-    .executeTakeFirst();
-  const deleting = await queueWork(tx, "delete", { messageId }, now);
+): Promise<void> {
+  // On PostgreSQL this waits for a fan-out under way to commit, so the delete fanned out later
+  // sees its copies.
+  await tx.deleteFrom("fanouts").where("message_id", "=", message.messageId).execute();
+  await queueChange(tx, { ...message, kind: "delete" }, now);
   // Its sender deleted it: there is no delivery to report.
-  await tx.updateTable("messages").set({ report_pending: 0 }).where("id", "=", messageId).execute();
-  return { deleting, cancelled: Number(cancelled.numUpdatedRows) };
+  await tx.updateTable("messages").set({ report_pending: 0 }).where("id", "=", message.messageId).execute();
 }
 
 /**

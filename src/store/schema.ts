@@ -83,8 +83,10 @@ export interface FanoutsTable {
   message_id: string;
   dock_id: string;
   created_at: Millis;
-  /** The message's subscribers when it was accepted (for the queue-depth gauge). */
+  /** The message's subscribers when it was accepted (for the queue-depth gauge); for a change, its copies. */
   subscribers: number;
+  /** `send`: the message's copies are to be created; `edit`, `delete`: a change of its copies (migration 0009). */
+  kind: Generated<"send" | "edit" | "delete">;
 }
 
 export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";

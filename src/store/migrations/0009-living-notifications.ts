@@ -61,6 +61,12 @@ export function livingNotifications(spelling: SchemaSpelling) {
         .where(sql.ref("target_id"), "is not", null)
         .execute();
 
+      // A change of a message waits to be fanned out to its copies like a new message.
+      await db.schema
+        .alterTable("fanouts")
+        .addColumn("kind", "text", (c) => c.notNull().defaultTo("send"))
+        .execute();
+
       await db.schema.alterTable("docks").addColumn("callback_url", "text").execute();
 
       // The Idempotency-Keys of sends that replaced a message by its key (the message row keeps

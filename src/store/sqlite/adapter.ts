@@ -1,8 +1,9 @@
 import { Kysely, sql } from "kysely";
 import type { Db, DbOptions, Leadership } from "../db.ts";
-import { SERIAL_MESSAGE_LOCKS, warnings, watchStorage } from "../db.ts";
+import { warnings, watchStorage } from "../db.ts";
 import type { Database } from "../schema.ts";
 import { SqliteThread, sqliteThreadDialect } from "./connection.ts";
+import { SERIAL_MESSAGE_LOCKS } from "./message-locks.ts";
 
 /**
  * SQLite: one process owns the file. Its connection lives in a thread of its own

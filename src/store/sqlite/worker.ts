@@ -8,10 +8,10 @@ import { parentPort, workerData } from "node:worker_threads";
 import { Kysely, SqliteDialect } from "kysely";
 import { AcceptBatch, toStoreError } from "../accept-batch.ts";
 import { LocalAllowances } from "../allowances.ts";
-import { SERIAL_MESSAGE_LOCKS } from "../db.ts";
 import type { Database } from "../schema.ts";
 import type { ThreadReply, ThreadRequest } from "./connection.ts";
 import { openSqlite, type SqliteOptions } from "./driver.ts";
+import { SERIAL_MESSAGE_LOCKS } from "./message-locks.ts";
 
 const port = parentPort;
 if (port === null) throw new Error("store/sqlite/worker.ts runs as a worker thread");
