@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { MessageChanges } from "../src/store/message-changes.ts";
@@ -806,4 +807,67 @@ describe("an alert's life in the sandbox, in Chromium", () => {
     },
     120_000,
   );
+});
+
+describe.skipIf(!DIALECTS.includes("postgres"))("message locks on postgres", () => {
+  it("a change waits for a copy's settle under way, and copies' settles never wait for each other", async () => {
+    const service = await startService("postgres", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    try {
+      const dock = await service.app.docks.create(1, { name: "Locks", link: null, description: null });
+      const response = await fetch(`${service.url}/webhook`, {
+        method: "POST",
+        headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "text/plain" },
+        body: "v1",
+      });
+      const id = ((await response.json()) as Json).message_id as string;
+      const locks = service.db.messageLocks;
+      const waiting = async () =>
+        Number(
+          (
+            await sql<{
+              n: number;
+            }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted`.execute(
+              service.db.kysely,
+            )
+          ).rows[0]?.n,
+        );
+      // Two settles hold the message's lock at once (as copies settling together do)…
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const settles = [0, 1].map(() =>
+        service.db.kysely.transaction().execute(async (tx) => {
+          await locks.shared(tx, id);
+          await held;
+        }),
+      );
+      await waitFor("both settles holding the lock", async () => {
+        const { rows } = await sql<{
+          n: number;
+        }>`select count(*) as n from pg_locks where locktype = 'advisory' and granted and mode = 'ShareLock'`.execute(
+          service.db.kysely,
+        );
+        return Number(rows[0]?.n) >= 2 ? true : undefined;
+      });
+      expect(await waiting()).toBe(0);
+      // …and a change of it waits until both have committed.
+      let revised = false;
+      const change = new MessageChanges(service.db)
+        .revise(dock.id, id, async () => ({ text: "v2", content: null }))
+        .then((result) => {
+          revised = true;
+          return result;
+        });
+      await waitFor("the change waiting for the lock", async () =>
+        (await waiting()) === 1 ? true : undefined,
+      );
+      expect(revised).toBe(false);
+      release();
+      await Promise.all(settles);
+      expect(await change).toMatchObject({ kind: "revised", revision: 2 });
+    } finally {
+      await service.close();
+    }
+  });
 });
