@@ -133,6 +133,29 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     expect((await texts(ada)).at(-1)).toBe("Alerts\nbuild 7 passed");
   });
 
+  it("a two-part copy missing its second part is sent anew whole, its first part taken away", async () => {
+    const long = `${"alpha ".repeat(900)}\n${"omega ".repeat(300)}`;
+    const sent = await call("POST", "/webhook", { msg: long });
+    const id = sent.body.message_id;
+    const before = await settled(id, "both copies sent", (m) => m.counts.sent === 2);
+    const [ada] = people as [number];
+    const parts: number[] = before.deliveries.find((d: Json) => d.chat_id === ada).telegram_message_ids;
+    expect(parts).toHaveLength(2);
+    await sandbox.control("DELETE", `/chats/${ada}/messages/${parts[1]}`);
+    await call("PATCH", `/messages/${id}`, { msg: `${long}\nfinal` });
+    const after = await settled(
+      id,
+      "both copies changed",
+      (m) => m.changes.edits.pending === 0 && m.revision === 2,
+    );
+    const copy = after.deliveries.find((d: Json) => d.chat_id === ada);
+    expect(copy.edit.outcome).toBe("resent");
+    expect(copy.telegram_message_ids).toHaveLength(2);
+    const shown = (await sandbox.botMessages(ada)).map((m: Json) => m.message_id);
+    expect(shown).not.toContain(parts[0]);
+    expect(shown).toEqual(expect.arrayContaining(copy.telegram_message_ids));
+  });
+
   it("Telegram refuses to delete a copy older than 48 hours: the status says which and why", async () => {
     const sent = await call("POST", "/webhook", { msg: "old news" });
     const id = sent.body.message_id;

@@ -505,7 +505,16 @@ export class Dispatcher {
         const answer = changeAnswer(error);
         if (answer === "not_modified") continue;
         if (answer !== "not_found" && answer !== "cannot_edit") throw error;
-        // Sent anew, whole: the parts that could be edited stand above it as they were.
+        // Sent anew, whole. What is left of the old copy goes first, where Telegram lets it (a part
+        // already edited would otherwise stand above the new copy; one it cannot delete stays).
+        for (const id of old) {
+          if (id === old[i]) continue;
+          try {
+            await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+          } catch (failure) {
+            if (changeAnswer(failure) === null) throw failure;
+          }
+        }
         const fresh: number[] = [];
         await this.#sendParts(delivery, parts, 0, fresh, calls);
         const reason = scrubToken((error as GrammyError).description, this.#token);
