@@ -491,6 +491,31 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
     expect(verifies(dock.secretKey, String(event.headers["dock-signature"]), event.body)).toBe(true);
   });
 
+  it("an alert firing anew under its key asks for an acknowledgement again; resolving keeps who took it", async () => {
+    const fire = (msg: string, ack: boolean) => send({ msg, key: "refire", ...(ack ? { ack: true } : {}) });
+    const id = await fire("🔥 queue stuck", true);
+    const copy = await waitFor("Ada's copy with its button", async () =>
+      (await sandbox.botMessages(people[0] as number)).find((m: Json) => m.text.includes("queue stuck")),
+    );
+    await sandbox.control("POST", `/chats/${people[0]}/messages/${copy.message_id}/press`, {
+      callback_data: `ack:${id}`,
+    });
+    await waitFor("acknowledged", async () => ((await status(id)).acknowledged ? true : undefined));
+    expect(await fire("✅ queue moving", false)).toBe(id);
+    expect((await status(id)).acknowledged.by.name).toBe("Ada");
+    expect(await fire("🔥 queue stuck again", true)).toBe(id);
+    const again = await status(id);
+    expect(again.acknowledged).toBeNull();
+    const shown = await waitFor("the button back on Ada's copy", async () => {
+      const now = (await sandbox.botMessages(people[0] as number)).find(
+        (m: Json) => m.message_id === copy.message_id,
+      );
+      return now?.text.includes("again") && now.reply_markup ? now : undefined;
+    });
+    expect(shown.text).not.toContain("Acknowledged by");
+    expect(shown.reply_markup.inline_keyboard[0][0].callback_data).toBe(`ack:${id}`);
+  });
+
   it("three acknowledgements racing in the database (as from several instances): exactly one wins", async () => {
     const id = await send({ msg: "queue depth 10k", ack: true });
     const sent = await waitFor("every copy sent", async () => {
@@ -654,7 +679,8 @@ describe.each(DIALECTS)("what the sender is told, and replays, on %s", (dialect)
     const retry = await post(dock, { msg: "resolved", key: "cpu" }, { "Idempotency-Key": "a2" });
     expect(retry.status).toBe(202);
     expect(retry.headers.get("idempotent-replayed")).toBe("true");
-    expect(retry.body.message_id).toBe(first.body.message_id);
+    // The first answer, whole: it replaced the message, which was then at revision 2.
+    expect(retry.body).toMatchObject({ message_id: first.body.message_id, replaced: true, revision: 2 });
     const conflict = await post(dock, { msg: "other", key: "cpu" }, { "Idempotency-Key": "a2" });
     expect(conflict.status).toBe(422);
     const message = await service.db.kysely
@@ -794,6 +820,7 @@ describe("an alert's life in the sandbox, in Chromium", () => {
         expect(
           await alert({
             msg: "**HighLatency** on `api-1` is over",
+            ack: false,
             title: "Resolved",
             tags: ["white_check_mark"],
           }),

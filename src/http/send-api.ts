@@ -768,7 +768,18 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       throw new ApiError("unauthorized");
     }
     attempt.right();
-    if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
+    if (result.kind === "replayed") {
+      reply.header("Idempotent-Replayed", "true");
+      if (result.replaced) {
+        return reply.code(202).send({
+          ok: true,
+          message_id: result.messageId,
+          subscribers: result.subscribers,
+          replaced: true,
+          ...result.replaced,
+        });
+      }
+    }
     // Context for the request's one log line, written when the response is sent.
     request.logFields = {
       messageId: result.messageId,

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import { DOCK_ID_PATTERN, newMessageId } from "../domain/ids.ts";
+import type { MessageContent } from "../domain/message-options.ts";
 import type {
   AcceptBatchRequest,
   AcceptItem,
@@ -198,7 +199,14 @@ export class AcceptBatch {
             };
       if (earlier && earlier.created_at > now - IDEMPOTENCY_WINDOW_MS) {
         if (earlier.request_hash !== item.hash) return { kind: "conflict" };
-        return { kind: "replayed", messageId: earlier.id, subscribers: earlier.subscribers };
+        return {
+          kind: "replayed",
+          messageId: earlier.id,
+          subscribers: earlier.subscribers,
+          ...("replaced" in earlier
+            ? { replaced: earlier.replaced as { revision: number; edits: number } }
+            : {}),
+        };
       }
       // The window has passed: the key is free again.
       if (earlier) await tx.executeQuery(q.releaseIdempotencyKey({ id: earlier.id }));
@@ -224,6 +232,8 @@ export class AcceptBatch {
               subscribers: replaced.subscribers,
               request_hash: item.hash,
               created_at: now,
+              revision: replaced.revision,
+              edits: replaced.edits,
             })
             .execute();
           writes.keyed.set(keyed, {
@@ -297,7 +307,14 @@ export class AcceptBatch {
     if (held === undefined) return undefined;
     const revised = await reviseMessage(
       tx,
-      { messageId: held.id, revision: null, text: item.text, content: item.content },
+      {
+        messageId: held.id,
+        revision: null,
+        text: item.text,
+        content: item.content,
+        // Sent again asking for an acknowledgement (an alert firing anew): the last one is over.
+        resetAck: item.content !== null && (JSON.parse(item.content) as MessageContent).options.ack === true,
+      },
       now,
       this.#locks,
     );
@@ -323,10 +340,19 @@ async function replayOf(
   tx: Transaction<Database>,
   given: { dockId: string; key: string },
   now: number,
-): Promise<{ id: string; subscribers: number; request_hash: string | null; created_at: number } | undefined> {
+): Promise<
+  | {
+      id: string;
+      subscribers: number;
+      request_hash: string | null;
+      created_at: number;
+      replaced: { revision: number; edits: number };
+    }
+  | undefined
+> {
   const row = await tx
     .selectFrom("replays")
-    .select(["message_id", "subscribers", "request_hash", "created_at"])
+    .select(["message_id", "subscribers", "request_hash", "created_at", "revision", "edits"])
     .where("dock_id", "=", given.dockId)
     .where("idempotency_key", "=", given.key)
     .executeTakeFirst();
@@ -344,8 +370,10 @@ async function replayOf(
     subscribers: row.subscribers,
     request_hash: row.request_hash,
     created_at: row.created_at,
+    replaced: { revision: row.revision, edits: row.edits },
   };
 }
+
 /** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */
 type Admit = (index: number, dockId: string) => number | Promise<number>;
 

@@ -10,7 +10,13 @@ export type AcceptResult =
   | { kind: "accepted"; messageId: string; subscribers: number }
   /** The Dock's message with the same key was edited instead (it is now `revision`). */
   | { kind: "replaced"; messageId: string; subscribers: number; revision: number; edits: number }
-  | { kind: "replayed"; messageId: string; subscribers: number }
+  /** A repeated send (its Idempotency-Key): the first answer, `replaced` when that replaced a message. */
+  | {
+      kind: "replayed";
+      messageId: string;
+      subscribers: number;
+      replaced?: { revision: number; edits: number };
+    }
   | { kind: "conflict" }
   | { kind: "unauthorized" }
   | { kind: "refused"; retryAfterSeconds: number };

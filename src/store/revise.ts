@@ -58,7 +58,14 @@ export interface Revised {
  */
 export async function reviseMessage(
   tx: Transaction<Database>,
-  change: { messageId: string; revision: number | null; text: string; content: string | null },
+  change: {
+    messageId: string;
+    revision: number | null;
+    text: string;
+    content: string | null;
+    /** Forget who acknowledged it: the message asks for an acknowledgement anew. */
+    resetAck?: boolean;
+  },
   now: number,
   locks: MessageLocks,
 ): Promise<Revised | undefined> {
@@ -70,6 +77,7 @@ export async function reviseMessage(
       content: change.content,
       revision: eb("revision", "+", 1),
       revised_at: now,
+      ...(change.resetAck ? { acked_by: null, acked_name: null, acked_at: null } : {}),
     }))
     .where("id", "=", change.messageId)
     .where("deleted_at", "is", null);

@@ -193,6 +193,9 @@ export interface ReplaysTable {
   subscribers: number;
   request_hash: string | null;
   created_at: Millis;
+  /** The first answer's revision and edits (a replay answers them again). */
+  revision: number;
+  edits: number;
 }
 
 export interface Database {

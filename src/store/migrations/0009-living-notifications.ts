@@ -79,6 +79,8 @@ export function livingNotifications(spelling: SchemaSpelling) {
         .addColumn("subscribers", "integer", (c) => c.notNull())
         .addColumn("request_hash", "text")
         .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addColumn("revision", "integer", (c) => c.notNull())
+        .addColumn("edits", "integer", (c) => c.notNull())
         .addPrimaryKeyConstraint("replays_key", ["dock_id", "idempotency_key"])
         .execute();
       await db.schema.createIndex("replays_message").on("replays").column("message_id").execute();
