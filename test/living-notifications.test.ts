@@ -213,6 +213,8 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     const tooLong = await call("POST", "/webhook", { msg: "x", key: "k".repeat(129) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.error.fields).toEqual([{ field: "key", message: "must be 1 to 128 characters." }]);
+    const notText = await call("POST", "/webhook", { msg: "x", key: 5 });
+    expect(notText.body.error.fields).toEqual([{ field: "key", message: "must be a string." }]);
     const wrong = await fetch(`${service.url}/messages/${id}`, {
       method: "DELETE",
       headers: { Authorization: basic(dock.id, "dnsk_wrong") },

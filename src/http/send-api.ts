@@ -596,13 +596,12 @@ function takeKey(
     raw = (request.query as Record<string, unknown>).key;
     field = "the key query parameter";
   } else return null;
-  if (
-    typeof raw !== "string" ||
-    raw.trim() === "" ||
-    raw.length > MAX_MESSAGE_KEY ||
-    !raw.isWellFormed() ||
-    raw.includes("\u0000")
-  ) {
+  if (typeof raw !== "string") {
+    throw new ApiError("invalid_fields", `Some fields are not valid: ${field}: must be a string.`, {}, [
+      { field, message: "must be a string." },
+    ]);
+  }
+  if (raw.trim() === "" || raw.length > MAX_MESSAGE_KEY || !raw.isWellFormed() || raw.includes("\u0000")) {
     throw new ApiError(
       "invalid_fields",
       `Some fields are not valid: ${field}: must be 1 to ${MAX_MESSAGE_KEY} characters.`,
