@@ -144,3 +144,25 @@ export const storedOptionsSchema = Type.Object(
   },
   { description: "The message's options as accepted; those left at their defaults are omitted." },
 );
+
+/** A message's copies counted by where their latest edit and their deletion stand (send API and console). */
+export const changeCountsSchema = Type.Object(
+  {
+    edits: Type.Object({
+      pending: Type.Integer(),
+      edited: Type.Integer(),
+      unchanged: Type.Integer(),
+      resent: Type.Integer(),
+      failed: Type.Integer(),
+      gone: Type.Integer({ description: "The chat left (or blocked the bot) before its copy was edited." }),
+    }),
+    deletes: Type.Object({
+      pending: Type.Integer(),
+      deleted: Type.Integer(),
+      already_deleted: Type.Integer(),
+      not_deleted: Type.Integer(),
+      gone: Type.Integer({ description: "The chat blocked the bot before its copy was deleted." }),
+    }),
+  },
+  { description: "The copies counted by where their latest edit and their deletion stand." },
+);

@@ -20,7 +20,7 @@ import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
-import { messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
+import { changeCountsSchema, messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -148,28 +148,7 @@ const messageStatus = Type.Object({
       failed: Type.Integer(),
       gone: Type.Integer(),
     }),
-    changes: Type.Object(
-      {
-        edits: Type.Object({
-          pending: Type.Integer(),
-          edited: Type.Integer(),
-          unchanged: Type.Integer(),
-          resent: Type.Integer(),
-          failed: Type.Integer(),
-          gone: Type.Integer({
-            description: "The chat left (or blocked the bot) before its copy was edited.",
-          }),
-        }),
-        deletes: Type.Object({
-          pending: Type.Integer(),
-          deleted: Type.Integer(),
-          already_deleted: Type.Integer(),
-          not_deleted: Type.Integer(),
-          gone: Type.Integer({ description: "The chat blocked the bot before its copy was deleted." }),
-        }),
-      },
-      { description: "The copies counted by where their latest edit and their deletion stand." },
-    ),
+    changes: changeCountsSchema,
     deliveries: Type.Array(
       Type.Object({
         chat_id: Type.Number({ description: "Telegram chat of the subscriber." }),
@@ -767,36 +746,27 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       throw new ApiError("unauthorized");
     }
     attempt.right();
-    if (result.kind === "replayed") {
-      reply.header("Idempotent-Replayed", "true");
-      if (result.replaced) {
-        return reply.code(202).send({
-          ok: true,
-          message_id: result.messageId,
-          subscribers: result.subscribers,
-          replaced: true,
-          ...result.replaced,
-        });
-      }
-    }
+    if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
+    // A send that replaced a message by its key (or a replay of one) says so, with its revision.
+    const replaced =
+      result.kind === "replaced"
+        ? { revision: result.revision, edits: result.edits }
+        : result.kind === "replayed"
+          ? result.replaced
+          : undefined;
     // Context for the request's one log line, written when the response is sent.
     request.logFields = {
       messageId: result.messageId,
       dockId: credentials.dockId,
       subscribers: result.subscribers,
+      ...(replaced ? { replaced: true } : {}),
     };
-    if (result.kind === "replaced") {
-      request.logFields.replaced = true;
-      return reply.code(202).send({
-        ok: true,
-        message_id: result.messageId,
-        subscribers: result.subscribers,
-        replaced: true,
-        revision: result.revision,
-        edits: result.edits,
-      });
-    }
-    return reply.code(202).send({ ok: true, message_id: result.messageId, subscribers: result.subscribers });
+    return reply.code(202).send({
+      ok: true,
+      message_id: result.messageId,
+      subscribers: result.subscribers,
+      ...(replaced ? { replaced: true, ...replaced } : {}),
+    });
   };
 
   server.post(

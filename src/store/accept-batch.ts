@@ -12,7 +12,9 @@ import type { Allowances, BatchAllowance } from "./allowances.ts";
 import { checkCredentials, credentialsQuery } from "./credentials.ts";
 import type { MessageLocks } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import { reviseMessage } from "./revise.ts";
+import type { Database } from "./schema.ts";
 
 export type {
   AcceptBatchRequest,
@@ -21,9 +23,6 @@ export type {
   AcceptResult,
   StoreError,
 } from "./accept-types.ts";
-
-import { prepare, prepareInsert, type Slots } from "./prepared.ts";
-import type { Database } from "./schema.ts";
 
 /** How long an `Idempotency-Key` protects against a repeated send. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

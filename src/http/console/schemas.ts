@@ -1,5 +1,5 @@
 import { type Static, Type } from "typebox";
-import { entitySchema, storedOptionsSchema } from "../message-schemas.ts";
+import { changeCountsSchema, entitySchema, storedOptionsSchema } from "../message-schemas.ts";
 
 /**
  * The console API's schemas: what its routes take and what they answer. The answer types are the
@@ -172,26 +172,7 @@ export const messageReport = Type.Object({
   acknowledged: Type.Union([Type.Object({ name: Type.String(), at: time }), Type.Null()], {
     description: "Who pressed Acknowledge first, and when; null: nobody (yet).",
   }),
-  changes: Type.Object(
-    {
-      edits: Type.Object({
-        pending: Type.Integer(),
-        edited: Type.Integer(),
-        unchanged: Type.Integer(),
-        resent: Type.Integer(),
-        failed: Type.Integer(),
-        gone: Type.Integer({ description: "The chat left (or blocked the bot) before its copy was edited." }),
-      }),
-      deletes: Type.Object({
-        pending: Type.Integer(),
-        deleted: Type.Integer(),
-        already_deleted: Type.Integer(),
-        not_deleted: Type.Integer(),
-        gone: Type.Integer({ description: "The chat blocked the bot before its copy was deleted." }),
-      }),
-    },
-    { description: "The copies counted by where their latest edit and their deletion stand." },
-  ),
+  changes: changeCountsSchema,
   states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {
     description: "How many deliveries are in each state; states with none are left out.",
   }),
