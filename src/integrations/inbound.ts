@@ -1,0 +1,145 @@
+import type { Button, Priority } from "../domain/message-options.ts";
+import { MAX_URL } from "../domain/message-options.ts";
+import { isButtonUrl } from "../domain/telegram-format.ts";
+
+/*
+ * The contract every inbound format (alertmanager.ts, github.ts, …, template.ts) keeps: a request
+ * body as a tool sent it in, a notification in our message model out. Formats are pure functions
+ * of the payload: no I/O, no clock, no randomness — the HTTP edge authenticates, reads the body and
+ * stores what comes out exactly as if the sender had posted it to /webhook itself.
+ */
+
+/** A request body as it arrived, read once by the HTTP edge. */
+export interface Inbound {
+  /**
+   * The body parsed: a JSON value for JSON (object, array, …), the fields for a form body
+   * (application/x-www-form-urlencoded), undefined for anything else (XML, plain text).
+   */
+  body: unknown;
+  /** The body as text (UTF-8, checked). */
+  text: string;
+  /** The Content-Type's media type, lower case, without parameters ("" when none was sent). */
+  mediaType: string;
+  /** The request's headers, names in lower case (as Node gives them). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+/**
+ * A notification in the message model, as a /webhook body would carry it: the options are read
+ * and checked by the same code as any sender's (domain/message-options.ts readOptions), so a
+ * format cannot produce what a sender could not send.
+ */
+export interface Notification {
+  /** The text, in `options.format` (built-in formats write Telegram HTML, every payload value escaped). */
+  msg: string;
+  options: {
+    format?: "text" | "markdown" | "html";
+    title?: string;
+    priority?: Priority;
+    /** Emoji short codes (shown as emoji) or words (shown as hashtags); at most 10. */
+    tags?: string[];
+    /** An "Open" button's URL. */
+    click?: string;
+    /** URL buttons: at most 3 rows of 3. */
+    buttons?: Button[][];
+    ack?: boolean;
+  };
+  /**
+   * A living notification's key (at most 128 characters): a later notification with the same key
+   * replaces this one in place (an alert group's firing message becomes its resolved message).
+   */
+  key?: string;
+  /**
+   * The key's last word (the group resolved, the monitor is up again): the message holding the key
+   * is replaced and then lets the key go, so the next time it fires is a new message (Telegram
+   * notifies only for new messages, never for edits). With no message holding it, a new message.
+   */
+  final?: boolean;
+}
+
+/** What a format makes of a payload. */
+export type Conversion =
+  | { kind: "notify"; notification: Notification }
+  /** Nothing to show (GitHub's ping, a workflow that has only started): answered 202, nothing stored. */
+  | { kind: "skip"; reason: string };
+
+/** The body is not what the format reads; the message says what is wrong, never quoting secrets. */
+export class PayloadError extends Error {
+  override name = "PayloadError";
+}
+
+/** One inbound format, chosen by path (`/webhook/<name>`), `?format=<name>` or detection. */
+export interface InboundFormat {
+  /** As in URLs: alertmanager, grafana, github, gitlab, uptime-kuma, apprise, slack, ntfy. */
+  name: string;
+  /** As people know the tool: "Prometheus Alertmanager". */
+  label: string;
+  /**
+   * Whether the body is unmistakably this format (for a plain /webhook body without `msg`): true
+   * only on fields no other format and no ordinary JSON has.
+   */
+  detect(inbound: Inbound): boolean;
+  /** The notification; throws PayloadError for a body that is not this format's. */
+  convert(inbound: Inbound): Conversion;
+}
+
+/**
+ * How long a built-in format's text may grow: one Telegram message (4096 UTF-16 units) less room
+ * for the Dock's name, the title, the priority marker and the hashtags. Lists longer than fit are
+ * cut with "… and N more", and no single payload value takes more than its share.
+ */
+export const TEXT_BUDGET = 3500;
+
+/**
+ * At most this many formatting entities in a built-in format's text (Telegram takes 100 per
+ * message; the title and hashtags take some).
+ */
+export const ENTITY_BUDGET = 80;
+
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
+
+/** Text from a payload, safe inside Telegram HTML (and in an attribute's double quotes). */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => HTML_ESCAPES[c] as string);
+}
+
+/**
+ * A payload's text cut to at most `max` UTF-16 units (never inside a surrogate pair), with an
+ * ellipsis when cut; whitespace runs of a one-line field collapsed when `oneLine`.
+ */
+export function clip(text: string, max: number, oneLine = false): string {
+  const source = oneLine ? text.replace(/\s+/g, " ").trim() : text.trim();
+  if (source.length <= max) return source;
+  let end = max - 1;
+  const code = source.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return `${source.slice(0, end)}…`;
+}
+
+/** A URL button, or undefined when Telegram would refuse the URL (localhost, a dotless host, …). */
+export function linkButton(text: string, url: unknown): Button | undefined {
+  if (typeof url !== "string") return undefined;
+  const trimmed = url.trim();
+  if (trimmed.length > MAX_URL || !isButtonUrl(trimmed)) return undefined;
+  return { text: clip(text, 64, true), url: trimmed };
+}
+
+/** Buttons in rows of at most three, at most three rows, without gaps. */
+export function buttonRows(buttons: (Button | undefined)[]): Button[][] | undefined {
+  const kept = buttons.filter((b): b is Button => b !== undefined).slice(0, 9);
+  if (kept.length === 0) return undefined;
+  const rows: Button[][] = [];
+  for (let i = 0; i < kept.length; i += 3) rows.push(kept.slice(i, i + 3));
+  return rows;
+}
+
+/** A plain object's field, when the value is an object (not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A header's value (the first, when repeated). */
+export function header(inbound: Inbound, name: string): string | undefined {
+  const value = inbound.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
