@@ -80,7 +80,7 @@ export interface InboundFormat {
    */
   detect(inbound: Inbound): boolean;
   /** The notification; throws PayloadError for a body that is not this format's. */
-  convert(inbound: Inbound): Conversion;
+  convert(inbound: Inbound): Conversion | Promise<Conversion>;
 }
 
 /**
