@@ -12,6 +12,16 @@ export function newSecretKey(): string {
 }
 
 /**
+ * A Dock's hook token: a credential that fits in a URL (`/hook/<token>`), for tools that cannot send
+ * an Authorization header. Its own prefix: a scanner (and the log masking) tells it from a secret key.
+ */
+export const HOOK_TOKEN_PREFIX = "dnhk_";
+
+export function newHookToken(): string {
+  return HOOK_TOKEN_PREFIX + randomBase62(192);
+}
+
+/**
  * Lookup hash of a secret key. Plain SHA-256 is enough: the key is high-entropy random, so there is
  * nothing to brute-force that a slow hash would protect.
  */

@@ -12,13 +12,17 @@ import type { Database } from "./schema.ts";
  * What the credentials query answers for a Dock that does not exist: a row of the same shape, with
  * a hash no secret produces (64 hex digits, as a real one), so both cases cost the same work.
  */
-const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64), watched: 0 };
+const ABSENT = { id: "", name: "", secret_hash: "0".repeat(64), watched: 0, inbound_format: null };
 
-/** An authenticated Dock: `watched` when it has a callback URL (its messages' outcomes are reported). */
+/**
+ * An authenticated Dock: `watched` when it has a callback URL (its messages' outcomes are
+ * reported); `inbound` how a body without `msg` is read (null: detected).
+ */
 export interface DockCredentials {
   id: string;
   name: string;
   watched: boolean;
+  inbound: string | null;
 }
 
 /**
@@ -28,12 +32,19 @@ export interface DockCredentials {
  * bench:timing` checks it).
  */
 export function checkCredentials<
-  D extends { id: string; name: string; secret_hash: string; watched: number; absent?: number },
+  D extends {
+    id: string;
+    name: string;
+    secret_hash: string;
+    watched: number;
+    inbound_format?: string | null;
+    absent?: number;
+  },
 >(row: D | undefined, secretKey: string): DockCredentials | undefined {
   const found = row ?? ABSENT;
   const matches = secretMatches(secretKey, Buffer.from(found.secret_hash, "hex"));
   return row !== undefined && row.absent !== 1 && matches
-    ? { id: row.id, name: row.name, watched: Number(row.watched) === 1 }
+    ? { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format ?? null }
     : undefined;
 }
 
@@ -50,6 +61,7 @@ export function credentialsQuery(kysely: Kysely<Database>) {
         "name",
         "secret_hash",
         sql<number>`case when callback_url is null then 0 else 1 end`.as("watched"),
+        "inbound_format",
         sql<number>`0`.as("absent"),
       ])
       .where("id", "=", p.id)
@@ -59,6 +71,7 @@ export function credentialsQuery(kysely: Kysely<Database>) {
           sql<string>`${sql.lit(ABSENT.name)}`.as("name"),
           sql<string>`${sql.lit(ABSENT.secret_hash)}`.as("secret_hash"),
           sql<number>`${sql.lit(ABSENT.watched)}`.as("watched"),
+          sql<string | null>`null`.as("inbound_format"),
           sql<number>`1`.as("absent"),
         ]),
       )

@@ -1,6 +1,14 @@
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
-import { decryptSecret, encryptSecret, hashSecret, newSecretKey } from "../domain/secrets.ts";
+import {
+  decryptSecret,
+  encryptSecret,
+  HOOK_TOKEN_PREFIX,
+  hashSecret,
+  newHookToken,
+  newSecretKey,
+  sha256Hex,
+} from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
 
@@ -14,6 +22,18 @@ export interface Dock extends DockFields {
 
 export interface DockWithSecret extends Dock {
   secretKey: string;
+  /** The hook token (`/hook/<token>`), null when the Dock has none. */
+  hookToken: string | null;
+  /** How a body without `msg` is read: a format's name, or `template`; null: detected. */
+  inboundFormat: string | null;
+  /** The Dock's template as stored (checked when it was saved); null: none. */
+  template: unknown;
+}
+
+/** What a Dock's integrations are set to (docs/integrations.md). */
+export interface IntegrationSettings {
+  inboundFormat: string | null;
+  template: unknown;
 }
 
 /** Docks: creation, lookup, authentication, rotation and deletion. Dialect-neutral. */
@@ -54,7 +74,18 @@ export class DockRepository {
         })
         .execute();
     });
-    return { id, ownerId, ...fields, createdAt: now, updatedAt: now, activeSubscribers: 0, secretKey };
+    return {
+      id,
+      ownerId,
+      ...fields,
+      createdAt: now,
+      updatedAt: now,
+      activeSubscribers: 0,
+      secretKey,
+      hookToken: null,
+      inboundFormat: null,
+      template: null,
+    };
   }
 
   #select() {
@@ -66,6 +97,9 @@ export class DockRepository {
       "docks.description",
       "docks.callback_url",
       "docks.secret_sealed",
+      "docks.hook_sealed",
+      "docks.inbound_format",
+      "docks.template",
       "docks.created_at",
       "docks.updated_at",
       eb
@@ -85,6 +119,9 @@ export class DockRepository {
     description: string | null;
     callback_url: string | null;
     secret_sealed: string;
+    hook_sealed: string | null;
+    inbound_format: string | null;
+    template: string | null;
     created_at: number;
     updated_at: number;
     active_subscribers: number | null;
@@ -100,6 +137,9 @@ export class DockRepository {
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
+      hookToken: row.hook_sealed === null ? null : decryptSecret(row.hook_sealed, this.#key),
+      inboundFormat: row.inbound_format,
+      template: row.template === null ? null : (JSON.parse(row.template) as unknown),
     };
   }
 
@@ -162,6 +202,106 @@ export class DockRepository {
       .where("id", "=", id)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n ? secretKey : undefined;
+  }
+
+  /**
+   * The Dock whose hook token this is, or undefined. Found by the token's hash (the token is 192
+   * random bits: there is nothing to learn from the time a lookup takes).
+   */
+  async authenticateHook(token: string): Promise<DockCredentials | undefined> {
+    if (!token.startsWith(HOOK_TOKEN_PREFIX) || token.length > 64) return undefined;
+    const row = await this.#db.kysely
+      .selectFrom("docks")
+      .select([
+        "id",
+        "name",
+        "inbound_format",
+        (eb) => eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched"),
+      ])
+      .where("hook_hash", "=", sha256Hex(token))
+      .executeTakeFirst();
+    return row && { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format };
+  }
+
+  /**
+   * The Dock and its secret key (undefined for an unknown Dock: the caller checks a signature anyway,
+   * with a stand-in key), for a signature made with it (GitHub's X-Hub-Signature-256); never shown or logged.
+   */
+  async secretOf(id: string): Promise<{ dock: DockCredentials; secretKey: string } | undefined> {
+    const row = DOCK_ID_PATTERN.test(id)
+      ? await this.#db.kysely
+          .selectFrom("docks")
+          .select([
+            "id",
+            "name",
+            "secret_sealed",
+            "inbound_format",
+            (eb) => eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched"),
+          ])
+          .where("id", "=", id)
+          .executeTakeFirst()
+      : undefined;
+    if (row === undefined) return undefined;
+    return {
+      dock: { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format },
+      secretKey: decryptSecret(row.secret_sealed, this.#key),
+    };
+  }
+
+  /** A new hook token for the Dock (the old one, if any, stops working with this commit). */
+  async rotateHookToken(id: string): Promise<string | undefined> {
+    const token = newHookToken();
+    const result = await this.#db.kysely
+      .updateTable("docks")
+      .set({
+        hook_hash: sha256Hex(token),
+        hook_sealed: encryptSecret(token, this.#key),
+        updated_at: this.#now(),
+      })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n ? token : undefined;
+  }
+
+  /** The Dock no longer has a hook token: its hook URLs stop working. */
+  async revokeHookToken(id: string): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("docks")
+      .set({ hook_hash: null, hook_sealed: null, updated_at: this.#now() })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** The Dock's inbound format and template (read when a template is used). */
+  async integrationSettings(id: string): Promise<IntegrationSettings | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom("docks")
+      .select(["inbound_format", "template"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return (
+      row && {
+        inboundFormat: row.inbound_format,
+        template: row.template === null ? null : (JSON.parse(row.template) as unknown),
+      }
+    );
+  }
+
+  /** Sets what is given of the Dock's integration settings (checked by the caller). */
+  async updateIntegrations(id: string, settings: Partial<IntegrationSettings>): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("docks")
+      .set({
+        ...(settings.inboundFormat !== undefined ? { inbound_format: settings.inboundFormat } : {}),
+        ...(settings.template !== undefined
+          ? { template: settings.template === null ? null : JSON.stringify(settings.template) }
+          : {}),
+        updated_at: this.#now(),
+      })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   async update(id: string, fields: DockFields): Promise<boolean> {

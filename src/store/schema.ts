@@ -22,6 +22,14 @@ export interface DocksTable {
   secret_sealed: string;
   /** Where the Dock's events are posted (signed with its secret key); null: none. */
   callback_url: string | null;
+  /** Hex SHA-256 of the hook token (`/hook/<token>`); null: the Dock has none. */
+  hook_hash: string | null;
+  /** The hook token sealed like the secret key, so the console can show it again. */
+  hook_sealed: string | null;
+  /** How a body without `msg` is read (a format's name, or `template`); null: detected. */
+  inbound_format: string | null;
+  /** The Dock's template (JSON of its fields); null: none. */
+  template: string | null;
   created_at: Millis;
   updated_at: Millis;
 }

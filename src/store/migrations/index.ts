@@ -9,6 +9,7 @@ import { dockAllowances } from "./0006-dock-allowances.ts";
 import { writeProbes } from "./0007-write-probes.ts";
 import { messageContent } from "./0008-message-content.ts";
 import { livingNotifications } from "./0009-living-notifications.ts";
+import { integrations } from "./0010-integrations.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -21,6 +22,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0007-write-probes": writeProbes(),
     "0008-message-content": messageContent(),
     "0009-living-notifications": livingNotifications(db.spelling),
+    "0010-integrations": integrations(),
   };
 }
 
