@@ -4,7 +4,7 @@ import type { Metrics } from "./metrics.ts";
 import type { AcceptResult, MessageRepository } from "./store/messages.ts";
 
 /** Where a message came from, for the `dock_notify_messages_accepted_total` metric. */
-export type Source = "ping" | "webhook" | "console";
+export type Source = "ping" | "webhook" | "hook" | "console";
 
 /**
  * The one way a message enters the service, whichever door it used (the send API or the
@@ -33,6 +33,8 @@ export class Intake {
     content?: MessageContent | null;
     idempotencyKey?: string | undefined;
     key?: string | null | undefined;
+    /** The key's last message (see AcceptItem.final). */
+    final?: boolean | undefined;
     /** Whether the Dock has a callback URL, when the caller authenticated it (else read with the key). */
     watched?: boolean | undefined;
     source: Source;

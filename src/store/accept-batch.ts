@@ -262,11 +262,11 @@ export class AcceptBatch {
       item.hash,
       now,
       item.content,
-      item.key ?? null,
+      item.final ? null : (item.key ?? null),
       watched ? 1 : 0,
     ];
     writes.messages.push(row);
-    if (item.key != null) writes.named.set(`${item.dockId}\n${item.key}`, row);
+    if (item.key != null && !item.final) writes.named.set(`${item.dockId}\n${item.key}`, row);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers]);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
@@ -288,6 +288,10 @@ export class AcceptBatch {
       // Added earlier in this very batch: it is written with the last text given.
       pending[2] = item.text;
       pending[7] = item.content;
+      if (item.final) {
+        pending[8] = null;
+        writes.named.delete(`${item.dockId}\n${item.key}`);
+      }
       return {
         kind: "replaced",
         messageId: pending[0] as string,
@@ -313,6 +317,7 @@ export class AcceptBatch {
         content: item.content,
         // Sent again asking for an acknowledgement (an alert firing anew): the last one is over.
         resetAck: item.content !== null && (JSON.parse(item.content) as MessageContent).options.ack === true,
+        releaseKey: item.final === true,
       },
       now,
       this.#locks,

@@ -34,6 +34,12 @@ export interface AcceptItem {
   /** The sender's key: a message of the Dock that holds it is edited instead of a new one added. */
   key?: string | null;
   /**
+   * The key's last message (an alert group resolved): the message that holds the key is replaced
+   * and lets the key go, so the next send with it starts a new message (Telegram notifies of new
+   * messages, never of edits). When no message holds the key, stored without one.
+   */
+  final?: boolean;
+  /**
    * Whether the Dock has a callback URL (its messages' outcomes are reported); null: read with the
    * credentials, in the batch (/ping).
    */

@@ -15,6 +15,8 @@ export interface AcceptInput {
   idempotencyKey?: string | undefined;
   /** The sender's key for the message: a live message of the Dock with the same key is replaced. */
   key?: string | null | undefined;
+  /** The key's last message: the message holding it takes this one and lets the key go (AcceptItem.final). */
+  final?: boolean | undefined;
   /** Whether the Dock has a callback URL; omitted: read with the secret key (which must be given then). */
   watched?: boolean | undefined;
   /**
@@ -66,13 +68,14 @@ export class MessageRepository {
     // What the sender sent, not what we made of it: a retry must replay even after an upgrade
     // parses Markdown differently. A plain message hashes as it always has.
     let sent = input.content ? `${input.text}\u0000${JSON.stringify(input.content.options)}` : input.text;
-    if (input.key) sent += `\u0000key\u0000${input.key}`;
+    if (input.key) sent += `\u0000key\u0000${input.key}${input.final ? "\u0000final" : ""}`;
     const item: AcceptItem = {
       dockId: input.dockId,
       text: input.text,
       content,
       idempotencyKey,
       key: input.key ?? null,
+      final: input.final === true,
       watched: input.watched ?? null,
       hash: idempotencyKey === null ? null : sha256Hex(sent),
       secretKey: input.secretKey ?? null,

@@ -65,6 +65,8 @@ export async function reviseMessage(
     content: string | null;
     /** Forget who acknowledged it: the message asks for an acknowledgement anew. */
     resetAck?: boolean;
+    /** The key's last change: the message lets its key go (a later send with it is a new message). */
+    releaseKey?: boolean;
   },
   now: number,
   locks: MessageLocks,
@@ -78,6 +80,7 @@ export async function reviseMessage(
       revision: eb("revision", "+", 1),
       revised_at: now,
       ...(change.resetAck ? { acked_by: null, acked_name: null, acked_at: null } : {}),
+      ...(change.releaseKey ? { key: null } : {}),
     }))
     .where("id", "=", change.messageId)
     .where("deleted_at", "is", null);
