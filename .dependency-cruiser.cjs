@@ -18,6 +18,14 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/domain/" },
     },
     {
+      name: "integrations-are-pure",
+      comment:
+        "integrations/ turns payloads into messages with no I/O: it imports nothing of ours outside domain/ and integrations/.",
+      severity: "error",
+      from: { path: "^src/integrations/" },
+      to: { path: "^src/", pathNot: "^src/(domain|integrations)/" },
+    },
+    {
       name: "store-below-delivery-bot-http",
       severity: "error",
       comment: "store/ is the bottom of the service: it never reaches up to who uses it.",

@@ -1,0 +1,151 @@
+import type { Priority } from "../domain/message-options.ts";
+import {
+  type Conversion,
+  clip,
+  type Inbound,
+  type InboundFormat,
+  isRecord,
+  PayloadError,
+  TEXT_BUDGET,
+} from "./inbound.ts";
+
+/*
+ * Apprise's generic notifications (Apprise 1.x): json:// posts `{version, title, message, type,
+ * attachments}`, form:// the same fields form-encoded, xml:// a SOAP envelope holding
+ * `<Notification>` with Version, Subject, MessageType and Message. Apprise does not say whether the
+ * message is Markdown, so it is shown as text; attachments come inline (base64) and cannot be
+ * shown, so they are named. The type becomes an emoji and a priority: warning and failure are both
+ * high — Apprise has no level above failure, and a failed job is not an outage that must page
+ * someone (urgent stays for senders that ask for it).
+ */
+
+const TYPES: Record<string, { tags?: string[]; priority?: Priority }> = {
+  info: {},
+  success: { tags: ["white_check_mark"] },
+  warning: { tags: ["warning"], priority: "high" },
+  failure: { tags: ["x"], priority: "high" },
+};
+
+/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
+function text(value: unknown): string {
+  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+}
+
+/** The fields of one notification, wherever they came from. */
+interface Fields {
+  title: string;
+  message: string;
+  type: string;
+  /** File names of the attachments ("" for one without a name). */
+  attachments: string[];
+}
+
+function fromObject(body: Record<string, unknown>): Fields {
+  if (body.message !== undefined && typeof body.message !== "string")
+    throw new PayloadError("message must be a string");
+  const attachments = Array.isArray(body.attachments)
+    ? body.attachments.map((attachment) => (isRecord(attachment) ? text(attachment.filename) : ""))
+    : [];
+  return { title: text(body.title), message: text(body.message), type: text(body.type), attachments };
+}
+
+/** The first `Notification` element, however deep in the envelope (namespace prefixes removed). */
+function findNotification(node: unknown, depth = 0): Record<string, unknown> | undefined {
+  if (!isRecord(node) || depth > 8) return undefined;
+  if (isRecord(node.Notification)) return node.Notification;
+  for (const child of Object.values(node)) {
+    const found = findNotification(child, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+async function fromXml(xml: string): Promise<Fields> {
+  // Apprise never sends a DOCTYPE; refusing one keeps entity definitions out altogether.
+  if (/<!DOCTYPE/i.test(xml)) throw new PayloadError("XML with a DOCTYPE is not accepted");
+  const { XMLParser, XMLValidator } = await import("fast-xml-parser");
+  if (XMLValidator.validate(xml) !== true) throw new PayloadError("the body is not well-formed XML");
+  let document: unknown;
+  try {
+    document = new XMLParser({
+      removeNSPrefix: true,
+      ignoreAttributes: false,
+      attributeNamePrefix: "@",
+      parseTagValue: false,
+      parseAttributeValue: false,
+    }).parse(xml);
+  } catch {
+    throw new PayloadError("the body is not well-formed XML");
+  }
+  const notification = findNotification(document);
+  if (notification === undefined) throw new PayloadError("the XML has no Notification element");
+  const attachments = isRecord(notification.Attachments) ? notification.Attachments.Attachment : undefined;
+  const list = attachments === undefined ? [] : Array.isArray(attachments) ? attachments : [attachments];
+  return {
+    title: text(notification.Subject),
+    message: text(notification.Message),
+    type: text(notification.MessageType),
+    attachments: list.map((attachment) => (isRecord(attachment) ? text(attachment["@filename"]) : "")),
+  };
+}
+
+function isXml(inbound: Inbound): boolean {
+  return inbound.body === undefined && /<(?:[\w-]+:)?Notification[\s>]/.test(inbound.text);
+}
+
+/** "📎 Not shown: report.pdf, 1 more attachment". */
+function attachmentLine(names: string[]): string {
+  const named = names.filter((name) => name.trim() !== "").map((name) => clip(name, 60, true));
+  const unnamed = names.length - named.length;
+  const parts = [...named.slice(0, 5)];
+  const rest = unnamed + Math.max(0, named.length - 5);
+  if (rest > 0) parts.push(`${rest} ${parts.length > 0 ? "more " : ""}attachment${rest === 1 ? "" : "s"}`);
+  return `📎 Not shown: ${parts.join(", ")}`;
+}
+
+/** Apprise's json://, form:// and xml:// notifications. */
+export const apprise: InboundFormat = {
+  name: "apprise",
+  label: "Apprise",
+  detect(inbound) {
+    const { body } = inbound;
+    if (isRecord(body))
+      return (
+        typeof body.version === "string" &&
+        typeof body.message === "string" &&
+        typeof body.type === "string" &&
+        Object.hasOwn(TYPES, body.type)
+      );
+    return isXml(inbound);
+  },
+  async convert(inbound): Promise<Conversion> {
+    let fields: Fields;
+    if (isRecord(inbound.body)) fields = fromObject(inbound.body);
+    else if (inbound.body === undefined && inbound.text.trimStart().startsWith("<"))
+      fields = await fromXml(inbound.text);
+    else throw new PayloadError("the body must be a JSON object, form fields or Apprise's XML");
+    const type = fields.type.trim().toLowerCase();
+    const kind = Object.hasOwn(TYPES, type) ? (TYPES[type] ?? {}) : {};
+    let title = clip(fields.title, 250, true);
+    let message = fields.message.trim();
+    // Apprise sends a title alone as the message of services without titles; so may its users.
+    if (message === "" && title !== "") [message, title] = [title, ""];
+    const note = fields.attachments.length > 0 ? attachmentLine(fields.attachments) : "";
+    if (message === "" && note === "") throw new PayloadError("message must not be empty");
+    const room = TEXT_BUDGET - (note === "" ? 0 : note.length + 2);
+    const msg = [clip(message, room), note].filter((part) => part !== "").join("\n\n");
+    const clean = (value: string) => value.toWellFormed().replaceAll("\u0000", "");
+    return {
+      kind: "notify",
+      notification: {
+        msg: clean(msg),
+        options: {
+          ...(title === "" ? {} : { title: clean(title) }),
+          ...(kind.priority === undefined ? {} : { priority: kind.priority }),
+          ...(kind.tags === undefined ? {} : { tags: kind.tags }),
+        },
+      },
+    };
+  },
+};

@@ -1,0 +1,79 @@
+import {
+  type Alert,
+  alertGroupConversion,
+  escapedClip,
+  firstButton,
+  groupTitle,
+  readAlertGroup,
+} from "./alertmanager.ts";
+import { clip, type InboundFormat, isRecord, linkButton } from "./inbound.ts";
+
+/*
+ * Grafana's unified alerting webhook contact point: Alertmanager's group payload (Grafana runs an
+ * Alertmanager inside) plus orgId, the values that fired each alert, and links to its dashboard,
+ * panel and silence page. Shown like Alertmanager's groups (alertmanager.ts).
+ */
+
+/** A value as people read it: 44.23943737541908 as 44.24, 0.000123456 as 0.000123. */
+function formatValue(value: number): string {
+  if (Number.isInteger(value)) return String(value);
+  return String(Number(Math.abs(value) >= 1 ? value.toFixed(2) : value.toPrecision(3)));
+}
+
+/**
+ * The values that fired the alert, as "B=44.24, C=1" (`values`, Grafana 9 and later), else the
+ * older `valueString` ("[ metric='' labels={} value=14151.33 ]").
+ */
+function valueLine(alert: Alert): string[] {
+  const { values, valueString } = alert.raw;
+  if (isRecord(values)) {
+    const shown = Object.entries(values)
+      .map(([name, value]) =>
+        typeof value === "number" && Number.isFinite(value)
+          ? `${name}=${formatValue(value)}`
+          : typeof value === "string"
+            ? `${name}=${value}`
+            : undefined,
+      )
+      .filter((entry) => entry !== undefined);
+    if (shown.length > 0) return [escapedClip(shown.join(", "), 300, true)];
+  }
+  if (typeof valueString === "string" && valueString.trim() !== "")
+    return [escapedClip(valueString, 300, true)];
+  return [];
+}
+
+/** Grafana's unified alerting webhook (payload version 1). */
+export const grafana: InboundFormat = {
+  name: "grafana",
+  label: "Grafana Alerting",
+  detect({ body }) {
+    return (
+      isRecord(body) &&
+      typeof body.orgId === "number" &&
+      typeof body.groupKey === "string" &&
+      Array.isArray(body.alerts)
+    );
+  },
+  convert({ body }) {
+    const group = readAlertGroup(body);
+    // Grafana's own title ("[FIRING:2] (blue)", or the user's template) when it sends one.
+    const given = isRecord(body) && typeof body.title === "string" ? clip(body.title, 240, true) : "";
+    const marker = group.status === "firing" ? "🔥" : "✅";
+    const { alerts } = group;
+    return alertGroupConversion(group, {
+      name: "grafana",
+      title: given === "" ? groupTitle(group) : `${marker} ${given}`,
+      alertLines: valueLine,
+      buttons: [
+        firstButton("Dashboard", alerts, (alert) => alert.raw.dashboardURL),
+        firstButton("Panel", alerts, (alert) => alert.raw.panelURL),
+        firstButton("Silence", alerts, (alert) => alert.raw.silenceURL),
+        firstButton("Rule", alerts, (alert) => alert.generatorURL),
+        firstButton("Runbook", alerts, (alert) => alert.annotations.runbook_url),
+        firstButton("Image", alerts, (alert) => alert.raw.imageURL),
+        linkButton("Grafana", isRecord(body) ? body.externalURL : undefined),
+      ],
+    });
+  },
+};

@@ -1,0 +1,159 @@
+import type { Priority } from "../domain/message-options.ts";
+import {
+  buttonRows,
+  type Conversion,
+  clip,
+  escapeHtml,
+  type InboundFormat,
+  isRecord,
+  linkButton,
+  PayloadError,
+  TEXT_BUDGET,
+} from "./inbound.ts";
+
+/*
+ * Uptime Kuma's webhook notification (JSON body `{heartbeat, monitor, msg}`). A monitor going down
+ * and coming back up is one living message keyed by the monitor: "is down" becomes "is up" in
+ * place, and up is the key's last word. Kuma also posts without a heartbeat (a certificate about
+ * to expire: the monitor and a msg) and with neither (the "Test" button: a msg alone).
+ */
+
+/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
+function text(value: unknown): string {
+  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+}
+
+/** How each heartbeat status (Kuma's DOWN 0, UP 1, PENDING 2, MAINTENANCE 3) reads. */
+const STATUSES: Record<number, { title: (name: string) => string; priority?: Priority; final?: true }> = {
+  0: { title: (name) => `🔴 ${name} is down`, priority: "high" },
+  1: { title: (name) => `✅ ${name} is up`, final: true },
+  2: { title: (name) => `🟡 ${name} is pending` },
+  3: { title: (name) => `🔧 ${name} is under maintenance` },
+};
+
+/** A payload value clipped so that, escaped for HTML, it takes at most `max` UTF-16 units. */
+function escapedClip(value: string, max: number, oneLine = false): string {
+  let room = max;
+  for (;;) {
+    const escaped = escapeHtml(clip(value, room, oneLine));
+    if (escaped.length <= max || room <= 1) return escaped;
+    room = Math.max(1, room - (escaped.length - max));
+  }
+}
+
+/** Kuma's times are UTC in SQL form: "2026-11-24 10:00:00.123". */
+const SQL_TIME = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d)(?::(\d\d))?/;
+
+function sqlTime(value: unknown): number | undefined {
+  const match = SQL_TIME.exec(text(value));
+  if (match === null) return undefined;
+  const [y = 0, mo = 1, d, h, mi, s] = match.slice(1).map((part) => Number(part ?? 0));
+  return Date.UTC(y, mo - 1, d, h, mi, s);
+}
+
+/** "2026-11-24 10:00 UTC". */
+function utc(value: unknown): string | undefined {
+  const match = SQL_TIME.exec(text(value));
+  return match === null ? undefined : `${match[1]}-${match[2]}-${match[3]} ${match[4]}:${match[5]} UTC`;
+}
+
+/** "3 h 5 min", "12 min", "40 s". */
+function span(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} h ${minutes % 60} min` : `${Math.floor(hours / 24)} days`;
+}
+
+/** What the monitor watches, as Kuma shows it: a URL, or a host and port. */
+function address(monitor: Record<string, unknown>): string {
+  const url = text(monitor.url);
+  if (/^https?:\/\/./i.test(url)) return url;
+  const host = text(monitor.hostname);
+  const port = text(monitor.port);
+  return host === "" ? "" : port === "" ? host : `${host}:${port}`;
+}
+
+/** Text for a message in Telegram HTML, or plain, sanitized as every message must be. */
+function clean(value: string): string {
+  return value.toWellFormed().replaceAll("\u0000", "");
+}
+
+function checked(value: unknown, name: string): Record<string, unknown> | null {
+  if (value === null || value === undefined) return null;
+  if (!isRecord(value)) throw new PayloadError(`${name} must be an object or null`);
+  return value;
+}
+
+/** Uptime Kuma's webhook notification (its "application/json" body). */
+export const uptimeKuma: InboundFormat = {
+  name: "uptime-kuma",
+  label: "Uptime Kuma",
+  detect({ body }) {
+    return isRecord(body) && "heartbeat" in body && "monitor" in body;
+  },
+  convert({ body }): Conversion {
+    if (!isRecord(body)) throw new PayloadError("the body must be a JSON object");
+    const heartbeat = checked(body.heartbeat, "heartbeat");
+    const monitor = checked(body.monitor, "monitor");
+    const msg = typeof body.msg === "string" ? text(body.msg) : "";
+    if (heartbeat === null) {
+      // A test, or a notice about the monitor (a certificate about to expire): Kuma's text as it is.
+      if (msg.trim() === "")
+        throw new PayloadError("msg must be a non-empty string when there is no heartbeat");
+      const name = monitor === null ? "" : clip(text(monitor.name), 250, true);
+      return {
+        kind: "notify",
+        notification: {
+          msg: clean(clip(msg, TEXT_BUDGET)),
+          options: name === "" ? {} : { title: clean(name) },
+        },
+      };
+    }
+    const name = clip(text(monitor?.name) || "Monitor", 200, true);
+    const status = typeof heartbeat.status === "number" ? STATUSES[heartbeat.status] : undefined;
+    const lines: string[] = [];
+    const said = text(heartbeat.msg);
+    if (said.trim() !== "" && said !== "N/A") lines.push(escapedClip(said, 2000));
+    const where = monitor === null ? "" : address(monitor);
+    if (where !== "") lines.push(escapedClip(where, 600, true));
+    const local = text(heartbeat.localDateTime);
+    const zone = text(heartbeat.timezone);
+    const at =
+      local !== ""
+        ? `${clip(local, 40, true)}${zone === "" ? "" : ` (${clip(zone, 60, true)})`}`
+        : utc(heartbeat.time);
+    const details: string[] = [];
+    if (at !== undefined) details.push(escapedClip(at, 300, true));
+    if (heartbeat.status === 1 && typeof heartbeat.ping === "number")
+      details.push(`${Math.round(heartbeat.ping)} ms`);
+    const downSince = sqlTime(heartbeat.lastDownTime);
+    const now = sqlTime(heartbeat.time);
+    if (heartbeat.status === 1 && downSince !== undefined && now !== undefined && now > downSince)
+      details.push(`down for ${span(now - downSince)}`);
+    if (details.length > 0) lines.push(`<i>${details.join(" · ")}</i>`);
+    if (lines.length === 0) lines.push(escapedClip(msg || name, 2000));
+    const id = monitor === null ? "" : text(monitor.id);
+    const key = clip(`uptime-kuma:${id || name}`, 128);
+    const buttons = buttonRows([linkButton("Open", monitor?.url)]);
+    return {
+      kind: "notify",
+      notification: {
+        msg: clean(lines.join("\n")),
+        options: {
+          format: "html",
+          title: clean(
+            status?.title(name) ?? `${name}: status ${clip(text(heartbeat.status), 20, true) || "unknown"}`,
+          ),
+          ...(status?.priority === undefined ? {} : { priority: status.priority }),
+          ...(buttons === undefined ? {} : { buttons }),
+        },
+        key: clean(key),
+        ...(status?.final ? { final: true } : {}),
+      },
+    };
+  },
+};
