@@ -289,6 +289,30 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     });
 
   docks
+    .command("hook-token <id>")
+    .description(
+      "make a new hook URL (POST /hook/<token>) for tools that can only be given a URL; the old one stops working",
+    )
+    .option("--revoke", "remove the hook token: the Dock's hook URLs stop working")
+    .addOption(json)
+    .action(async (id: string, opts: { revoke?: boolean; json?: boolean }) => {
+      await withDocks(io, async (repo, config) => {
+        if (opts.revoke) {
+          if (!(await repo.revokeHookToken(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
+          if (opts.json) out(JSON.stringify({ id, hook_token: null }, null, 2));
+          else out(`The hook URL of ${id} no longer works.`);
+          return;
+        }
+        const token = await repo.rotateHookToken(id);
+        if (token === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
+        const url = `${config.publicUrl.replace(/\/$/, "")}/hook/${token}`;
+        if (opts.json) out(JSON.stringify({ id, hook_token: token, hook_url: url }, null, 2));
+        else
+          out(`Hook URL for ${id} (treat it as a secret):\n  ${url}\nAny earlier hook URL no longer works.`);
+      });
+    });
+
+  docks
     .command("delete <id>")
     .description("delete a Dock, its subscriptions and its undelivered messages")
     .addOption(json)

@@ -31,16 +31,22 @@ export const REDACT_PATHS = [
 const SECRET_PARAMETER =
   /([?&][^=&#]*(?:secret|token|password|passwd|key|hash|auth|session|signature)[^=&#]*=)[^&#]*/gi;
 
+/** A hook token in its path (whatever a client made of it), or a secret key or hook token anywhere. */
+const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk)_[A-Za-z0-9]+/g;
+
 /** A start payload that carries a console sign-in token. */
 const SIGN_IN_PAYLOAD = /([?&]start=login_)[^&#]*/g;
 
 /**
- * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`): keep the shape,
- * drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
+ * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`), hook URLs the
+ * Dock's hook token (`/hook/<token>`): keep the shape, drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
  * `/ping`, the Login Widget's signature, which works as one for a few minutes) loses its value.
  */
 export function maskUrl(url: string): string {
   let masked = url.includes("/bot") ? url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>") : url;
+  // A Dock's hook URL (`/hook/<token>`) is its credential; a secret key pasted into a path is one too.
+  if (masked.includes("/hook/") || masked.includes("dn"))
+    masked = masked.replace(HOOK_OR_KEY, "$1<redacted>");
   if (masked.includes("?")) {
     masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
     // A sign-in link opened in the sandbox (`/sandbox?start=login_<token>`): the token is a credential.

@@ -6,6 +6,12 @@ export const ERRORS = {
   invalid_json: { status: 400, message: "The request body is not a valid JSON object." },
   invalid_request: { status: 400, message: "The request is not valid." },
   invalid_fields: { status: 400, message: "Some fields are not valid; see error.fields." },
+  unknown_format: {
+    status: 400,
+    message:
+      "The body is neither a message nor a payload of a format the service reads; see docs/integrations.md.",
+  },
+  invalid_payload: { status: 400, message: "The body is not a valid payload of the format named." },
   unauthorized: { status: 401, message: "Unknown Dock or wrong secret key." },
   not_signed_in: { status: 401, message: "Sign in to the console first." },
   metrics_token_required: {
@@ -39,6 +45,10 @@ export const ERRORS = {
     status: 409,
     message: "This browser has no confirmed sign-in to finish; start again.",
   },
+  no_template: {
+    status: 409,
+    message: "This Dock has no template: write one in the console (the Dock's Integrations).",
+  },
   message_deleted: {
     status: 409,
     message: "The message was deleted; it can no longer be changed.",
@@ -55,6 +65,10 @@ export const ERRORS = {
   idempotency_conflict: {
     status: 422,
     message: "This Idempotency-Key was already used with a different message.",
+  },
+  template_failed: {
+    status: 422,
+    message: "The Dock's template could not turn this body into a message; see error.fields.",
   },
   too_many_auth_failures: {
     status: 429,

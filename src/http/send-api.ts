@@ -1,4 +1,3 @@
-import { isUtf8 } from "node:buffer";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
@@ -16,11 +15,24 @@ import {
 } from "../domain/message-options.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
+import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
 import { ApiError, errorBodySchema } from "./errors.ts";
+import {
+  detectedFormat,
+  INBOUND_FORMAT_LIST,
+  type InboundSkip,
+  inboundMessage,
+  isInboundFormat,
+  isPlainMessage,
+  readInbound,
+  signatureMatches,
+  XML_TYPES,
+} from "./inbound.ts";
 import { changeCountsSchema, messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
+import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -52,8 +64,24 @@ const accepted = Type.Object(
     edits: Type.Optional(
       Type.Integer({ description: "With replaced: copies already sent that will be edited." }),
     ),
+    format: Type.Optional(
+      Type.String({
+        description:
+          "The integration the body was read as (alertmanager, github, …, template), when it was not a message of our own.",
+      }),
+    ),
   },
   { description: "The message is durably stored and will be delivered to every subscriber." },
+);
+
+const skipped = Type.Object(
+  {
+    ok: Type.Literal(true),
+    skipped: Type.Literal(true),
+    format: Type.String(),
+    reason: Type.String({ description: "Why there is nothing to show, e.g. GitHub's ping." }),
+  },
+  { description: "The payload was read and has nothing to show (GitHub's ping): nothing was stored." },
 );
 
 const keyField = Type.Optional(
@@ -293,23 +321,6 @@ const webhookHeaders = Type.Object({
   ),
 });
 
-/** The body as a client sent it, before we know which form it takes. */
-type RawBody = Buffer | undefined;
-
-function mediaTypeOf(request: FastifyRequest): string {
-  return (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
-}
-
-function decode(raw: RawBody): string {
-  if (raw === undefined) return "";
-  if (!isUtf8(raw)) throw new ApiError("invalid_request", "The request body is not valid UTF-8.");
-  const text = raw.toString("utf8");
-  // A byte order mark is not part of the text (as TextDecoder has it).
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-}
-
-const JSON_LIKE = new Set(["", "application/json", "application/x-www-form-urlencoded", "text/json"]);
-
 /**
  * Turns the raw body into an object. Forgiving about harmless habits: `curl -d '{…}'` sends JSON
  * labelled as a form, and some clients send no Content-Type at all; real form fields work too.
@@ -416,13 +427,19 @@ const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", chars
 
 declare module "fastify" {
   interface FastifyRequest {
-    dock: { id: string; name: string; watched: boolean } | null;
+    dock: DockCredentials | null;
     /** The message's options, read from the body (and for /webhook the headers and query). */
     messageOptions: MessageOptions | null;
     /** The message's key, if the sender gave one (body, then X-Key header, then ?key=). */
     messageKey: string | null;
     /** PATCH: the options the sender set to null (back to their defaults). */
     clearedOptions: string[] | null;
+    /** The message is its key's last (an integration's resolved alert, see AcceptItem.final). */
+    messageFinal: boolean;
+    /** An integration's payload with nothing to show: answered without storing anything. */
+    inboundSkip: InboundSkip | null;
+    /** The integration format the body was read as, if any. */
+    inboundFormat: string | null;
   }
 }
 
@@ -613,6 +630,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   app.decorateRequest("messageOptions", null);
   app.decorateRequest("messageKey", null);
   app.decorateRequest("clearedOptions", null);
+  app.decorateRequest("messageFinal", false);
+  app.decorateRequest("inboundSkip", null);
+  app.decorateRequest("inboundFormat", null);
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {
@@ -636,6 +656,96 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       }
       done();
     };
+
+  /**
+   * Another tool's payload turned into the message the handler stores (docs/integrations.md): the
+   * format named (path or ?format=), else the Dock's inbound format, else the one detected.
+   */
+  const integrate = async (request: FastifyRequest, named: string | null, inbound = readInbound(request)) => {
+    const result = await inboundMessage({
+      inbound,
+      named,
+      dock: request.dock as DockCredentials,
+      docks: options.docks,
+      query: (request.query ?? {}) as Record<string, unknown>,
+    });
+    request.inboundFormat = result.format;
+    if (result.kind === "skip") {
+      request.inboundSkip = result;
+      request.body = { msg: result.reason };
+      return;
+    }
+    request.messageOptions = result.options;
+    request.messageKey = result.key;
+    request.messageFinal = result.final;
+    request.body = { msg: result.msg };
+  };
+  const integrated =
+    (named: (request: FastifyRequest) => string | null) =>
+    (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      let name: string | null;
+      try {
+        name = named(request);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      integrate(request, name).then(() => done(), done);
+    };
+
+  /**
+   * /webhook's body: a message of ours (`{"msg": …}`, text, a form), or — named by ?format=, or
+   * detected when the body has no `msg` — another tool's payload. Plain messages, the hot path,
+   * pay one field check for the rest.
+   */
+  const parseWebhook = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    const format = (request.query as Record<string, unknown> | undefined)?.format;
+    if (isInboundFormat(format)) {
+      integrate(request, format).then(() => done(), done);
+      return;
+    }
+    const mediaType = mediaTypeOf(request);
+    if (mediaType === "application/x-www-form-urlencoded" || XML_TYPES.has(mediaType)) {
+      // A form without msg is the text itself (ntfy's `curl -d`), unless it is a tool's (Apprise's
+      // form://); XML is only ever a tool's (Apprise's xml://).
+      let detected: string | undefined;
+      try {
+        const inbound = readInbound(request);
+        const body = inbound.body;
+        const ours = typeof body === "object" && body !== null && "msg" in body;
+        detected = ours ? undefined : detectedFormat(inbound);
+        if (detected !== undefined) {
+          integrate(request, detected, inbound).then(() => done(), done);
+          return;
+        }
+      } catch (error) {
+        // Read again below, where the error says what a message should look like.
+        if (!(error instanceof ApiError)) {
+          done(error as Error);
+          return;
+        }
+      }
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = parseObject(request, true);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    if (!isPlainMessage(body)) {
+      integrate(request, null).then(() => done(), done);
+      return;
+    }
+    try {
+      takeOptions(request, body, true);
+      request.body = body;
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done();
+  };
 
   /** PATCH's body: like /webhook's, and a null option means "back to its default". */
   const parsePatch = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
@@ -683,7 +793,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     if (header === undefined) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
     const attempt = await beginAttempt(request);
     const credentials = parseBasicAuth(header);
-    let dock: { id: string; name: string; watched: boolean } | undefined;
+    let dock: DockCredentials | undefined;
     try {
       dock = credentials
         ? await options.docks.authenticate(credentials.user, credentials.password)
@@ -707,7 +817,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     reply: FastifyReply,
     credentials: { dockId: string; secretKey?: string },
     msg: string,
-    endpoint: "ping" | "webhook",
+    endpoint: "ping" | "webhook" | "hook",
   ) => {
     // /ping's key is checked with the message, in the storing transaction: its attempt is taken now.
     const attempt =
@@ -733,6 +843,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         content,
         idempotencyKey: idempotencyKeyOf(request),
         key: request.messageKey,
+        final: request.messageFinal,
         ...(request.dock ? { watched: request.dock.watched } : {}),
         source: endpoint,
       });
@@ -760,12 +871,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       dockId: credentials.dockId,
       subscribers: result.subscribers,
       ...(replaced ? { replaced: true } : {}),
+      ...(request.inboundFormat ? { format: request.inboundFormat } : {}),
     };
     return reply.code(202).send({
       ok: true,
       message_id: result.messageId,
       subscribers: result.subscribers,
       ...(replaced ? { replaced: true, ...replaced } : {}),
+      ...(request.inboundFormat ? { format: request.inboundFormat } : {}),
     });
   };
 
@@ -809,14 +922,170 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       // Authenticate before reading the body: a wrong key costs us no parsing.
       config: { securityHeaders: "api" },
       onRequest: basicAuth,
-      preValidation: parseBody(true),
+      preValidation: parseWebhook,
     },
-    async (request, reply) => {
-      const { msg } = request.body;
-      checkMessage(msg, options.maxMessageLength);
-      return accept(request, reply, { dockId: (request.dock as { id: string }).id }, msg, "webhook");
-    },
+    async (request, reply) => sendWebhook(request, reply, "webhook"),
   );
+
+  /** The integration doors' answer, and /webhook's: the message stored, or a payload skipped. */
+  async function sendWebhook(request: FastifyRequest, reply: FastifyReply, endpoint: "webhook" | "hook") {
+    const skip = request.inboundSkip;
+    if (skip !== null) {
+      request.logFields = {
+        dockId: (request.dock as DockCredentials).id,
+        format: skip.format,
+        skipped: true,
+      };
+      return reply.code(200).send({ ok: true, skipped: true, format: skip.format, reason: skip.reason });
+    }
+    const { msg } = request.body as { msg: string };
+    checkMessage(msg, options.maxMessageLength);
+    return accept(request, reply, { dockId: (request.dock as DockCredentials).id }, msg, endpoint);
+  }
+
+  const formatParam = (request: FastifyRequest): string => {
+    const { format } = request.params as { format: string };
+    if (!isInboundFormat(format)) {
+      throw new ApiError(
+        "unknown_format",
+        `There is no format "${String(format).slice(0, 40)}"; the formats are ${INBOUND_FORMAT_LIST}.`,
+      );
+    }
+    return format;
+  };
+
+  /**
+   * /webhook/<format>/<dock_id>: for tools that sign the body or send a token instead of HTTP Basic
+   * authentication — GitHub (and Gitea, Forgejo) sign with the secret key in X-Hub-Signature-256,
+   * GitLab sends it as X-Gitlab-Token. HTTP Basic works here too (for the same Dock).
+   */
+  const pathAuth = async (request: FastifyRequest) => {
+    const { dock_id: dockId } = request.params as { dock_id: string };
+    const signature = request.headers["x-hub-signature-256"];
+    const token = request.headers["x-gitlab-token"];
+    if (typeof signature !== "string" && typeof token !== "string") {
+      await basicAuth(request);
+      if ((request.dock as DockCredentials).id !== dockId) throw new ApiError("unauthorized");
+      return;
+    }
+    const attempt = await beginAttempt(request);
+    let dock: DockCredentials | undefined;
+    try {
+      if (typeof token === "string") dock = await options.docks.authenticate(dockId, token);
+      else {
+        const found = await options.docks.secretOf(dockId);
+        const raw = request.body as Buffer | undefined;
+        if (signatureMatches(raw, signature as string, found?.secretKey)) dock = found?.dock;
+      }
+    } catch (error) {
+      attempt.right();
+      throw error;
+    }
+    if (dock === undefined) {
+      attempt.wrong();
+      throw new ApiError(
+        "unauthorized",
+        "Unknown Dock, or the signature (X-Hub-Signature-256, made with the Dock's secret key) or X-Gitlab-Token (the secret key) is wrong.",
+      );
+    }
+    attempt.right();
+    request.dock = dock;
+  };
+
+  /** /hook/<token>: the token in the URL is the credential (and a signature, if sent, must match too). */
+  const hookAuth = async (request: FastifyRequest) => {
+    const { token } = request.params as { token: string };
+    const attempt = await beginAttempt(request);
+    let dock: DockCredentials | undefined;
+    try {
+      dock = await options.docks.authenticateHook(token);
+      const signature = request.headers["x-hub-signature-256"];
+      if (dock !== undefined && typeof signature === "string") {
+        const found = await options.docks.secretOf(dock.id);
+        if (!signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
+          dock = undefined;
+      }
+    } catch (error) {
+      attempt.right();
+      throw error;
+    }
+    if (dock === undefined) {
+      attempt.wrong();
+      throw new ApiError(
+        "unauthorized",
+        "Unknown hook token (it may have been rotated), or a wrong signature.",
+      );
+    }
+    attempt.right();
+    request.dock = dock;
+  };
+
+  const inboundRoute = {
+    summary: "",
+    tags: ["integrations"],
+    response: { 202: accepted, 200: skipped, ...errorResponses },
+  };
+
+  server.post(
+    "/webhook/:format",
+    {
+      schema: {
+        ...inboundRoute,
+        summary: "Send another tool's payload (credentials in HTTP Basic authentication)",
+        description: `The body as the tool sends it, read as the format named: ${INBOUND_FORMAT_LIST} (docs/integrations.md). Query parameters (\`?priority=high&tags=…\`) override what the format makes of the payload.`,
+        security: [{ basic: [] }],
+        params: Type.Object({ format: Type.String() }),
+        body: checkedWebhookBody,
+      },
+      config: { securityHeaders: "api" },
+      onRequest: basicAuth,
+      preValidation: integrated(formatParam),
+    },
+    async (request, reply) => sendWebhook(request, reply, "webhook"),
+  );
+
+  server.post(
+    "/webhook/:format/:dock_id",
+    {
+      schema: {
+        ...inboundRoute,
+        summary: "Send another tool's payload, signed or with a token (GitHub, GitLab)",
+        description:
+          "For tools that cannot send HTTP Basic authentication: GitHub (and Gitea, Forgejo) sign the body with the Dock's secret key as the webhook's secret (`X-Hub-Signature-256`); GitLab sends the secret key as its secret token (`X-Gitlab-Token`).",
+        params: Type.Object({ format: Type.String(), dock_id: Type.String() }),
+        body: checkedWebhookBody,
+      },
+      config: { securityHeaders: "api" },
+      // A signature covers the body: these check credentials once it is read (it is bounded).
+      onRequest: refuseIfBlocked,
+      preValidation: [pathAuth, integrated(formatParam)],
+    },
+    async (request, reply) => sendWebhook(request, reply, "webhook"),
+  );
+
+  for (const url of ["/hook/:token", "/hook/:token/:format"]) {
+    server.post(
+      url,
+      {
+        schema: {
+          ...inboundRoute,
+          summary: url.endsWith(":format")
+            ? "Send another tool's payload with the Dock's hook URL, in the format named"
+            : "Send with the Dock's hook URL (a message, or a payload read as the Dock's inbound format or detected)",
+          description:
+            "The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret.",
+          params: url.endsWith(":format")
+            ? Type.Object({ token: Type.String(), format: Type.String() })
+            : Type.Object({ token: Type.String() }),
+          body: checkedWebhookBody,
+        },
+        config: { securityHeaders: "api" },
+        onRequest: refuseIfBlocked,
+        preValidation: [hookAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
+      },
+      async (request, reply) => sendWebhook(request, reply, "hook"),
+    );
+  }
 
   const dockOf = (request: FastifyRequest) => (request.dock as { id: string }).id;
   const noSuchMessage = () => new ApiError("not_found", "No message with this ID for this Dock.");

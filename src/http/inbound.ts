@@ -1,0 +1,214 @@
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import { gatherOptions, type MessageOptions, OptionsError, readOptions } from "../domain/message-options.ts";
+import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
+import { type Conversion, type Inbound, PayloadError } from "../integrations/inbound.ts";
+import {
+  type DockTemplate,
+  renderTemplate,
+  TemplateError,
+  validateTemplate,
+} from "../integrations/template.ts";
+import type { DockCredentials } from "../store/credentials.ts";
+import type { DockRepository } from "../store/docks.ts";
+import { ApiError } from "./errors.ts";
+import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+
+/*
+ * The integrations' door (docs/integrations.md): a payload another tool sends — to /webhook (its
+ * format detected), /webhook/<format>, or /hook/<token>[/<format>] — read, turned into a message by
+ * its format (integrations/), and handed on exactly as if the sender had sent that message itself.
+ */
+
+/** The message a payload makes: text, options, and the key it may replace (final: and then let go). */
+export interface InboundMessage {
+  kind: "message";
+  format: string;
+  msg: string;
+  options: MessageOptions;
+  key: string | null;
+  final: boolean;
+}
+
+/** A payload with nothing to show (GitHub's ping): answered, nothing stored. */
+export interface InboundSkip {
+  kind: "skip";
+  format: string;
+  reason: string;
+}
+
+/** XML media types: only ever a tool's payload (Apprise's xml://). */
+export const XML_TYPES = new Set(["application/xml", "text/xml", "application/soap+xml"]);
+
+/** The inbound formats, as an error or the API reference lists them. */
+export const INBOUND_FORMAT_LIST = ALL_FORMAT_NAMES.join(", ");
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    // JSON.parse's own message quotes the body: never pass it on.
+    throw new ApiError("invalid_json", "The request body is not valid JSON.");
+  }
+}
+
+/**
+ * The body as a format reads it: JSON parsed, a form's fields (GitHub's and Slack's form bodies
+ * carry the JSON in one `payload` field: that JSON), XML and text as text.
+ */
+export function readInbound(request: FastifyRequest): Inbound {
+  return inboundOf(decode(request.body as RawBody), mediaTypeOf(request), request.headers);
+}
+
+/** readInbound's rules for a body already decoded (the console's pasted samples too). */
+export function inboundOf(text: string, mediaType: string, headers: Inbound["headers"]): Inbound {
+  if (text.trim() === "") throw new ApiError("invalid_json", "The request body is empty.");
+  if (mediaType === "application/x-www-form-urlencoded" && !text.trimStart().startsWith("{")) {
+    const params = new URLSearchParams(text);
+    const payload = params.get("payload");
+    if (payload !== null && [...params.keys()].length === 1 && payload.trimStart().startsWith("{")) {
+      return { body: parseJson(payload), text: payload, mediaType: "application/json", headers };
+    }
+    return { body: Object.fromEntries(params), text, mediaType, headers };
+  }
+  if (JSON_LIKE.has(mediaType) || mediaType.endsWith("+json")) {
+    return { body: parseJson(text), text, mediaType, headers };
+  }
+  if (XML_TYPES.has(mediaType) || mediaType.endsWith("+xml") || mediaType.startsWith("text/")) {
+    return { body: undefined, text, mediaType, headers };
+  }
+  throw new ApiError(
+    "unsupported_media_type",
+    `Content-Type "${mediaType.slice(0, 100)}" is not accepted here; send JSON, a form, XML or text.`,
+  );
+}
+
+/** Whether a name in a path or `?format=` is an inbound format (not a message format such as markdown). */
+export function isInboundFormat(name: unknown): name is string {
+  return typeof name === "string" && (ALL_FORMAT_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * Whether a /webhook body is an ordinary message (`{"msg": "…"}`) rather than another tool's
+ * payload. Uptime Kuma's carries a `msg` of its own, beside `heartbeat` and `monitor`.
+ */
+export function isPlainMessage(body: Record<string, unknown>): boolean {
+  return typeof body.msg === "string" && !("heartbeat" in body && "monitor" in body);
+}
+
+const FORMATS_SENTENCE = `Send {"msg": "…"}, or a payload of one of: ${INBOUND_FORMAT_LIST} (POST /webhook/<format>; see docs/integrations.md).`;
+
+/** Options the user put in the URL win over what a format derived (not the body's format). */
+const URL_OVERRIDES_SKIP = new Set(["format", "markdown"]);
+
+/**
+ * The message a payload makes, by the format named (path or ?format=), else the Dock's inbound
+ * format, else the one detected. Errors are the client's (400: not this format; 422: the Dock's
+ * template failed on it).
+ */
+export async function inboundMessage(input: {
+  inbound: Inbound;
+  named: string | null;
+  dock: DockCredentials;
+  docks: DockRepository;
+  query: Record<string, unknown>;
+  /** A template to use instead of the Dock's saved one (the console's preview of one being edited). */
+  template?: DockTemplate;
+}): Promise<InboundMessage | InboundSkip> {
+  const { inbound, dock } = input;
+  const name = input.named ?? dock.inbound ?? detectFormat(inbound)?.name;
+  if (name === undefined) {
+    throw new ApiError("unknown_format", `This body is not a message the service reads. ${FORMATS_SENTENCE}`);
+  }
+  let conversion: Conversion;
+  try {
+    if (name === "template") {
+      let template = input.template;
+      if (template === undefined) {
+        const settings = await input.docks.integrationSettings(dock.id);
+        if (settings?.template == null) throw new ApiError("no_template");
+        // Checked when it was saved; a template an older version took and this one does not fails here.
+        const checked = await validateTemplate(settings.template);
+        if (!checked.ok) throw new TemplateError(checked.errors);
+        template = checked.value;
+      }
+      conversion = await renderTemplate(template, inbound.body === undefined ? inbound.text : inbound.body);
+    } else {
+      const format = formatNamed(name);
+      if (format === undefined) {
+        throw new ApiError(
+          "unknown_format",
+          `There is no format "${name.slice(0, 40)}". ${FORMATS_SENTENCE}`,
+        );
+      }
+      conversion = await format.convert(inbound);
+    }
+  } catch (error) {
+    if (error instanceof PayloadError) {
+      throw new ApiError("invalid_payload", `This body is not a valid ${name} payload: ${error.message}`);
+    }
+    if (error instanceof TemplateError) {
+      throw new ApiError(
+        "template_failed",
+        `The Dock's template failed on this body: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
+        {},
+        error.problems.map((p) => ({ field: `template.${p.field}`, message: p.message })),
+      );
+    }
+    throw error;
+  }
+  if (conversion.kind === "skip") return { kind: "skip", format: name, reason: conversion.reason };
+  const { notification } = conversion;
+  const found = gatherOptions(notification.options as Record<string, unknown>);
+  for (const [option, given] of gatherOptions({}, {}, input.query)) {
+    if (!URL_OVERRIDES_SKIP.has(option)) found.set(option, given);
+  }
+  let options: MessageOptions;
+  try {
+    options = readOptions(found);
+  } catch (error) {
+    if (!(error instanceof OptionsError)) throw error;
+    throw new ApiError(
+      "invalid_fields",
+      `Some fields are not valid: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
+      {},
+      error.problems,
+    );
+  }
+  return {
+    kind: "message",
+    format: name,
+    msg: notification.msg,
+    options,
+    key: boundedKey(notification.key),
+    final: notification.final === true,
+  };
+}
+
+/** A key as a message may hold it: at most 128 characters (a longer one by its SHA-256), never empty. */
+function boundedKey(key: string | undefined): string | null {
+  if (key === undefined || key.trim() === "") return null;
+  const clean = key.replaceAll("\u0000", "");
+  return clean.length <= 128 ? clean : `sha256:${createHash("sha256").update(clean).digest("hex")}`;
+}
+
+/** A stand-in key for an unknown Dock: its signature is checked all the same (same work, same answer). */
+const STAND_IN_KEY = "dnsk_000000000000000000000000000000000";
+
+/**
+ * GitHub's `X-Hub-Signature-256: sha256=<hex HMAC-SHA-256 of the raw body with the secret>`
+ * (also Gitea's and Forgejo's), checked in constant time.
+ */
+export function signatureMatches(raw: RawBody, header: string, secretKey: string | undefined): boolean {
+  const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim());
+  const expected = createHmac("sha256", secretKey ?? STAND_IN_KEY)
+    .update(raw ?? Buffer.alloc(0))
+    .digest();
+  const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
+  return timingSafeEqual(expected, given) && match !== null && secretKey !== undefined;
+}
+
+/** The format a payload is unmistakably in, if any. */
+export function detectedFormat(inbound: Inbound): string | undefined {
+  return detectFormat(inbound)?.name;
+}

@@ -1,0 +1,391 @@
+import { createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DockWithSecret } from "../src/store/docks.ts";
+import { sandboxOf } from "./delivery-harness.ts";
+import { basic, dialects, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service and sandbox answered.
+type Json = any;
+
+const DIALECTS = await dialects();
+
+/** An Alertmanager webhook (version 4) for one group, as Alertmanager posts it. */
+function alertGroup(status: "firing" | "resolved", group = "disk") {
+  return {
+    version: "4",
+    groupKey: `{}:{alertname="DiskFull",group="${group}"}`,
+    truncatedAlerts: 0,
+    status,
+    receiver: "dock-notify",
+    groupLabels: { alertname: "DiskFull" },
+    commonLabels: { alertname: "DiskFull", severity: "critical", instance: "db-1.example.com" },
+    commonAnnotations: { summary: "Disk almost full on db-1" },
+    externalURL: "https://alertmanager.example.com",
+    alerts: [
+      {
+        status,
+        labels: { alertname: "DiskFull", severity: "critical", instance: "db-1.example.com" },
+        annotations: { summary: "Disk almost full on db-1", description: "97% used on /var" },
+        startsAt: "2026-11-24T10:00:00Z",
+        endsAt: status === "resolved" ? "2026-11-24T10:20:00Z" : "0001-01-01T00:00:00Z",
+        generatorURL: "https://prometheus.example.com/graph?g0.expr=disk",
+        fingerprint: "c0ffee",
+      },
+    ],
+  };
+}
+
+describe.each(DIALECTS)("integrations on %s", (dialect) => {
+  let service: RunningService;
+  let dock: DockWithSecret;
+  let sandbox: ReturnType<typeof sandboxOf>;
+  let person: number;
+
+  beforeAll(async () => {
+    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    dock = await service.app.docks.create(1, { name: "Ops", link: null, description: null });
+    sandbox = sandboxOf(service);
+    person = await sandbox.person("Ada");
+    await service.subscriptions.subscribe(dock.id, person, "private");
+  });
+  afterAll(async () => service?.close());
+
+  const post = async (
+    path: string,
+    body: string | object,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Json }> => {
+    const response = await fetch(`${service.url}${path}`, {
+      method: "POST",
+      headers: {
+        ...(typeof body === "string" ? {} : { "Content-Type": "application/json" }),
+        ...headers,
+      },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === "" ? null : JSON.parse(text) };
+  };
+  const auth = () => ({ Authorization: basic(dock.id, dock.secretKey) });
+  const status = async (id: string): Promise<Json> => {
+    const response = await fetch(`${service.url}/messages/${id}`, { headers: auth() });
+    return ((await response.json()) as Json).message;
+  };
+  const delivered = (id: string, what: string, done: (m: Json) => boolean = (m) => m.counts.sent === 1) =>
+    waitFor(what, async () => {
+      const message = await status(id);
+      return done(message) ? message : undefined;
+    });
+  const lastShown = async () => (await sandbox.botMessages(person)).at(-1);
+
+  it("an Alertmanager group fires, then its resolution replaces the same message, and a new firing is a new message", async () => {
+    const fired = await post("/webhook/alertmanager", alertGroup("firing"), auth());
+    expect(fired.status).toBe(202);
+    expect(fired.body).toMatchObject({ ok: true, subscribers: 1, format: "alertmanager" });
+    const firing = await delivered(fired.body.message_id, "the firing alert delivered");
+    expect(firing.key).toMatch(/^alertmanager:/);
+    expect(firing.options.priority).toBe("urgent");
+    const shown = await lastShown();
+    expect(shown.text).toContain("DiskFull");
+    expect(shown.text).toContain("Disk almost full on db-1");
+    expect(shown.reply_markup.inline_keyboard.flat().map((b: Json) => b.url)).toContain(
+      "https://prometheus.example.com/graph?g0.expr=disk",
+    );
+
+    const resolved = await post("/webhook/alertmanager", alertGroup("resolved"), auth());
+    expect(resolved.status).toBe(202);
+    expect(resolved.body).toMatchObject({ message_id: fired.body.message_id, replaced: true, revision: 2 });
+    const after = await delivered(
+      fired.body.message_id,
+      "the resolution edited in",
+      (m) => m.changes.edits.edited === 1,
+    );
+    // Resolved: the key is let go, so the next firing is a new message (Telegram notifies of those).
+    expect(after.key).toBeNull();
+    const messages = await sandbox.botMessages(person);
+    const edited = messages.find((m: Json) => m.message_id === shown.message_id);
+    expect(edited.text).toMatch(/resolved/i);
+    expect(edited.edit_date).toBeDefined();
+
+    const again = await post("/webhook/alertmanager", alertGroup("firing"), auth());
+    expect(again.status).toBe(202);
+    expect(again.body.message_id).not.toBe(fired.body.message_id);
+    expect(again.body.replaced).toBeUndefined();
+    await delivered(again.body.message_id, "the new firing delivered");
+    // Clean up the live key for the tests below.
+    await post("/webhook/alertmanager", alertGroup("resolved"), auth());
+  });
+
+  it("plain /webhook detects a tool's payload; a body it cannot read names the formats that exist", async () => {
+    const detected = await post("/webhook", alertGroup("firing", "detected"), auth());
+    expect(detected.status).toBe(202);
+    expect(detected.body.format).toBe("alertmanager");
+    await post("/webhook", alertGroup("resolved", "detected"), auth());
+
+    const unknown = await post("/webhook", { message: "hello", level: 3 }, auth());
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe("unknown_format");
+    for (const name of [
+      "alertmanager",
+      "grafana",
+      "github",
+      "gitlab",
+      "uptime-kuma",
+      "apprise",
+      "slack",
+      "ntfy",
+    ]) {
+      expect(unknown.body.error.message).toContain(name);
+    }
+    expect(unknown.body.error.message).toContain('{"msg"');
+
+    const ordinary = await post("/webhook", { msg: "still a plain message" }, auth());
+    expect(ordinary.status).toBe(202);
+    expect(ordinary.body.format).toBeUndefined();
+  });
+
+  it("a wrong format name, a payload that is not the format, and bad JSON are clear 400s that store nothing", async () => {
+    const wrong = await post("/webhook/nagios", { x: 1 }, auth());
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.code).toBe("unknown_format");
+    expect(wrong.body.error.message).toContain("alertmanager");
+
+    const notAlertmanager = await post("/webhook/alertmanager", { alerts: "many" }, auth());
+    expect(notAlertmanager.status).toBe(400);
+    expect(notAlertmanager.body.error.code).toBe("invalid_payload");
+    expect(notAlertmanager.body.error.message).toContain("alerts");
+
+    const broken = await post("/webhook/grafana", "{not json", {
+      ...auth(),
+      "Content-Type": "application/json",
+    });
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.code).toBe("invalid_json");
+    const unauthenticated = await post("/webhook/alertmanager", alertGroup("firing"));
+    expect(unauthenticated.status).toBe(401);
+  });
+
+  it("query parameters in the URL the user configured override what the format derived", async () => {
+    const sent = await post(
+      "/webhook/alertmanager?priority=low&tags=ops",
+      alertGroup("firing", "quiet"),
+      auth(),
+    );
+    expect(sent.status).toBe(202);
+    const message = await delivered(sent.body.message_id, "the quiet alert delivered");
+    expect(message.options.priority).toBe("low");
+    expect(message.options.tags).toEqual(["ops"]);
+    await post("/webhook/alertmanager", alertGroup("resolved", "quiet"), auth());
+  });
+
+  describe("GitHub: the Dock ID in the URL, the body signed with the secret key", () => {
+    const push = {
+      ref: "refs/heads/main",
+      before: "0".repeat(40),
+      after: "a".repeat(40),
+      compare: "https://github.com/octo/app/compare/000000...aaaaaa",
+      repository: { full_name: "octo/app", html_url: "https://github.com/octo/app" },
+      pusher: { name: "octocat" },
+      sender: { login: "octocat" },
+      commits: [
+        {
+          id: "a".repeat(40),
+          message: "Fix the build\n\nLonger text",
+          author: { name: "Octo Cat" },
+          url: "https://github.com/octo/app/commit/aaaa",
+        },
+      ],
+    };
+    const sign = (body: string, secret: string) =>
+      `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+
+    it("a signed push is delivered; a wrong or missing signature is 401 and stores nothing", async () => {
+      const body = JSON.stringify(push);
+      const headers = { "Content-Type": "application/json", "X-GitHub-Event": "push" };
+      const signed = await post(`/webhook/github/${dock.id}`, body, {
+        ...headers,
+        "X-Hub-Signature-256": sign(body, dock.secretKey),
+      });
+      expect(signed.status).toBe(202);
+      await delivered(signed.body.message_id, "the push delivered");
+      expect((await lastShown()).text).toContain("Fix the build");
+
+      const forged = await post(`/webhook/github/${dock.id}`, body, {
+        ...headers,
+        "X-Hub-Signature-256": sign(body, "dnsk_not-the-key"),
+      });
+      expect(forged.status).toBe(401);
+      const tampered = await post(`/webhook/github/${dock.id}`, body.replace("Fix", "Break"), {
+        ...headers,
+        "X-Hub-Signature-256": sign(body, dock.secretKey),
+      });
+      expect(tampered.status).toBe(401);
+      const unsigned = await post(`/webhook/github/${dock.id}`, body, headers);
+      expect(unsigned.status).toBe(401);
+      const otherDock = await post("/webhook/github/AnotherDockId123456789", body, {
+        ...headers,
+        "X-Hub-Signature-256": sign(body, dock.secretKey),
+      });
+      expect(otherDock.status).toBe(401);
+    });
+
+    it("GitHub's ping is answered and stores nothing; GitHub's form content type works too", async () => {
+      const body = JSON.stringify({
+        zen: "Keep it logically awesome.",
+        hook_id: 1,
+        repository: push.repository,
+      });
+      const ping = await post(`/webhook/github/${dock.id}`, body, {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "ping",
+        "X-Hub-Signature-256": sign(body, dock.secretKey),
+      });
+      expect(ping.status).toBe(200);
+      expect(ping.body).toMatchObject({ ok: true, skipped: true, format: "github" });
+
+      const form = `payload=${encodeURIComponent(JSON.stringify(push))}`;
+      const sent = await post(`/webhook/github/${dock.id}`, form, {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-GitHub-Event": "push",
+        "X-Hub-Signature-256": sign(form, dock.secretKey),
+      });
+      expect(sent.status).toBe(202);
+    });
+  });
+
+  it("GitLab authenticates with X-Gitlab-Token (the secret key)", async () => {
+    const mergeRequest = {
+      object_kind: "merge_request",
+      user: { name: "Ada", username: "ada" },
+      project: { path_with_namespace: "group/app", web_url: "https://gitlab.example.com/group/app" },
+      object_attributes: {
+        iid: 7,
+        title: "Add integrations",
+        action: "open",
+        state: "opened",
+        url: "https://gitlab.example.com/group/app/-/merge_requests/7",
+      },
+    };
+    const headers = { "X-Gitlab-Event": "Merge Request Hook" };
+    const right = await post(`/webhook/gitlab/${dock.id}`, mergeRequest, {
+      ...headers,
+      "X-Gitlab-Token": dock.secretKey,
+    });
+    expect(right.status).toBe(202);
+    await delivered(right.body.message_id, "the merge request delivered");
+    expect((await lastShown()).text).toContain("Add integrations");
+    const wrong = await post(`/webhook/gitlab/${dock.id}`, mergeRequest, {
+      ...headers,
+      "X-Gitlab-Token": "nope",
+    });
+    expect(wrong.status).toBe(401);
+  });
+
+  describe("hook URLs", () => {
+    it("a hook token sends with nothing but its URL; rotating it ends the old URL; it never reaches the logs", async () => {
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      expect(token).toMatch(/^dnhk_[A-Za-z0-9]+$/);
+      const plain = await post(`/hook/${token}`, "Backup finished", {
+        "Content-Type": "text/plain",
+        Title: "Backup",
+      });
+      expect(plain.status).toBe(202);
+      await delivered(plain.body.message_id, "the hook's message delivered");
+      expect((await lastShown()).text).toBe("Ops\nBackup\nBackup finished");
+
+      const slack = await post(`/hook/${token}/slack`, {
+        text: "*Deploy* done <https://ci.example.com/1|logs>",
+      });
+      expect(slack.status).toBe(202);
+      await delivered(slack.body.message_id, "the Slack-style message delivered");
+      const shown = await lastShown();
+      expect(shown.text).toContain("Deploy done logs");
+      expect(shown.entities).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ type: "text_link", url: "https://ci.example.com/1" }),
+        ]),
+      );
+
+      const kuma = await post(`/hook/${token}`, {
+        heartbeat: { status: 0, msg: "timeout of 48000ms exceeded", time: "2026-11-24 10:00:00" },
+        monitor: { id: 3, name: "Website", url: "https://www.example.com", type: "http" },
+        msg: "[Website] [🔴 Down] timeout of 48000ms exceeded",
+      });
+      expect(kuma.status).toBe(202);
+      expect(kuma.body.format).toBe("uptime-kuma");
+
+      const rotated = await service.app.docks.rotateHookToken(dock.id);
+      expect(rotated).not.toBe(token);
+      const old = await post(`/hook/${token}`, "still there?", { "Content-Type": "text/plain" });
+      expect(old.status).toBe(401);
+      await service.app.docks.revokeHookToken(dock.id);
+      const revoked = await post(`/hook/${rotated}`, "and now?", { "Content-Type": "text/plain" });
+      expect(revoked.status).toBe(401);
+
+      const logs = service.logs.text;
+      expect(logs).toContain("/hook/<redacted>");
+      expect(logs).not.toContain(token);
+      expect(logs).not.toContain(rotated as string);
+      expect(logs).not.toContain(dock.secretKey);
+    });
+  });
+
+  describe("the Dock's template", () => {
+    it("turns any JSON into the message; with none saved it is a clear 409; a render error is a 422 naming the field", async () => {
+      const none = await post("/webhook/template", { anything: 1 }, auth());
+      expect(none.status).toBe(409);
+      expect(none.body.error.code).toBe("no_template");
+
+      await service.app.docks.updateIntegrations(dock.id, {
+        template: {
+          title: "{{ service | upcase }}",
+          text: "{{ status }}: {{ detail }}",
+          key: "svc-{{ service }}",
+          priority: "{% if status == 'down' %}high{% endif %}",
+          tags: "{% if status == 'down' %}warning{% endif %}",
+        },
+      });
+      const sent = await post(
+        "/webhook/template",
+        { service: "billing", status: "down", detail: "<b>500s</b>" },
+        auth(),
+      );
+      expect(sent.status).toBe(202);
+      expect(sent.body.format).toBe("template");
+      const message = await delivered(sent.body.message_id, "the templated message delivered");
+      expect(message.key).toBe("svc-billing");
+      expect(message.options).toMatchObject({ title: "BILLING", priority: "high", tags: ["warning"] });
+      expect((await lastShown()).text).toBe("❗ Ops\n⚠️ BILLING\ndown: <b>500s</b>");
+
+      await service.app.docks.updateIntegrations(dock.id, {
+        template: { text: "{{ payload | nosuchfilter }}" },
+      });
+      const failed = await post("/webhook/template", { a: 1 }, auth());
+      expect(failed.status).toBe(422);
+      expect(failed.body.error.code).toBe("template_failed");
+
+      await service.app.docks.updateIntegrations(dock.id, { template: { text: "{{ missing }}" } });
+      const empty = await post("/webhook/template", { a: 1 }, auth());
+      expect(empty.status).toBe(422);
+      expect(empty.body.error.code).toBe("template_failed");
+      expect(empty.body.error.fields[0].field).toBe("template.text");
+    });
+
+    it("the Dock's inbound format reads bodies without msg on /webhook and its hook URL", async () => {
+      await service.app.docks.updateIntegrations(dock.id, {
+        inboundFormat: "template",
+        template: { text: "{{ event }} by {{ who }}" },
+      });
+      const sent = await post("/webhook", { event: "login", who: "ada" }, auth());
+      expect(sent.status).toBe(202);
+      expect(sent.body.format).toBe("template");
+      await delivered(sent.body.message_id, "the default-format message delivered");
+      expect((await lastShown()).text).toBe("Ops\nlogin by ada");
+      // A message of our own is still one.
+      const ours = await post("/webhook", { msg: "plain" }, auth());
+      expect(ours.body.format).toBeUndefined();
+      await service.app.docks.updateIntegrations(dock.id, { inboundFormat: null });
+    });
+  });
+});
