@@ -954,6 +954,213 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
     });
   });
 
+  describe("integrations", () => {
+    /** Sends a text with the hook URL, as a tool that can only be given a URL does; the status. */
+    const hook = async (token: string, text: string) =>
+      (
+        await fetch(`${service.url}/hook/${token}`, {
+          method: "POST",
+          headers: { "content-type": "text/plain" },
+          body: text,
+        })
+      ).status;
+    const snippet = (dock: Json, format: string) => dock.integrations.find((s: Json) => s.format === format);
+
+    it("a hook token is created, rotated and removed: the old one stops working at once, the secret key never", async () => {
+      const dock = await createDock(alice, "Hooked");
+      const fresh = (await alice.call("GET", `/docks/${dock.id}`)).body.dock;
+      expect(fresh).toMatchObject({ hook_token: null, inbound_format: null, template: null });
+      expect(snippet(fresh, "slack")).toMatchObject({
+        text: `${PUBLIC_URL}/hook/<HOOK_TOKEN>/slack`,
+        needs_hook_token: true,
+      });
+
+      const created = await alice.call("POST", `/docks/${dock.id}/hook-token`);
+      expect(created.status).toBe(200);
+      const token = created.body.dock.hook_token as string;
+      expect(token).toMatch(/^dnhk_/);
+      expect(snippet(created.body.dock, "slack")).toMatchObject({
+        text: `${PUBLIC_URL}/hook/${token}/slack`,
+        needs_hook_token: false,
+      });
+      expect(await hook(token, "Backup finished")).toBe(202);
+
+      const rotated = await alice.call("POST", `/docks/${dock.id}/hook-token`);
+      expect(rotated.status).toBe(200);
+      const next = rotated.body.dock.hook_token as string;
+      expect(next).toMatch(/^dnhk_/);
+      expect(next).not.toBe(token);
+      expect(await hook(token, "old hook")).toBe(401);
+      expect(await hook(next, "new hook")).toBe(202);
+
+      const removed = await alice.call("DELETE", `/docks/${dock.id}/hook-token`);
+      expect(removed.status).toBe(200);
+      expect(removed.body.dock.hook_token).toBeNull();
+      expect(snippet(removed.body.dock, "slack").needs_hook_token).toBe(true);
+      expect(await hook(next, "removed hook")).toBe(401);
+      // The secret key is another credential: untouched by all of this.
+      expect(removed.body.dock.secret_key).toBe(dock.secret_key);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+      const texts = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages.map(
+        (m: Json) => m.text,
+      );
+      expect(texts).toEqual(["hello", "new hook", "Backup finished"]);
+    });
+
+    it("PUT integrations saves a template and the default format; bad ones are field errors that change nothing", async () => {
+      const dock = await createDock(alice, "Templated");
+      const template = {
+        text: "{{ payload.name | upcase }} is {{ status }}",
+        title: "{{ name }}",
+        key: "{{ name }}",
+        priority: "{% if status == 'firing' %}high{% endif %}",
+      };
+      // Without a template, the Dock cannot read bodies as one.
+      const early = await alice.call("PUT", `/docks/${dock.id}/integrations`, { inbound_format: "template" });
+      expect(early.status).toBe(400);
+      expect(early.body.error.code).toBe("invalid_fields");
+      expect(early.body.error.fields).toEqual([{ field: "inbound_format", message: expect.any(String) }]);
+
+      const saved = await alice.call("PUT", `/docks/${dock.id}/integrations`, { template });
+      expect(saved.status).toBe(200);
+      expect(saved.body.dock).toMatchObject({ template, inbound_format: null });
+
+      // A Liquid syntax error names the field, with the line and column.
+      const broken = await alice.call("PUT", `/docks/${dock.id}/integrations`, {
+        template: { ...template, text: "{{ name }}\n{% if status %}open" },
+      });
+      expect(broken.status).toBe(400);
+      expect(broken.body.error.code).toBe("invalid_fields");
+      expect(broken.body.error.fields).toEqual([
+        { field: "template.text", message: expect.stringMatching(/^line 2, column 1: .*not closed/) },
+      ]);
+      const unknown = await alice.call("PUT", `/docks/${dock.id}/integrations`, { inbound_format: "nagios" });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.fields).toEqual([
+        { field: "inbound_format", message: expect.stringContaining("alertmanager") },
+      ]);
+      expect((await alice.call("GET", `/docks/${dock.id}`)).body.dock).toMatchObject({
+        template,
+        inbound_format: null,
+      });
+
+      const reading = await alice.call("PUT", `/docks/${dock.id}/integrations`, {
+        inbound_format: "template",
+      });
+      expect(reading.status).toBe(200);
+      expect(reading.body.dock).toMatchObject({ template, inbound_format: "template" });
+      const back = await alice.call("PUT", `/docks/${dock.id}/integrations`, { inbound_format: null });
+      expect(back.body.dock).toMatchObject({ template, inbound_format: null });
+      const none = await alice.call("PUT", `/docks/${dock.id}/integrations`, { template: null });
+      expect(none.body.dock.template).toBeNull();
+    });
+
+    it("preview shows the message a sample makes, or what is wrong with it", async () => {
+      const dock = await createDock(alice, "Previewed");
+      const preview = (body: Json) => alice.call("POST", `/docks/${dock.id}/integrations/preview`, body);
+      const sample = JSON.stringify({ status: "firing", name: "disk", value: 97 });
+      const template = {
+        text: "{{ payload.name | upcase }} is {{ status }}",
+        key: "{{ name }}",
+        tags: "warning",
+      };
+
+      const shown = await preview({ format: "template", sample, template });
+      expect(shown.status).toBe(200);
+      expect(shown.body).toMatchObject({
+        ok: true,
+        format: "template",
+        result: { kind: "message", key: "disk", final: false, options: { tags: ["warning"] } },
+      });
+      expect(shown.body.result.shown.text).toContain("DISK is firing");
+
+      // A sample that is not JSON, a template that fails on the sample, one that does not parse.
+      const broken = await preview({ format: "template", sample: '{"status": "fir', template });
+      expect(broken.status).toBe(400);
+      expect(broken.body).toMatchObject({ ok: false, error: { code: "invalid_json" } });
+      const failing = await preview({
+        format: "template",
+        sample,
+        template: { ...template, final: "{{ status }}" },
+      });
+      expect(failing.status).toBe(422);
+      expect(failing.body.error.code).toBe("template_failed");
+      expect(failing.body.error.fields).toEqual([
+        { field: "template.final", message: expect.stringContaining('"firing"') },
+      ]);
+      const unparsed = await preview({ format: "template", sample, template: { text: "{{ name | nope }}" } });
+      expect(unparsed.status).toBe(400);
+      expect(unparsed.body.error.fields).toEqual([
+        { field: "template.text", message: "line 1, column 1: undefined filter: nope." },
+      ]);
+
+      // A built-in format, with the header its tool sends.
+      const ping = await preview({
+        format: "github",
+        sample: JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 }),
+        headers: { "X-GitHub-Event": "ping" },
+      });
+      expect(ping.body).toMatchObject({ ok: true, format: "github", result: { kind: "skip" } });
+
+      // Another owner's Dock: 404, as on every route, for all four.
+      for (const [method, path, body] of [
+        ["POST", "/integrations/preview", { format: "template", sample, template }],
+        ["PUT", "/integrations", { template }],
+        ["POST", "/hook-token", undefined],
+        ["DELETE", "/hook-token", undefined],
+      ] as const) {
+        const answer = await bob.call(method, `/docks/${dock.id}${path}`, body);
+        expect({ path, status: answer.status, code: answer.body.error?.code }).toEqual({
+          path,
+          status: 404,
+          code: "not_found",
+        });
+      }
+      expect((await alice.call("GET", `/docks/${dock.id}`)).body.dock).toMatchObject({
+        hook_token: null,
+        template: null,
+      });
+    });
+
+    it("the Alertmanager snippet carries the Dock ID and the secret key", async () => {
+      const dock = (await alice.call("GET", `/docks/${(await createDock(alice, "Alerts")).id}`)).body.dock;
+      const alertmanager = snippet(dock, "alertmanager");
+      expect(alertmanager).toMatchObject({ tool: "Prometheus Alertmanager", needs_hook_token: false });
+      expect(alertmanager.where).toContain("alertmanager.yml");
+      expect(alertmanager.text).toContain(`url: "${PUBLIC_URL}/webhook/alertmanager"`);
+      expect(alertmanager.text).toContain(`username: "${dock.id}"`);
+      expect(alertmanager.text).toContain(`password: "${dock.secret_key}"`);
+    });
+
+    it.skipIf(!curlPath)(
+      "the template's curl snippet runs as shown once the Dock has a template",
+      async () => {
+        const dock = await createDock(alice, "Own payload");
+        const run = async () => {
+          const { text } = snippet((await alice.call("GET", `/docks/${dock.id}`)).body.dock, "template");
+          expect(text).toContain(`-u '${dock.id}:${dock.secret_key}'`);
+          // Pasted as shown, aimed at this service instead of PUBLIC_URL, quiet, its status on a last line.
+          const output = await shell(
+            `${text.replace("curl ", "curl -s ").replaceAll(`'${PUBLIC_URL}/`, `'${service.url}/`)} -w '\\n%{http_code}'`,
+          );
+          const lines = output.trimEnd().split("\n");
+          return { status: Number(lines.pop()), body: JSON.parse(lines.join("\n")) };
+        };
+        const before = await run();
+        expect(before.status).toBeGreaterThanOrEqual(400);
+        expect(before.body.ok).toBe(false);
+        const saved = await alice.call("PUT", `/docks/${dock.id}/integrations`, {
+          template: { text: "{{ name | upcase }} is {{ status }} ({{ value }}%)" },
+        });
+        expect(saved.status).toBe(200);
+        const after = await run();
+        expect(after).toMatchObject({ status: 202, body: { ok: true, message_id: expect.any(String) } });
+        const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+        expect(messages.map((m: Json) => m.text)).toEqual(["DISK is firing (97%)"]);
+      },
+    );
+  });
+
   it("console API answers are never cached", async () => {
     const response = (await alice.call("GET", "/docks")).response;
     expect(response.headers.get("cache-control")).toBe("no-store");

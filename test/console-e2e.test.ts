@@ -550,4 +550,161 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       await new Promise((resolve) => hook.close(resolve));
     }
   });
+
+  it("integrations: a hook URL, a tool's settings, a template with a live preview, the default format; the hook delivers", {
+    timeout: 120_000,
+  }, async () => {
+    const context = await browser.newContext({
+      permissions: ["clipboard-read", "clipboard-write"],
+      viewport: { width: 1100, height: 900 },
+    });
+    try {
+      const owner = await signIn(service, { id: 7101, first_name: "Ivy" });
+      await context.addCookies([
+        { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
+      ]);
+      const dock = await service.app.docks.create(7101, { name: "Disks", link: null, description: null });
+      const sandbox = sandboxOf(service);
+      const ada = await sandbox.person("Ada");
+      await service.subscriptions.subscribe(dock.id, ada, "private");
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on("console", (message) => {
+        if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+      });
+      page.on("pageerror", (error) => problems.push(error.message));
+      await page.goto(`${service.url}/console/`);
+      const card = page.getByRole("article", { name: "Disks" });
+      await card.waitFor();
+      const clipboard = () => page.evaluate("navigator.clipboard.readText()") as Promise<string>;
+
+      // Folded until asked for, like the card's other secondary parts; opened from the keyboard.
+      const section = card.locator("details.integrations");
+      expect(await section.getAttribute("open")).toBeNull();
+      await section.locator("summary").focus();
+      await page.keyboard.press("Enter");
+      const hookPart = section.getByRole("region", { name: "Hook URL" });
+      await hookPart.getByText("Uptime Kuma, Slack-style webhooks, Home Assistant").waitFor();
+
+      // A hook URL: masked on screen, the real one on the clipboard.
+      await hookPart.getByRole("button", { name: "Create hook URL" }).click();
+      await page.getByRole("status").filter({ hasText: "Hook URL created." }).waitFor();
+      const token = (await service.app.docks.get(dock.id))?.hookToken as string;
+      expect(token).toMatch(/^dnhk_/);
+      const hookShown = hookPart.getByTestId("hook-url");
+      await hookShown.filter({ hasText: /\/hook\/dnhk_•+$/ }).waitFor();
+      expect(await hookShown.textContent()).toBe(`${service.url}/hook/dnhk_${"•".repeat(16)}`);
+      expect(await card.textContent()).not.toContain(token);
+      await hookPart.getByRole("button", { name: "Copy hook URL" }).click();
+      await page.getByRole("status").filter({ hasText: "Hook URL copied." }).waitFor();
+      const hookUrl = await clipboard();
+      expect(hookUrl).toBe(`${service.url}/hook/${token}`);
+
+      // A tool's settings: where they go in the tool's own words, the secret masked on screen.
+      const tools = section.getByRole("region", { name: "Settings for your tools" });
+      await tools.getByLabel("Tool").selectOption({ label: "Grafana" });
+      await tools.getByTestId("snippet-where").filter({ hasText: "Contact points" }).waitFor();
+      await tools.getByLabel("Tool").selectOption({ label: "Prometheus Alertmanager" });
+      expect(await tools.getByTestId("snippet-where").textContent()).toBe(
+        "Where: alertmanager.yml: a receiver, and the route that uses it",
+      );
+      const yaml = (await tools.getByTestId("snippet-text").textContent()) as string;
+      expect(yaml).toContain(`username: "${dock.id}"`);
+      expect(yaml).toContain(`password: "dnsk_${"•".repeat(16)}"`);
+      expect(yaml).not.toContain(dock.secretKey);
+      await tools.getByRole("button", { name: "Copy settings for Prometheus Alertmanager" }).click();
+      await page
+        .getByRole("status")
+        .filter({ hasText: "Prometheus Alertmanager settings copied." })
+        .waitFor();
+      expect(await clipboard()).toContain(`password: "${dock.secretKey}"`);
+
+      // The template: the preview follows the typing.
+      const editor = section.getByRole("form", { name: "Template: your own payload" });
+      const text = editor.getByLabel("Text", { exact: true });
+      await text.fill("{{ payload.name | upcase }} is {{ status }}");
+      await editor.getByLabel("Key").fill("{{ name }}");
+      await editor
+        .getByLabel("Sample payload")
+        .fill(JSON.stringify({ status: "firing", name: "disk", value: 97 }, null, 2));
+      const preview = editor.getByRole("region", { name: "Preview" });
+      await preview
+        .getByTestId("preview-text")
+        .filter({ hasText: /^DISK is firing$/ })
+        .waitFor();
+      await preview.locator(".preview-facts code", { hasText: "disk" }).waitFor();
+      await text.fill("{{ payload.name | upcase }} is {{ status }}\n{% if value > 90 %}critical");
+      // A Liquid error: under the field, with its line, tied to the field for assistive technology.
+      const textError = page.locator(`[id="${(await text.getAttribute("id")) as string}-error"]`);
+      await textError
+        .filter({ hasText: /^line 2, column 1: tag \{% if value > 90 %\} not closed\.$/ })
+        .waitFor();
+      expect(await textError.getAttribute("aria-live")).toBe("polite");
+      expect((await text.getAttribute("aria-describedby"))?.split(" ")).toContain(
+        await textError.getAttribute("id"),
+      );
+      expect(await text.getAttribute("aria-invalid")).toBe("true");
+      await text.fill("{{ payload.name | upcase }} is {{ status }}{% if value > 90 %} (critical){% endif %}");
+      await preview
+        .getByTestId("preview-text")
+        .filter({ hasText: /^DISK is firing \(critical\)$/ })
+        .waitFor();
+      expect(await textError.textContent()).toBe("");
+      expect(await text.getAttribute("aria-invalid")).toBeNull();
+      await editor.getByRole("button", { name: "Save template" }).click();
+      await page.getByRole("status").filter({ hasText: "Template saved." }).waitFor();
+      expect((await service.app.docks.integrationSettings(dock.id))?.template).toEqual({
+        text: "{{ payload.name | upcase }} is {{ status }}{% if value > 90 %} (critical){% endif %}",
+        key: "{{ name }}",
+      });
+
+      // Bodies without msg are read with the template from now on.
+      const readAs = section.getByLabel("Bodies without msg are read as");
+      await readAs.selectOption("template");
+      await section.getByRole("button", { name: "Save default format" }).click();
+      await page.getByRole("status").filter({ hasText: "Default format saved." }).waitFor();
+
+      // A built-in format tried on a sample: GitHub's ping makes no message, and says why.
+      const trying = section.getByRole("region", { name: "Try a sample" });
+      await trying.getByLabel("Format", { exact: true }).selectOption("github");
+      await trying.getByLabel("X-GitHub-Event header").fill("ping");
+      await trying.getByLabel("Payload").fill(JSON.stringify({ zen: "Design for failure.", hook_id: 1 }));
+      await trying.getByText("No message: GitHub's ping: the hook works.").waitFor();
+
+      // The confirmations have left the screen (they would cover part of the section).
+      const quiet = () => page.locator(".toast:not(:empty)").waitFor({ state: "detached", timeout: 10_000 });
+      await page.bringToFront();
+      await quiet();
+      await section.screenshot({ path: "test-results/console-integrations.png" });
+
+      // A tool posts its own JSON to the hook URL: the template makes the message, and Ada gets it.
+      const posted = await fetch(hookUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ status: "resolved", name: "disk", value: 42 }),
+      });
+      expect(posted.status).toBe(202);
+      const delivered = await waitFor("the hook's message in Ada's chat", async () =>
+        (await sandbox.botTexts(ada)).find((t) => t.endsWith("DISK is resolved")),
+      );
+      expect(delivered).toContain("Disks");
+      await card
+        .getByRole("list", { name: "Recent messages of Disks" })
+        .locator("li", { hasText: "DISK is resolved" })
+        .getByText("sent: 1")
+        .waitFor();
+
+      // At a phone's width nothing pushes the page sideways: the settings scroll inside their box.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await tools.getByLabel("Tool").selectOption({ label: "Apprise" });
+      expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      const snippetBox = tools.getByTestId("snippet-text");
+      expect(await snippetBox.evaluate((pre) => pre.scrollWidth > pre.clientWidth)).toBe(true);
+      await quiet();
+      await section.screenshot({ path: "test-results/console-integrations-phone.png" });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
 });

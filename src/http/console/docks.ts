@@ -3,9 +3,13 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
 import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
+import { prepareContent } from "../../domain/message-options.ts";
 import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { Intake } from "../../intake.ts";
+import { ALL_FORMAT_NAMES } from "../../integrations/formats.ts";
+import { integrationSnippets } from "../../integrations/snippets.ts";
+import { validateTemplate } from "../../integrations/template.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import {
   changeState,
@@ -15,6 +19,7 @@ import {
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
+import { inboundMessage, inboundOf } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import {
   type CopyChange,
@@ -24,9 +29,12 @@ import {
   type DockListAnswer,
   dockFieldsBody,
   dockParams,
+  integrationsBody,
   type MessageListAnswer,
   type MessageReport,
   type OkAnswer,
+  type PreviewAnswer,
+  previewBody,
   type Subscriber,
   type SubscriberListAnswer,
   subscriberParams,
@@ -94,6 +102,17 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       description: dock.description,
       callback_url: dock.callback_url ?? null,
       secret_key: dock.secretKey,
+      hook_token: dock.hookToken,
+      hook_url:
+        dock.hookToken === null ? null : `${options.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`,
+      inbound_format: dock.inboundFormat,
+      template: dock.template as Dock["template"],
+      integrations: integrationSnippets({
+        publicUrl: options.publicUrl,
+        dockId: dock.id,
+        secretKey: dock.secretKey,
+        hookToken: dock.hookToken,
+      }).map(({ needsHookToken, ...snippet }) => ({ ...snippet, needs_hook_token: needsHookToken })),
       subscribers: dock.activeSubscribers,
       created_at: dock.createdAt,
       updated_at: dock.updatedAt,
@@ -153,6 +172,112 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       const dock = await ownedDock(request, request.params.id);
       await options.docks.rotateSecret(dock.id);
       return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.post(
+    "/docks/:id/hook-token",
+    { schema: { params: dockParams } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      await options.docks.rotateHookToken(dock.id);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.delete(
+    "/docks/:id/hook-token",
+    { schema: { params: dockParams } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      await options.docks.revokeHookToken(dock.id);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  /** A template as sent, checked: its problems name the field (and line and column) for the form. */
+  const checkedTemplate = async (input: unknown) => {
+    const checked = await validateTemplate(input);
+    if (!checked.ok) {
+      throw new ApiError(
+        "invalid_fields",
+        undefined,
+        {},
+        checked.errors.map((p) => ({ field: `template.${p.field}`, message: p.message })),
+      );
+    }
+    return checked.value;
+  };
+
+  routes.put(
+    "/docks/:id/integrations",
+    { schema: { params: dockParams, body: integrationsBody } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const { inbound_format: format, template } = request.body;
+      if (format != null && !(ALL_FORMAT_NAMES as readonly string[]).includes(format)) {
+        throw new ApiError("invalid_fields", undefined, {}, [
+          { field: "inbound_format", message: `must be one of ${ALL_FORMAT_NAMES.join(", ")}, or null` },
+        ]);
+      }
+      const value = template === undefined || template === null ? template : await checkedTemplate(template);
+      // A Dock reading every body with a template it no longer has would refuse them all.
+      const templateAfter = value === undefined ? dock.template : value;
+      const formatAfter = format === undefined ? dock.inboundFormat : format;
+      if (formatAfter === "template" && templateAfter == null) {
+        throw new ApiError("invalid_fields", undefined, {}, [
+          { field: "inbound_format", message: "template needs a template: write one first" },
+        ]);
+      }
+      await options.docks.updateIntegrations(dock.id, {
+        ...(format !== undefined ? { inboundFormat: format } : {}),
+        ...(value !== undefined ? { template: value } : {}),
+      });
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.post(
+    "/docks/:id/integrations/preview",
+    { schema: { params: dockParams, body: previewBody } },
+    async (request): Promise<PreviewAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const { format, sample, template } = request.body;
+      // The sample as the tool would send it: JSON if it reads as JSON, else XML or text.
+      const trimmed = sample.trim();
+      const mediaType = trimmed.startsWith("<")
+        ? "application/xml"
+        : /^[[{]/.test(trimmed)
+          ? "application/json"
+          : "text/plain";
+      const headers = Object.fromEntries(
+        Object.entries(request.body.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+      );
+      const inbound = inboundOf(sample, mediaType, headers);
+      const result = await inboundMessage({
+        inbound,
+        named: format,
+        dock: { id: dock.id, name: dock.name, watched: false, inbound: dock.inboundFormat },
+        docks: options.docks,
+        query: {},
+        ...(format === "template" && template !== undefined
+          ? { template: await checkedTemplate(template) }
+          : {}),
+      });
+      if (result.kind === "skip")
+        return { ok: true, format: result.format, result: { kind: "skip", reason: result.reason } };
+      const content = await prepareContent(result.msg, result.options);
+      return {
+        ok: true,
+        format: result.format,
+        result: {
+          kind: "message",
+          shown: notificationBody(result.msg, content),
+          options: result.options,
+          key: result.key,
+          final: result.final,
+        },
+      };
     },
   );
 

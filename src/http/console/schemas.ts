@@ -19,6 +19,23 @@ export const dockFieldsBody = Type.Object({
   callback_url: Type.Optional(Type.Unknown()),
 });
 
+/** A Dock's integration settings; the template is checked by `validateTemplate` (problems per field). */
+export const integrationsBody = Type.Object({
+  inbound_format: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  template: Type.Optional(Type.Unknown()),
+});
+
+/** A payload pasted into the console, shown as the message it makes. */
+export const previewBody = Type.Object({
+  format: Type.String({ description: "An inbound format's name, or template." }),
+  /** The payload as the tool would send it (JSON, a form, XML or text). */
+  sample: Type.String({ maxLength: 262_144 }),
+  /** For format template: the template being edited (else the Dock's saved one). */
+  template: Type.Optional(Type.Unknown()),
+  /** Headers the tool sends that the format reads (GitHub's X-GitHub-Event). */
+  headers: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 200 }))),
+});
+
 export const signOutBody = Type.Optional(
   Type.Object({
     everywhere: Type.Optional(Type.Boolean({ description: "End every session of this person." })),
@@ -59,6 +76,19 @@ export const signInState = Type.Union([
 ]);
 export type SignInState = Static<typeof signInState>;
 
+/** A Dock's template: Liquid templates per field (integrations/template.ts). */
+export const templateSchema = Type.Object({
+  text: Type.String(),
+  format: Type.Optional(Type.Union([Type.Literal("text"), Type.Literal("markdown"), Type.Literal("html")])),
+  title: Type.Optional(Type.String()),
+  key: Type.Optional(Type.String()),
+  final: Type.Optional(Type.String()),
+  tags: Type.Optional(Type.String()),
+  priority: Type.Optional(Type.String()),
+  click: Type.Optional(Type.String()),
+  buttons: Type.Optional(Type.String()),
+});
+
 /** A Dock as its owner sees it, secret key included. */
 export const dock = Type.Object({
   id: Type.String(),
@@ -69,6 +99,26 @@ export const dock = Type.Object({
     description: "Where the Dock's events are posted (signed with its secret key); null: none.",
   }),
   secret_key: Type.String(),
+  hook_token: Type.Union([Type.String(), Type.Null()], {
+    description: "The hook token (POST /hook/<token>), a URL-only credential; null: none.",
+  }),
+  hook_url: Type.Union([Type.String(), Type.Null()], {
+    description: "The Dock's hook URL (PUBLIC_URL/hook/<token>); null: none.",
+  }),
+  inbound_format: Type.Union([Type.String(), Type.Null()], {
+    description: "How a body without msg is read (a format, or template); null: detected.",
+  }),
+  template: Type.Union([templateSchema, Type.Null()]),
+  integrations: Type.Array(
+    Type.Object({
+      format: Type.String(),
+      tool: Type.String(),
+      where: Type.String(),
+      text: Type.String(),
+      needs_hook_token: Type.Boolean(),
+    }),
+    { description: "Ready-to-paste settings per tool, with the Dock's real credentials." },
+  ),
   subscribers: Type.Integer({ description: "Active subscribers." }),
   created_at: time,
   updated_at: time,
@@ -152,14 +202,17 @@ export const deliveryLine = Type.Object({
 });
 export type DeliveryLine = Static<typeof deliveryLine>;
 
+/** A message as Telegram shows it under the Dock's name: title, formatted text, tags. */
+const entityTextSchema = Type.Object(
+  { text: Type.String(), entities: Type.Array(entitySchema) },
+  { description: "The message as Telegram shows it under the Dock's name: title, formatted text, tags." },
+);
+
 /** A recent message of a Dock and where each of its deliveries stands. */
 export const messageReport = Type.Object({
   id: Type.String(),
   text: Type.String({ description: "The text as sent (msg)." }),
-  shown: Type.Object(
-    { text: Type.String(), entities: Type.Array(entitySchema) },
-    { description: "The message as Telegram shows it under the Dock's name: title, formatted text, tags." },
-  ),
+  shown: entityTextSchema,
   options: storedOptionsSchema,
   created_at: time,
   subscribers: Type.Integer({ description: "Active subscribers when the message arrived." }),
@@ -260,3 +313,20 @@ export const testMessageAnswer = Type.Object({
   subscribers: Type.Integer({ description: "Active subscribers the message was queued for." }),
 });
 export type TestMessageAnswer = Static<typeof testMessageAnswer>;
+
+/** What a pasted payload makes: the message as it would be shown, or why there is none. */
+export const previewAnswer = Type.Object({
+  ok: Type.Literal(true),
+  format: Type.String(),
+  result: Type.Union([
+    Type.Object({
+      kind: Type.Literal("message"),
+      shown: entityTextSchema,
+      options: storedOptionsSchema,
+      key: Type.Union([Type.String(), Type.Null()]),
+      final: Type.Boolean(),
+    }),
+    Type.Object({ kind: Type.Literal("skip"), reason: Type.String() }),
+  ]),
+});
+export type PreviewAnswer = Static<typeof previewAnswer>;

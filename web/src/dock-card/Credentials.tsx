@@ -23,7 +23,7 @@ const EXAMPLES: { name: "replace" | "edit" | "delete" | "ack"; label: string; he
 ];
 
 /** Shows the key's recognisable prefix and hides the rest. */
-function mask(secret: string): string {
+export function mask(secret: string): string {
   return `${secret.slice(0, 5)}${"•".repeat(16)}`;
 }
 

@@ -5,6 +5,7 @@ import { type DockFieldValues, DockForm } from "../DockForm.tsx";
 import { useDockActivity } from "./activity.ts";
 import { Credentials } from "./Credentials.tsx";
 import { type Guarded, useCardActions } from "./card-actions.ts";
+import { Integrations } from "./Integrations.tsx";
 import { ManageActions } from "./ManageActions.tsx";
 import { RecentMessages } from "./RecentMessages.tsx";
 import { Subscribers } from "./Subscribers.tsx";
@@ -118,6 +119,7 @@ export function DockCard({
       </p>
 
       <Credentials dock={dock} copy={actions.copy} />
+      <Integrations dock={dock} actions={actions} onChanged={onChanged} />
       <Subscribers
         dock={dock}
         titleId={titleId}
