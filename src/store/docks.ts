@@ -220,7 +220,9 @@ export class DockRepository {
       ])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return row && { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format };
+    return (
+      row && { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format }
+    );
   }
 
   /**
