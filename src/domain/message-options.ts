@@ -532,8 +532,8 @@ export const PRIORITY_MARKERS: Partial<Record<Priority, string>> = { high: "❗"
 
 let shortcodes: Promise<Map<string, string>> | undefined;
 
-/** GitHub's emoji short codes (gemoji, as ntfy uses), loaded on first use. */
-function emojiShortcodes(): Promise<Map<string, string>> {
+/** GitHub's emoji short codes (gemoji, as ntfy and mostly Slack use), loaded on first use. */
+export function emojiShortcodes(): Promise<Map<string, string>> {
   shortcodes ??= import("gemoji").then(({ gemoji }) => {
     const map = new Map<string, string>();
     for (const { emoji, names } of gemoji) for (const name of names) map.set(name, emoji);

@@ -5,12 +5,14 @@ import {
   type Conversion,
   clip,
   ENTITY_BUDGET,
+  escapedClip,
   escapeHtml,
   type InboundFormat,
   isRecord,
   linkButton,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -47,19 +49,13 @@ export interface AlertGroup {
   truncatedAlerts: number;
 }
 
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
-
 /** A label or annotation map; values that are not scalars are left out. */
 function stringMap(value: unknown): Record<string, string> {
   // No prototype: a label named "constructor" or "__proto__" is a label like any other.
   const map: Record<string, string> = Object.create(null);
   if (!isRecord(value)) return map;
   for (const [name, raw] of Object.entries(value)) {
-    const value = text(raw);
+    const value = textOf(raw);
     if (value !== "") map[name] = value;
   }
   return map;
@@ -85,8 +81,8 @@ export function readAlertGroup(body: unknown): AlertGroup {
       status: statusOf(alert.status) ?? groupStatus ?? "firing",
       labels: stringMap(alert.labels),
       annotations: stringMap(alert.annotations),
-      startsAt: text(alert.startsAt),
-      endsAt: text(alert.endsAt),
+      startsAt: textOf(alert.startsAt),
+      endsAt: textOf(alert.endsAt),
       generatorURL: alert.generatorURL,
       raw: alert,
     };
@@ -94,8 +90,8 @@ export function readAlertGroup(body: unknown): AlertGroup {
   const truncated = typeof body.truncatedAlerts === "number" ? body.truncatedAlerts : 0;
   return {
     status: groupStatus ?? (read.some((alert) => alert.status === "firing") ? "firing" : "resolved"),
-    receiver: text(body.receiver),
-    groupKey: text(body.groupKey),
+    receiver: textOf(body.receiver),
+    groupKey: textOf(body.groupKey),
     groupLabels: stringMap(body.groupLabels),
     commonLabels: stringMap(body.commonLabels),
     commonAnnotations: stringMap(body.commonAnnotations),
@@ -103,16 +99,6 @@ export function readAlertGroup(body: unknown): AlertGroup {
     alerts: read,
     truncatedAlerts: Number.isSafeInteger(truncated) && truncated > 0 ? truncated : 0,
   };
-}
-
-/** A payload value clipped so that, escaped for HTML, it takes at most `max` UTF-16 units. */
-export function escapedClip(value: string, max: number, oneLine = false): string {
-  let room = max;
-  for (;;) {
-    const escaped = escapeHtml(clip(value, room, oneLine));
-    if (escaped.length <= max || room <= 1) return escaped;
-    room = Math.max(1, room - (escaped.length - max));
-  }
 }
 
 /** Formatting entities in HTML we wrote (payload text is escaped, so every tag is ours). */

@@ -7,6 +7,7 @@ import {
   isRecord,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -26,12 +27,6 @@ const TYPES: Record<string, { tags?: string[]; priority?: Priority }> = {
   failure: { tags: ["x"], priority: "high" },
 };
 
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
-
 /** The fields of one notification, wherever they came from. */
 interface Fields {
   title: string;
@@ -45,9 +40,9 @@ function fromObject(body: Record<string, unknown>): Fields {
   if (body.message !== undefined && typeof body.message !== "string")
     throw new PayloadError("message must be a string");
   const attachments = Array.isArray(body.attachments)
-    ? body.attachments.map((attachment) => (isRecord(attachment) ? text(attachment.filename) : ""))
+    ? body.attachments.map((attachment) => (isRecord(attachment) ? textOf(attachment.filename) : ""))
     : [];
-  return { title: text(body.title), message: text(body.message), type: text(body.type), attachments };
+  return { title: textOf(body.title), message: textOf(body.message), type: textOf(body.type), attachments };
 }
 
 /** The first `Notification` element, however deep in the envelope (namespace prefixes removed). */
@@ -83,10 +78,10 @@ async function fromXml(xml: string): Promise<Fields> {
   const attachments = isRecord(notification.Attachments) ? notification.Attachments.Attachment : undefined;
   const list = attachments === undefined ? [] : Array.isArray(attachments) ? attachments : [attachments];
   return {
-    title: text(notification.Subject),
-    message: text(notification.Message),
-    type: text(notification.MessageType),
-    attachments: list.map((attachment) => (isRecord(attachment) ? text(attachment["@filename"]) : "")),
+    title: textOf(notification.Subject),
+    message: textOf(notification.Message),
+    type: textOf(notification.MessageType),
+    attachments: list.map((attachment) => (isRecord(attachment) ? textOf(attachment["@filename"]) : "")),
   };
 }
 

@@ -4,13 +4,16 @@ import {
   buttonRows,
   type Conversion,
   clip,
+  escapedClip,
   escapeHtml,
+  fieldsOf,
   header,
   type InboundFormat,
   isRecord,
   linkButton,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -20,27 +23,6 @@ import {
  * error (a hook subscribed to "everything" must not fail). No keys: GitHub events are news, not
  * states that change in place. The commit list is shared with GitLab's pushes (gitlab.ts).
  */
-
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
-
-/** A nested object, or an empty one, so that `field(x).name` never throws. */
-function field(value: unknown): Record<string, unknown> {
-  return isRecord(value) ? value : {};
-}
-
-/** A payload value clipped so that, escaped for HTML, it takes at most `max` UTF-16 units. */
-export function escapedClip(value: string, max: number, oneLine = false): string {
-  let room = max;
-  for (;;) {
-    const escaped = escapeHtml(clip(value, room, oneLine));
-    if (escaped.length <= max || room <= 1) return escaped;
-    room = Math.max(1, room - (escaped.length - max));
-  }
-}
 
 /** A link when Telegram takes the URL (and it is not absurdly long), else just the text. */
 function linkOrText(html: string, url: unknown): string {
@@ -93,7 +75,7 @@ export function firstLine(message: string): string {
 
 /** A body of Markdown text (an issue's, a release's notes) shown as plain text, clipped. */
 export function excerpt(body: unknown, max: number): string {
-  const source = text(body)
+  const source = textOf(body)
     .replace(/\r\n?/g, "\n")
     .replace(/\n{3,}/g, "\n\n");
   return source.trim() === "" ? "" : escapedClip(source, max);
@@ -101,8 +83,8 @@ export function excerpt(body: unknown, max: number): string {
 
 /** "Codertocat", from a user object (login), a pusher (name) or a commit author (name). */
 function who(value: unknown): string {
-  const person = field(value);
-  return text(person.login) || text(person.name) || text(person.username);
+  const person = fieldsOf(value);
+  return textOf(person.login) || textOf(person.name) || textOf(person.username);
 }
 
 /**
@@ -175,7 +157,7 @@ function finished(
   details: string[],
   button: ReturnType<typeof linkButton>,
 ): Conversion {
-  const word = text(conclusion);
+  const word = textOf(conclusion);
   const outcome = (Object.hasOwn(CONCLUSIONS, word) ? CONCLUSIONS[word] : undefined) ?? {
     mark: "⚪",
     words: "completed",
@@ -188,7 +170,7 @@ function finished(
 type Payload = Record<string, unknown>;
 
 function push(repo: string, body: Payload): Conversion {
-  const ref = text(body.ref);
+  const ref = textOf(body.ref);
   const isTag = ref.startsWith("refs/tags/");
   const name = ref.replace(/^refs\/(heads|tags)\//, "");
   const what = `${isTag ? "tag" : "branch"} <b>${escapedClip(name || "?", 100, true)}</b>`;
@@ -196,12 +178,12 @@ function push(repo: string, body: Payload): Conversion {
   const commits: PushCommit[] = (Array.isArray(body.commits) ? body.commits : [])
     .filter(isRecord)
     .map((c) => ({
-      id: text(c.id),
-      title: firstLine(text(c.message)),
+      id: textOf(c.id),
+      title: firstLine(textOf(c.message)),
       author: who(c.author),
       url: c.url,
     }));
-  const repository = field(body.repository);
+  const repository = fieldsOf(body.repository);
   if (body.deleted === true) {
     return htmlMessage(
       repo,
@@ -228,8 +210,8 @@ export function count(n: number, noun: string): string {
 
 /** Pull requests and issues: who did what to "#12 Title", and the text when it was opened. */
 function discussion(repo: string, body: Payload, kind: "pull request" | "issue"): Conversion {
-  const item = field(kind === "pull request" ? body.pull_request : body.issue);
-  const action = text(body.action);
+  const item = fieldsOf(kind === "pull request" ? body.pull_request : body.issue);
+  const action = textOf(body.action);
   const merged = kind === "pull request" && action === "closed" && item.merged === true;
   const mark =
     action === "opened" || action === "reopened"
@@ -240,13 +222,13 @@ function discussion(repo: string, body: Payload, kind: "pull request" | "issue")
           ? "🔴 "
           : "";
   const actor = escapedClip(who(body.sender) || who(item.user) || "Someone", 60, true);
-  const number = text(item.number);
-  const heading = `${number === "" ? "" : `#${number} `}${text(item.title)}`;
+  const number = textOf(item.number);
+  const heading = `${number === "" ? "" : `#${number} `}${textOf(item.title)}`;
   const what = `${kind} <b>${escapedClip(heading, 250, true)}</b>`;
   const lines = [`${mark}${actor} ${acted(merged ? "merged" : action || "updated", what)}`];
   if (kind === "pull request") {
-    const from = text(field(item.head).ref);
-    const into = text(field(item.base).ref);
+    const from = textOf(fieldsOf(item.head).ref);
+    const into = textOf(fieldsOf(item.base).ref);
     if (from !== "" && into !== "") lines.push(escapedClip(`${from} → ${into}`, 200, true));
   }
   if (action === "opened") lines.push(excerpt(item.body, 600));
@@ -255,14 +237,14 @@ function discussion(repo: string, body: Payload, kind: "pull request" | "issue")
 }
 
 function release(repo: string, body: Payload): Conversion {
-  const action = text(body.action);
+  const action = textOf(body.action);
   // GitHub sends created, published and released (or prereleased) for one release made public,
   // and created alone for a draft: published says it once.
   if (["created", "released", "prereleased"].includes(action))
     return { kind: "skip", reason: `release ${action}: a release is shown once, when it is published.` };
-  const item = field(body.release);
-  const tag = text(item.tag_name);
-  const name = text(item.name).trim();
+  const item = fieldsOf(body.release);
+  const tag = textOf(item.tag_name);
+  const name = textOf(item.name).trim();
   const called = name === "" || name === tag ? tag : `${name} (${tag})`;
   const actor = escapedClip(who(body.sender) || "Someone", 60, true);
   const what = `release <b>${escapedClip(called || "?", 250, true)}</b>`;
@@ -273,44 +255,44 @@ function release(repo: string, body: Payload): Conversion {
 }
 
 function workflowRun(repo: string, body: Payload): Conversion {
-  const run = field(body.workflow_run);
-  const action = text(body.action);
+  const run = fieldsOf(body.workflow_run);
+  const action = textOf(body.action);
   if (action !== "completed")
     return { kind: "skip", reason: `workflow run ${action}: only finished runs are shown.` };
-  const name = text(run.name) || text(field(body.workflow).name) || "Workflow";
-  const commit = text(run.display_title) || firstLine(text(field(run.head_commit).message));
-  const number = text(run.run_number);
+  const name = textOf(run.name) || textOf(fieldsOf(body.workflow).name) || "Workflow";
+  const commit = textOf(run.display_title) || firstLine(textOf(fieldsOf(run.head_commit).message));
+  const number = textOf(run.run_number);
   const details = [
     number === "" ? "" : `Run #${escapedClip(number, 20)}`,
-    escapedClip(text(run.event).replaceAll("_", " "), 60, true),
+    escapedClip(textOf(run.event).replaceAll("_", " "), 60, true),
     escapedClip(who(run.triggering_actor) || who(run.actor) || who(body.sender), 60, true),
   ].filter((part) => part !== "");
   return finished(
     repo,
     name,
     run.conclusion,
-    text(run.head_branch),
+    textOf(run.head_branch),
     [commit === "" ? "" : escapedClip(commit, 200, true), details.join(" · ")],
     linkButton("Run", run.html_url),
   );
 }
 
 function checkSuite(repo: string, body: Payload): Conversion {
-  const suite = field(body.check_suite);
-  const action = text(body.action);
+  const suite = fieldsOf(body.check_suite);
+  const action = textOf(body.action);
   if (action !== "completed")
     return { kind: "skip", reason: `check suite ${action}: only finished check suites are shown.` };
-  const name = text(field(suite.app).name) || "Checks";
-  const sha = text(suite.head_sha);
-  const repository = text(field(body.repository).html_url);
+  const name = textOf(fieldsOf(suite.app).name) || "Checks";
+  const sha = textOf(suite.head_sha);
+  const repository = textOf(fieldsOf(body.repository).html_url);
   const checks =
     /^[0-9a-f]{40}$/i.test(sha) && repository !== "" ? `${repository}/commit/${sha}/checks` : undefined;
-  const commit = firstLine(text(field(suite.head_commit).message));
+  const commit = firstLine(textOf(fieldsOf(suite.head_commit).message));
   return finished(
     repo,
     name,
     suite.conclusion,
-    text(suite.head_branch),
+    textOf(suite.head_branch),
     [commit === "" ? "" : escapedClip(commit, 200, true)],
     linkButton("Checks", checks),
   );
@@ -318,7 +300,7 @@ function checkSuite(repo: string, body: Payload): Conversion {
 
 /** Any other event: "star created in octo/app by octocat", with a button to the repository. */
 function summary(repo: string, event: string, body: Payload): Conversion {
-  const action = text(body.action);
+  const action = textOf(body.action);
   const sender = who(body.sender);
   const line = [
     event.replaceAll("_", " "),
@@ -331,7 +313,7 @@ function summary(repo: string, event: string, body: Payload): Conversion {
   return htmlMessage(
     repo || "GitHub",
     [escapedClip(line, 400, true)],
-    [linkButton("Repository", field(body.repository).html_url)],
+    [linkButton("Repository", fieldsOf(body.repository).html_url)],
   );
 }
 
@@ -349,7 +331,7 @@ export const github: InboundFormat = {
     const { body } = inbound;
     if (!isRecord(body)) throw new PayloadError("the body must be a JSON object");
     if (event === "ping") return { kind: "skip", reason: "GitHub's ping: the hook works." };
-    const repo = text(field(body.repository).full_name) || text(field(body.organization).login);
+    const repo = textOf(fieldsOf(body.repository).full_name) || textOf(fieldsOf(body.organization).login);
     const title = repo || "GitHub";
     switch (event) {
       case "push":

@@ -1,14 +1,15 @@
-import {
-  commitLines,
-  count,
-  escapedClip,
-  excerpt,
-  firstLine,
-  htmlMessage,
-  type PushCommit,
-} from "./github.ts";
+import { commitLines, count, excerpt, firstLine, htmlMessage, type PushCommit } from "./github.ts";
 import type { Conversion, InboundFormat } from "./inbound.ts";
-import { header, isRecord, linkButton, PayloadError, TEXT_BUDGET } from "./inbound.ts";
+import {
+  escapedClip,
+  fieldsOf,
+  header,
+  isRecord,
+  linkButton,
+  PayloadError,
+  TEXT_BUDGET,
+  textOf,
+} from "./inbound.ts";
 
 /*
  * GitLab's project and group webhooks: the event is the body's `object_kind` (the X-Gitlab-Event
@@ -17,17 +18,6 @@ import { header, isRecord, linkButton, PayloadError, TEXT_BUDGET } from "./inbou
  * as a short summary with a button to the page.
  */
 
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
-
-/** A nested object, or an empty one, so that `field(x).name` never throws. */
-function field(value: unknown): Record<string, unknown> {
-  return isRecord(value) ? value : {};
-}
-
 type Payload = Record<string, unknown>;
 
 const NO_COMMIT = /^0{40}$/;
@@ -35,7 +25,7 @@ const SHA = /^[0-9a-f]{40}$/i;
 
 /** The project's page plus a path: "https://gitlab.example.com/group/app" + "/-/tags/v1". */
 function projectPage(body: Payload, path: string): string | undefined {
-  const web = text(field(body.project).web_url).replace(/\/+$/, "");
+  const web = textOf(fieldsOf(body.project).web_url).replace(/\/+$/, "");
   return web === "" ? undefined : `${web}${path}`;
 }
 
@@ -44,21 +34,25 @@ const refPath = (name: string) => name.split("/").map(encodeURIComponent).join("
 
 /** Who did it: the user object's name (merge requests, issues), else push's user_name. */
 function actor(body: Payload): string {
-  const user = field(body.user);
+  const user = fieldsOf(body.user);
   return escapedClip(
-    text(user.name) || text(body.user_name) || text(user.username) || text(body.user_username) || "Someone",
+    textOf(user.name) ||
+      textOf(body.user_name) ||
+      textOf(user.username) ||
+      textOf(body.user_username) ||
+      "Someone",
     60,
     true,
   );
 }
 
 function push(title: string, body: Payload): Conversion {
-  const ref = text(body.ref);
+  const ref = textOf(body.ref);
   const isTag = body.object_kind === "tag_push" || ref.startsWith("refs/tags/");
   const name = ref.replace(/^refs\/(heads|tags)\//, "") || "?";
   const what = `${isTag ? "tag" : "branch"} <b>${escapedClip(name, 100, true)}</b>`;
-  const before = text(body.before);
-  const after = text(body.after);
+  const before = textOf(body.before);
+  const after = textOf(body.after);
   if (NO_COMMIT.test(after)) {
     return htmlMessage(
       title,
@@ -76,9 +70,9 @@ function push(title: string, body: Payload): Conversion {
   const commits: PushCommit[] = (Array.isArray(body.commits) ? body.commits : [])
     .filter(isRecord)
     .map((c) => ({
-      id: text(c.id),
-      title: text(c.title) || firstLine(text(c.message)),
-      author: text(field(c.author).name),
+      id: textOf(c.id),
+      title: textOf(c.title) || firstLine(textOf(c.message)),
+      author: textOf(fieldsOf(c.author).name),
       url: c.url,
     }));
   // GitLab lists at most 20 commits; total_commits_count has them all.
@@ -119,11 +113,11 @@ const DONE: Record<string, string> = {
  * type from the payload, such as "task"): who did what to "!7 Title" or "#23 Title".
  */
 function workItem(title: string, body: Payload, kind: string): Conversion {
-  const item = field(body.object_attributes);
-  const action = text(item.action);
+  const item = fieldsOf(body.object_attributes);
+  const action = textOf(item.action);
   const done =
     (Object.hasOwn(DONE, action) ? DONE[action] : undefined) ??
-    (action.replaceAll("_", " ") || text(item.state) || "updated");
+    (action.replaceAll("_", " ") || textOf(item.state) || "updated");
   const mark =
     action === "open" || action === "reopen"
       ? "🟢 "
@@ -134,15 +128,15 @@ function workItem(title: string, body: Payload, kind: string): Conversion {
             ? "🔴 "
             : "🟣 "
           : "";
-  const iid = text(item.iid);
-  const heading = `${iid === "" ? "" : `${kind === "merge request" ? "!" : "#"}${iid} `}${text(item.title)}`;
+  const iid = textOf(item.iid);
+  const heading = `${iid === "" ? "" : `${kind === "merge request" ? "!" : "#"}${iid} `}${textOf(item.title)}`;
   const noun = escapedClip(kind, 40, true);
   const lines = [
     `${mark}${actor(body)} ${escapedClip(done, 60, true)} ${noun} <b>${escapedClip(heading, 250, true)}</b>`,
   ];
   if (kind === "merge request") {
-    const from = text(item.source_branch);
-    const into = text(item.target_branch);
+    const from = textOf(item.source_branch);
+    const into = textOf(item.target_branch);
     if (from !== "" && into !== "") lines.push(escapedClip(`${from} → ${into}`, 200, true));
   }
   if (action === "open") lines.push(excerpt(item.description, 600));
@@ -165,32 +159,32 @@ function duration(seconds: number): string {
 }
 
 function pipeline(title: string, body: Payload): Conversion {
-  const run = field(body.object_attributes);
-  const status = text(run.status);
+  const run = fieldsOf(body.object_attributes);
+  const status = textOf(run.status);
   const outcome = Object.hasOwn(FINISHED, status) ? FINISHED[status] : undefined;
   if (outcome === undefined)
     return { kind: "skip", reason: `pipeline ${status || "event"}: only finished pipelines are shown.` };
-  const id = text(run.id);
-  const ref = text(run.ref);
+  const id = textOf(run.id);
+  const ref = textOf(run.ref);
   const lines = [
     `${outcome.mark} Pipeline${id === "" ? "" : ` #${escapedClip(id, 20)}`} ${outcome.words}${
       ref === "" ? "" : ` on <b>${escapedClip(ref, 100, true)}</b>`
     }`,
   ];
-  const commit = field(body.commit);
-  const commitTitle = text(commit.title) || firstLine(text(commit.message));
-  const author = text(field(commit.author).name);
+  const commit = fieldsOf(body.commit);
+  const commitTitle = textOf(commit.title) || firstLine(textOf(commit.message));
+  const author = textOf(fieldsOf(commit.author).name);
   if (commitTitle !== "")
     lines.push(escapedClip(`${commitTitle}${author === "" ? "" : ` — ${author}`}`, 200, true));
   const failed = (Array.isArray(body.builds) ? body.builds : [])
     .filter(isRecord)
     .filter((job) => job.status === "failed" && job.allow_failure !== true)
-    .map((job) => text(job.name))
+    .map((job) => textOf(job.name))
     .filter((name) => name !== "");
   if (failed.length > 0) lines.push(`Failed: ${escapedClip(failed.join(", "), 300, true)}`);
   if (typeof run.duration === "number" && run.duration > 0) lines.push(`Took ${duration(run.duration)}`);
   const url =
-    text(run.url) || (id === "" ? "" : (projectPage(body, `/-/pipelines/${encodeURIComponent(id)}`) ?? ""));
+    textOf(run.url) || (id === "" ? "" : (projectPage(body, `/-/pipelines/${encodeURIComponent(id)}`) ?? ""));
   return htmlMessage(title, lines, [linkButton("Pipeline", url)], outcome.high ? "high" : undefined);
 }
 
@@ -198,25 +192,25 @@ function pipeline(title: string, body: Payload): Conversion {
 function noteTarget(body: Payload, type: string): string {
   switch (type) {
     case "MergeRequest": {
-      const mr = field(body.merge_request);
-      return `merge request !${text(mr.iid)} ${text(mr.title)}`;
+      const mr = fieldsOf(body.merge_request);
+      return `merge request !${textOf(mr.iid)} ${textOf(mr.title)}`;
     }
     case "Issue": {
-      const issue = field(body.issue);
-      return `issue #${text(issue.iid)} ${text(issue.title)}`;
+      const issue = fieldsOf(body.issue);
+      return `issue #${textOf(issue.iid)} ${textOf(issue.title)}`;
     }
     case "Commit":
-      return `commit ${text(field(body.commit).id).slice(0, 7)}`;
+      return `commit ${textOf(fieldsOf(body.commit).id).slice(0, 7)}`;
     case "Snippet":
-      return `snippet ${text(field(body.snippet).title)}`;
+      return `snippet ${textOf(fieldsOf(body.snippet).title)}`;
     default:
       return type.toLowerCase() || "something";
   }
 }
 
 function note(title: string, body: Payload): Conversion {
-  const comment = field(body.object_attributes);
-  const target = noteTarget(body, text(comment.noteable_type));
+  const comment = fieldsOf(body.object_attributes);
+  const target = noteTarget(body, textOf(comment.noteable_type));
   return htmlMessage(
     title,
     [
@@ -229,17 +223,17 @@ function note(title: string, body: Payload): Conversion {
 
 /** Any other event: "release create in group/app by Ada", with a button to its page. */
 function summary(title: string, kind: string, body: Payload): Conversion {
-  const item = field(body.object_attributes);
-  const action = text(item.action) || text(body.action) || text(body.status) || text(body.event_name);
+  const item = fieldsOf(body.object_attributes);
+  const action = textOf(item.action) || textOf(body.action) || textOf(body.status) || textOf(body.event_name);
   const line = [kind.replaceAll("_", " "), action.replaceAll("_", " "), `in ${title}`]
     .filter((part) => part.trim() !== "")
     .join(" ");
-  const user = field(body.user);
-  const by = text(user.name) || text(body.user_name);
+  const user = fieldsOf(body.user);
+  const by = textOf(user.name) || textOf(body.user_name);
   return htmlMessage(
     title,
     [escapedClip(by === "" ? line : `${line} by ${by}`, 400, true)],
-    [linkButton("Open", text(item.url) || text(body.url) || projectPage(body, ""))],
+    [linkButton("Open", textOf(item.url) || textOf(body.url) || projectPage(body, ""))],
   );
 }
 
@@ -265,12 +259,12 @@ export const gitlab: InboundFormat = {
   convert(inbound) {
     const { body } = inbound;
     if (!isRecord(body)) throw new PayloadError("the body must be a JSON object");
-    const kind = text(body.object_kind) || eventOfHeader(header(inbound, "x-gitlab-event"));
+    const kind = textOf(body.object_kind) || eventOfHeader(header(inbound, "x-gitlab-event"));
     if (kind === "")
       throw new PayloadError("object_kind is missing, and no X-Gitlab-Event header names the event");
-    const project = field(body.project);
+    const project = fieldsOf(body.project);
     const title =
-      text(project.path_with_namespace) || text(project.name) || text(body.project_name) || "GitLab";
+      textOf(project.path_with_namespace) || textOf(project.name) || textOf(body.project_name) || "GitLab";
     switch (kind) {
       case "push":
       case "tag_push":
@@ -280,7 +274,11 @@ export const gitlab: InboundFormat = {
       case "issue":
         return workItem(title, body, "issue");
       case "work_item":
-        return workItem(title, body, text(field(body.object_attributes).type).toLowerCase() || "work item");
+        return workItem(
+          title,
+          body,
+          textOf(fieldsOf(body.object_attributes).type).toLowerCase() || "work item",
+        );
       case "pipeline":
         return pipeline(title, body);
       case "note":

@@ -1,12 +1,5 @@
-import {
-  type Alert,
-  alertGroupConversion,
-  escapedClip,
-  firstButton,
-  groupTitle,
-  readAlertGroup,
-} from "./alertmanager.ts";
-import { clip, type InboundFormat, isRecord, linkButton } from "./inbound.ts";
+import { type Alert, alertGroupConversion, firstButton, groupTitle, readAlertGroup } from "./alertmanager.ts";
+import { clip, escapedClip, type InboundFormat, isRecord, linkButton } from "./inbound.ts";
 
 /*
  * Grafana's unified alerting webhook contact point: Alertmanager's group payload (Grafana runs an

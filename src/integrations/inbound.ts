@@ -116,12 +116,41 @@ export function clip(text: string, max: number, oneLine = false): string {
   return `${source.slice(0, end)}…`;
 }
 
+/**
+ * Text from a payload field: strings made well-formed and without NUL (neither Telegram nor the
+ * send path takes them), numbers and booleans as written, anything else empty.
+ */
+export function textOf(value: unknown): string {
+  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+}
+
+/** A payload's object field, or an empty one: formats read nested fields without a check each time. */
+export function fieldsOf(value: unknown): Record<string, unknown> {
+  return isRecord(value) ? value : {};
+}
+
+/**
+ * A payload's text escaped for Telegram HTML and clipped so that the *escaped* text fits `max`
+ * (an `&` takes five units once escaped).
+ */
+export function escapedClip(value: string, max: number, oneLine = false): string {
+  let room = max;
+  for (;;) {
+    const escaped = escapeHtml(clip(value, room, oneLine));
+    if (escaped.length <= max || room <= 1) return escaped;
+    room = Math.max(1, room - (escaped.length - max));
+  }
+}
+
 /** A URL button, or undefined when Telegram would refuse the URL (localhost, a dotless host, …). */
 export function linkButton(text: string, url: unknown): Button | undefined {
   if (typeof url !== "string") return undefined;
   const trimmed = url.trim();
   if (trimmed.length > MAX_URL || !isButtonUrl(trimmed)) return undefined;
-  return { text: clip(text, 64, true), url: trimmed };
+  // A label Telegram (and readOptions) refuses would cost the whole message: made plain instead.
+  const label = clip(textOf(text).replace(/\p{Cc}/gu, " "), 64, true);
+  return { text: label === "" ? "Open" : label, url: trimmed };
 }
 
 /** Buttons in rows of at most three, at most three rows, without gaps. */

@@ -1,4 +1,4 @@
-import type { Button, Priority } from "../domain/message-options.ts";
+import { type Button, emojiShortcodes, type Priority } from "../domain/message-options.ts";
 import { isButtonUrl } from "../domain/telegram-format.ts";
 import {
   buttonRows,
@@ -11,6 +11,7 @@ import {
   linkButton,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -38,12 +39,6 @@ const SLACK_FIELDS = new Set([
   "thread_ts",
   "response_type",
 ]);
-
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
 
 const SLACK_ESCAPES: Record<string, string> = { "&amp;": "&", "&lt;": "<", "&gt;": ">" };
 
@@ -182,7 +177,7 @@ interface Render {
 function textObject(value: unknown, r: Render): string {
   if (typeof value === "string") return mrkdwnToHtml(clip(value, r.limit), r.emoji);
   if (!isRecord(value)) return "";
-  const source = clip(text(value.text), r.limit);
+  const source = clip(textOf(value.text), r.limit);
   return value.type === "plain_text" ? withEmoji(escapeHtml(source), r.emoji) : mrkdwnToHtml(source, r.emoji);
 }
 
@@ -202,31 +197,31 @@ function richElement(element: unknown, r: Render): string {
   switch (element.type) {
     case "text": {
       // Rich text is cut only when too long: its spaces between pieces count.
-      const raw = text(element.text);
+      const raw = textOf(element.text);
       const plain = escapeHtml(raw.length <= r.limit ? raw : clip(raw, r.limit));
       const code = isRecord(element.style) && element.style.code === true && plain.trim() !== "";
       return styled(code ? `<code>${plain}</code>` : plain, element.style);
     }
     case "link":
-      return styled(link(text(element.url), clip(text(element.text), r.limit, true)), element.style);
+      return styled(link(textOf(element.url), clip(textOf(element.text), r.limit, true)), element.style);
     case "emoji": {
-      const points = text(element.unicode)
+      const points = textOf(element.unicode)
         .split("-")
         .map((hex) => Number.parseInt(hex, 16));
       return points.length > 0 && points.every((p) => Number.isInteger(p) && p > 0 && p <= 0x10ffff)
         ? String.fromCodePoint(...points)
-        : withEmoji(escapeHtml(`:${text(element.name)}:`), r.emoji);
+        : withEmoji(escapeHtml(`:${textOf(element.name)}:`), r.emoji);
     }
     case "user":
-      return escapeHtml(`@${text(element.user_id)}`);
+      return escapeHtml(`@${textOf(element.user_id)}`);
     case "usergroup":
-      return escapeHtml(`@${text(element.usergroup_id)}`);
+      return escapeHtml(`@${textOf(element.usergroup_id)}`);
     case "channel":
-      return escapeHtml(`#${text(element.channel_id)}`);
+      return escapeHtml(`#${textOf(element.channel_id)}`);
     case "broadcast":
-      return escapeHtml(`@${text(element.range)}`);
+      return escapeHtml(`@${textOf(element.range)}`);
     case "date":
-      return escapeHtml(text(element.fallback));
+      return escapeHtml(textOf(element.fallback));
     default:
       return "";
   }
@@ -255,7 +250,7 @@ function richText(block: Record<string, unknown>, r: Render): string {
       }
       case "rich_text_preformatted": {
         const code = (Array.isArray(part.elements) ? part.elements : [])
-          .map((element) => (isRecord(element) ? text(element.text) || text(element.url) : ""))
+          .map((element) => (isRecord(element) ? textOf(element.text) || textOf(element.url) : ""))
           .join("");
         if (code.trim() !== "") out.push(`<pre>${escapeHtml(clip(code, r.limit))}</pre>`);
         break;
@@ -278,7 +273,7 @@ function block(value: unknown, r: Render): string {
     }
     case "header": {
       const title = withEmoji(
-        escapeHtml(clip(text(isRecord(value.text) ? value.text.text : value.text), 300, true)),
+        escapeHtml(clip(textOf(isRecord(value.text) ? value.text.text : value.text), 300, true)),
         r.emoji,
       );
       return title === "" ? "" : `<b>${title}</b>`;
@@ -307,7 +302,7 @@ function actionButtons(blocks: unknown[]): (Button | undefined)[] {
     if (!isRecord(value) || value.type !== "actions" || !Array.isArray(value.elements)) continue;
     for (const element of value.elements) {
       if (!isRecord(element) || element.type !== "button") continue;
-      const label = text(isRecord(element.text) ? element.text.text : element.text).replace(CONTROL, "");
+      const label = textOf(isRecord(element.text) ? element.text.text : element.text).replace(CONTROL, "");
       buttons.push(linkButton(label.trim() === "" ? "Open" : label, element.url));
     }
   }
@@ -317,26 +312,26 @@ function actionButtons(blocks: unknown[]): (Button | undefined)[] {
 /** One attachment: pretext, title (linked), text, fields; its fallback when it has none of them. */
 function attachment(value: Record<string, unknown>, r: Render): string {
   const parts: string[] = [];
-  if (value.pretext !== undefined) parts.push(textObject(text(value.pretext), r));
-  const title = text(value.title);
-  if (title.trim() !== "") parts.push(`<b>${link(text(value.title_link), clip(title, 300, true))}</b>`);
-  if (value.text !== undefined) parts.push(textObject(text(value.text), r));
+  if (value.pretext !== undefined) parts.push(textObject(textOf(value.pretext), r));
+  const title = textOf(value.title);
+  if (title.trim() !== "") parts.push(`<b>${link(textOf(value.title_link), clip(title, 300, true))}</b>`);
+  if (value.text !== undefined) parts.push(textObject(textOf(value.text), r));
   for (const f of Array.isArray(value.fields) ? value.fields : []) {
     if (!isRecord(f)) continue;
-    const name = clip(text(f.title), 200, true);
-    const shown = textObject(text(f.value), r);
+    const name = clip(textOf(f.title), 200, true);
+    const shown = textObject(textOf(f.value), r);
     parts.push(name === "" ? shown : `<b>${escapeHtml(name)}</b>${shown === "" ? "" : `\n${shown}`}`);
   }
   for (const inner of Array.isArray(value.blocks) ? value.blocks : []) parts.push(block(inner, r));
   const shown = parts.filter((part) => part !== "");
-  if (shown.length === 0 && text(value.fallback).trim() !== "")
-    shown.push(escapeHtml(clip(text(value.fallback), r.limit)));
+  if (shown.length === 0 && textOf(value.fallback).trim() !== "")
+    shown.push(escapeHtml(clip(textOf(value.fallback), r.limit)));
   return shown.join("\n");
 }
 
 /** Slack's red: "danger", or a hex color whose red outweighs the rest (#D63232, #FF0000). */
 function isRed(color: unknown): boolean {
-  const value = text(color).trim().toLowerCase();
+  const value = textOf(color).trim().toLowerCase();
   if (value === "danger") return true;
   const hex = /^#?([0-9a-f]{6})$/.exec(value)?.[1];
   if (hex === undefined) return false;
@@ -391,21 +386,6 @@ function fitPieces(pieces: Piece[]): string {
   return msg;
 }
 
-let emojiCodes: Promise<Emoji> | undefined;
-
-/**
- * GitHub's emoji short codes (gemoji, loaded on first use), which Slack's mostly are: `:star:` in
- * text is shown as ⭐, and icon_emoji becomes a tag.
- */
-function knownEmoji(): Promise<Emoji> {
-  emojiCodes ??= import("gemoji").then(({ gemoji }) => {
-    const map = new Map<string, string>();
-    for (const { emoji, names } of gemoji) for (const name of names) map.set(name, emoji);
-    return map;
-  });
-  return emojiCodes;
-}
-
 function arrayOrNothing(body: Record<string, unknown>, name: string): unknown[] {
   const value = body[name];
   if (value === undefined || value === null) return [];
@@ -431,14 +411,14 @@ export const slack: InboundFormat = {
     const blocks = arrayOrNothing(body, "blocks");
     const attachments = arrayOrNothing(body, "attachments").filter(isRecord);
     const buttons = buttonRows(actionButtons(blocks));
-    const emoji = await knownEmoji();
+    const emoji = await emojiShortcodes();
     const pieces: Piece[] = blocks.map((value) => ({
       gap: "\n",
       render: (limit) => block(value, { limit, emoji }),
     }));
     // With blocks, Slack shows them and keeps text for notifications only.
     if (typeof body.text === "string" && pieces.every((piece) => piece.render(200) === "")) {
-      const fallback = text(body.text);
+      const fallback = textOf(body.text);
       pieces.unshift({ gap: "\n", render: (limit) => mrkdwnToHtml(clip(fallback, limit), emoji) });
     }
     for (const value of attachments)
@@ -449,8 +429,8 @@ export const slack: InboundFormat = {
     if (msg.trim() === "" && buttons === undefined)
       throw new PayloadError("there is nothing to show: give text, blocks or attachments");
     const priority: Priority | undefined = attachments.some((a) => isRed(a.color)) ? "high" : undefined;
-    const title = clip(text(body.username), 250, true);
-    const icon = text(body.icon_emoji).replace(/^:|:$/g, "");
+    const title = clip(textOf(body.username), 250, true);
+    const icon = textOf(body.icon_emoji).replace(/^:|:$/g, "");
     const tags = emoji.has(icon) ? [icon] : undefined;
     const clean = (value: string) => value.toWellFormed().replaceAll("\u0000", "");
     return {

@@ -9,6 +9,7 @@ import {
   linkButton,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -17,12 +18,6 @@ import {
  * place, and up is the key's last word. Kuma also posts without a heartbeat (a certificate about
  * to expire: the monitor and a msg) and with neither (the "Test" button: a msg alone).
  */
-
-/** A payload's scalar as text ("" for anything else), with what no message may hold taken out. */
-function text(value: unknown): string {
-  if (typeof value === "string") return value.toWellFormed().replaceAll("\u0000", "");
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
-}
 
 /** How each heartbeat status (Kuma's DOWN 0, UP 1, PENDING 2, MAINTENANCE 3) reads. */
 const STATUSES: Record<number, { title: (name: string) => string; priority?: Priority; final?: true }> = {
@@ -46,7 +41,7 @@ function escapedClip(value: string, max: number, oneLine = false): string {
 const SQL_TIME = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d)(?::(\d\d))?/;
 
 function sqlTime(value: unknown): number | undefined {
-  const match = SQL_TIME.exec(text(value));
+  const match = SQL_TIME.exec(textOf(value));
   if (match === null) return undefined;
   const [y = 0, mo = 1, d, h, mi, s] = match.slice(1).map((part) => Number(part ?? 0));
   return Date.UTC(y, mo - 1, d, h, mi, s);
@@ -54,7 +49,7 @@ function sqlTime(value: unknown): number | undefined {
 
 /** "2026-11-24 10:00 UTC". */
 function utc(value: unknown): string | undefined {
-  const match = SQL_TIME.exec(text(value));
+  const match = SQL_TIME.exec(textOf(value));
   return match === null ? undefined : `${match[1]}-${match[2]}-${match[3]} ${match[4]}:${match[5]} UTC`;
 }
 
@@ -70,10 +65,10 @@ function span(ms: number): string {
 
 /** What the monitor watches, as Kuma shows it: a URL, or a host and port. */
 function address(monitor: Record<string, unknown>): string {
-  const url = text(monitor.url);
+  const url = textOf(monitor.url);
   if (/^https?:\/\/./i.test(url)) return url;
-  const host = text(monitor.hostname);
-  const port = text(monitor.port);
+  const host = textOf(monitor.hostname);
+  const port = textOf(monitor.port);
   return host === "" ? "" : port === "" ? host : `${host}:${port}`;
 }
 
@@ -99,12 +94,12 @@ export const uptimeKuma: InboundFormat = {
     if (!isRecord(body)) throw new PayloadError("the body must be a JSON object");
     const heartbeat = checked(body.heartbeat, "heartbeat");
     const monitor = checked(body.monitor, "monitor");
-    const msg = typeof body.msg === "string" ? text(body.msg) : "";
+    const msg = typeof body.msg === "string" ? textOf(body.msg) : "";
     if (heartbeat === null) {
       // A test, or a notice about the monitor (a certificate about to expire): Kuma's text as it is.
       if (msg.trim() === "")
         throw new PayloadError("msg must be a non-empty string when there is no heartbeat");
-      const name = monitor === null ? "" : clip(text(monitor.name), 250, true);
+      const name = monitor === null ? "" : clip(textOf(monitor.name), 250, true);
       return {
         kind: "notify",
         notification: {
@@ -113,15 +108,15 @@ export const uptimeKuma: InboundFormat = {
         },
       };
     }
-    const name = clip(text(monitor?.name) || "Monitor", 200, true);
+    const name = clip(textOf(monitor?.name) || "Monitor", 200, true);
     const status = typeof heartbeat.status === "number" ? STATUSES[heartbeat.status] : undefined;
     const lines: string[] = [];
-    const said = text(heartbeat.msg);
+    const said = textOf(heartbeat.msg);
     if (said.trim() !== "" && said !== "N/A") lines.push(escapedClip(said, 2000));
     const where = monitor === null ? "" : address(monitor);
     if (where !== "") lines.push(escapedClip(where, 600, true));
-    const local = text(heartbeat.localDateTime);
-    const zone = text(heartbeat.timezone);
+    const local = textOf(heartbeat.localDateTime);
+    const zone = textOf(heartbeat.timezone);
     const at =
       local !== ""
         ? `${clip(local, 40, true)}${zone === "" ? "" : ` (${clip(zone, 60, true)})`}`
@@ -136,7 +131,7 @@ export const uptimeKuma: InboundFormat = {
       details.push(`down for ${span(now - downSince)}`);
     if (details.length > 0) lines.push(`<i>${details.join(" · ")}</i>`);
     if (lines.length === 0) lines.push(escapedClip(msg || name, 2000));
-    const id = monitor === null ? "" : text(monitor.id);
+    const id = monitor === null ? "" : textOf(monitor.id);
     const key = clip(`uptime-kuma:${id || name}`, 128);
     const buttons = buttonRows([linkButton("Open", monitor?.url)]);
     return {
@@ -146,7 +141,7 @@ export const uptimeKuma: InboundFormat = {
         options: {
           format: "html",
           title: clean(
-            status?.title(name) ?? `${name}: status ${clip(text(heartbeat.status), 20, true) || "unknown"}`,
+            status?.title(name) ?? `${name}: status ${clip(textOf(heartbeat.status), 20, true) || "unknown"}`,
           ),
           ...(status?.priority === undefined ? {} : { priority: status.priority }),
           ...(buttons === undefined ? {} : { buttons }),
