@@ -118,7 +118,10 @@ export async function inboundMessage(input: {
   const { inbound, dock } = input;
   const name = input.named ?? dock.inbound ?? detectFormat(inbound)?.name;
   if (name === undefined) {
-    throw new ApiError("unknown_format", `This body is not a message the service reads. ${FORMATS_SENTENCE}`);
+    throw new ApiError(
+      "unknown_format",
+      `msg is required: this body is neither a message nor a payload the service reads. ${FORMATS_SENTENCE}`,
+    );
   }
   let conversion: Conversion;
   try {
