@@ -331,6 +331,47 @@ describe.each(DIALECTS)("integrations on %s", (dialect) => {
     });
   });
 
+  it("what a newcomer gets wrong gets an answer that says what to do", async () => {
+    const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    // ntfy's `curl -d 'text'` is a form of one nameless field: the text itself, never a Slack body.
+    const text = await post(`/hook/${token}`, "text", {
+      "Content-Type": "application/x-www-form-urlencoded",
+    });
+    expect(text.status).toBe(202);
+    expect(text.body.format).toBeUndefined();
+    await delivered(text.body.message_id, "the form text delivered");
+    expect((await lastShown()).text).toBe("Ops\ntext");
+    // `curl -T file` PUTs, as ntfy takes it; other methods are 405 with what to use.
+    const put = await fetch(`${service.url}/hook/${token}`, { method: "PUT", body: "from a file" });
+    expect(put.status).toBe(202);
+    const opened = await fetch(`${service.url}/hook/${token}`);
+    expect(opened.status).toBe(405);
+    expect(opened.headers.get("allow")).toBe("POST, PUT");
+    expect((await fetch(`${service.url}/webhook/alertmanager`)).status).toBe(405);
+    // JSON labelled as text is read as the JSON it is.
+    const labelled = await post("/webhook/alertmanager", JSON.stringify(alertGroup("firing", "labelled")), {
+      ...auth(),
+      "Content-Type": "text/plain",
+    });
+    expect(labelled.status).toBe(202);
+    await post("/webhook/alertmanager", alertGroup("resolved", "labelled"), auth());
+    // A misspelt format names the ones that exist.
+    const misspelt = await post("/webhook?format=alert-manager", alertGroup("firing"), auth());
+    expect(misspelt.status).toBe(400);
+    expect(misspelt.body.error.code).toBe("unknown_format");
+    expect(misspelt.body.error.message).toContain('"alert-manager"');
+    // The secret key where the hook token goes: said so, and never logged.
+    const leaked = await post(`/hook/${dock.secretKey}`, "hi", { "Content-Type": "text/plain" });
+    expect(leaked.status).toBe(401);
+    expect(leaked.body.error.message).toMatch(/secret key, not a hook token/);
+    expect(service.logs.text).not.toContain(dock.secretKey);
+    // GitHub without a Secret set sends no signature: the answer says to set it.
+    const unsigned = await post(`/webhook/github/${dock.id}`, { zen: "x" }, { "X-GitHub-Event": "ping" });
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.body.error.message).toMatch(/Secret/);
+    await service.app.docks.revokeHookToken(dock.id);
+  });
+
   describe("the Dock's template", () => {
     it("turns any JSON into the message; with none saved it is a clear 409; a render error is a 422 naming the field", async () => {
       const none = await post("/webhook/template", { anything: 1 }, auth());

@@ -75,6 +75,14 @@ export function inboundOf(text: string, mediaType: string, headers: Inbound["hea
     return { body: parseJson(text), text, mediaType, headers };
   }
   if (XML_TYPES.has(mediaType) || mediaType.endsWith("+xml") || mediaType.startsWith("text/")) {
+    // JSON labelled as text (a tool's or a script's mistake): read as the JSON it is.
+    if (mediaType.startsWith("text/") && /^[[{]/.test(text.trimStart())) {
+      try {
+        return { body: JSON.parse(text), text, mediaType: "application/json", headers };
+      } catch {
+        // Text after all.
+      }
+    }
     return { body: undefined, text, mediaType, headers };
   }
   throw new ApiError(
@@ -96,7 +104,7 @@ export function isPlainMessage(body: Record<string, unknown>): boolean {
   return typeof body.msg === "string" && !("heartbeat" in body && "monitor" in body);
 }
 
-const FORMATS_SENTENCE = `Send {"msg": "…"}, or a payload of one of: ${INBOUND_FORMAT_LIST} (POST /webhook/<format>; see docs/integrations.md).`;
+const FORMATS_SENTENCE = `Send {"msg": "…"}, or a payload of one of: ${INBOUND_FORMAT_LIST}, naming its format at the end of the URL (…/alertmanager; see docs/integrations.md).`;
 
 /** Options the user put in the URL win over what a format derived (not the body's format). */
 const URL_OVERRIDES_SKIP = new Set(["format", "markdown"]);

@@ -5,6 +5,7 @@ import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts"
 import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import {
   decodeHeaderValue,
+  FORMATS,
   gatherOptions,
   type MessageContent,
   type MessageOptions,
@@ -331,7 +332,7 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     return { msg: decode(request.body as RawBody) };
   }
   if (!JSON_LIKE.has(mediaType) && !mediaType.endsWith("+json")) {
-    const accepted = allowText ? "application/json or text/plain" : "application/json";
+    const accepted = allowText ? "application/json, a form, or text/plain" : "application/json";
     throw new ApiError(
       "unsupported_media_type",
       `Content-Type "${mediaType.slice(0, 100)}" is not accepted here; send ${accepted}.`,
@@ -704,6 +705,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       integrate(request, format).then(() => done(), done);
       return;
     }
+    // ?format= names a message's format (markdown…) or a tool's: anything else is neither.
+    if (typeof format === "string" && !(FORMATS as readonly string[]).includes(format.trim().toLowerCase())) {
+      done(
+        new ApiError(
+          "unknown_format",
+          `There is no format "${format.slice(0, 40)}": a tool's payload is one of ${INBOUND_FORMAT_LIST}; a message's text is one of ${FORMATS.join(", ")}.`,
+        ),
+      );
+      return;
+    }
     const mediaType = mediaTypeOf(request);
     if (mediaType === "application/x-www-form-urlencoded" || XML_TYPES.has(mediaType)) {
       // A form without msg is the text itself (ntfy's `curl -d`), unless it is a tool's (Apprise's
@@ -712,7 +723,11 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       try {
         const inbound = readInbound(request);
         const body = inbound.body;
-        const ours = typeof body === "object" && body !== null && "msg" in body;
+        // `curl -d 'Backup done'` is a form of one nameless field: text, never a tool's payload.
+        const ours =
+          typeof body === "object" &&
+          body !== null &&
+          ("msg" in body || Object.values(body).every((value) => value === ""));
         detected = ours ? undefined : detectedFormat(inbound);
         if (detected !== undefined) {
           integrate(request, detected, inbound).then(() => done(), done);
@@ -790,7 +805,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const header = request.headers.authorization;
     // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
     // this challenge, and must not lock themselves out by doing so.
-    if (header === undefined) throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+    if (header === undefined) {
+      throw new ApiError(
+        "unauthorized",
+        "No credentials: send the Dock ID and secret key with HTTP Basic authentication (curl -u '<DOCK_ID>:<SECRET_KEY>'), or use the Dock's hook URL.",
+        WWW_AUTHENTICATE,
+      );
+    }
     const attempt = await beginAttempt(request);
     const credentials = parseBasicAuth(header);
     let dock: DockCredentials | undefined;
@@ -964,6 +985,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const signature = request.headers["x-hub-signature-256"];
     const token = request.headers["x-gitlab-token"];
     if (typeof signature !== "string" && typeof token !== "string") {
+      if (request.headers.authorization === undefined) {
+        throw new ApiError(
+          "unauthorized",
+          "No credentials: GitHub signs its deliveries only when the webhook has a Secret (set it to the Dock's secret key); GitLab sends its Secret token (the secret key); anything else sends HTTP Basic authentication.",
+        );
+      }
       await basicAuth(request);
       if ((request.dock as DockCredentials).id !== dockId) throw new ApiError("unauthorized");
       return;
@@ -985,7 +1012,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       attempt.wrong();
       throw new ApiError(
         "unauthorized",
-        "Unknown Dock, or the signature (X-Hub-Signature-256, made with the Dock's secret key) or X-Gitlab-Token (the secret key) is wrong.",
+        typeof token === "string"
+          ? "Unknown Dock, or X-Gitlab-Token is not the Dock's secret key."
+          : "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
       );
     }
     attempt.right();
@@ -1013,7 +1042,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       attempt.wrong();
       throw new ApiError(
         "unauthorized",
-        "Unknown hook token (it may have been rotated), or a wrong signature.",
+        token.startsWith("dnsk_")
+          ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
+          : "Unknown hook token (it may have been rotated or removed), or a wrong signature.",
       );
     }
     attempt.right();
@@ -1064,27 +1095,27 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   );
 
   for (const url of ["/hook/:token", "/hook/:token/:format"]) {
-    server.post(
+    // PUT too: ntfy takes both, and `curl -T file` sends PUT.
+    server.route({
+      method: ["POST", "PUT"],
       url,
-      {
-        schema: {
-          ...inboundRoute,
-          summary: url.endsWith(":format")
-            ? "Send another tool's payload with the Dock's hook URL, in the format named"
-            : "Send with the Dock's hook URL (a message, or a payload read as the Dock's inbound format or detected)",
-          description:
-            "The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret.",
-          params: url.endsWith(":format")
-            ? Type.Object({ token: Type.String(), format: Type.String() })
-            : Type.Object({ token: Type.String() }),
-          body: checkedWebhookBody,
-        },
-        config: { securityHeaders: "api" },
-        onRequest: refuseIfBlocked,
-        preValidation: [hookAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
+      schema: {
+        ...inboundRoute,
+        summary: url.endsWith(":format")
+          ? "Send another tool's payload with the Dock's hook URL, in the format named"
+          : "Send with the Dock's hook URL (a message, or a payload read as the Dock's inbound format or detected)",
+        description:
+          "The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret.",
+        params: url.endsWith(":format")
+          ? Type.Object({ token: Type.String(), format: Type.String() })
+          : Type.Object({ token: Type.String() }),
+        body: checkedWebhookBody,
       },
-      async (request, reply) => sendWebhook(request, reply, "hook"),
-    );
+      config: { securityHeaders: "api" },
+      onRequest: refuseIfBlocked,
+      preValidation: [hookAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
+      handler: async (request, reply) => sendWebhook(request, reply, "hook"),
+    });
   }
 
   const dockOf = (request: FastifyRequest) => (request.dock as { id: string }).id;
@@ -1264,15 +1295,25 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     },
   );
 
-  for (const url of ["/ping", "/webhook"]) {
+  for (const url of [
+    "/ping",
+    "/webhook",
+    "/webhook/:format",
+    "/webhook/:format/:dock_id",
+    "/hook/:token",
+    "/hook/:token/:format",
+  ]) {
     app.route({
-      method: ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"],
+      method: url.startsWith("/hook/")
+        ? ["GET", "HEAD", "DELETE", "PATCH", "OPTIONS"]
+        : ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"],
       url,
       exposeHeadRoute: false,
       schema: { hide: true },
       config: { securityHeaders: "api" },
       handler: async () => {
-        throw new ApiError("method_not_allowed", "Use POST.", { Allow: "POST" });
+        const allow = url.startsWith("/hook/") ? "POST, PUT" : "POST";
+        throw new ApiError("method_not_allowed", `Use ${allow.replace(", ", " or ")}.`, { Allow: allow });
       },
     });
   }

@@ -170,6 +170,7 @@ function finished(
 type Payload = Record<string, unknown>;
 
 function push(repo: string, body: Payload): Conversion {
+  if (typeof body.ref !== "string") throw new PayloadError("a push names its ref (refs/heads/…)");
   const ref = textOf(body.ref);
   const isTag = ref.startsWith("refs/tags/");
   const name = ref.replace(/^refs\/(heads|tags)\//, "");

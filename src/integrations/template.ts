@@ -472,8 +472,8 @@ function notification(template: DockTemplate, rendered: Partial<Record<Field, st
 }
 
 /**
- * The rendered buttons field: `Label | https://url` a line (empty lines skipped), in rows of three;
- * each line Telegram would refuse is named.
+ * The rendered buttons field: `Label | https://url` a line (empty lines, and lines whose URL came
+ * out empty, skipped), in rows of three; each line Telegram would refuse is named.
  */
 function buttonsOf(output: string, fail: (message: string) => void): Button[][] | undefined {
   const buttons: Button[] = [];
@@ -490,6 +490,9 @@ function buttonsOf(output: string, fail: (message: string) => void): Button[][] 
       fail(`${where}: the label ${LABEL_RULE}`);
       continue;
     }
+    // A payload without the field (`Dashboard | {{ dashboard_url }}`): no button, as built-in
+    // formats leave out a link a payload lacks.
+    if (line.slice(bar + 1).trim() === "") continue;
     const button = linkButton(label, line.slice(bar + 1));
     if (button === undefined) fail(`${where} (${quoted(label)}): the URL ${URL_RULE}`);
     else buttons.push(button);

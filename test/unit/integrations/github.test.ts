@@ -313,9 +313,17 @@ describe("GitHub", () => {
     await sent(notification);
   });
 
-  it("fields of the wrong type or missing are left out, not an error", async () => {
-    const notification = await convert("push", { ref: null, commits: "x", pusher: null, repository: [] });
-    expect(notification.msg).toBe("⬆️ Someone pushed 0 commits to <b>?</b>");
+  it("fields of the wrong type or missing are left out, not an error; a push without its ref is no push", async () => {
+    const notification = await convert("push", {
+      ref: "refs/heads/main",
+      commits: "x",
+      pusher: null,
+      repository: [],
+    });
+    expect(notification.msg).toBe("⬆️ Someone pushed 0 commits to <b>main</b>");
+    const refusal = await conversion("push", { foo: 1 }).catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(PayloadError);
+    expect((refusal as PayloadError).message).toBe("a push names its ref (refs/heads/…)");
     expect(notification.options.title).toBe("GitHub");
     await sent(notification);
     await sent(await convert("pull_request", { pull_request: { number: "x", title: null } }));

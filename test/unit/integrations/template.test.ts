@@ -439,6 +439,16 @@ describe("output limits: a template cannot make what a sender could not send", (
     ]);
   });
 
+  it("leaves out a button whose URL the payload does not have, as built-in formats do", async () => {
+    const notification = await render(
+      { text: "x", buttons: "Dashboard | {{ dashboard_url }}\nRunbook | https://wiki.example.com/runbook" },
+      { status: "down" },
+    );
+    expect(notification.options.buttons).toEqual([
+      [{ text: "Runbook", url: "https://wiki.example.com/runbook" }],
+    ]);
+  });
+
   it("refuses more buttons than fit", async () => {
     expect(
       await renderProblems(
