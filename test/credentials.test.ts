@@ -29,7 +29,12 @@ describe.each(DIALECTS)("credentials on %s", (dialect) => {
     expect((found[0] as { secret_hash: string }).secret_hash).toHaveLength(64);
     expect((missing[0] as { secret_hash: string }).secret_hash).toHaveLength(64);
 
-    expect(checkCredentials(found[0], dock.secretKey)).toEqual({ id: dock.id, name: "Real", watched: false, inbound: null });
+    expect(checkCredentials(found[0], dock.secretKey)).toEqual({
+      id: dock.id,
+      name: "Real",
+      watched: false,
+      inbound: null,
+    });
     expect(checkCredentials(found[0], "dnsk_wrong")).toBeUndefined();
     expect(checkCredentials(missing[0], dock.secretKey)).toBeUndefined();
     // A secret that hashes to the stand-in's hash cannot exist; even a stand-in row with a hash
