@@ -49,7 +49,9 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     active_subscribers: dock.activeSubscribers,
     created_at: new Date(dock.createdAt).toISOString(),
     updated_at: new Date(dock.updatedAt).toISOString(),
-    ...(withSecret && "secretKey" in dock ? { secret_key: dock.secretKey } : {}),
+    ...(withSecret && "secretKey" in dock
+      ? { secret_key: dock.secretKey, hook_token: dock.hookToken, inbound_format: dock.inboundFormat }
+      : {}),
   };
 }
 
@@ -62,6 +64,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
     `  Callback URL: ${dock.callback_url ?? "-"}`,
+    `  Hook URL:     ${dock.hookToken === null ? "- (dock-notify docks hook-token makes one)" : `${config.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
     `  Created:      ${new Date(dock.createdAt).toISOString()}`,
     "",

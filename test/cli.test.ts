@@ -85,8 +85,8 @@ describe("dock-notify CLI", () => {
     return JSON.parse(result.out);
   };
 
-  /** Sends through the real send API, over the same database the CLI wrote. */
-  const sendWith = async (dockId: string, secretKey: string) => {
+  /** The status a send gets from the real send API, over the same database the CLI wrote. */
+  const statusOf = async (request: { url: string; headers?: Record<string, string>; payload: unknown }) => {
     const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "silent" });
     const db = await openDb(config.databaseUrl);
     await migrate(db);
@@ -94,8 +94,9 @@ describe("dock-notify CLI", () => {
     try {
       const response = await server.inject({
         method: "POST",
-        url: "/ping",
-        payload: { dock_id: dockId, secret_key: secretKey, msg: "from the CLI test" },
+        url: request.url,
+        headers: request.headers ?? {},
+        payload: request.payload as string | object,
       });
       return response.statusCode;
     } finally {
@@ -103,6 +104,14 @@ describe("dock-notify CLI", () => {
       await db.close();
     }
   };
+  const sendWith = (dockId: string, secretKey: string) =>
+    statusOf({ url: "/ping", payload: { dock_id: dockId, secret_key: secretKey, msg: "from the CLI test" } });
+  const hookWith = (token: string) =>
+    statusOf({
+      url: `/hook/${token}`,
+      headers: { "content-type": "text/plain" },
+      payload: "from the CLI test",
+    });
 
   it("creates, lists, shows, rotates and deletes Docks; the old secret stops working", async () => {
     const created = await runJson(
@@ -142,6 +151,21 @@ describe("dock-notify CLI", () => {
     expect(await sendWith(created.id, created.secret_key)).toBe(401);
     expect(await sendWith(created.id, rotated.secret_key)).toBe(202);
     expect((await runJson("docks", "show", created.id)).secret_key).toBe(rotated.secret_key);
+
+    // A hook URL: made, shown, replaced, revoked; it sends as long as it is the Dock's.
+    const hooked = await runJson("docks", "hook-token", created.id);
+    expect(hooked.hook_token).toMatch(/^dnhk_/);
+    expect(hooked.hook_url).toMatch(new RegExp(`/hook/${hooked.hook_token}$`));
+    expect((await run("docks", "show", created.id)).out).toContain(`/hook/${hooked.hook_token}`);
+    expect(await hookWith(hooked.hook_token)).toBe(202);
+    const rehooked = await runJson("docks", "hook-token", created.id);
+    expect(await hookWith(hooked.hook_token)).toBe(401);
+    expect(await hookWith(rehooked.hook_token)).toBe(202);
+    expect(await runJson("docks", "hook-token", created.id, "--revoke")).toEqual({
+      id: created.id,
+      hook_token: null,
+    });
+    expect(await hookWith(rehooked.hook_token)).toBe(401);
 
     expect(await runJson("docks", "delete", created.id)).toEqual({ id: created.id, deleted: true });
     expect(await sendWith(created.id, rotated.secret_key)).toBe(401);
