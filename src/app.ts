@@ -188,6 +188,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     views: outboxViews,
     changes: messageChanges,
     maxBodyBytes: config.maxBodyBytes,
+    maxInboundBodyBytes: Math.max(config.maxBodyBytes, config.maxInboundBodyBytes),
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
   });

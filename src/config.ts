@@ -25,6 +25,8 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Largest accepted request body in bytes. */
   maxBodyBytes: number;
+  /** Largest body the integration doors take (a tool's payload: a GitHub push, an alert group). */
+  maxInboundBodyBytes: number;
   /** Longest accepted `msg`, in UTF-16 code units (the unit Telegram counts in). */
   maxMessageLength: number;
   /** Failed authentications allowed per client address per minute; 0 switches the limit off. */
@@ -341,6 +343,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+    maxInboundBodyBytes: integer(env, "INBOUND_MAX_BODY_BYTES", 1024 * 1024, 1024, 16 * 1024 * 1024),
     maxMessageLength: integer(env, "MAX_MESSAGE_LENGTH", 16_384, 1, 1_000_000),
     authFailuresPerMinute: integer(env, "AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
     dockRateBurst: integer(env, "DOCK_RATE_BURST", 60, 0, 1_000_000),

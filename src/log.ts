@@ -42,7 +42,9 @@ const SIGN_IN_PAYLOAD = /([?&]start=login_)[^&#]*/g;
  * Dock's hook token (`/hook/<token>`): keep the shape, drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
  * `/ping`, the Login Widget's signature, which works as one for a few minutes) loses its value.
  */
-export function maskUrl(url: string): string {
+export function maskUrl(raw: string): string {
+  // Percent-encoded, a path still reaches its route (`/%68ook/…`): masked as it is read.
+  const url = raw.includes("%") ? decodedUrl(raw) : raw;
   let masked = url.includes("/bot") ? url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>") : url;
   // A Dock's hook URL (`/hook/<token>`) is its credential; a secret key pasted into a path is one too.
   if (masked.includes("/hook/") || masked.includes("dn"))
@@ -53,6 +55,15 @@ export function maskUrl(url: string): string {
     masked = masked.replace(SIGN_IN_PAYLOAD, "$1<redacted>");
   }
   return masked;
+}
+
+function decodedUrl(url: string): string {
+  try {
+    return decodeURI(url);
+  } catch {
+    // Not valid percent-encoding: no route reads it either; masked as written.
+    return url;
+  }
 }
 
 /**

@@ -372,6 +372,120 @@ describe.each(DIALECTS)("integrations on %s", (dialect) => {
     await service.app.docks.revokeHookToken(dock.id);
   });
 
+  describe("after review", () => {
+    it("our own signed event, replayed as a GitHub delivery, is no payload", async () => {
+      const t = 1_764_000_000;
+      const event = JSON.stringify({ type: "message.delivered", message: { id: "x" } });
+      const v1 = createHmac("sha256", dock.secretKey).update(`${t}.${event}`).digest("hex");
+      const replayed = await post(`/webhook/template/${dock.id}`, `${t}.${event}`, {
+        "Content-Type": "text/plain",
+        "X-Hub-Signature-256": `sha256=${v1}`,
+      });
+      expect(replayed.status).toBe(400);
+      expect(replayed.body.error.code).toBe("invalid_payload");
+    });
+
+    it("a percent-encoded hook path is masked in the logs too", async () => {
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const encoded = `/%68ook/${token.replace("dnhk_", "%64nhk_")}`;
+      const sent = await post(encoded, "encoded", { "Content-Type": "text/plain" });
+      expect(sent.status).toBe(202);
+      expect(service.logs.text).not.toContain(token.slice(5));
+      await service.app.docks.revokeHookToken(dock.id);
+    });
+
+    it("a form body stays a message unless it is Apprise's, or the Dock reads bodies as a format", async () => {
+      const form = { ...auth(), "Content-Type": "application/x-www-form-urlencoded" };
+      const text = await post("/webhook", "text=Backup done", form);
+      expect(text.status).toBe(202);
+      expect(text.body.format).toBeUndefined();
+      await delivered(text.body.message_id, "the form delivered as text");
+      expect((await lastShown()).text).toBe("Ops\ntext=Backup done");
+      const apprise = await post("/webhook", "version=1.0&title=Nightly&message=Done&type=success", form);
+      expect(apprise.body.format).toBe("apprise");
+
+      await service.app.docks.updateIntegrations(dock.id, {
+        inboundFormat: "template",
+        template: { text: "form says {{ a }}" },
+      });
+      const templated = await post("/webhook", "a=b", form);
+      expect(templated.status).toBe(202);
+      expect(templated.body.format).toBe("template");
+      await service.app.docks.updateIntegrations(dock.id, { inboundFormat: null });
+    });
+
+    it("HTML a template writes wrongly is the template's 422, not the sender's 400", async () => {
+      await service.app.docks.updateIntegrations(dock.id, {
+        template: { text: "<u>{{ a }}", format: "html" },
+      });
+      const sent = await post("/webhook/template", { a: 1 }, auth());
+      expect(sent.status).toBe(422);
+      expect(sent.body.error.code).toBe("template_failed");
+      expect(sent.body.error.fields[0].field).toBe("template.text");
+      await service.app.docks.updateIntegrations(dock.id, { template: null });
+    });
+
+    it("Basic credentials on /webhook/<format>/<dock_id> must be that Dock's", async () => {
+      const other = await service.app.docks.create(1, { name: "Other", link: null, description: null });
+      const crossed = await post(
+        `/webhook/alertmanager/${other.id}`,
+        alertGroup("firing", "crossed"),
+        auth(),
+      );
+      expect(crossed.status).toBe(401);
+      const own = await post(`/webhook/alertmanager/${dock.id}`, alertGroup("firing", "own"), auth());
+      expect(own.status).toBe(202);
+      await post("/webhook/alertmanager", alertGroup("resolved", "own"), auth());
+    });
+
+    it("a payload bigger than a message's limit is taken at the integration doors", async () => {
+      const big = alertGroup("firing", "big");
+      big.alerts = Array.from({ length: 300 }, (_, i) => ({
+        ...big.alerts[0],
+        labels: { ...big.alerts[0]?.labels, instance: `db-${i}.example.com` },
+        fingerprint: `f${i}`,
+      })) as typeof big.alerts;
+      const body = JSON.stringify(big);
+      expect(body.length).toBeGreaterThan(70 * 1024);
+      const sent = await post("/webhook/alertmanager", body, {
+        ...auth(),
+        "Content-Type": "application/json",
+      });
+      expect(sent.status).toBe(202);
+      const message = await delivered(sent.body.message_id, "the big group delivered");
+      expect(message.deliveries[0].telegram_message_ids).toHaveLength(1);
+      await post("/webhook/alertmanager", alertGroup("resolved", "big"), auth());
+    });
+
+    it("a template that takes long spends the Dock's rendering time: then 429 with Retry-After", async () => {
+      // A Dock of its own: this one's rendering time is spent.
+      const slow = await service.app.docks.create(1, { name: "Slow", link: null, description: null });
+      await service.app.docks.updateIntegrations(slow.id, {
+        template: {
+          text: "{% for a in payload.items %}{% for b in payload.items %}{% for c in payload.items %}{% endfor %}{% endfor %}{% endfor %}",
+        },
+      });
+      const items = Array.from({ length: 1000 }, (_, i) => i);
+      let limited: { status: number; body: Json; retryAfter: string | null } | undefined;
+      for (let i = 0; i < 60 && limited === undefined; i++) {
+        const response = await fetch(`${service.url}/webhook/template`, {
+          method: "POST",
+          headers: { Authorization: basic(slow.id, slow.secretKey), "Content-Type": "application/json" },
+          body: JSON.stringify({ items }),
+        });
+        const answer = {
+          status: response.status,
+          body: await response.json(),
+          retryAfter: response.headers.get("retry-after"),
+        };
+        if (answer.status === 429) limited = answer;
+        else expect(answer.status).toBe(422);
+      }
+      expect(limited?.body.error.code).toBe("rate_limited");
+      expect(Number(limited?.retryAfter)).toBeGreaterThan(0);
+    });
+  });
+
   describe("the Dock's template", () => {
     it("turns any JSON into the message; with none saved it is a clear 409; a render error is a 422 naming the field", async () => {
       const none = await post("/webhook/template", { anything: 1 }, auth());

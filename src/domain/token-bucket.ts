@@ -37,6 +37,16 @@ export class TokenBuckets {
     return 0;
   }
 
+  /**
+   * Takes `amount` tokens whatever the level, for a cost known only once paid (the time a template
+   * took): the bucket may go below zero, and waitSeconds then covers the debt.
+   */
+  spend(key: string, amount: number): void {
+    const now = this.#now();
+    this.#sweep(now);
+    this.#buckets.set(key, { tokens: this.#level(key, now) - amount, at: now });
+  }
+
   /** Gives back a token taken for something that turned out not to count (up to the capacity). */
   refund(key: string): void {
     const now = this.#now();

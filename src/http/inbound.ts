@@ -1,8 +1,15 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
-import { gatherOptions, type MessageOptions, OptionsError, readOptions } from "../domain/message-options.ts";
+import {
+  gatherOptions,
+  type MessageOptions,
+  OptionsError,
+  prepareContent,
+  readOptions,
+} from "../domain/message-options.ts";
+import { TokenBuckets } from "../domain/token-bucket.ts";
 import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
-import { type Conversion, type Inbound, PayloadError } from "../integrations/inbound.ts";
+import { type Conversion, type Inbound, isRecord, PayloadError } from "../integrations/inbound.ts";
 import {
   type DockTemplate,
   renderTemplate,
@@ -101,7 +108,8 @@ export function isInboundFormat(name: unknown): name is string {
  * payload. Uptime Kuma's carries a `msg` of its own, beside `heartbeat` and `monitor`.
  */
 export function isPlainMessage(body: Record<string, unknown>): boolean {
-  return typeof body.msg === "string" && !("heartbeat" in body && "monitor" in body);
+  // A msg of the wrong type is still meant as a message: its validation says what is wrong.
+  return "msg" in body && !("heartbeat" in body && "monitor" in body);
 }
 
 const FORMATS_SENTENCE = `Send {"msg": "…"}, or a payload of one of: ${INBOUND_FORMAT_LIST}, naming its format at the end of the URL (…/alertmanager; see docs/integrations.md).`;
@@ -122,6 +130,8 @@ export async function inboundMessage(input: {
   query: Record<string, unknown>;
   /** A template to use instead of the Dock's saved one (the console's preview of one being edited). */
   template?: DockTemplate;
+  /** Template rendering time (ms) each Dock may use (see templateTime). */
+  renderBudget: TokenBuckets;
 }): Promise<InboundMessage | InboundSkip> {
   const { inbound, dock } = input;
   const name = input.named ?? dock.inbound ?? detectFormat(inbound)?.name;
@@ -143,7 +153,16 @@ export async function inboundMessage(input: {
         if (!checked.ok) throw new TemplateError(checked.errors);
         template = checked.value;
       }
-      conversion = await renderTemplate(template, inbound.body === undefined ? inbound.text : inbound.body);
+      // Rendering holds the event loop (up to its 100 ms limit): a Dock may use only so much of it,
+      // failed renders included, or one Dock's hook could slow every request of the service.
+      const wait = input.renderBudget.waitSeconds(dock.id);
+      if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
+      const started = performance.now();
+      try {
+        conversion = await renderTemplate(template, inbound.body === undefined ? inbound.text : inbound.body);
+      } finally {
+        input.renderBudget.spend(dock.id, performance.now() - started);
+      }
     } else {
       const format = formatNamed(name);
       if (format === undefined) {
@@ -186,6 +205,21 @@ export async function inboundMessage(input: {
       error.problems,
     );
   }
+  if (name === "template" && options.format !== undefined) {
+    // The template's text in its format (html, markdown) must parse: its author's mistake, not the sender's.
+    try {
+      await prepareContent(notification.msg, options);
+    } catch (error) {
+      if (!(error instanceof OptionsError)) throw error;
+      const problems = error.problems.map((p) => ({ field: "template.text", message: p.message }));
+      throw new ApiError(
+        "template_failed",
+        `The Dock's template failed on this body: ${problems.map((p) => `text: ${p.message}`).join(" ")}`,
+        {},
+        problems,
+      );
+    }
+  }
   return {
     kind: "message",
     format: name,
@@ -203,6 +237,14 @@ function boundedKey(key: string | undefined): string | null {
   return clean.length <= 128 ? clean : `sha256:${createHash("sha256").update(clean).digest("hex")}`;
 }
 
+/**
+ * Template rendering time a Dock may use, in milliseconds: a second at once, then a tenth of a
+ * second each second (a tenth of a core), whether its renders succeed or fail.
+ */
+export function templateTime(): TokenBuckets {
+  return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });
+}
+
 /** A stand-in key for an unknown Dock: its signature is checked all the same (same work, same answer). */
 const STAND_IN_KEY = "dnsk_000000000000000000000000000000000";
 
@@ -217,6 +259,21 @@ export function signatureMatches(raw: RawBody, header: string, secretKey: string
     .digest();
   const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
   return timingSafeEqual(expected, given) && match !== null && secretKey !== undefined;
+}
+
+/**
+ * Whether a signed body is a payload as GitHub (Gitea, Forgejo) sends one: a JSON object, or its
+ * form with the JSON in `payload`. The signing key is the secret key, which also signs our own
+ * events (`t.body`, see domain/event-signature.ts): a body of any other shape could be an event
+ * replayed as a send.
+ */
+export function isSignedPayload(request: FastifyRequest): boolean {
+  try {
+    const inbound = readInbound(request);
+    return inbound.mediaType !== "application/x-www-form-urlencoded" && isRecord(inbound.body);
+  } catch {
+    return false;
+  }
 }
 
 /** The format a payload is unmistakably in, if any. */

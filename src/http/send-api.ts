@@ -28,8 +28,10 @@ import {
   inboundMessage,
   isInboundFormat,
   isPlainMessage,
+  isSignedPayload,
   readInbound,
   signatureMatches,
+  templateTime,
   XML_TYPES,
 } from "./inbound.ts";
 import { changeCountsSchema, messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
@@ -41,6 +43,8 @@ export interface SendApiOptions {
   views: OutboxViews;
   changes: MessageChanges;
   maxBodyBytes: number;
+  /** The integration doors' body limit (tools' payloads are larger than messages). */
+  maxInboundBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
 }
@@ -424,6 +428,10 @@ export function parseBasicAuth(header: string | undefined): { user: string; pass
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/** A signed body that is not a JSON payload (see isSignedPayload). */
+const SIGNED_BODY =
+  "A delivery signed with X-Hub-Signature-256 carries a JSON object (as GitHub sends it, as JSON or as a payload= form).";
+
 const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", charset="UTF-8"' };
 
 declare module "fastify" {
@@ -614,6 +622,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   const server = app.withTypeProvider<TypeBoxTypeProvider>();
   const authFailures = perMinuteBuckets(options.authFailuresPerMinute);
   const attempts = authFailures === null ? null : new AttemptLimiter(authFailures);
+  const renderBudget = templateTime();
 
   // Bodies are parsed by the routes themselves (see parseObject), whatever their Content-Type.
   app.removeAllContentTypeParsers();
@@ -669,6 +678,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       dock: request.dock as DockCredentials,
       docks: options.docks,
       query: (request.query ?? {}) as Record<string, unknown>,
+      renderBudget,
     });
     request.inboundFormat = result.format;
     if (result.kind === "skip") {
@@ -717,20 +727,26 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     }
     const mediaType = mediaTypeOf(request);
     if (mediaType === "application/x-www-form-urlencoded" || XML_TYPES.has(mediaType)) {
-      // A form without msg is the text itself (ntfy's `curl -d`), unless it is a tool's (Apprise's
-      // form://); XML is only ever a tool's (Apprise's xml://).
-      let detected: string | undefined;
+      // A form is a message of ours — its msg field, or else the text itself (ntfy's `curl -d`) —
+      // unless it is Apprise's form://, or the Dock reads bodies without msg as a format. XML is
+      // only ever a tool's (Apprise's xml://). JSON sent as a form (`curl -d '{…}'`, GitHub's
+      // `payload=`) is read below like any JSON.
       try {
         const inbound = readInbound(request);
-        const body = inbound.body;
-        // `curl -d 'Backup done'` is a form of one nameless field: text, never a tool's payload.
-        const ours =
-          typeof body === "object" &&
-          body !== null &&
-          ("msg" in body || Object.values(body).every((value) => value === ""));
-        detected = ours ? undefined : detectedFormat(inbound);
-        if (detected !== undefined) {
-          integrate(request, detected, inbound).then(() => done(), done);
+        const fields =
+          inbound.mediaType === "application/x-www-form-urlencoded" &&
+          !inbound.text.trimStart().startsWith("{")
+            ? (inbound.body as Record<string, string>)
+            : undefined;
+        const dock = request.dock as DockCredentials;
+        const tool =
+          inbound.body === undefined ||
+          (fields !== undefined &&
+            !("msg" in fields) &&
+            !Object.values(fields).every((value) => value === "") &&
+            (dock.inbound !== null || detectedFormat(inbound) === "apprise"));
+        if (tool) {
+          integrate(request, null, inbound).then(() => done(), done);
           return;
         }
       } catch (error) {
@@ -1003,6 +1019,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         const found = await options.docks.secretOf(dockId);
         const raw = request.body as Buffer | undefined;
         if (signatureMatches(raw, signature as string, found?.secretKey)) dock = found?.dock;
+        // (Thrown inside the try: a right signature is no failed guess.)
+        if (dock !== undefined && !isSignedPayload(request))
+          throw new ApiError("invalid_payload", SIGNED_BODY);
       }
     } catch (error) {
       attempt.right();
@@ -1033,6 +1052,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         const found = await options.docks.secretOf(dock.id);
         if (!signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
           dock = undefined;
+        else if (!isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
       }
     } catch (error) {
       attempt.right();
@@ -1069,6 +1089,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         body: checkedWebhookBody,
       },
       config: { securityHeaders: "api" },
+      bodyLimit: options.maxInboundBodyBytes,
       onRequest: basicAuth,
       preValidation: integrated(formatParam),
     },
@@ -1087,6 +1108,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         body: checkedWebhookBody,
       },
       config: { securityHeaders: "api" },
+      bodyLimit: options.maxInboundBodyBytes,
       // A signature covers the body: these check credentials once it is read (it is bounded).
       onRequest: refuseIfBlocked,
       preValidation: [pathAuth, integrated(formatParam)],
@@ -1112,6 +1134,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         body: checkedWebhookBody,
       },
       config: { securityHeaders: "api" },
+      bodyLimit: options.maxInboundBodyBytes,
       onRequest: refuseIfBlocked,
       preValidation: [hookAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
       handler: async (request, reply) => sendWebhook(request, reply, "hook"),

@@ -135,12 +135,21 @@ export function fieldsOf(value: unknown): Record<string, unknown> {
  * (an `&` takes five units once escaped).
  */
 export function escapedClip(value: string, max: number, oneLine = false): string {
-  let room = max;
-  for (;;) {
+  const whole = escapeHtml(clip(value, max, oneLine));
+  if (whole.length <= max) return whole;
+  // The longest clip whose escaped form fits (escaping only lengthens, so a binary search).
+  let low = 1;
+  let high = max - 1;
+  let best = escapeHtml(clip(value, 1, oneLine));
+  while (low <= high) {
+    const room = (low + high) >>> 1;
     const escaped = escapeHtml(clip(value, room, oneLine));
-    if (escaped.length <= max || room <= 1) return escaped;
-    room = Math.max(1, room - (escaped.length - max));
+    if (escaped.length <= max) {
+      best = escaped;
+      low = room + 1;
+    } else high = room - 1;
   }
+  return best;
 }
 
 /** A URL button, or undefined when Telegram would refuse the URL (localhost, a dotless host, …). */

@@ -208,7 +208,10 @@ function richElement(element: unknown, r: Render): string {
       const points = textOf(element.unicode)
         .split("-")
         .map((hex) => Number.parseInt(hex, 16));
-      return points.length > 0 && points.every((p) => Number.isInteger(p) && p > 0 && p <= 0x10ffff)
+      // An emoji is a few code points (a family is seven): more is no emoji.
+      return points.length > 0 &&
+        points.length <= 16 &&
+        points.every((p) => Number.isInteger(p) && p > 0 && p <= 0x10ffff)
         ? String.fromCodePoint(...points)
         : withEmoji(escapeHtml(`:${textOf(element.name)}:`), r.emoji);
     }

@@ -66,8 +66,9 @@ export interface DockTemplate {
   text: string;
   /**
    * What the rendered text is written in: "text" (default), "markdown" or "html" (Telegram HTML).
-   * Not a template. In "html", every `{{ … }}` in `text` is HTML-escaped, so a payload value
-   * cannot inject markup; `{{ value | raw }}` writes it as it is (and `| escape` would escape twice).
+   * Not a template. In "html", every `{{ … }}` in `text` is HTML-escaped, in "markdown" its
+   * punctuation backslash-escaped, so a payload value cannot inject markup or a link;
+   * `{{ value | raw }}` writes it as it is (and `| escape` would escape twice).
    */
   format?: "text" | "markdown" | "html";
   /** The title. */
@@ -140,12 +141,22 @@ export const TEMPLATE_LIMITS = {
   cachedTemplates: 200,
 } as const;
 
+/**
+ * A payload value as literal Markdown text: every ASCII punctuation character Markdown may read
+ * as syntax is backslash-escaped (CommonMark lets any be), so `[x](https://…)` stays text.
+ */
+function escapeMarkdown(value: unknown): string {
+  return String(value ?? "").replace(/[\\`*_{}[\]()#+\-.!<>|~&]/g, "\\$&");
+}
+
 /** LiquidJS, loaded on first use: most installations never use templates. */
 interface Engine {
   /** For every field but an html text: writes what it is given. */
   plain: Liquid;
   /** For the text of an html template: escapes every output unless it ends in `| raw`. */
   html: Liquid;
+  /** For the text of a markdown template: backslash-escapes Markdown's punctuation unless `| raw`. */
+  markdown: Liquid;
   liquidjs: typeof import("liquidjs");
 }
 
@@ -171,7 +182,12 @@ function engine(): Promise<Engine> {
       for (const tag of ["include", "render", "layout"]) delete liquid.tags[tag];
       return liquid;
     };
-    return { plain: make({}), html: make({ outputEscape: "escape" }), liquidjs };
+    return {
+      plain: make({}),
+      html: make({ outputEscape: "escape" }),
+      markdown: make({ outputEscape: escapeMarkdown }),
+      liquidjs,
+    };
   });
   return loading;
 }
@@ -183,13 +199,19 @@ type Located = Omit<TemplateProblem, "field">;
 const parsedCache = new Map<string, Template[] | Located>();
 
 /** A field's source parsed, from the cache when it was parsed before. */
-function parse(engine: Engine, source: string, escaped: boolean): Template[] | Located {
-  const key = `${escaped ? "html" : "plain"}\u0000${source}`;
+/** Which engine renders a field: the text of an html or markdown template escapes its outputs. */
+type Mode = "plain" | "html" | "markdown";
+
+const modeOf = (field: Field, format: DockTemplate["format"]): Mode =>
+  field === "text" && (format === "html" || format === "markdown") ? format : "plain";
+
+function parse(engine: Engine, source: string, mode: Mode): Template[] | Located {
+  const key = `${mode}\u0000${source}`;
   let parsed = parsedCache.get(key);
   if (parsed !== undefined) parsedCache.delete(key);
   else {
     try {
-      parsed = (escaped ? engine.html : engine.plain).parse(source);
+      parsed = engine[mode].parse(source);
     } catch (error) {
       parsed = located(engine, error);
     }
@@ -268,7 +290,7 @@ export async function validateTemplate(input: unknown): Promise<TemplateCheck> {
   if (sources.length > 0) {
     const liquid = await engine();
     for (const field of sources) {
-      const parsed = parse(liquid, value[field] as string, field === "text" && value.format === "html");
+      const parsed = parse(liquid, value[field] as string, modeOf(field, value.format));
       if (!Array.isArray(parsed)) errors.push({ field, ...parsed });
     }
   }
@@ -290,7 +312,7 @@ export async function renderTemplate(template: DockTemplate, payload: unknown): 
   for (const field of FIELDS) {
     const source = template[field];
     if (source === undefined || source === "") continue;
-    const parsed = parse(liquid, source, field === "text" && template.format === "html");
+    const parsed = parse(liquid, source, modeOf(field, template.format));
     if (!Array.isArray(parsed)) {
       problems.push({ field, ...parsed });
       continue;

@@ -3,7 +3,7 @@ import {
   buttonRows,
   type Conversion,
   clip,
-  escapeHtml,
+  escapedClip,
   type InboundFormat,
   isRecord,
   linkButton,
@@ -26,16 +26,6 @@ const STATUSES: Record<number, { title: (name: string) => string; priority?: Pri
   2: { title: (name) => `🟡 ${name} is pending` },
   3: { title: (name) => `🔧 ${name} is under maintenance` },
 };
-
-/** A payload value clipped so that, escaped for HTML, it takes at most `max` UTF-16 units. */
-function escapedClip(value: string, max: number, oneLine = false): string {
-  let room = max;
-  for (;;) {
-    const escaped = escapeHtml(clip(value, room, oneLine));
-    if (escaped.length <= max || room <= 1) return escaped;
-    room = Math.max(1, room - (escaped.length - max));
-  }
-}
 
 /** Kuma's times are UTC in SQL form: "2026-11-24 10:00:00.123". */
 const SQL_TIME = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d)(?::(\d\d))?/;

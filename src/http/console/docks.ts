@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
 import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
-import { prepareContent } from "../../domain/message-options.ts";
+import { OptionsError, prepareContent } from "../../domain/message-options.ts";
 import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { Intake } from "../../intake.ts";
@@ -19,7 +19,7 @@ import {
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
-import { inboundMessage, inboundOf } from "../inbound.ts";
+import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import {
   type CopyChange,
@@ -85,6 +85,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   });
 
   const signedIn = (request: FastifyRequest) => request.signedIn as SignedIn;
+  const previewTime = templateTime();
 
   /** The caller's Dock, or 404 — the same answer for a Dock that is someone else's. */
   const ownedDock = async (request: FastifyRequest, id: string): Promise<DockWithSecret> => {
@@ -260,13 +261,20 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock: { id: dock.id, name: dock.name, watched: false, inbound: dock.inboundFormat },
         docks: options.docks,
         query: {},
+        renderBudget: previewTime,
         ...(format === "template" && template !== undefined
           ? { template: await checkedTemplate(template) }
           : {}),
       });
       if (result.kind === "skip")
         return { ok: true, format: result.format, result: { kind: "skip", reason: result.reason } };
-      const content = await prepareContent(result.msg, result.options);
+      let content: Awaited<ReturnType<typeof prepareContent>>;
+      try {
+        content = await prepareContent(result.msg, result.options);
+      } catch (error) {
+        if (!(error instanceof OptionsError)) throw error;
+        throw new ApiError("invalid_fields", undefined, {}, error.problems);
+      }
       return {
         ok: true,
         format: result.format,

@@ -1,5 +1,6 @@
 import { Liquid } from "liquidjs";
 import { describe, expect, it, vi } from "vitest";
+import { prepareContent } from "../../../src/domain/message-options.ts";
 import { PayloadError } from "../../../src/integrations/inbound.ts";
 import {
   type DockTemplate,
@@ -439,6 +440,17 @@ describe("output limits: a template cannot make what a sender could not send", (
     ]);
   });
 
+  it("in a markdown template a payload value is text, never a link or markup; | raw opts out", async () => {
+    const payload = { detail: "[re-login](https://evil.example/phish) **now** `x` <b>y</b> 1. z" };
+    const escaped = await render({ text: "Alert: {{ detail }}", format: "markdown" }, payload);
+    const content = await prepareContent(escaped.msg, { format: "markdown" });
+    expect(content?.body?.text).toBe(`Alert: ${payload.detail}`);
+    expect(content?.body?.entities).toEqual([]);
+    const raw = await render({ text: "Alert: {{ detail | raw }}", format: "markdown" }, payload);
+    const linked = await prepareContent(raw.msg, { format: "markdown" });
+    expect(linked?.body?.entities.map((e) => e.type)).toContain("text_link");
+  });
+
   it("leaves out a button whose URL the payload does not have, as built-in formats do", async () => {
     const notification = await render(
       { text: "x", buttons: "Dashboard | {{ dashboard_url }}\nRunbook | https://wiki.example.com/runbook" },
@@ -487,9 +499,9 @@ describe("html templates escape payload values", () => {
     expect((await render({ text: "{{ name | raw }}", format: "html" }, payload)).msg).toBe(payload.name);
   });
 
-  it("leaves text, markdown and the other fields of an html template unescaped", async () => {
+  it("leaves text and the other fields of an html template unescaped (markdown's text is escaped, above)", async () => {
     expect(await text("{{ name }}", payload)).toBe(payload.name);
-    expect((await render({ text: "{{ name }}", format: "markdown" }, payload)).msg).toBe(payload.name);
+    expect((await render({ text: "{{ name | raw }}", format: "markdown" }, payload)).msg).toBe(payload.name);
     expect((await render({ text: "x", title: "{{ name }}", format: "html" }, payload)).options.title).toBe(
       payload.name,
     );
