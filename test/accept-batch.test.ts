@@ -73,6 +73,61 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     expect(await stored(dock.id)).toEqual(["deploy done"]);
   });
 
+  it("a key's final message replaces its holder and lets the key go; with no holder it is stored keyless", async () => {
+    const dock = await docks.create(1, { name: "Alerts", link: null, description: null });
+    const messages = new MessageRepository(db);
+    const keyOf = async (id: string) =>
+      await db.kysely
+        .selectFrom("messages")
+        .select(["key", "text"])
+        .where("id", "=", id)
+        .executeTakeFirstOrThrow();
+    // No message holds the key: a new one, without it.
+    const orphan = await messages.accept({ dockId: dock.id, text: "resolved early", key: "g", final: true });
+    expect(orphan).toMatchObject({ kind: "accepted" });
+    expect(await keyOf((orphan as { messageId: string }).messageId)).toEqual({
+      key: null,
+      text: "resolved early",
+    });
+
+    const firing = await messages.accept({ dockId: dock.id, text: "firing", key: "g" });
+    const id = (firing as { messageId: string }).messageId;
+    // A retry of the final send replays it; the key is gone after the first.
+    const first = await messages.accept({
+      dockId: dock.id,
+      text: "resolved",
+      key: "g",
+      final: true,
+      idempotencyKey: "r1",
+    });
+    expect(first).toMatchObject({ kind: "replaced", messageId: id });
+    const retry = await messages.accept({
+      dockId: dock.id,
+      text: "resolved",
+      key: "g",
+      final: true,
+      idempotencyKey: "r1",
+    });
+    expect(retry).toMatchObject({ kind: "replayed", messageId: id });
+    expect(await keyOf(id)).toEqual({ key: null, text: "resolved" });
+    const again = await messages.accept({ dockId: dock.id, text: "firing again", key: "g" });
+    expect((again as { messageId: string }).messageId).not.toBe(id);
+
+    // In one batch: the keyed message and its final one make one message, stored keyless.
+    const [fired, settled] = await Promise.all([
+      messages.accept({ dockId: dock.id, text: "firing", key: "h" }),
+      messages.accept({ dockId: dock.id, text: "resolved at once", key: "h", final: true }),
+    ]);
+    expect(settled).toMatchObject({
+      kind: "replaced",
+      messageId: (fired as { messageId: string }).messageId,
+    });
+    expect(await keyOf((fired as { messageId: string }).messageId)).toEqual({
+      key: null,
+      text: "resolved at once",
+    });
+  });
+
   it("tells the dispatcher only about Docks that got a message", async () => {
     const [open, limited] = await Promise.all([
       docks.create(1, { name: "Open", link: null, description: null }),

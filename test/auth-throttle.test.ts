@@ -88,6 +88,29 @@ describe("the failed-authentication limit", () => {
     expect(count(answers, 429) + count(answers, 401)).toBe(60);
   });
 
+  it("holds on the integration doors: hook tokens, GitHub signatures and GitLab tokens count alike", async () => {
+    const { running, dock } = await start({});
+    const doors: [string, Record<string, string>][] = [
+      ["/hook/dnhk_wrong0000000000000000000000000000", {}],
+      [
+        `/webhook/github/${dock.id}`,
+        { "x-github-event": "push", "x-hub-signature-256": `sha256=${"0".repeat(64)}` },
+      ],
+      [`/webhook/gitlab/${dock.id}`, { "x-gitlab-event": "Push Hook", "x-gitlab-token": "dnsk_wrong" }],
+    ];
+    const { result: answers, refills } = await timed(20, () =>
+      Promise.all(
+        Array.from({ length: 60 }, (_, i) => {
+          const [path, headers] = doors[i % doors.length] as [string, Record<string, string>];
+          return send(`${running.url}${path}`, { ref: "refs/heads/main" }, headers);
+        }),
+      ),
+    );
+    expect(count(answers, 401)).toBeGreaterThanOrEqual(20);
+    expect(count(answers, 401)).toBeLessThanOrEqual(20 + refills);
+    expect(count(answers, 429) + count(answers, 401)).toBe(60);
+  });
+
   it("many right requests at once are never refused for the limit (they wait for each other's verdicts)", async () => {
     const { running, dock } = await start({});
     const webhook = await Promise.all(

@@ -998,9 +998,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
    */
   const pathAuth = async (request: FastifyRequest) => {
     const { dock_id: dockId } = request.params as { dock_id: string };
-    const signature = request.headers["x-hub-signature-256"];
     const token = request.headers["x-gitlab-token"];
-    if (typeof signature !== "string" && typeof token !== "string") {
+    // A signature covers the body: checked once it is read (signedAuth).
+    if (typeof request.headers["x-hub-signature-256"] === "string") {
+      const refused = blockedError(request);
+      if (refused) throw refused;
+      return;
+    }
+    if (typeof token !== "string") {
       if (request.headers.authorization === undefined) {
         throw new ApiError(
           "unauthorized",
@@ -1014,15 +1019,36 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const attempt = await beginAttempt(request);
     let dock: DockCredentials | undefined;
     try {
-      if (typeof token === "string") dock = await options.docks.authenticate(dockId, token);
-      else {
-        const found = await options.docks.secretOf(dockId);
-        const raw = request.body as Buffer | undefined;
-        if (signatureMatches(raw, signature as string, found?.secretKey)) dock = found?.dock;
-        // (Thrown inside the try: a right signature is no failed guess.)
-        if (dock !== undefined && !isSignedPayload(request))
-          throw new ApiError("invalid_payload", SIGNED_BODY);
-      }
+      dock = await options.docks.authenticate(dockId, token);
+    } catch (error) {
+      attempt.right();
+      throw error;
+    }
+    if (dock === undefined) {
+      attempt.wrong();
+      throw new ApiError("unauthorized", "Unknown Dock, or X-Gitlab-Token is not the Dock's secret key.");
+    }
+    attempt.right();
+    request.dock = dock;
+  };
+
+  /**
+   * GitHub's `X-Hub-Signature-256` (also Gitea's, Forgejo's), once the body is read: the Dock named
+   * in the path, or the hook token's Dock (whose signature, if sent, must match too). Requests
+   * without one were authenticated before their body was read.
+   */
+  const signedAuth = async (request: FastifyRequest) => {
+    const signature = request.headers["x-hub-signature-256"];
+    if (typeof signature !== "string") return;
+    const dockId = request.dock?.id ?? (request.params as { dock_id: string }).dock_id;
+    const attempt = await beginAttempt(request);
+    let dock: DockCredentials | undefined;
+    try {
+      const found = await options.docks.secretOf(dockId);
+      if (signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
+        dock = found?.dock;
+      // (Thrown inside the try: a right signature is no failed guess.)
+      if (dock !== undefined && !isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
     } catch (error) {
       attempt.right();
       throw error;
@@ -1031,29 +1057,20 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       attempt.wrong();
       throw new ApiError(
         "unauthorized",
-        typeof token === "string"
-          ? "Unknown Dock, or X-Gitlab-Token is not the Dock's secret key."
-          : "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
+        "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
       );
     }
     attempt.right();
     request.dock = dock;
   };
 
-  /** /hook/<token>: the token in the URL is the credential (and a signature, if sent, must match too). */
+  /** /hook/<token>: the token in the URL is the credential, checked before the body is read. */
   const hookAuth = async (request: FastifyRequest) => {
     const { token } = request.params as { token: string };
     const attempt = await beginAttempt(request);
     let dock: DockCredentials | undefined;
     try {
       dock = await options.docks.authenticateHook(token);
-      const signature = request.headers["x-hub-signature-256"];
-      if (dock !== undefined && typeof signature === "string") {
-        const found = await options.docks.secretOf(dock.id);
-        if (!signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
-          dock = undefined;
-        else if (!isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
-      }
     } catch (error) {
       attempt.right();
       throw error;
@@ -1064,7 +1081,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         "unauthorized",
         token.startsWith("dnsk_")
           ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
-          : "Unknown hook token (it may have been rotated or removed), or a wrong signature.",
+          : "Unknown hook token (it may have been rotated or removed).",
       );
     }
     attempt.right();
@@ -1109,9 +1126,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
-      // A signature covers the body: these check credentials once it is read (it is bounded).
-      onRequest: refuseIfBlocked,
-      preValidation: [pathAuth, integrated(formatParam)],
+      onRequest: pathAuth,
+      preValidation: [signedAuth, integrated(formatParam)],
     },
     async (request, reply) => sendWebhook(request, reply, "webhook"),
   );
@@ -1135,8 +1151,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
-      onRequest: refuseIfBlocked,
-      preValidation: [hookAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
+      onRequest: [refuseIfBlocked, hookAuth],
+      preValidation: [signedAuth, url.endsWith(":format") ? integrated(formatParam) : parseWebhook],
       handler: async (request, reply) => sendWebhook(request, reply, "hook"),
     });
   }
