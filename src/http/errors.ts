@@ -166,6 +166,16 @@ export class ApiError extends Error {
   }
 }
 
+/** `invalid_fields` for these problems, each named in the message and listed in `error.fields`. */
+export function fieldsRefused(problems: FieldProblem[]): ApiError {
+  return new ApiError(
+    "invalid_fields",
+    `Some fields are not valid: ${problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
+    {},
+    problems,
+  );
+}
+
 /** JSON schema of the error body, for the OpenAPI document. */
 export const errorBodySchema = {
   type: "object",

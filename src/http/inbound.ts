@@ -18,7 +18,7 @@ import {
 } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, fieldsRefused } from "./errors.ts";
 import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 
 /*
@@ -198,12 +198,7 @@ export async function inboundMessage(input: {
     options = readOptions(found);
   } catch (error) {
     if (!(error instanceof OptionsError)) throw error;
-    throw new ApiError(
-      "invalid_fields",
-      `Some fields are not valid: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
-      {},
-      error.problems,
-    );
+    throw fieldsRefused(error.problems);
   }
   if (name === "template" && options.format !== undefined) {
     // The template's text in its format (html, markdown) must parse: its author's mistake, not the sender's.

@@ -20,7 +20,7 @@ import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
-import { ApiError, errorBodySchema } from "./errors.ts";
+import { ApiError, errorBodySchema, fieldsRefused } from "./errors.ts";
 import {
   detectedFormat,
   INBOUND_FORMAT_LIST,
@@ -454,16 +454,6 @@ declare module "fastify" {
 
 const OPTION_NAMES = Object.keys(OPTION_SOURCES);
 
-/** The option problems as the error catalogue's invalid_fields answer. */
-function optionsRefused(error: OptionsError): ApiError {
-  return new ApiError(
-    "invalid_fields",
-    `Some fields are not valid: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
-    {},
-    error.problems,
-  );
-}
-
 /**
  * Takes the options out of the body (they are checked here, together with the headers and query
  * for /webhook, so every source gets the same checks and messages; the schema describes them for
@@ -480,7 +470,7 @@ function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fro
   try {
     request.messageOptions = readOptions(found);
   } catch (error) {
-    if (error instanceof OptionsError) throw optionsRefused(error);
+    if (error instanceof OptionsError) throw fieldsRefused(error.problems);
     throw error;
   }
   return given;
@@ -509,7 +499,7 @@ async function revisedContent(
     const content = await prepareContent(text, options as MessageOptions);
     return { text, content: content === null ? null : JSON.stringify(content) };
   } catch (error) {
-    if (error instanceof OptionsError) throw optionsRefused(error);
+    if (error instanceof OptionsError) throw fieldsRefused(error.problems);
     throw error;
   }
 }
@@ -602,17 +592,10 @@ function takeKey(
     field = "the key query parameter";
   } else return null;
   if (typeof raw !== "string") {
-    throw new ApiError("invalid_fields", `Some fields are not valid: ${field}: must be a string.`, {}, [
-      { field, message: "must be a string." },
-    ]);
+    throw fieldsRefused([{ field, message: "must be a string." }]);
   }
   if (raw.trim() === "" || raw.length > MAX_MESSAGE_KEY || !raw.isWellFormed() || raw.includes("\u0000")) {
-    throw new ApiError(
-      "invalid_fields",
-      `Some fields are not valid: ${field}: must be 1 to ${MAX_MESSAGE_KEY} characters.`,
-      {},
-      [{ field, message: `must be 1 to ${MAX_MESSAGE_KEY} characters.` }],
-    );
+    throw fieldsRefused([{ field, message: `must be 1 to ${MAX_MESSAGE_KEY} characters.` }]);
   }
   return raw;
 }
@@ -869,7 +852,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     } catch (error) {
       // Not a guess at the key: the key was not looked at.
       attempt.right();
-      if (error instanceof OptionsError) throw optionsRefused(error);
+      if (error instanceof OptionsError) throw fieldsRefused(error.problems);
       throw error;
     }
     let result: Awaited<ReturnType<Intake["accept"]>>;

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { Button, Priority } from "../domain/message-options.ts";
 import {
   buttonRows,
@@ -10,6 +9,7 @@ import {
   type InboundFormat,
   isRecord,
   linkButton,
+  livingKey,
   PayloadError,
   TEXT_BUDGET,
   textOf,
@@ -259,7 +259,7 @@ export function alertGroupConversion(group: AlertGroup, layout: GroupLayout): Co
   if (msg.trim() === "") msg = escapeHtml(groupName(group));
   const priority = priorityOf(group);
   const buttons = buttonRows(layout.buttons);
-  const key = groupKey(layout.name, group.groupKey);
+  const key = livingKey(layout.name, group.groupKey);
   return {
     kind: "notify",
     notification: {
@@ -274,14 +274,6 @@ export function alertGroupConversion(group: AlertGroup, layout: GroupLayout): Co
       ...(group.status === "resolved" ? { final: true } : {}),
     },
   };
-}
-
-/** `<name>:<groupKey>`, or `<name>:<SHA-256 of the groupKey>` when that would pass 128 characters. */
-function groupKey(name: string, key: string): string | undefined {
-  if (key.trim() === "") return undefined;
-  const plain = `${name}:${key}`;
-  if (plain.length <= 128 && plain.isWellFormed() && !plain.includes("\u0000")) return plain;
-  return `${name}:${createHash("sha256").update(key).digest("hex")}`;
 }
 
 /** The first of the alerts' values that makes a button (the first alert's, usually). */

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Button, Priority } from "../domain/message-options.ts";
 import { MAX_URL } from "../domain/message-options.ts";
 import { isButtonUrl } from "../domain/telegram-format.ts";
@@ -150,6 +151,18 @@ export function escapedClip(value: string, max: number, oneLine = false): string
     } else high = room - 1;
   }
   return best;
+}
+
+/**
+ * A living-notification key for a format: `<format>:<the payload's own key>`, or
+ * `<format>:<SHA-256 hex of it>` when that would not fit in 128 characters (an Alertmanager group
+ * key can be long); undefined for an empty one.
+ */
+export function livingKey(format: string, key: string): string | undefined {
+  if (key.trim() === "") return undefined;
+  const plain = `${format}:${key}`;
+  if (plain.length <= 128 && plain.isWellFormed() && !plain.includes("\u0000")) return plain;
+  return `${format}:${createHash("sha256").update(key).digest("hex")}`;
 }
 
 /** A URL button, or undefined when Telegram would refuse the URL (localhost, a dotless host, …). */

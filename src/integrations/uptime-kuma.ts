@@ -7,6 +7,7 @@ import {
   type InboundFormat,
   isRecord,
   linkButton,
+  livingKey,
   PayloadError,
   TEXT_BUDGET,
   textOf,
@@ -122,7 +123,7 @@ export const uptimeKuma: InboundFormat = {
     if (details.length > 0) lines.push(`<i>${details.join(" · ")}</i>`);
     if (lines.length === 0) lines.push(escapedClip(msg || name, 2000));
     const id = monitor === null ? "" : textOf(monitor.id);
-    const key = clip(`uptime-kuma:${id || name}`, 128);
+    const key = livingKey("uptime-kuma", id || name);
     const buttons = buttonRows([linkButton("Open", monitor?.url)]);
     return {
       kind: "notify",
@@ -136,7 +137,7 @@ export const uptimeKuma: InboundFormat = {
           ...(status?.priority === undefined ? {} : { priority: status.priority }),
           ...(buttons === undefined ? {} : { buttons }),
         },
-        key: clean(key),
+        ...(key === undefined ? {} : { key }),
         ...(status?.final ? { final: true } : {}),
       },
     };

@@ -36,6 +36,16 @@ export interface IntegrationSettings {
   template: unknown;
 }
 
+/** An authenticated Dock from the columns the credential lookups read. */
+function credentialsOf(row: {
+  id: string;
+  name: string;
+  watched: number | string;
+  inbound_format: string | null;
+}): DockCredentials {
+  return { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format };
+}
+
 /** Docks: creation, lookup, authentication, rotation and deletion. Dialect-neutral. */
 export class DockRepository {
   readonly #db: Db;
@@ -222,9 +232,7 @@ export class DockRepository {
       ])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return (
-      row && { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format }
-    );
+    return row && credentialsOf(row);
   }
 
   /**
@@ -253,7 +261,7 @@ export class DockRepository {
       return undefined;
     }
     return {
-      dock: { id: row.id, name: row.name, watched: Number(row.watched) === 1, inbound: row.inbound_format },
+      dock: credentialsOf(row),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
     };
   }
