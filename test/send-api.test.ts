@@ -342,12 +342,13 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       },
     );
 
-    it("415 for application/xml on /webhook", async () => {
-      const answer = await webhook("<msg/>", {
-        "Content-Type": "application/xml",
-        Authorization: basic(dock.id, dock.secretKey),
-      });
-      expect(answer.status).toBe(415);
+    it("on /webhook, XML is only a tool's (Apprise's xml://): other XML is 400, other types 415", async () => {
+      const auth = { Authorization: basic(dock.id, dock.secretKey) };
+      const xml = await webhook("<msg/>", { "Content-Type": "application/xml", ...auth });
+      expect(xml.status).toBe(400);
+      expect(xml.body.error?.code).toBe("unknown_format");
+      const image = await webhook("\x89PNG", { "Content-Type": "image/png", ...auth });
+      expect(image.status).toBe(415);
     });
   });
 
