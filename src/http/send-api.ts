@@ -800,6 +800,32 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     return attempt;
   };
 
+  /**
+   * Credentials judged as one attempt of the address's allowance: a Dock found is right (it becomes
+   * `request.dock`), none is wrong (the refusal), and a lookup that failed (the database) or
+   * threw its own answer was never judged.
+   */
+  const judge = async (
+    request: FastifyRequest,
+    lookup: () => Promise<DockCredentials | undefined | null>,
+    refusal: () => ApiError,
+  ) => {
+    const attempt = await beginAttempt(request);
+    let dock: DockCredentials | undefined | null;
+    try {
+      dock = await lookup();
+    } catch (error) {
+      attempt.right();
+      throw error;
+    }
+    if (!dock) {
+      attempt.wrong();
+      throw refusal();
+    }
+    attempt.right();
+    request.dock = dock;
+  };
+
   const basicAuth = async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
@@ -811,24 +837,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         WWW_AUTHENTICATE,
       );
     }
-    const attempt = await beginAttempt(request);
     const credentials = parseBasicAuth(header);
-    let dock: DockCredentials | undefined;
-    try {
-      dock = credentials
-        ? await options.docks.authenticate(credentials.user, credentials.password)
-        : undefined;
-    } catch (error) {
-      // Never judged (the database failed): not a failure.
-      attempt.right();
-      throw error;
-    }
-    if (!dock) {
-      attempt.wrong();
-      throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
-    }
-    attempt.right();
-    request.dock = dock;
+    await judge(
+      request,
+      async () => credentials && (await options.docks.authenticate(credentials.user, credentials.password)),
+      () => new ApiError("unauthorized", undefined, WWW_AUTHENTICATE),
+    );
   };
 
   /** Stores the message (checking the secret key too when given) and answers 202. */
@@ -999,20 +1013,11 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       if ((request.dock as DockCredentials).id !== dockId) throw new ApiError("unauthorized");
       return;
     }
-    const attempt = await beginAttempt(request);
-    let dock: DockCredentials | undefined;
-    try {
-      dock = await options.docks.authenticate(dockId, token);
-    } catch (error) {
-      attempt.right();
-      throw error;
-    }
-    if (dock === undefined) {
-      attempt.wrong();
-      throw new ApiError("unauthorized", "Unknown Dock, or X-Gitlab-Token is not the Dock's secret key.");
-    }
-    attempt.right();
-    request.dock = dock;
+    await judge(
+      request,
+      () => options.docks.authenticate(dockId, token),
+      () => new ApiError("unauthorized", "Unknown Dock, or X-Gitlab-Token is not the Dock's secret key."),
+    );
   };
 
   /**
@@ -1024,51 +1029,38 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const signature = request.headers["x-hub-signature-256"];
     if (typeof signature !== "string") return;
     const dockId = request.dock?.id ?? (request.params as { dock_id: string }).dock_id;
-    const attempt = await beginAttempt(request);
-    let dock: DockCredentials | undefined;
-    try {
-      const found = await options.docks.secretOf(dockId);
-      if (signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
-        dock = found?.dock;
-      // (Thrown inside the try: a right signature is no failed guess.)
-      if (dock !== undefined && !isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
-    } catch (error) {
-      attempt.right();
-      throw error;
-    }
-    if (dock === undefined) {
-      attempt.wrong();
-      throw new ApiError(
-        "unauthorized",
-        "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
-      );
-    }
-    attempt.right();
-    request.dock = dock;
+    await judge(
+      request,
+      async () => {
+        const found = await options.docks.secretOf(dockId);
+        if (!signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
+          return undefined;
+        // (Thrown inside the lookup: a right signature is no failed guess.)
+        if (!isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
+        return found?.dock;
+      },
+      () =>
+        new ApiError(
+          "unauthorized",
+          "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
+        ),
+    );
   };
 
   /** /hook/<token>: the token in the URL is the credential, checked before the body is read. */
   const hookAuth = async (request: FastifyRequest) => {
     const { token } = request.params as { token: string };
-    const attempt = await beginAttempt(request);
-    let dock: DockCredentials | undefined;
-    try {
-      dock = await options.docks.authenticateHook(token);
-    } catch (error) {
-      attempt.right();
-      throw error;
-    }
-    if (dock === undefined) {
-      attempt.wrong();
-      throw new ApiError(
-        "unauthorized",
-        token.startsWith("dnsk_")
-          ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
-          : "Unknown hook token (it may have been rotated or removed).",
-      );
-    }
-    attempt.right();
-    request.dock = dock;
+    await judge(
+      request,
+      () => options.docks.authenticateHook(token),
+      () =>
+        new ApiError(
+          "unauthorized",
+          token.startsWith("dnsk_")
+            ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
+            : "Unknown hook token (it may have been rotated or removed).",
+        ),
+    );
   };
 
   const inboundRoute = {

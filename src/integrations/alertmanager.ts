@@ -263,10 +263,10 @@ export function alertGroupConversion(group: AlertGroup, layout: GroupLayout): Co
   return {
     kind: "notify",
     notification: {
-      msg: msg.toWellFormed().replaceAll("\u0000", ""),
+      msg: textOf(msg),
       options: {
         format: "html",
-        title: layout.title.toWellFormed().replaceAll("\u0000", ""),
+        title: textOf(layout.title),
         ...(priority === undefined ? {} : { priority }),
         ...(buttons === undefined ? {} : { buttons }),
       },

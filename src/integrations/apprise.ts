@@ -130,13 +130,12 @@ export const apprise: InboundFormat = {
     if (message === "" && note === "") throw new PayloadError("message must not be empty");
     const room = TEXT_BUDGET - (note === "" ? 0 : note.length + 2);
     const msg = [clip(message, room), note].filter((part) => part !== "").join("\n\n");
-    const clean = (value: string) => value.toWellFormed().replaceAll("\u0000", "");
     return {
       kind: "notify",
       notification: {
-        msg: clean(msg),
+        msg: textOf(msg),
         options: {
-          ...(title === "" ? {} : { title: clean(title) }),
+          ...(title === "" ? {} : { title: textOf(title) }),
           ...(kind.priority === undefined ? {} : { priority: kind.priority }),
           ...(kind.tags === undefined ? {} : { tags: kind.tags }),
         },

@@ -123,10 +123,10 @@ export function htmlMessage(
   return {
     kind: "notify",
     notification: {
-      msg: msg.toWellFormed().replaceAll("\u0000", ""),
+      msg: textOf(msg),
       options: {
         format: "html",
-        title: clip(title, 250, true).toWellFormed().replaceAll("\u0000", ""),
+        title: textOf(clip(title, 250, true)),
         ...(priority === undefined ? {} : { priority }),
         ...(rows === undefined ? {} : { buttons: rows }),
       },

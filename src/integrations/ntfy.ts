@@ -11,6 +11,7 @@ import {
   linkButton,
   PayloadError,
   TEXT_BUDGET,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -50,12 +51,7 @@ function optionalString(body: Record<string, unknown>, name: string): string {
   const value = body[name];
   if (value === undefined || value === null) return "";
   if (typeof value !== "string") throw new PayloadError(`${name} must be a string`);
-  return clean(value);
-}
-
-/** What no message may hold taken out: lone surrogates (as U+FFFD) and NUL. */
-function clean(value: string): string {
-  return value.toWellFormed().replaceAll("\u0000", "");
+  return textOf(value);
 }
 
 /** Tags as ntfy takes them: an array of strings (or one comma-separated string); at most 10 kept. */
@@ -65,7 +61,7 @@ function tagsOf(value: unknown): string[] {
   if (!Array.isArray(list) || !list.every((tag) => typeof tag === "string"))
     throw new PayloadError("tags must be an array of strings");
   return list
-    .map((tag) => clip(clean(tag), 64, true))
+    .map((tag) => clip(textOf(tag), 64, true))
     .filter((tag) => tag !== "")
     .slice(0, 10);
 }
@@ -80,7 +76,7 @@ function viewButtons(value: unknown): (Button | undefined)[] {
   return value.map((action, i) => {
     if (!isRecord(action)) throw new PayloadError(`actions[${i}] must be an object`);
     if (typeof action.action !== "string" || action.action.trim().toLowerCase() !== "view") return undefined;
-    const label = typeof action.label === "string" ? clean(action.label).replace(CONTROL, " ").trim() : "";
+    const label = typeof action.label === "string" ? textOf(action.label).replace(CONTROL, " ").trim() : "";
     return linkButton(label === "" ? "Open" : label, action.url);
   });
 }
@@ -130,10 +126,10 @@ export const ntfy: InboundFormat = {
     return {
       kind: "notify",
       notification: {
-        msg: clean(msg),
+        msg: textOf(msg),
         options: {
           ...(format === undefined ? {} : { format }),
-          ...(title === "" ? {} : { title: clean(title) }),
+          ...(title === "" ? {} : { title: textOf(title) }),
           ...(priority === undefined ? {} : { priority }),
           ...(tags.length === 0 ? {} : { tags }),
           ...(click.length <= MAX_URL && isButtonUrl(click) ? { click } : {}),

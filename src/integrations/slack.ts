@@ -435,14 +435,13 @@ export const slack: InboundFormat = {
     const title = clip(textOf(body.username), 250, true);
     const icon = textOf(body.icon_emoji).replace(/^:|:$/g, "");
     const tags = emoji.has(icon) ? [icon] : undefined;
-    const clean = (value: string) => value.toWellFormed().replaceAll("\u0000", "");
     return {
       kind: "notify",
       notification: {
-        msg: clean(msg),
+        msg: textOf(msg),
         options: {
           format: "html",
-          ...(title === "" ? {} : { title: clean(title) }),
+          ...(title === "" ? {} : { title: textOf(title) }),
           ...(priority === undefined ? {} : { priority }),
           ...(tags === undefined ? {} : { tags }),
           ...(buttons === undefined ? {} : { buttons }),

@@ -21,6 +21,7 @@ import {
   linkButton,
   type Notification,
   PayloadError,
+  textOf,
 } from "./inbound.ts";
 
 /*
@@ -325,7 +326,7 @@ export async function renderTemplate(template: DockTemplate, payload: unknown): 
       liquid.liquidjs.toValueSync(
         liquid.plain.renderer.renderTemplates(parsed, base.spawn({ ...scope }), output),
       );
-      rendered[field] = output.buffer.toWellFormed().replaceAll("\u0000", "");
+      rendered[field] = textOf(output.buffer);
     } catch (error) {
       const problem = renderProblem(liquid, error);
       problems.push({ field, ...problem.located });

@@ -63,11 +63,6 @@ function address(monitor: Record<string, unknown>): string {
   return host === "" ? "" : port === "" ? host : `${host}:${port}`;
 }
 
-/** Text for a message in Telegram HTML, or plain, sanitized as every message must be. */
-function clean(value: string): string {
-  return value.toWellFormed().replaceAll("\u0000", "");
-}
-
 function checked(value: unknown, name: string): Record<string, unknown> | null {
   if (value === null || value === undefined) return null;
   if (!isRecord(value)) throw new PayloadError(`${name} must be an object or null`);
@@ -94,8 +89,8 @@ export const uptimeKuma: InboundFormat = {
       return {
         kind: "notify",
         notification: {
-          msg: clean(clip(msg, TEXT_BUDGET)),
-          options: name === "" ? {} : { title: clean(name) },
+          msg: textOf(clip(msg, TEXT_BUDGET)),
+          options: name === "" ? {} : { title: textOf(name) },
         },
       };
     }
@@ -128,10 +123,10 @@ export const uptimeKuma: InboundFormat = {
     return {
       kind: "notify",
       notification: {
-        msg: clean(lines.join("\n")),
+        msg: textOf(lines.join("\n")),
         options: {
           format: "html",
-          title: clean(
+          title: textOf(
             status?.title(name) ?? `${name}: status ${clip(textOf(heartbeat.status), 20, true) || "unknown"}`,
           ),
           ...(status?.priority === undefined ? {} : { priority: status.priority }),
