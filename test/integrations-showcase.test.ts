@@ -103,6 +103,20 @@ const CASES: Case[] = [
     }),
   },
   {
+    format: "template",
+    shows: [/BILLING/, /down/],
+    request: (dock) => ({
+      path: "/webhook/template",
+      headers: { ...json, Authorization: basic(dock.id, dock.secretKey) },
+      body: JSON.stringify({
+        service: "billing",
+        status: "down",
+        detail: "5xx above 2% for 5 minutes",
+        dashboard: "https://grafana.example.com/d/billing",
+      }),
+    }),
+  },
+  {
     format: "ntfy",
     shows: [/./],
     request: (_dock, token) => ({
@@ -126,6 +140,17 @@ describe.skipIf(!chromiumPath)("every integration's message, as the sandbox show
     service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
     dock = await service.app.docks.create(1, { name: "Ops", link: null, description: null });
     token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    // The template docs/integrations.md shows.
+    await service.app.docks.updateIntegrations(dock.id, {
+      template: {
+        title: "{{ service | upcase }}",
+        text: "{{ status }}: {{ detail }}",
+        key: "svc-{{ service }}",
+        priority: "{% if status == 'down' %}high{% endif %}",
+        tags: "{% if status == 'down' %}warning{% endif %}",
+        buttons: "Dashboard | {{ dashboard }}",
+      },
+    });
     sandbox = sandboxOf(service);
     person = await sandbox.person("Ada");
     await service.subscriptions.subscribe(dock.id, person, "private");
