@@ -20,6 +20,9 @@ export interface FieldError {
 
 export type DockValidation = { ok: true; value: DockFields } | { ok: false; errors: FieldError[] };
 
+/** A link written without its scheme: a dotted host name, maybe a port, then a path or nothing. */
+const BARE_HOST = /^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d{1,5})?([/?#]|$)/i;
+
 /** Counts user-perceived characters as code points, so an emoji is one character, not two. */
 function length(value: string): number {
   let count = 0;
@@ -29,7 +32,7 @@ function length(value: string): number {
 
 /**
  * Validates and normalises a Dock's editable fields: trims, turns empty optional fields into null,
- * accepts only absolute http(s) links.
+ * accepts only absolute http(s) links (a bare host name, `ci.example.com`, gets https://).
  */
 export function validateDockFields(input: {
   name?: unknown;
@@ -59,7 +62,9 @@ export function validateDockFields(input: {
     errors.push({ field: "name", message: `name must be at most ${DOCK_NAME_MAX} characters` });
   }
 
-  const link = str("link", input.link);
+  const given = str("link", input.link);
+  // `ci.example.com/builds` is what people paste: it means https://.
+  const link = given !== null && BARE_HOST.test(given) ? `https://${given}` : given;
   if (link !== null) {
     let url: URL | null = null;
     try {

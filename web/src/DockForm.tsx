@@ -95,7 +95,7 @@ export function DockForm({
       {field(
         "link",
         "Link",
-        "Optional. Your application's address, http:// or https:// (a dotted host name or IP address, as Telegram requires for its button).",
+        "Optional. Your application's address (ci.example.com means https://ci.example.com): a dotted host name or IP address, as Telegram requires for its button.",
       )}
       {field("description", "Description", "What this Dock sends, for you and your subscribers.", true)}
       {field(
