@@ -75,6 +75,13 @@ describe.each(DIALECTS)("subscribing in the bot on %s", (dialect) => {
     const confirmed = await people.edited(bob, prompt);
     expect(confirmed.text).toContain("now subscribed to Deploys <prod>");
     expect(confirmed.reply_markup).toBeUndefined();
+    // The deep link never showed the menu: it comes with the subscription, so /list is not needed.
+    const menu = await people.botReply(bob, prompt, "the menu after Yes");
+    expect(menu.text).toContain("My subscriptions");
+    expect(menu.reply_markup).toMatchObject({
+      keyboard: [[{ text: "Subscribe" }, { text: "My subscriptions" }], [{ text: "Help" }]],
+    });
+    expect((await people.control("GET", `/chats/${bob}`)).reply_keyboard).not.toBeNull();
     expect(await people.callbackAnswer(press)).toBeDefined();
     expect(await subscriptionRows(service.db)).toContainEqual([dock.id, bob, "private", "active"]);
     expect(await subscriptionsOf(bob)).toEqual([[dock.id, "active"]]);

@@ -107,6 +107,10 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
       return;
     }
     const result = await subscribeChat(ctx, deps, dock);
+    // A deep link's Yes is the one path into the bot that never showed the menu (a prompt with
+    // buttons cannot carry it, nor can its edit): it comes now, before the prompt turns into the
+    // confirmation, so that whoever sees the confirmation has the menu too.
+    if (ctx.chat?.type === "private") await say(ctx, texts.menuReady);
     await answer(ctx);
     await edit(ctx, result);
   });

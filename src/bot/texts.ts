@@ -51,6 +51,9 @@ export const texts = {
     help: "How this bot works",
   },
 
+  /** After a subscription by button in a private chat: the menu comes with it (a deep link never showed it). */
+  menuReady:
+    "The menu below is yours: <b>My subscriptions</b> lists your Docks (and unsubscribes), <b>Subscribe</b> adds another.",
   welcome: (botName: string) =>
     [
       `Hi! I am <b>${escapeHtml(botName)}</b>. I deliver notifications from applications to you.`,
