@@ -555,6 +555,23 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
   });
 
   describe("Docks", () => {
+    it("the card's 2-second polls (messages, subscribers) are no info log lines; a failed one is", async () => {
+      const dock = await createDock(alice, "Polled");
+      for (const path of ["messages", "subscribers"]) {
+        expect((await alice.call("GET", `/docks/${dock.id}/${path}`)).status).toBe(200);
+      }
+      expect((await alice.call("GET", "/docks/NoSuchDock0000000000000/messages")).status).toBe(404);
+      const lines = service.logs.lines.map((line) => JSON.parse(line) as { url?: string; msg?: string });
+      const polls = lines.filter(
+        (line) => line.msg === "request" && line.url?.includes("/console/api/docks/"),
+      );
+      expect(polls.some((line) => line.url === `/console/api/docks/${dock.id}/messages`)).toBe(false);
+      expect(polls.some((line) => line.url === `/console/api/docks/${dock.id}/subscribers`)).toBe(false);
+      expect(polls.some((line) => line.url === "/console/api/docks/NoSuchDock0000000000000/messages")).toBe(
+        true,
+      );
+    });
+
     it("create answers the card: ID, secret, Open in Telegram link and runnable curl commands", async () => {
       const dock = (
         await alice.call("POST", "/docks", { name: "  Backups  ", link: "", description: "nightly" })
