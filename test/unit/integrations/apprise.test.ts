@@ -1,59 +1,12 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems } from "../../../src/domain/telegram-format.ts";
 import { apprise } from "../../../src/integrations/apprise.ts";
-import {
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
+import type { Inbound } from "../../../src/integrations/inbound.ts";
+import { fixtureText, json, notified, received, refused, sent } from "./harness.ts";
 
-const fixture = (name: string): string =>
-  readFileSync(new URL(`../../fixtures/integrations/apprise/${name}`, import.meta.url), "utf8");
-
-/** A body as the HTTP edge reads it: JSON parsed, a form's fields, XML as text. */
-function inbound(text: string, mediaType: string): Inbound {
-  const body =
-    mediaType === "application/json"
-      ? JSON.parse(text)
-      : mediaType === "application/x-www-form-urlencoded"
-        ? Object.fromEntries(new URLSearchParams(text))
-        : undefined;
-  return { body, text, mediaType, headers: {} };
-}
-
-const json = (body: unknown) => inbound(JSON.stringify(body), "application/json");
-const xml = (text: string) => inbound(text, "application/xml");
-
-async function convert(input: Inbound): Promise<Notification> {
-  const result = await apprise.convert(input);
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-async function refusal(input: Inbound): Promise<string> {
-  const error = await Promise.resolve()
-    .then(() => apprise.convert(input))
-    .catch((caught: unknown) => caught);
-  expect(error).toBeInstanceOf(PayloadError);
-  return (error as PayloadError).message;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const fixture = (file: string): string => fixtureText("apprise", file);
+const xml = (text: string) => received(text, "application/xml");
+const convert = (input: Inbound) => notified(apprise, input);
+const refusal = (input: Inbound) => refused(apprise, input);
 
 const xmlEnvelope = (core: string) =>
   `<?xml version='1.0' encoding='utf-8'?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><Notification>${core}</Notification></soapenv:Body></soapenv:Envelope>`;
@@ -64,7 +17,7 @@ describe("Apprise", () => {
     ["form://", "failure.form.txt", "application/x-www-form-urlencoded"],
     ["xml://", "failure.xml", "application/xml"],
   ])("%s: a failure keeps its title and text, with ❌ and high priority", async (_, file, mediaType) => {
-    const notification = await convert(inbound(fixture(file), mediaType));
+    const notification = await convert(received(fixture(file), mediaType));
     expect(notification).toEqual({
       msg: "The nightly backup of db-1 failed:\nrsync exited with code 23 (partial transfer).",
       options: { title: "Backup failed", priority: "high", tags: ["x"] },
@@ -80,7 +33,7 @@ describe("Apprise", () => {
     ["success.form.txt", "application/x-www-form-urlencoded"],
     ["success.xml", "application/xml"],
   ])("a success without a title is its text as written (%s), with ✅", async (file, mediaType) => {
-    const notification = await convert(inbound(fixture(file), mediaType));
+    const notification = await convert(received(fixture(file), mediaType));
     expect(notification).toEqual({
       msg: "Disk usage is back under 80 % on db-1 & db-2 <ok>",
       options: { tags: ["white_check_mark"] },
@@ -92,7 +45,7 @@ describe("Apprise", () => {
     ["warning-attachment.json", "application/json"],
     ["warning-attachment.xml", "application/xml"],
   ])("attachments cannot be shown, so they are named (%s)", async (file, mediaType) => {
-    const notification = await convert(inbound(fixture(file), mediaType));
+    const notification = await convert(received(fixture(file), mediaType));
     expect(notification).toEqual({
       msg: "db-1: /var is 91% full\n\n📎 Not shown: report.txt",
       options: { title: "Disk almost full", priority: "high", tags: ["warning"] },
@@ -173,15 +126,15 @@ describe("Apprise", () => {
     [xml(xmlEnvelope("<Message></Message><MessageType>info</MessageType>")), "message must not be empty"],
     [json({ version: "1.0", message: 5, type: "info" }), "message must be a string"],
     [json(["a"]), "the body must be a JSON object, form fields or Apprise's XML"],
-    [inbound("plain words", "text/plain"), "the body must be a JSON object, form fields or Apprise's XML"],
+    [received("plain words", "text/plain"), "the body must be a JSON object, form fields or Apprise's XML"],
   ])("a body that is not Apprise's is refused, saying why (%#)", async (input, message) => {
     expect(await refusal(input)).toBe(message);
   });
 
   it("is detected by version, message and a known type in JSON or a form, and by the Notification element in XML", () => {
-    const form = inbound(fixture("failure.form.txt"), "application/x-www-form-urlencoded");
+    const form = received(fixture("failure.form.txt"), "application/x-www-form-urlencoded");
     expect(apprise.detect(form)).toBe(true);
-    expect(apprise.detect(inbound(fixture("failure.json"), "application/json"))).toBe(true);
+    expect(apprise.detect(received(fixture("failure.json"), "application/json"))).toBe(true);
     expect(apprise.detect(xml(fixture("failure.xml")))).toBe(true);
     expect(apprise.detect(json({ version: "1.0", message: "x", type: "urgent" }))).toBe(false);
     expect(apprise.detect(json({ version: "1.0", message: "x", type: "toString" }))).toBe(false);

@@ -1,9 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems } from "../../../src/domain/telegram-format.ts";
 import {
   ALL_FORMAT_NAMES,
   BUILT_IN_FORMATS,
@@ -12,28 +9,20 @@ import {
   FORMAT_NAMES,
   formatNamed,
 } from "../../../src/integrations/formats.ts";
-import { type Inbound, PayloadError, TEXT_BUDGET } from "../../../src/integrations/inbound.ts";
-
-const FIXTURES = new URL("../../fixtures/integrations/", import.meta.url);
+import { type Inbound, PayloadError } from "../../../src/integrations/inbound.ts";
+import { FIXTURES, fixtureText, json, received, sent } from "./harness.ts";
 
 /** A fixture as the HTTP edge reads it, with the headers its tool sends (GitHub names its event). */
 function fixture(format: string, file: string): Inbound {
-  const text = readFileSync(new URL(`${format}/${file}`, FIXTURES), "utf8");
-  const headers = format === "github" ? { "x-github-event": file.split("-")[0] as string } : {};
-  if (file.endsWith(".xml")) return { body: undefined, text, mediaType: "application/xml", headers };
-  if (file.endsWith(".form.txt")) {
-    const body = Object.fromEntries(new URLSearchParams(text));
-    return { body, text, mediaType: "application/x-www-form-urlencoded", headers };
-  }
-  return { body: JSON.parse(text), text, mediaType: "application/json", headers };
+  const headers: Record<string, string> =
+    format === "github" ? { "x-github-event": file.split("-")[0] as string } : {};
+  const mediaType = file.endsWith(".xml")
+    ? "application/xml"
+    : file.endsWith(".form.txt")
+      ? "application/x-www-form-urlencoded"
+      : "application/json";
+  return received(fixtureText(format, file), mediaType, headers);
 }
-
-const json = (body: unknown, headers: Record<string, string> = {}): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers,
-});
 
 const everyFixture = readdirSync(FIXTURES, { withFileTypes: true })
   .filter((entry) => entry.isDirectory())
@@ -102,17 +91,7 @@ describe("the built-in formats", () => {
             return;
           }
           if (conversion.kind === "skip") return;
-          const { msg, options: given } = conversion.notification;
-          expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-          expect(msg.trim() !== "" && msg.isWellFormed() && !msg.includes("\u0000")).toBe(true);
-          const options = readOptions(gatherOptions(given as Record<string, unknown>));
-          const parts = renderNotification(
-            { name: "Ops", link: null },
-            msg,
-            await prepareContent(msg, options),
-          );
-          expect(parts).toHaveLength(1);
-          expect(entityProblems(parts[0]?.text ?? "", parts[0]?.entities ?? [])).toEqual([]);
+          await sent(conversion.notification);
         },
       ),
       { numRuns: 600 },
@@ -156,12 +135,7 @@ describe("the built-in formats", () => {
         expect(conversion.reason, `${format}/${file}`).not.toBe("");
         continue;
       }
-      const { msg, options: given } = conversion.notification;
-      expect(msg.length, `${format}/${file}`).toBeLessThanOrEqual(TEXT_BUDGET);
-      const options = readOptions(gatherOptions(given as Record<string, unknown>));
-      const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-      expect(parts, `${format}/${file}`).toHaveLength(1);
-      expect(entityProblems(parts[0]?.text ?? "", parts[0]?.entities ?? []), `${format}/${file}`).toEqual([]);
+      await sent(conversion.notification, `${format}/${file}`);
     }
   });
 

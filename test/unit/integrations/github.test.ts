@@ -1,53 +1,9 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems, parseHtml } from "../../../src/domain/telegram-format.ts";
+import { parseHtml } from "../../../src/domain/telegram-format.ts";
 import { github } from "../../../src/integrations/github.ts";
-import {
-  type Conversion,
-  ENTITY_BUDGET,
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
+import { formatHarness, sent } from "./harness.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
-type Json = any;
-
-const fixture = (name: string): Json =>
-  JSON.parse(readFileSync(new URL(`../../fixtures/integrations/github/${name}`, import.meta.url), "utf8"));
-
-const inbound = (event: string | undefined, body: unknown): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers: event === undefined ? {} : { "x-github-event": event },
-});
-
-const conversion = async (event: string | undefined, body: unknown): Promise<Conversion> =>
-  github.convert(inbound(event, body));
-
-async function convert(event: string, body: unknown): Promise<Notification> {
-  const result = await conversion(event, body);
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  expect(parseHtml(msg).entities.length).toBeLessThanOrEqual(ENTITY_BUDGET);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const { fixture, inbound, conversion, convert, refusal } = formatHarness(github, "x-github-event");
 
 /** A push to main of `n` commits, built on the fixture's new branch. */
 function pushOf(n: number, message = (i: number) => `Change ${i}\n\nWhy it changed`) {
@@ -67,7 +23,7 @@ function pushOf(n: number, message = (i: number) => `Change ${i}\n\nWhy it chang
 
 describe("GitHub", () => {
   it("a new branch's push names the branch and lists its commit, linked", async () => {
-    const notification = await convert("push", fixture("push-new-branch.json"));
+    const notification = await convert(fixture("push-new-branch.json"), "push");
     expect(notification.msg).toBe(
       [
         "🌱 Codertocat created branch <b>master</b> with 1 commit",
@@ -94,7 +50,7 @@ describe("GitHub", () => {
   });
 
   it("a push lists each commit's first line and author; a forced push says so", async () => {
-    const notification = await convert("push", pushOf(3));
+    const notification = await convert(pushOf(3), "push");
     expect(notification.msg).toBe(
       [
         "⬆️ Codertocat pushed 3 commits to <b>main</b>",
@@ -103,13 +59,13 @@ describe("GitHub", () => {
         '<a href="https://github.com/Codertocat/Hello-World/commit/2">0000002</a> Change 2 — Codertocat',
       ].join("\n"),
     );
-    expect((await convert("push", { ...pushOf(1), forced: true })).msg).toMatch(
+    expect((await convert({ ...pushOf(1), forced: true }, "push")).msg).toMatch(
       /^⬆️ Codertocat force-pushed 1 commit to <b>main<\/b>\n/,
     );
   });
 
   it("a deleted tag says so, with a button to the repository", async () => {
-    const notification = await convert("push", fixture("push-tag-deleted.json"));
+    const notification = await convert(fixture("push-tag-deleted.json"), "push");
     expect(notification.msg).toBe("🗑 Codertocat deleted tag <b>simple-tag</b>");
     expect(notification.options.buttons).toEqual([
       [{ text: "Repository", url: "https://github.com/Codertocat/Hello-World" }],
@@ -119,8 +75,8 @@ describe("GitHub", () => {
 
   it("a push of 500 commits lists ten and counts the rest", async () => {
     const notification = await convert(
-      "push",
       pushOf(500, (i) => `${"&<".repeat(200)} ${i}\n${"x".repeat(5000)}`),
+      "push",
     );
     expect(notification.msg.split("\n")).toHaveLength(12);
     expect(notification.msg.endsWith("\n… and 490 more")).toBe(true);
@@ -128,7 +84,7 @@ describe("GitHub", () => {
   });
 
   it("a pull request opened shows its number, title, branches and description", async () => {
-    const notification = await convert("pull_request", fixture("pull_request-opened.json"));
+    const notification = await convert(fixture("pull_request-opened.json"), "pull_request");
     expect(notification.msg).toBe(
       [
         "🟢 Codertocat opened pull request <b>#2 Update the README with new information.</b>",
@@ -144,29 +100,29 @@ describe("GitHub", () => {
 
   it("a pull request closed unmerged is closed; closed and merged is merged", async () => {
     const closed = fixture("pull_request-closed.json");
-    expect((await convert("pull_request", closed)).msg.split("\n")[0]).toBe(
+    expect((await convert(closed, "pull_request")).msg.split("\n")[0]).toBe(
       "🔴 Codertocat closed pull request <b>#2 Update the README with new information.</b>",
     );
     closed.pull_request.merged = true;
-    expect((await convert("pull_request", closed)).msg.split("\n")[0]).toBe(
+    expect((await convert(closed, "pull_request")).msg.split("\n")[0]).toBe(
       "🟣 Codertocat merged pull request <b>#2 Update the README with new information.</b>",
     );
     const review = { ...closed, action: "review_requested" };
-    expect((await convert("pull_request", review)).msg.split("\n")[0]).toBe(
+    expect((await convert(review, "pull_request")).msg.split("\n")[0]).toBe(
       "Codertocat requested a review on pull request <b>#2 Update the README with new information.</b>",
     );
     const ready = { ...closed, action: "ready_for_review" };
-    expect((await convert("pull_request", ready)).msg.split("\n")[0]).toBe(
+    expect((await convert(ready, "pull_request")).msg.split("\n")[0]).toBe(
       "Codertocat marked pull request <b>#2 Update the README with new information.</b> as ready for review",
     );
     const inherited = { ...closed, action: "toString" };
-    expect((await convert("pull_request", inherited)).msg.split("\n")[0]).toBe(
+    expect((await convert(inherited, "pull_request")).msg.split("\n")[0]).toBe(
       "Codertocat toString pull request <b>#2 Update the README with new information.</b>",
     );
   });
 
   it("an issue opened shows its number, title and text", async () => {
-    const notification = await convert("issues", fixture("issues-opened.json"));
+    const notification = await convert(fixture("issues-opened.json"), "issues");
     expect(notification.msg).toBe(
       [
         "🟢 Codertocat opened issue <b>#1 Spelling error in the README file</b>",
@@ -175,13 +131,13 @@ describe("GitHub", () => {
     );
     await sent(notification);
     const closed = { ...fixture("issues-opened.json"), action: "closed" };
-    expect((await convert("issues", closed)).msg).toBe(
+    expect((await convert(closed, "issues")).msg).toBe(
       "🟣 Codertocat closed issue <b>#1 Spelling error in the README file</b>",
     );
   });
 
   it("a release is shown once, when published; its created and released events are skipped", async () => {
-    const notification = await convert("release", fixture("release-published.json"));
+    const notification = await convert(fixture("release-published.json"), "release");
     expect(notification.msg).toBe("🏷 Codertocat published release <b>0.0.1</b>");
     expect(notification.options.buttons).toEqual([
       [{ text: "Release", url: "https://github.com/Codertocat/Hello-World/releases/tag/0.0.1" }],
@@ -190,17 +146,17 @@ describe("GitHub", () => {
     named.release.name = "Spring";
     named.release.body = "## What's new\n\n* <b>faster</b> & smaller";
     named.release.prerelease = true;
-    expect((await convert("release", named)).msg).toBe(
+    expect((await convert(named, "release")).msg).toBe(
       "🏷 Codertocat published release <b>Spring (0.0.1)</b> (pre-release)\n## What's new\n\n* &lt;b&gt;faster&lt;/b&gt; &amp; smaller",
     );
-    expect(await conversion("release", fixture("release-created.json"))).toEqual({
+    expect(await conversion(fixture("release-created.json"), "release")).toEqual({
       kind: "skip",
       reason: "release created: a release is shown once, when it is published.",
     });
   });
 
   it("a finished workflow run says how it ended, on which branch, for which commit", async () => {
-    const notification = await convert("workflow_run", fixture("workflow_run-completed.json"));
+    const notification = await convert(fixture("workflow_run-completed.json"), "workflow_run");
     expect(notification.msg).toBe(
       [
         "✅ test succeeded on <b>master</b>",
@@ -220,24 +176,24 @@ describe("GitHub", () => {
     const failed = fixture("workflow_run-completed.json");
     failed.workflow_run.conclusion = "failure";
     failed.workflow_run.name = "CI";
-    const notification = await convert("workflow_run", failed);
+    const notification = await convert(failed, "workflow_run");
     expect(notification.msg.split("\n")[0]).toBe("❌ CI failed on <b>master</b>");
     expect(notification.options.priority).toBe("high");
     failed.workflow_run.conclusion = "skipped";
-    expect((await convert("workflow_run", failed)).options.priority).toBe("low");
+    expect((await convert(failed, "workflow_run")).options.priority).toBe("low");
   });
 
   it("a workflow run that has only been requested, or is in progress, is skipped", async () => {
-    expect(await conversion("workflow_run", fixture("workflow_run-requested.json"))).toEqual({
+    expect(await conversion(fixture("workflow_run-requested.json"), "workflow_run")).toEqual({
       kind: "skip",
       reason: "workflow run requested: only finished runs are shown.",
     });
     const running = { ...fixture("workflow_run-requested.json"), action: "in_progress" };
-    expect((await conversion("workflow_run", running)).kind).toBe("skip");
+    expect((await conversion(running, "workflow_run")).kind).toBe("skip");
   });
 
   it("a finished check suite says how it ended, with a button to the commit's checks", async () => {
-    const notification = await convert("check_suite", fixture("check_suite-completed.json"));
+    const notification = await convert(fixture("check_suite-completed.json"), "check_suite");
     expect(notification.msg).toBe("✅ octocoders-linter succeeded on <b>changes</b>\nUpdate README.md");
     expect(notification.options.buttons).toEqual([
       [
@@ -248,25 +204,25 @@ describe("GitHub", () => {
       ],
     ]);
     const requested = { ...fixture("check_suite-completed.json"), action: "requested" };
-    expect((await conversion("check_suite", requested)).kind).toBe("skip");
+    expect((await conversion(requested, "check_suite")).kind).toBe("skip");
   });
 
   it("GitHub's ping is skipped: the hook works", async () => {
-    expect(await conversion("ping", fixture("ping.json"))).toEqual({
+    expect(await conversion(fixture("ping.json"), "ping")).toEqual({
       kind: "skip",
       reason: "GitHub's ping: the hook works.",
     });
   });
 
   it("any other event is a one-line summary with a button to the repository, never an error", async () => {
-    const notification = await convert("star", fixture("star-created.json"));
+    const notification = await convert(fixture("star-created.json"), "star");
     expect(notification.msg).toBe("star created in Codertocat/Hello-World by Codertocat");
     expect(notification.options).toEqual({
       format: "html",
       title: "Codertocat/Hello-World",
       buttons: [[{ text: "Repository", url: "https://github.com/Codertocat/Hello-World" }]],
     });
-    const bare = await convert("security_advisory", { action: "published" });
+    const bare = await convert({ action: "published" }, "security_advisory");
     expect(bare.msg).toBe("security advisory published");
     expect(bare.options.title).toBe("GitHub");
     await sent(bare);
@@ -277,7 +233,7 @@ describe("GitHub", () => {
     body.pull_request.title = "<b>Fix</b> & ship 🚀 שלום";
     body.pull_request.body = '<a href="https://evil.example">click</a> &amp;';
     body.sender.login = "<i>mallory</i>";
-    const notification = await convert("pull_request", body);
+    const notification = await convert(body, "pull_request");
     const parsed = parseHtml(notification.msg);
     expect(parsed.text).toBe(
       [
@@ -298,7 +254,7 @@ describe("GitHub", () => {
     body.issue.body = '"&'.repeat(500_000);
     body.issue.title = "t".repeat(1_000_000);
     body.repository.full_name = "r".repeat(1000);
-    const notification = await convert("issues", body);
+    const notification = await convert(body, "issues");
     expect(notification.options.title?.length).toBeLessThanOrEqual(250);
     await sent(notification);
   });
@@ -307,26 +263,27 @@ describe("GitHub", () => {
     const body = pushOf(2);
     body.compare = "http://localhost:3000/compare/a...b";
     body.commits[0].url = "http://github/commit/0";
-    const notification = await convert("push", body);
+    const notification = await convert(body, "push");
     expect(notification.options.buttons).toBeUndefined();
     expect(notification.msg.split("\n")[1]).toBe("0000000 Change 0 — Codertocat");
     await sent(notification);
   });
 
   it("fields of the wrong type or missing are left out, not an error; a push without its ref is no push", async () => {
-    const notification = await convert("push", {
-      ref: "refs/heads/main",
-      commits: "x",
-      pusher: null,
-      repository: [],
-    });
+    const notification = await convert(
+      {
+        ref: "refs/heads/main",
+        commits: "x",
+        pusher: null,
+        repository: [],
+      },
+      "push",
+    );
     expect(notification.msg).toBe("⬆️ Someone pushed 0 commits to <b>main</b>");
-    const refusal = await conversion("push", { foo: 1 }).catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(PayloadError);
-    expect((refusal as PayloadError).message).toBe("a push names its ref (refs/heads/…)");
+    expect(await refusal({ foo: 1 }, "push")).toBe("a push names its ref (refs/heads/…)");
     expect(notification.options.title).toBe("GitHub");
     await sent(notification);
-    await sent(await convert("pull_request", { pull_request: { number: "x", title: null } }));
+    await sent(await convert({ pull_request: { number: "x", title: null } }, "pull_request"));
   });
 
   it("a body without the event header, or that is not an object, is refused", async () => {
@@ -338,14 +295,12 @@ describe("GitHub", () => {
       ],
       ["push", [1, 2], "the body must be a JSON object"],
     ] as const) {
-      const refusal = await conversion(event, body).catch((error: unknown) => error);
-      expect(refusal).toBeInstanceOf(PayloadError);
-      expect((refusal as PayloadError).message).toBe(message);
+      expect(await refusal(body, event)).toBe(message);
     }
   });
 
   it("is detected by the X-GitHub-Event header alone", () => {
-    expect(github.detect(inbound("push", { msg: "anything" }))).toBe(true);
-    expect(github.detect(inbound(undefined, fixture("push-new-branch.json")))).toBe(false);
+    expect(github.detect(inbound({ msg: "anything" }, "push"))).toBe(true);
+    expect(github.detect(inbound(fixture("push-new-branch.json")))).toBe(false);
   });
 });

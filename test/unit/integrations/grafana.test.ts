@@ -1,49 +1,8 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems, parseHtml } from "../../../src/domain/telegram-format.ts";
 import { grafana } from "../../../src/integrations/grafana.ts";
-import {
-  ENTITY_BUDGET,
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
+import { formatHarness, sent } from "./harness.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
-type Json = any;
-
-const fixture = (name: string): Json =>
-  JSON.parse(readFileSync(new URL(`../../fixtures/integrations/grafana/${name}`, import.meta.url), "utf8"));
-
-const inbound = (body: unknown): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers: {},
-});
-
-async function convert(body: unknown): Promise<Notification> {
-  const result = await grafana.convert(inbound(body));
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  expect(parseHtml(msg).entities.length).toBeLessThanOrEqual(ENTITY_BUDGET);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const { fixture, inbound, convert, refusal } = formatHarness(grafana);
 
 describe("Grafana", () => {
   it("a firing group shows Grafana's title, each alert's summary, description and values, and its links", async () => {
@@ -153,11 +112,7 @@ describe("Grafana", () => {
   });
 
   it("a body that is not Grafana's is refused, naming the field", async () => {
-    const refusal = await Promise.resolve()
-      .then(() => grafana.convert(inbound({ orgId: 1, alerts: { a: 1 } })))
-      .catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(PayloadError);
-    expect((refusal as PayloadError).message).toBe("alerts must be an array");
+    expect(await refusal({ orgId: 1, alerts: { a: 1 } })).toBe("alerts must be an array");
   });
 
   it("is detected by its orgId beside a group key and alerts", () => {

@@ -1,50 +1,8 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems } from "../../../src/domain/telegram-format.ts";
-import {
-  ENTITY_BUDGET,
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
 import { ntfy } from "../../../src/integrations/ntfy.ts";
+import { formatHarness, sent } from "./harness.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
-type Json = any;
-
-const fixture = (name: string): Json =>
-  JSON.parse(readFileSync(new URL(`../../fixtures/integrations/ntfy/${name}`, import.meta.url), "utf8"));
-
-const inbound = (body: unknown): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers: {},
-});
-
-async function convert(body: unknown): Promise<Notification> {
-  const result = await ntfy.convert(inbound(body));
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const content = await prepareContent(msg, options);
-  expect(content?.body?.entities.length ?? 0).toBeLessThanOrEqual(ENTITY_BUDGET);
-  const parts = renderNotification({ name: "Ops", link: null }, msg, content);
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const { fixture, inbound, convert, refusal } = formatHarness(ntfy);
 
 describe("ntfy", () => {
   it("the docs' example keeps its title, tags, priority, click and view action; the attachment is a button", async () => {
@@ -197,11 +155,7 @@ describe("ntfy", () => {
     [{ topic: "t", message: "m", markdown: "yes" }, "markdown must be true or false"],
     ["text", "the body must be a JSON object"],
   ])("a body that is not ntfy's is refused, naming the field (%j)", async (body, message) => {
-    const refusal = await Promise.resolve()
-      .then(() => ntfy.convert(inbound(body)))
-      .catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(PayloadError);
-    expect((refusal as PayloadError).message).toBe(message);
+    expect(await refusal(body)).toBe(message);
   });
 
   it("is detected by a topic beside a message", () => {

@@ -1,50 +1,10 @@
-import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
 import { entityProblems, parseHtml, tidyEntities } from "../../../src/domain/telegram-format.ts";
-import {
-  ENTITY_BUDGET,
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
 import { mrkdwnToHtml, slack } from "../../../src/integrations/slack.ts";
+import { formatHarness, sent } from "./harness.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
-type Json = any;
-
-const fixture = (name: string): Json =>
-  JSON.parse(readFileSync(new URL(`../../fixtures/integrations/slack/${name}`, import.meta.url), "utf8"));
-
-const inbound = (body: unknown): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers: {},
-});
-
-async function convert(body: unknown): Promise<Notification> {
-  const result = await slack.convert(inbound(body));
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  expect(parseHtml(msg).entities.length).toBeLessThanOrEqual(ENTITY_BUDGET);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const { fixture, inbound, convert, refusal } = formatHarness(slack);
 
 /** Entities as `type:"text"` (links with their URL), as a reader sees them. */
 function shown(html: string): string[] {
@@ -323,11 +283,7 @@ describe("Slack", () => {
     [{ blocks: [{ type: "image" }] }, "there is nothing to show: give text, blocks or attachments"],
     [[], "the body must be a JSON object"],
   ])("a body that is not Slack's is refused, naming the field (%j)", async (body, message) => {
-    const refusal = await Promise.resolve()
-      .then(() => slack.convert(inbound(body)))
-      .catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(PayloadError);
-    expect((refusal as PayloadError).message).toBe(message);
+    expect(await refusal(body)).toBe(message);
   });
 
   it("is detected by text, blocks or attachments among Slack's fields only", () => {

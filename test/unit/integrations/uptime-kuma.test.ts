@@ -1,52 +1,9 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
-import { renderNotification } from "../../../src/domain/render.ts";
-import { entityProblems, parseHtml } from "../../../src/domain/telegram-format.ts";
-import {
-  ENTITY_BUDGET,
-  type Inbound,
-  type Notification,
-  PayloadError,
-  TEXT_BUDGET,
-} from "../../../src/integrations/inbound.ts";
+import { parseHtml } from "../../../src/domain/telegram-format.ts";
 import { uptimeKuma } from "../../../src/integrations/uptime-kuma.ts";
+import { formatHarness, sent } from "./harness.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
-type Json = any;
-
-const fixture = (name: string): Json =>
-  JSON.parse(
-    readFileSync(new URL(`../../fixtures/integrations/uptime-kuma/${name}`, import.meta.url), "utf8"),
-  );
-
-const inbound = (body: unknown): Inbound => ({
-  body,
-  text: JSON.stringify(body),
-  mediaType: "application/json",
-  headers: {},
-});
-
-async function convert(body: unknown): Promise<Notification> {
-  const result = await uptimeKuma.convert(inbound(body));
-  if (result.kind !== "notify") throw new Error(`skipped: ${result.reason}`);
-  return result.notification;
-}
-
-/** The notification as the service stores and sends it: options read as a sender's, one Telegram message. */
-async function sent(notification: Notification) {
-  const { msg } = notification;
-  expect(msg.length).toBeLessThanOrEqual(TEXT_BUDGET);
-  expect(msg.isWellFormed() && !msg.includes("\u0000") && msg.trim() !== "").toBe(true);
-  if (notification.options.format === "html")
-    expect(parseHtml(msg).entities.length).toBeLessThanOrEqual(ENTITY_BUDGET);
-  const options = readOptions(gatherOptions(notification.options as Record<string, unknown>));
-  const parts = renderNotification({ name: "Ops", link: null }, msg, await prepareContent(msg, options));
-  expect(parts).toHaveLength(1);
-  const [part] = parts;
-  expect(entityProblems(part?.text ?? "", part?.entities ?? [])).toEqual([]);
-  return part;
-}
+const { fixture, inbound, convert, refusal } = formatHarness(uptimeKuma);
 
 describe("Uptime Kuma", () => {
   it("a monitor going down is a high-priority message keyed by the monitor, with Kuma's error and time", async () => {
@@ -174,11 +131,7 @@ describe("Uptime Kuma", () => {
     [{ heartbeat: null, monitor: null, msg: 5 }, "msg must be a non-empty string when there is no heartbeat"],
     ["text", "the body must be a JSON object"],
   ])("a body that is not Kuma's is refused, naming the field (%j)", async (body, message) => {
-    const refusal = await Promise.resolve()
-      .then(() => uptimeKuma.convert(inbound(body)))
-      .catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(PayloadError);
-    expect((refusal as PayloadError).message).toBe(message);
+    expect(await refusal(body)).toBe(message);
   });
 
   it("is detected by heartbeat and monitor, even both null, even beside its msg", () => {
