@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Browser, Locator, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "./bot-harness.ts";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
@@ -39,6 +39,16 @@ async function identityOf(page: Page): Promise<Record<string, string>> {
   return Object.fromEntries(terms.map((term, i) => [term, details[i] ?? ""]));
 }
 
+/** What a page must never show: Content Security Policy violations and uncaught errors. */
+function pageProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+  });
+  page.on("pageerror", (error) => problems.push(error.message));
+  return problems;
+}
+
 describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", () => {
   let service: RunningService;
   let browser: Browser;
@@ -54,6 +64,14 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await service?.close();
   });
 
+  /** Signs a person in as the console does (the bot confirms, Continue) and gives the browser the session. */
+  const signInto = async (context: BrowserContext, person: { id: number; first_name: string }) => {
+    const owner = await signIn(service, person);
+    await context.addCookies([
+      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
+    ]);
+  };
+
   it("sign in → create a Dock → subscribe → ping → delivered → rotate the secret", {
     timeout: 120_000,
   }, async () => {
@@ -62,11 +80,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       viewport: { width: 1100, height: 900 },
     });
     const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("console", (message) => {
-      if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
-    });
-    page.on("pageerror", (error) => problems.push(error.message));
+    const problems = pageProblems(page);
 
     // The start page sends a newcomer to the page, which asks them to sign in.
     await page.goto(`${service.url}/`);
@@ -405,16 +419,9 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     });
     try {
       // Signed in as the first test signs in (the bot confirms, Continue), without the chat page.
-      const owner = await signIn(service, { id: 7001, first_name: "Olive" });
-      await context.addCookies([
-        { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-      ]);
+      await signInto(context, { id: 7001, first_name: "Olive" });
       const page = await context.newPage();
-      const problems: string[] = [];
-      page.on("console", (message) => {
-        if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
-      });
-      page.on("pageerror", (error) => problems.push(error.message));
+      const problems = pageProblems(page);
       await page.goto(`${service.url}/console/`);
       await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
 
@@ -559,20 +566,13 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       viewport: { width: 1100, height: 900 },
     });
     try {
-      const owner = await signIn(service, { id: 7101, first_name: "Ivy" });
-      await context.addCookies([
-        { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-      ]);
+      await signInto(context, { id: 7101, first_name: "Ivy" });
       const dock = await service.app.docks.create(7101, { name: "Disks", link: null, description: null });
       const sandbox = sandboxOf(service);
       const ada = await sandbox.person("Ada");
       await service.subscriptions.subscribe(dock.id, ada, "private");
       const page = await context.newPage();
-      const problems: string[] = [];
-      page.on("console", (message) => {
-        if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
-      });
-      page.on("pageerror", (error) => problems.push(error.message));
+      const problems = pageProblems(page);
       await page.goto(`${service.url}/console/`);
       const card = page.getByRole("article", { name: "Disks" });
       await card.waitFor();

@@ -114,6 +114,18 @@ export function isPlainMessage(body: Record<string, unknown>): boolean {
 
 const FORMATS_SENTENCE = `Send {"msg": "…"}, or a payload of one of: ${INBOUND_FORMAT_LIST}, naming its format at the end of the URL (…/alertmanager; see docs/integrations.md).`;
 
+/**
+ * The answer for a format name that names none: the tools' formats, and for `?format=` (which also
+ * names a message's own format, markdown…) those too.
+ */
+export function noSuchFormat(name: string, messageFormats: readonly string[] = []): ApiError {
+  const also = messageFormats.length > 0 ? `; a message's text is one of ${messageFormats.join(", ")}` : "";
+  return new ApiError(
+    "unknown_format",
+    `There is no format "${name.slice(0, 40)}": a tool's payload is one of ${INBOUND_FORMAT_LIST}${also}.`,
+  );
+}
+
 /** Options the user put in the URL win over what a format derived (not the body's format). */
 const URL_OVERRIDES_SKIP = new Set(["format", "markdown"]);
 
@@ -166,10 +178,7 @@ export async function inboundMessage(input: {
     } else {
       const format = formatNamed(name);
       if (format === undefined) {
-        throw new ApiError(
-          "unknown_format",
-          `There is no format "${name.slice(0, 40)}". ${FORMATS_SENTENCE}`,
-        );
+        throw noSuchFormat(name);
       }
       conversion = await format.convert(inbound);
     }

@@ -29,6 +29,7 @@ import {
   isInboundFormat,
   isPlainMessage,
   isSignedPayload,
+  noSuchFormat,
   readInbound,
   signatureMatches,
   templateTime,
@@ -700,12 +701,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     }
     // ?format= names a message's format (markdown…) or a tool's: anything else is neither.
     if (typeof format === "string" && !(FORMATS as readonly string[]).includes(format.trim().toLowerCase())) {
-      done(
-        new ApiError(
-          "unknown_format",
-          `There is no format "${format.slice(0, 40)}": a tool's payload is one of ${INBOUND_FORMAT_LIST}; a message's text is one of ${FORMATS.join(", ")}.`,
-        ),
-      );
+      done(noSuchFormat(format, FORMATS));
       return;
     }
     const mediaType = mediaTypeOf(request);
@@ -979,12 +975,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
 
   const formatParam = (request: FastifyRequest): string => {
     const { format } = request.params as { format: string };
-    if (!isInboundFormat(format)) {
-      throw new ApiError(
-        "unknown_format",
-        `There is no format "${String(format).slice(0, 40)}"; the formats are ${INBOUND_FORMAT_LIST}.`,
-      );
-    }
+    if (!isInboundFormat(format)) throw noSuchFormat(String(format));
     return format;
   };
 

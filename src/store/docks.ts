@@ -1,3 +1,4 @@
+import type { ExpressionBuilder } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
@@ -11,6 +12,7 @@ import {
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
+import type { Database } from "./schema.ts";
 
 export interface Dock extends DockFields {
   id: string;
@@ -35,6 +37,10 @@ export interface IntegrationSettings {
   inboundFormat: string | null;
   template: unknown;
 }
+
+/** Whether the Dock has a callback URL, as the credential lookups read it (1 or 0). */
+const watched = (eb: ExpressionBuilder<Database, "docks">) =>
+  eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched");
 
 /** An authenticated Dock from the columns the credential lookups read. */
 function credentialsOf(row: {
@@ -224,12 +230,7 @@ export class DockRepository {
     if (!token.startsWith(HOOK_TOKEN_PREFIX) || token.length > 64) return undefined;
     const row = await this.#db.kysely
       .selectFrom("docks")
-      .select([
-        "id",
-        "name",
-        "inbound_format",
-        (eb) => eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched"),
-      ])
+      .select(["id", "name", "inbound_format", watched])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
     return row && credentialsOf(row);
@@ -243,13 +244,7 @@ export class DockRepository {
     const row = DOCK_ID_PATTERN.test(id)
       ? await this.#db.kysely
           .selectFrom("docks")
-          .select([
-            "id",
-            "name",
-            "secret_sealed",
-            "inbound_format",
-            (eb) => eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched"),
-          ])
+          .select(["id", "name", "secret_sealed", "inbound_format", watched])
           .where("id", "=", id)
           .executeTakeFirst()
       : undefined;
