@@ -157,6 +157,8 @@ describe.skipIf(!chromiumPath)("every integration's message, as the sandbox show
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 480, height: 2000 } });
     await page.goto(`${service.url}/sandbox`);
+    // The chat page is up (and its first render paid for) before the first case waits on it.
+    await page.getByRole("log", { name: "Messages" }).waitFor({ timeout: 60_000 });
     mkdirSync("test-results/integrations", { recursive: true });
   });
   afterAll(async () => {
@@ -182,15 +184,18 @@ describe.skipIf(!chromiumPath)("every integration's message, as the sandbox show
   });
 
   for (const testCase of CASES) {
-    it(`${testCase.format}: delivered readable, shown in the sandbox`, async () => {
+    // A browser on a busy machine: as console-e2e's, more time than a plain request's test gets.
+    it(`${testCase.format}: delivered readable, shown in the sandbox`, { timeout: 90_000 }, async () => {
       const before = (await sandbox.botMessages(person)).length;
       const { path, headers, body } = testCase.request(dock, token);
       const response = await fetch(`${service.url}${path}`, { method: "POST", headers, body });
       const answer = (await response.json()) as Json;
       expect(response.status, JSON.stringify(answer)).toBe(202);
       expect(answer.format).toBe(testCase.format);
-      const message = await waitFor(`the ${testCase.format} message in the chat`, async () =>
-        (await sandbox.botMessages(person)).at(before),
+      const message = await waitFor(
+        `the ${testCase.format} message in the chat`,
+        async () => (await sandbox.botMessages(person)).at(before),
+        60_000,
       );
       for (const pattern of testCase.shows) expect(message.text).toMatch(pattern);
       // Readable: no JSON or markup leaked into the text.
