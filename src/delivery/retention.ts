@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { ActivityRepository } from "../store/activity.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
@@ -6,23 +7,31 @@ import type { Outbox } from "../store/outbox.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
- * failed or gone) older than RETENTION_DAYS with the events posted about them, and expired
- * sign-in tokens. Queued work is never pruned.
+ * failed or gone) older than RETENTION_DAYS with the events posted about them, expired sign-in
+ * tokens, and the Docks' daily activity counts older than 400 days (ACTIVITY_DAYS_KEPT, whatever
+ * RETENTION_DAYS says: a count holds nothing of a message). Queued work is never pruned.
  */
 export interface RetentionOptions {
   outbox: Outbox;
   events: EventOutbox;
   loginTokens: LoginTokenRepository;
+  activity: ActivityRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
+  /** How often the activity counts' rows are summed (default FOLD_INTERVAL_MS). */
+  foldIntervalMs?: number;
   now?: () => number;
 }
+
+/** How often the activity counts' rows of a day are summed into one. */
+export const FOLD_INTERVAL_MS = 30_000;
 
 export class Retention {
   readonly name = "retention";
   readonly #o: RetentionOptions;
   #timer: NodeJS.Timeout | null = null;
+  #folding: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
 
   constructor(options: RetentionOptions) {
@@ -32,11 +41,26 @@ export class Retention {
   async start(): Promise<void> {
     this.#timer = setInterval(() => void this.prune(), this.#o.intervalMs ?? 60 * 60 * 1000);
     this.#timer.unref();
+    // The activity counts are a row per transaction (store/rollups.ts): summed often, so a day
+    // stays a few rows for the live stream's every-second read.
+    this.#folding = setInterval(() => void this.fold(), this.#o.foldIntervalMs ?? FOLD_INTERVAL_MS);
+    this.#folding.unref();
     void this.prune();
+  }
+
+  /** Sums the activity counts' rows; a failure (the database away) waits for the next time. */
+  async fold(): Promise<number> {
+    try {
+      return await this.#o.activity.fold();
+    } catch (error) {
+      logDatabaseFailure(this.#o.log, error, "folding activity counts failed");
+      return 0;
+    }
   }
 
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#folding) clearInterval(this.#folding);
     await this.#running;
   }
 
@@ -47,8 +71,9 @@ export class Retention {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
       const tokens = await this.#o.loginTokens.prune();
-      if (messages + events + tokens > 0) {
-        this.#o.log.info({ messages, events, loginTokens: tokens }, "pruned old records");
+      const activityDays = await this.#o.activity.prune();
+      if (messages + events + tokens + activityDays > 0) {
+        this.#o.log.info({ messages, events, loginTokens: tokens, activityDays }, "pruned old records");
       }
       return messages;
     };

@@ -14,6 +14,7 @@ import type { MessageLocks } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import { reviseMessage } from "./revise.ts";
+import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
 
 export type {
@@ -62,6 +63,8 @@ interface Writes {
   named: Map<string, unknown[]>;
   messages: unknown[][];
   fanouts: unknown[][];
+  /** Messages replaced by their key, per Dock (the activity's `changed`). */
+  replaced: Tallies;
 }
 
 /**
@@ -79,6 +82,7 @@ export class AcceptBatch {
   readonly #queries: ReturnType<typeof acceptQueries>;
   readonly #allowances: Allowances;
   readonly #locks: MessageLocks;
+  readonly #rollups: Rollups;
 
   /**
    * `allowances`: where each Dock's allowance is kept (this process, or the shared database);
@@ -89,6 +93,7 @@ export class AcceptBatch {
     this.#queries = acceptQueries(kysely);
     this.#allowances = allowances;
     this.#locks = locks;
+    this.#rollups = new Rollups(kysely);
   }
 
   /** One outcome per item, in order. Never throws for one message's trouble. */
@@ -145,6 +150,7 @@ export class AcceptBatch {
       named: new Map(),
       messages: [],
       fanouts: [],
+      replaced: new Tallies(),
     };
     const allowance = batchAllowance?.transaction(tx) ?? null;
     const admit: Admit = (index, dockId) => allowance?.take(index, dockId) ?? 0;
@@ -155,6 +161,10 @@ export class AcceptBatch {
     if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
     if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
     await allowance?.settle();
+    // The day's activity, last (rollups.ts): one upsert per Dock of the batch, however many messages.
+    const counts = writes.replaced;
+    for (const row of writes.messages) counts.count(row[1] as string, "accepted");
+    await this.#rollups.add(tx, now, counts);
     return results;
   }
 
@@ -324,6 +334,7 @@ export class AcceptBatch {
     );
     // Deleted since the read (its key is free again): this send starts a new message.
     if (revised === undefined) return undefined;
+    writes.replaced.count(item.dockId, "changed");
     return {
       kind: "replaced",
       messageId: held.id,

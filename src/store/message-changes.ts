@@ -1,8 +1,11 @@
+import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { parseIds, queueDeletes } from "./outbox.ts";
 import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
+import { Rollups, Tallies } from "./rollups.ts";
+import type { Database } from "./schema.ts";
 
 export type { Revised } from "./revise.ts";
 
@@ -41,10 +44,18 @@ export class MessageChanges {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #listeners = new Set<(dockIds: string[]) => void>();
+  /** Every change counts as `changed` in its Dock's day (the console's live stream watches it). */
+  readonly #rollups: Rollups;
 
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
     this.#now = now;
+    this.#rollups = new Rollups(db.kysely);
+  }
+
+  /** Counts a change of the Dock's message, last in its transaction (see rollups.ts). */
+  #count(tx: Transaction<Database>, dockId: string, now: number): Promise<void> {
+    return this.#rollups.add(tx, now, new Tallies().count(dockId, "changed"));
   }
 
   /** Calls `listener` after a change queued work on a Dock's copies (the dispatcher wakes on it). */
@@ -110,16 +121,17 @@ export class MessageChanges {
       if (current === undefined) return { kind: "missing" };
       if (current.deletedAt !== null) return { kind: "deleted" };
       const next = await make(current);
-      const revised = await this.#db.kysely
-        .transaction()
-        .execute((tx) =>
-          reviseMessage(
-            tx,
-            { messageId, revision: current.revision, ...next },
-            this.#now(),
-            this.#db.messageLocks,
-          ),
+      const now = this.#now();
+      const revised = await this.#db.kysely.transaction().execute(async (tx) => {
+        const done = await reviseMessage(
+          tx,
+          { messageId, revision: current.revision, ...next },
+          now,
+          this.#db.messageLocks,
         );
+        if (done !== undefined) await this.#count(tx, dockId, now);
+        return done;
+      });
       if (revised !== undefined) {
         this.#changed(dockId);
         return revised;
@@ -162,6 +174,7 @@ export class MessageChanges {
         .executeTakeFirstOrThrow();
       const deleting = Number(counts.deleting);
       await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
+      await this.#count(tx, dockId, now);
       return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
     });
     if (result.kind === "deleted") this.#changed(dockId);
@@ -239,6 +252,7 @@ export class MessageChanges {
           },
           now,
         );
+        await this.#count(tx, won.dock_id, now);
         return { kind: "first" as const, at: now, dockId: won.dock_id };
       }
       // Another press won between the read and the update (PostgreSQL: it waited for that one's commit).

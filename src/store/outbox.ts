@@ -1,6 +1,7 @@
 import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
 import { queueChange } from "./revise.ts";
+import { Rollups, type SettledCount, Tallies } from "./rollups.ts";
 import type { Database, DeliveryKind } from "./schema.ts";
 
 /*
@@ -45,6 +46,12 @@ import type { Database, DeliveryKind } from "./schema.ts";
  * outcome that arrives after the lease passed to another claim is not recorded. `chatGone` and
  * `requeueAbandoned` act on whatever is `sending`, by design (the chat is gone; the sender is).
  * Read views (a message's status, the backlog, the console's report) are in outbox-views.ts.
+ *
+ * Activity: every change of a copy (a `send`) to sent, failed or gone, and every `retry` of one, is
+ * counted for its Dock's day (rollups.ts) in the transaction that makes it, from the rows the
+ * statement changed: a copy is counted once whatever raced, and not at all when its outcome was
+ * refused. The settling of an edit or a delete counts as `changed` (the console's live stream
+ * watches it). `requeueAbandoned` is not a retry of the copy's (its sender went away), and counts nothing.
  */
 
 /** A queued delivery with everything needed to send it. */
@@ -100,6 +107,11 @@ const FANOUT_BATCH = 100;
 /** A message's audience is fanned out this many subscribers per statement. */
 const FANOUT_CHUNK = 2000;
 
+/** What a settling write sets: values, or values computed from the row. */
+type SettleValues =
+  | UpdateObject<Database, "deliveries">
+  | ((eb: ExpressionBuilder<Database, "deliveries">) => UpdateObject<Database, "deliveries">);
+
 /** A row a claim may take: queued, or still ours under a claim whose answer was lost (`orLeases`). */
 function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: readonly number[]) {
   if (orLeases.length === 0) return eb("state", "=", "queued");
@@ -117,10 +129,12 @@ const PRUNE_DELIVERIES = 10_000;
 export class Outbox {
   readonly #db: Db;
   readonly #now: () => number;
+  readonly #rollups: Rollups;
 
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
     this.#now = now;
+    this.#rollups = new Rollups(db.kysely);
   }
 
   /** Docks that have queued deliveries or messages waiting to be fanned out. */
@@ -441,12 +455,14 @@ export class Outbox {
         .set({ state: "gone", last_error: reason, lease_until: null, updated_at: now })
         .where("id", "=", id)
         .where((eb) => claimable(eb, orLeases))
+        .returning(["dock_id", "kind"])
         .executeTakeFirst();
-      if (gone.numUpdatedRows === 0n) return { status: "missing" as const };
+      if (gone === undefined) return { status: "missing" as const };
       // A copy whose first parts went out before its message was deleted: those parts go too.
       if (deleted?.deleted_at != null && deleted.kind === "send" && deleted.telegram_message_ids !== null) {
         await queueWork(tx, "delete", { targetId: id }, now);
       }
+      await this.#rollups.add(tx, now, new Tallies().settled([gone], "gone"));
       return { status: "unsubscribed" as const };
     });
   }
@@ -460,16 +476,20 @@ export class Outbox {
     telegramIds: number[],
     revision: number,
   ): Promise<boolean> {
+    const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       await this.#db.messageLocks.shared(tx, delivery.messageId);
       const written = await this.#settle(
+        tx,
         delivery.id,
         delivery.lease,
         { state: "sent", telegram_message_ids: telegramIds.join(","), last_error: null, revision },
-        tx,
+        now,
       );
-      if (written) await converge(tx, delivery.id, delivery.messageId, revision, this.#now());
-      return written;
+      if (written === undefined) return false;
+      await converge(tx, delivery.id, delivery.messageId, revision, now);
+      await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
+      return true;
     });
   }
 
@@ -486,6 +506,7 @@ export class Outbox {
     return this.#db.kysely.transaction().execute(async (tx) => {
       await this.#db.messageLocks.shared(tx, edit.messageId);
       const written = await this.#settle(
+        tx,
         edit.id,
         edit.lease,
         {
@@ -495,9 +516,9 @@ export class Outbox {
           outcome: result.outcome,
           last_error: result.note,
         },
-        tx,
+        now,
       );
-      if (!written) return false;
+      if (written === undefined) return false;
       await tx
         .updateTable("deliveries")
         .set({
@@ -510,6 +531,7 @@ export class Outbox {
         .where("id", "=", edit.targetId)
         .execute();
       await converge(tx, edit.targetId, edit.messageId, result.revision, now);
+      await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
       return true;
     });
   }
@@ -519,8 +541,9 @@ export class Outbox {
     deletion: { id: number; lease: number },
     result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
   ): Promise<boolean> {
-    return this.#settle(deletion.id, deletion.lease, {
-      state: result.outcome === "not_deleted" ? "failed" : "sent",
+    const state = result.outcome === "not_deleted" ? "failed" : "sent";
+    return this.#settleCounted(deletion.id, deletion.lease, state, {
+      state,
       outcome: result.outcome,
       last_error: result.outcome === "not_deleted" ? result.error : null,
     });
@@ -535,7 +558,7 @@ export class Outbox {
     lease: number,
     options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
   ): Promise<boolean> {
-    return this.#settle(id, lease, (eb) => ({
+    return this.#settleCounted(id, lease, "retried", (eb) => ({
       state: "queued",
       next_attempt_at: options.nextAttemptAt,
       last_error: options.error,
@@ -545,34 +568,52 @@ export class Outbox {
   }
 
   async failed(id: number, lease: number, error: string, sentParts: number[]): Promise<boolean> {
-    return this.#settle(id, lease, {
+    return this.#settleCounted(id, lease, "failed", {
       state: "failed",
       last_error: error,
       telegram_message_ids: sentParts.length ? sentParts.join(",") : null,
     });
   }
 
-  /** An outcome, written only while the row is still `sending` under the same lease. */
+  /**
+   * An outcome, written only while the row is still `sending` under the same lease. Returns the
+   * row's Dock and kind when it was written (for the activity count), undefined when refused.
+   */
   async #settle(
+    tx: Transaction<Database>,
     id: number,
     lease: number,
-    values:
-      | UpdateObject<Database, "deliveries">
-      | ((eb: ExpressionBuilder<Database, "deliveries">) => UpdateObject<Database, "deliveries">),
-    tx: Transaction<Database> | null = null,
-  ): Promise<boolean> {
-    const result = await (tx ?? this.#db.kysely)
+    values: SettleValues,
+    now: number,
+  ): Promise<{ dock_id: string; kind: DeliveryKind } | undefined> {
+    return tx
       .updateTable("deliveries")
       .set((eb) => ({
         ...(typeof values === "function" ? values(eb) : values),
         lease_until: null,
-        updated_at: this.#now(),
+        updated_at: now,
       }))
       .where("id", "=", id)
       .where("state", "=", "sending")
       .where("lease_until", "=", lease)
+      .returning(["dock_id", "kind"])
       .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  }
+
+  /** An outcome (#settle) and its activity count, in one transaction; false when refused. */
+  async #settleCounted(
+    id: number,
+    lease: number,
+    count: SettledCount,
+    values: SettleValues,
+  ): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const written = await this.#settle(tx, id, lease, values, now);
+      if (written === undefined) return false;
+      await this.#rollups.add(tx, now, new Tallies().settled([written], count));
+      return true;
+    });
   }
 
   /**
@@ -588,12 +629,14 @@ export class Outbox {
         .where("chat_id", "=", chatId)
         .where("state", "=", "active")
         .execute();
-      await tx
+      const gone = await tx
         .updateTable("deliveries")
         .set({ state: "gone", last_error: error, lease_until: null, updated_at: now })
         .where("chat_id", "=", chatId)
         .where("state", "in", ["queued", "sending"])
+        .returning(["dock_id", "kind"])
         .execute();
+      await this.#rollups.add(tx, now, new Tallies().settled(gone, "gone"));
     });
   }
 
@@ -682,7 +725,7 @@ export async function cancelForSubscriber(
   chatId: number,
   now: number,
 ): Promise<void> {
-  await tx
+  const gone = await tx
     .updateTable("deliveries")
     .set({ state: "gone", last_error: "removed by the Dock's owner", updated_at: now })
     .where("dock_id", "=", dockId)
@@ -690,7 +733,9 @@ export async function cancelForSubscriber(
     .where("state", "=", "queued")
     // What the sender deleted still goes from the chat.
     .where("kind", "!=", "delete")
+    .returning(["dock_id", "kind"])
     .execute();
+  await new Rollups(tx).add(tx, now, new Tallies().settled(gone, "gone"));
 }
 
 /**
@@ -704,7 +749,7 @@ export async function followChat(
   to: number,
   now: number,
 ): Promise<void> {
-  await tx
+  const gone = await tx
     .updateTable("deliveries")
     .set({
       state: "gone",
@@ -716,6 +761,7 @@ export async function followChat(
     .where("message_id", "in", (eb) =>
       eb.selectFrom("deliveries as d").select("d.message_id").where("d.chat_id", "=", to),
     )
+    .returning(["dock_id", "kind"])
     .execute();
   await tx
     .updateTable("deliveries")
@@ -723,6 +769,7 @@ export async function followChat(
     .where("chat_id", "=", from)
     .where("state", "=", "queued")
     .execute();
+  await new Rollups(tx).add(tx, now, new Tallies().settled(gone, "gone"));
 }
 
 /**

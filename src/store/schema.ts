@@ -36,6 +36,16 @@ export interface DocksTable {
 
 export type SubscriptionState = "active" | "blocked" | "removed";
 
+/**
+ * A group's, supergroup's or channel's title as the bot last saw it (migration 0012): the console
+ * names subscribed groups by it. Private chats are named by `users`.
+ */
+export interface ChatsTable {
+  chat_id: number;
+  title: string;
+  updated_at: Millis;
+}
+
 export interface SubscriptionsTable {
   id: Generated<number>;
   dock_id: string;
@@ -82,6 +92,25 @@ export interface MessagesTable {
   acked_at: Millis | null;
   /** 1 while the Dock's callback URL is still to be told that the message was delivered (or failed). */
   report_pending: Generated<number>;
+}
+
+/**
+ * A Dock's activity on one UTC day (migration 0011), counted as it happens (store/rollups.ts):
+ * messages accepted; copies (send deliveries) that were sent, put back for another try, failed, or
+ * ended gone. `changed`: what else the console's live stream watches (message changes, and the
+ * settling of edits and deletes of copies).
+ */
+export interface DockDaysTable {
+  id: Generated<number>;
+  dock_id: string;
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  accepted: number;
+  sent: number;
+  retried: number;
+  failed: number;
+  gone: number;
+  changed: number;
 }
 
 /** A message waiting to be fanned out into one delivery per subscriber (see migration 0004). */
@@ -210,7 +239,9 @@ export interface Database {
   users: UsersTable;
   docks: DocksTable;
   subscriptions: SubscriptionsTable;
+  chats: ChatsTable;
   messages: MessagesTable;
+  dock_days: DockDaysTable;
   deliveries: DeliveriesTable;
   fanouts: FanoutsTable;
   login_tokens: LoginTokensTable;

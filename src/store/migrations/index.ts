@@ -10,6 +10,8 @@ import { writeProbes } from "./0007-write-probes.ts";
 import { messageContent } from "./0008-message-content.ts";
 import { livingNotifications } from "./0009-living-notifications.ts";
 import { integrations } from "./0010-integrations.ts";
+import { activityRollups } from "./0011-activity-rollups.ts";
+import { chatTitles } from "./0012-chat-titles.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -23,6 +25,8 @@ function migrations(db: Db): Record<string, Migration> {
     "0008-message-content": messageContent(),
     "0009-living-notifications": livingNotifications(db.spelling),
     "0010-integrations": integrations(),
+    "0011-activity-rollups": activityRollups(db.spelling),
+    "0012-chat-titles": chatTitles(),
   };
 }
 

@@ -1,0 +1,248 @@
+import type { MessageContent } from "../domain/message-options.ts";
+import type { Db } from "./db.ts";
+import { type ActivityCount, dayOf } from "./rollups.ts";
+import type { DeliveryState } from "./schema.ts";
+
+const DAY_MS = 86_400_000;
+
+/** Days of activity kept (and pruned after, by the retention pass): a chart of a year and a bit. */
+export const ACTIVITY_DAYS_KEPT = 400;
+
+/** One UTC day of a Dock's activity (see rollups.ts for what each number counts). */
+export interface ActivityDay {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  accepted: number;
+  sent: number;
+  retried: number;
+  failed: number;
+  gone: number;
+}
+
+/** A Dock's newest message, as the list of Docks shows it. */
+export interface LastMessage {
+  id: string;
+  createdAt: number;
+  text: string;
+  content: MessageContent | null;
+  /** How many copies are in each state (states with none are left out), as on the Dock's messages. */
+  states: Partial<Record<DeliveryState, number>>;
+}
+
+/** What the list of Docks says of each: its last 7 days and its newest message. */
+export interface Headline {
+  accepted7d: number;
+  failed7d: number;
+  lastMessage: LastMessage | null;
+}
+
+/** The UTC days of the last `count` days, oldest first, today last. */
+function lastDays(now: number, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => dayOf(now - (count - 1 - i) * DAY_MS));
+}
+
+/**
+ * Reads of the daily activity counts (rollups.ts writes them): a Dock's chart, and the headline
+ * numbers of a list of Docks. Each read costs a fixed number of queries, however many Docks and
+ * messages: rows per Dock and day, and one message per Dock (its newest, by index).
+ */
+export class ActivityRepository {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** The Dock's last `count` days, oldest first, today (UTC) last; days without activity are zeros. */
+  async days(dockId: string, count: number): Promise<ActivityDay[]> {
+    const days = lastDays(this.#now(), count);
+    // A day's counts may be in several rows until folded (rollups.ts): summed here.
+    const rows = await this.#db.kysely
+      .selectFrom("dock_days")
+      .select((eb) => [
+        "day",
+        eb.fn.sum<number>("accepted").as("accepted"),
+        eb.fn.sum<number>("sent").as("sent"),
+        eb.fn.sum<number>("retried").as("retried"),
+        eb.fn.sum<number>("failed").as("failed"),
+        eb.fn.sum<number>("gone").as("gone"),
+      ])
+      .where("dock_id", "=", dockId)
+      .where("day", ">=", days[0] as string)
+      .groupBy("day")
+      .execute();
+    const byDay = new Map(rows.map((row) => [row.day, row]));
+    return days.map((day) => {
+      const row = byDay.get(day);
+      return {
+        day,
+        accepted: Number(row?.accepted ?? 0),
+        sent: Number(row?.sent ?? 0),
+        retried: Number(row?.retried ?? 0),
+        failed: Number(row?.failed ?? 0),
+        gone: Number(row?.gone ?? 0),
+      };
+    });
+  }
+
+  /**
+   * Each Dock's headline: messages accepted and copies failed in the last 7 days (today included),
+   * and its newest message with where its copies stand. Four queries for the whole list.
+   */
+  async headlines(dockIds: readonly string[]): Promise<Map<string, Headline>> {
+    const headlines = new Map<string, Headline>(
+      dockIds.map((id) => [id, { accepted7d: 0, failed7d: 0, lastMessage: null }]),
+    );
+    if (dockIds.length === 0) return headlines;
+    const ids = [...headlines.keys()];
+    const since = lastDays(this.#now(), 7)[0] as string;
+    const sums = await this.#db.kysely
+      .selectFrom("dock_days")
+      .select((eb) => [
+        "dock_id",
+        eb.fn.sum<number>("accepted").as("accepted"),
+        eb.fn.sum<number>("failed").as("failed"),
+      ])
+      .where("dock_id", "in", ids)
+      .where("day", ">=", since)
+      .groupBy("dock_id")
+      .execute();
+    for (const row of sums) {
+      const headline = headlines.get(row.dock_id);
+      if (headline === undefined) continue;
+      headline.accepted7d = Number(row.accepted ?? 0);
+      headline.failed7d = Number(row.failed ?? 0);
+    }
+
+    // Each Dock's newest message: one seek per Dock along messages_created (dock_id, created_at).
+    const latest = await this.#db.kysely
+      .selectFrom("docks")
+      .innerJoin("messages", (join) =>
+        join.on((eb) =>
+          eb(
+            "messages.id",
+            "=",
+            eb
+              .selectFrom("messages as newest")
+              .select("newest.id")
+              .whereRef("newest.dock_id", "=", "docks.id")
+              .orderBy("newest.created_at", "desc")
+              .orderBy("newest.id", "desc")
+              .limit(1),
+          ),
+        ),
+      )
+      .select([
+        "messages.id",
+        "messages.dock_id",
+        "messages.text",
+        "messages.content",
+        "messages.created_at",
+        "messages.subscribers",
+      ])
+      .where("docks.id", "in", ids)
+      .execute();
+    if (latest.length === 0) return headlines;
+    const messageIds = latest.map((m) => m.id);
+    // Read before the deliveries: the fan-out deletes these rows and creates the deliveries in one
+    // commit, so this order never misses both (as OutboxViews.recent).
+    const waiting = new Set(
+      (
+        await this.#db.kysely
+          .selectFrom("fanouts")
+          .select("message_id")
+          .where("message_id", "in", messageIds)
+          .where("kind", "=", "send")
+          .execute()
+      ).map((row) => row.message_id),
+    );
+    const counted = await this.#db.kysely
+      .selectFrom("deliveries")
+      .select((eb) => ["message_id", "state", eb.fn.countAll<number>().as("n")])
+      .where("message_id", "in", messageIds)
+      .where("kind", "=", "send")
+      .groupBy(["message_id", "state"])
+      .execute();
+    for (const message of latest) {
+      const states: Partial<Record<DeliveryState, number>> = {};
+      let seen = 0;
+      for (const row of counted) {
+        if (row.message_id !== message.id) continue;
+        states[row.state] = Number(row.n);
+        seen += Number(row.n);
+      }
+      // Copies not created: still to come while the message waits to be fanned out; otherwise
+      // those subscribers left before the dispatcher got to it (as OutboxViews.recent).
+      const missing = message.subscribers - seen;
+      if (missing > 0) {
+        const state = waiting.has(message.id) ? "queued" : "gone";
+        states[state] = (states[state] ?? 0) + missing;
+      }
+      const headline = headlines.get(message.dock_id);
+      if (headline === undefined) continue;
+      headline.lastMessage = {
+        id: message.id,
+        createdAt: message.created_at,
+        text: message.text,
+        content: message.content === null ? null : (JSON.parse(message.content) as MessageContent),
+        states,
+      };
+    }
+    return headlines;
+  }
+
+  /**
+   * Sums the rows of each Dock's recent days (today and yesterday: counts are written on the day
+   * they happen) into one row per day; returns how many rows went. Each day in a transaction of its
+   * own that deletes the rows it sums and inserts their sum, so it never waits for a writer (they
+   * only insert) nor loses a count (a row committed meanwhile is folded next time).
+   */
+  async fold(): Promise<number> {
+    const since = dayOf(this.#now() - DAY_MS);
+    const groups = await this.#db.kysely
+      .selectFrom("dock_days")
+      .select((eb) => ["dock_id", "day", eb.fn.max("id").as("upto")])
+      .where("day", ">=", since)
+      .groupBy(["dock_id", "day"])
+      .having((eb) => eb.fn.countAll(), ">", 1)
+      .execute();
+    let folded = 0;
+    for (const group of groups) {
+      await this.#db.kysely.transaction().execute(async (tx) => {
+        const rows = await tx
+          .deleteFrom("dock_days")
+          .where("dock_id", "=", group.dock_id)
+          .where("day", "=", group.day)
+          .where("id", "<=", Number(group.upto))
+          .returning(["accepted", "sent", "retried", "failed", "gone", "changed"])
+          .execute();
+        if (rows.length === 0) return;
+        const sum = (column: ActivityCount) => rows.reduce((total, row) => total + Number(row[column]), 0);
+        await tx
+          .insertInto("dock_days")
+          .values({
+            dock_id: group.dock_id,
+            day: group.day,
+            accepted: sum("accepted"),
+            sent: sum("sent"),
+            retried: sum("retried"),
+            failed: sum("failed"),
+            gone: sum("gone"),
+            changed: sum("changed"),
+          })
+          .execute();
+        folded += rows.length - 1;
+      });
+    }
+    return folded;
+  }
+
+  /** Deletes the days older than ACTIVITY_DAYS_KEPT; returns how many rows went. */
+  async prune(): Promise<number> {
+    const cutoff = dayOf(this.#now() - ACTIVITY_DAYS_KEPT * DAY_MS);
+    const result = await this.#db.kysely.deleteFrom("dock_days").where("day", "<", cutoff).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
