@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
+import { type ConsoleClient, signIn } from "./console-client.ts";
 import { ping } from "./delivery-harness.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
@@ -42,11 +43,11 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
   }
 
   /** A group with an admin and a plain member, with the bot added by the admin. */
-  async function groupWithBot(type: "group" | "supergroup") {
+  async function groupWithBot(type: "group" | "supergroup", title = "Ops") {
     const admin = await people.person("Ada");
     const member = await people.person("Moe");
     const group = await people.control<{ id: number }>("POST", "/groups", {
-      title: "Ops",
+      title,
       type,
       members: [admin, member],
       admins: [admin],
@@ -140,6 +141,77 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
         [other.id, "group", "removed"],
       ].sort(),
     );
+  });
+
+  describe("the console names a group by its title", () => {
+    const owner = { id: 7001, first_name: "Olive" };
+    let client: ConsoleClient;
+    let owned: DockWithSecret;
+
+    beforeAll(async () => {
+      client = await signIn(service, owner);
+      owned = await service.app.docks.create(owner.id, { name: "Pager", link: null, description: null });
+    });
+
+    /** The Dock's subscribers as the console's API answers them: `[chat_id, title]`. */
+    async function titles(): Promise<[number, string | null][]> {
+      const answer = await client.call("GET", `/docks/${owned.id}/subscribers`);
+      expect(answer.status).toBe(200);
+      return answer.body.subscribers.map((s: { chat_id: number; title: string | null }) => [
+        s.chat_id,
+        s.title,
+      ]);
+    }
+
+    function titlesBecome(expected: [number, string | null][]) {
+      return people.waitFor(
+        `the console's subscribers to be ${JSON.stringify(expected)}`,
+        async () => {
+          const now = await titles();
+          return JSON.stringify(now) === JSON.stringify(expected) ? now : undefined;
+        },
+        titles,
+      );
+    }
+
+    it("subscribed in the bot, then renamed and upgraded: the console shows the title as it is now", async () => {
+      const { admin, member, group } = await groupWithBot("group", "Ops room");
+      const command = await people.say(group, `/start@${SANDBOX_BOT_USERNAME} ${owned.id}`, { from: admin });
+      const prompt = await people.botReply(group, command, "the group subscription prompt");
+      await people.press(group, prompt, "Yes", admin);
+      await people.edited(group, prompt);
+      expect(await titles()).toEqual([[group, "Ops room"]]);
+
+      // Any member may rename a group; the bot hears it as a service message (privacy mode or not).
+      await people.control("POST", `/chats/${group}/title`, { from: member, title: "Ops & on-call" });
+      await titlesBecome([[group, "Ops & on-call"]]);
+
+      // A supergroup is a new chat: the title comes along with the subscription.
+      const supergroup = await people.control<{ id: number }>("POST", `/chats/${group}/upgrade`, {
+        from: admin,
+      });
+      await titlesBecome([[supergroup.id, "Ops & on-call"]]);
+      const [listed] = (await client.call("GET", `/docks/${owned.id}/subscribers`)).body.subscribers;
+      expect(listed).toMatchObject({
+        chat_id: supergroup.id,
+        chat_type: "supergroup",
+        title: "Ops & on-call",
+      });
+      await service.app.subscriptions.remove(owned.id, supergroup.id);
+    });
+
+    it("the title is learnt when the bot is added, and a private chat has none", async () => {
+      const { group } = await groupWithBot("supergroup", "Night shift");
+      // Subscribed without the bot hearing the title again (as by a subscription made before this
+      // version): the title it learnt on being added names the group.
+      await service.app.subscriptions.subscribe(owned.id, group, "supergroup");
+      const pat = await people.person("Pat");
+      await service.app.subscriptions.subscribe(owned.id, pat, "private", { firstName: "Pat" });
+      expect(await titles()).toEqual([
+        [group, "Night shift"],
+        [pat, null],
+      ]);
+    });
   });
 
   /** A subscribed group, upgraded to a supergroup by its admin: the new chat's id. */

@@ -327,6 +327,43 @@ describe("simulated people talking to a grammY bot", () => {
     expect((refused as GrammyError).description).toBe("Forbidden: bot is not a member of the group chat");
   });
 
+  it("renaming a group sends the bot new_chat_title in privacy mode; later updates carry the new title", async () => {
+    const alice = await sandbox.person("Alice");
+    const bob = await sandbox.person("Bob");
+    const group = (
+      await sandbox.control("POST", "/groups", { title: "Ops", members: [alice, bob], admins: [alice] })
+    ).body.id as number;
+    // Renamed while the bot is not there: nothing reaches it, but the chat has the new title.
+    expect(
+      (await sandbox.control("POST", `/chats/${group}/title`, { from: bob, title: "Ops team" })).status,
+    ).toBe(201);
+    const added = waitFor((ctx) => ctx.chat?.id === group && ctx.myChatMember !== undefined);
+    await sandbox.control("POST", `/chats/${group}/bot`, { from: alice, status: "member" });
+    expect((await added).myChatMember?.chat).toMatchObject({ id: group, title: "Ops team" });
+
+    const renamed = waitFor((ctx) => ctx.chat?.id === group && ctx.message?.new_chat_title !== undefined);
+    const answer = await sandbox.control("POST", `/chats/${group}/title`, { from: bob, title: "Ops room" });
+    expect(answer.status).toBe(201);
+    expect(answer.body).toMatchObject({ new_chat_title: "Ops room", from: { id: bob } });
+    const told = (await renamed).message;
+    expect(told).toMatchObject({ new_chat_title: "Ops room", chat: { id: group, title: "Ops room" } });
+    expect(
+      seen.filter((ctx) => ctx.message?.new_chat_title !== undefined && ctx.chat?.id === group),
+    ).toHaveLength(1);
+
+    const command = waitFor((ctx) => ctx.chat?.id === group && ctx.message?.text === "/help");
+    await sandbox.control("POST", `/chats/${group}/messages`, { from: alice, text: "/help" });
+    expect((await command).message?.chat).toMatchObject({ title: "Ops room" });
+    expect((await sandbox.control("GET", `/chats/${group}`)).body.title).toBe("Ops room");
+    const history = (await sandbox.control("GET", `/chats/${group}/messages`)).body as {
+      new_chat_title?: string;
+    }[];
+    expect(history.filter((m) => m.new_chat_title !== undefined).map((m) => m.new_chat_title)).toEqual([
+      "Ops team",
+      "Ops room",
+    ]);
+  });
+
   it("a bot message appears in the history and the event stream", async () => {
     const alice = await sandbox.startedPerson();
     const events = await fetch(`${sandbox.root}/api/events`);
@@ -364,6 +401,7 @@ describe("sandbox control API input checks", () => {
       ["POST", "/chats/42/messages", { text: "hi" }, 404],
       ["GET", "/nothing-here", undefined, 404],
       ["PUT", "/limits", { rate_limits: "yes" }, 400],
+      ["POST", "/chats/-42/title", { title: "Nobody's" }, 404],
     ];
     for (const [method, path, body, status] of cases) {
       const answer = await sandbox.control(method, path, body);
@@ -377,6 +415,32 @@ describe("sandbox control API input checks", () => {
       body: "{",
     });
     expect(notJson.status).toBe(400);
+  });
+
+  it("renaming refuses a private chat, a stranger, an empty or too long title and an upgraded group", async () => {
+    const alice = await sandbox.startedPerson();
+    const eve = await sandbox.person("Eve");
+    const group = (
+      await sandbox.control("POST", "/groups", { title: "G", members: [alice], admins: [alice] })
+    ).body.id as number;
+    const cases: [number, unknown, number, RegExp][] = [
+      [alice, { title: "Me" }, 400, /private chat has no title/],
+      [group, { title: "No one" }, 400, /from is required/],
+      [group, { from: eve, title: "Not mine" }, 400, /not a member/],
+      [group, { from: alice, title: "" }, 400, /title/],
+      [group, { from: alice, title: "   " }, 400, /title must not be empty/],
+      [group, { from: alice, title: "x".repeat(129) }, 400, /title/],
+    ];
+    for (const [chat, body, status, message] of cases) {
+      const answer = await sandbox.control("POST", `/chats/${chat}/title`, body);
+      expect([chat, body, answer.status]).toEqual([chat, body, status]);
+      expect(answer.body.error.message).toMatch(message);
+    }
+    const upgraded = await sandbox.control("POST", `/chats/${group}/upgrade`, { from: alice });
+    const old = await sandbox.control("POST", `/chats/${group}/title`, { from: alice, title: "Old" });
+    expect(old.status).toBe(409);
+    expect(old.body.error.message).toContain(`rename ${upgraded.body.id}`);
+    expect((await sandbox.control("GET", `/chats/${group}`)).body.title).toBe("G");
   });
 
   it("reset forgets everyone", async () => {

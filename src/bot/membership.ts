@@ -14,7 +14,7 @@ function present(member: ChatMember): boolean {
  * removes it, can no longer receive messages, so the chat's active subscriptions become
  * `blocked` (deliveries stop instead of failing). Unblocking or re-adding the bot resumes exactly
  * those; subscriptions the chat had left stay removed. A group upgraded to a supergroup keeps its
- * subscriptions under its new chat id.
+ * subscriptions under its new chat id. A group's title is kept up to date for the console.
  */
 export function membership(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
@@ -22,6 +22,9 @@ export function membership(deps: BotDeps): Composer<Context> {
   composer.on("my_chat_member", async (ctx) => {
     const update = ctx.myChatMember;
     const chatId = update.chat.id;
+    // Every membership update of a group or channel carries its title as it is now: the bot learns
+    // it on being added, before anyone subscribes, and catches a rename it missed while away.
+    if (update.chat.type !== "private") await deps.subscriptions.nameChat(chatId, update.chat.title);
     const wasPresent = present(update.old_chat_member);
     const isPresent = present(update.new_chat_member);
     if (wasPresent && !isPresent) {
@@ -41,6 +44,11 @@ export function membership(deps: BotDeps): Composer<Context> {
   // dispatcher does the same if a send to the old id is refused first.
   composer.on("message:migrate_to_chat_id", async (ctx) => {
     await deps.subscriptions.moveChat(ctx.chat.id, ctx.message.migrate_to_chat_id);
+  });
+
+  // A group renamed: Telegram tells every bot in it (privacy mode or not) with a service message.
+  composer.on("message:new_chat_title", async (ctx) => {
+    await deps.subscriptions.nameChat(ctx.chat.id, ctx.message.new_chat_title);
   });
 
   return composer;

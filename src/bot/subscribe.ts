@@ -19,9 +19,9 @@ const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 async function subscribeChat(ctx: Context, deps: BotDeps, dock: Dock): Promise<string> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
-  const person =
-    chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : undefined;
-  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, person);
+  const names =
+    chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : { title: chat.title };
+  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, names);
   return added ? texts.subscribed(dock.name, inGroup(ctx)) : texts.alreadySubscribed(dock.name, inGroup(ctx));
 }
 

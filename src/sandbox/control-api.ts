@@ -19,6 +19,7 @@ import {
   openStartLink,
   pressInlineButton,
   pressKeyboardButton,
+  renameGroup,
   sendText,
   setBlocked,
   setBotStatus,
@@ -312,6 +313,20 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
       emulator.chatView(
         setBotStatus(emulator, num(request.params.id), request.body.status as BotStatus, request.body.from),
       ),
+  );
+
+  server.post(
+    "/chats/:id/title",
+    {
+      schema: {
+        params: IdParams,
+        body: Type.Object({ from: From, title: Type.String({ minLength: 1, maxLength: 128 }) }),
+      },
+    },
+    async (request, reply) => {
+      const { from, title } = request.body;
+      return reply.code(201).send(renameGroup(emulator, num(request.params.id), title, from));
+    },
   );
 
   server.post(

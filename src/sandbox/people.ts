@@ -277,6 +277,34 @@ export function setBotStatus(
 }
 
 /**
+ * A member renames a group (Telegram's default permissions let every member change a group's
+ * info). Everyone sees a `new_chat_title` service message, the bot too, privacy mode or not, as
+ * long as it is in the group; later messages and updates carry the new title.
+ */
+export function renameGroup(
+  emulator: Emulator,
+  chatId: number,
+  title: string,
+  fromId: number | undefined,
+): Message {
+  const chat = chatById(emulator, chatId);
+  if (chat.type === "private") throw new ActionError(400, "a private chat has no title to change");
+  const from = speaker(emulator, chat, fromId);
+  if (chat.migratedTo !== undefined) {
+    throw new ActionError(409, `chat ${chat.id} was upgraded to a supergroup: rename ${chat.migratedTo}`);
+  }
+  const clean = title.trim();
+  if (clean === "") throw new ActionError(400, "title must not be empty");
+  chat.title = clean;
+  const stored = emulator.appendMessage(chat, from, { new_chat_title: clean });
+  if (chat.botStatus === "member" || chat.botStatus === "administrator") {
+    emulator.updates.push("message", stored.message);
+  }
+  emulator.emit({ type: "chat_updated", chat: emulator.chatView(chat) });
+  return stored.message;
+}
+
+/**
  * A group is upgraded to a supergroup (on Telegram: by its creator or an administrator, or by
  * itself as it grows). The supergroup is a new chat with a new id, the same people and the bot in
  * the same place; the bot is told in both chats (`migrate_to_chat_id` in the old one,

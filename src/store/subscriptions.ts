@@ -1,3 +1,4 @@
+import { followTitle, rememberTitle } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { cancelForSubscriber, followChat } from "./outbox.ts";
 import type { SubscriptionState } from "./schema.ts";
@@ -18,6 +19,8 @@ export interface Subscriber {
   /** Known when the chat is a private chat with someone who signed in to the console. */
   firstName: string | null;
   username: string | null;
+  /** A group's, supergroup's or channel's title as the bot last saw it; null in private or when unknown. */
+  title: string | null;
   since: number;
 }
 
@@ -31,18 +34,27 @@ export class SubscriptionRepository {
     this.#now = now;
   }
 
-  /** Subscribes a chat (or reactivates its subscription); true when it was not active before. */
+  /**
+   * Subscribes a chat (or reactivates its subscription); true when it was not active before.
+   * `names` is what Telegram calls the chat: a person's name in private, a group's title.
+   */
   async subscribe(
     dockId: string,
     chatId: number,
     chatType: string,
-    person?: { firstName?: string | undefined; username?: string | undefined },
+    names?: { firstName?: string | undefined; username?: string | undefined; title?: string | undefined },
   ): Promise<boolean> {
     const now = this.#now();
-    // A person subscribing in private: remember the name Telegram shows, so that the Dock's owner
-    // sees who it is (the console's subscriber list), not a number.
-    if (person !== undefined && chatType === "private") {
-      await rememberName(this.#db.kysely, { id: chatId, ...person }, now);
+    // Remember the name Telegram shows, so that the Dock's owner sees who it is (the console's
+    // subscriber list), not a number.
+    if (names !== undefined && chatType === "private") {
+      await rememberName(
+        this.#db.kysely,
+        { id: chatId, firstName: names.firstName, username: names.username },
+        now,
+      );
+    } else if (names?.title !== undefined) {
+      await rememberTitle(this.#db.kysely, chatId, names.title, now);
     }
     // No read-then-write: two presses of Yes at the same moment must both succeed, one of them
     // finding the work done.
@@ -87,6 +99,14 @@ export class SubscriptionRepository {
     if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);
+  }
+
+  /**
+   * A group's, supergroup's or channel's title as the bot sees it now (added, renamed): every Dock
+   * it subscribes to shows the new one.
+   */
+  async nameChat(chatId: number, title: string | undefined): Promise<void> {
+    await rememberTitle(this.#db.kysely, chatId, title, this.#now());
   }
 
   /** The subscription state of one chat for one Dock, or undefined when it never subscribed. */
@@ -141,6 +161,7 @@ export class SubscriptionRepository {
       .selectFrom("subscriptions")
       // A private chat's id is the person's user id, so people who use the console get a name.
       .leftJoin("users", "users.telegram_id", "subscriptions.chat_id")
+      .leftJoin("chats", "chats.chat_id", "subscriptions.chat_id")
       .select([
         "subscriptions.chat_id",
         "subscriptions.chat_type",
@@ -148,6 +169,7 @@ export class SubscriptionRepository {
         "subscriptions.created_at",
         "users.first_name",
         "users.username",
+        "chats.title",
       ])
       .where("subscriptions.dock_id", "=", dockId)
       .where("subscriptions.state", "!=", "removed")
@@ -159,6 +181,7 @@ export class SubscriptionRepository {
       state: row.state,
       firstName: row.first_name,
       username: row.username,
+      title: row.title,
       since: row.created_at,
     }));
   }
@@ -183,8 +206,8 @@ export class SubscriptionRepository {
 
   /**
    * A group became a supergroup, which on Telegram is a new chat with a new id (`from` → `to`): its
-   * subscriptions and its queued deliveries follow it, states, times and order unchanged. Safe to
-   * repeat (the bot's update and a refused send can both report the same move).
+   * subscriptions, its title and its queued deliveries follow it, states, times and order
+   * unchanged. Safe to repeat (the bot's update and a refused send can both report the same move).
    */
   async moveChat(from: number, to: number): Promise<number> {
     const now = this.#now();
@@ -203,6 +226,7 @@ export class SubscriptionRepository {
         .where("chat_id", "=", from)
         .executeTakeFirst();
       await followChat(tx, from, to, now);
+      await followTitle(tx, from, to, now);
       return Number(moved.numUpdatedRows);
     });
   }

@@ -1,0 +1,41 @@
+import type { Kysely } from "kysely";
+import type { Database } from "./schema.ts";
+
+/**
+ * Remembers a group's, supergroup's or channel's title as the bot last saw it, creating its row
+ * or replacing the old title: the console names subscribed groups by it. An empty title (Telegram
+ * never sends one) is ignored rather than erasing a good one. `db` may be a transaction.
+ */
+export async function rememberTitle(
+  db: Kysely<Database>,
+  chatId: number,
+  title: string | undefined,
+  now: number,
+): Promise<void> {
+  const clean = title?.trim();
+  if (clean === undefined || clean === "") return;
+  await db
+    .insertInto("chats")
+    .values({ chat_id: chatId, title: clean, updated_at: now })
+    .onConflict((oc) => oc.column("chat_id").doUpdateSet({ title: clean, updated_at: now }))
+    .execute();
+}
+
+/**
+ * A group that became a supergroup keeps its title under the new id, unless the bot already
+ * heard the new chat's own. `db` is the transaction that moves the chat's subscriptions.
+ */
+export async function followTitle(
+  db: Kysely<Database>,
+  from: number,
+  to: number,
+  now: number,
+): Promise<void> {
+  const old = await db.selectFrom("chats").select("title").where("chat_id", "=", from).executeTakeFirst();
+  if (old === undefined) return;
+  await db
+    .insertInto("chats")
+    .values({ chat_id: to, title: old.title, updated_at: now })
+    .onConflict((oc) => oc.column("chat_id").doNothing())
+    .execute();
+}
