@@ -384,7 +384,7 @@ describe.each(DIALECTS)("migration 0008 on %s", (dialect) => {
       expect((await migrate(db))[0]).toBe("0008-message-content");
       const status = await new OutboxViews(db).status("msg_old", OLD_DOCK);
       expect(status?.content).toBeNull();
-      const [report] = await new OutboxViews(db).recent(OLD_DOCK, 1);
+      const [report] = (await new OutboxViews(db).history(OLD_DOCK, { limit: 1 })).messages;
       expect(notificationBody(report?.text ?? "", report?.content ?? null)).toEqual({
         text: "**not bold**",
         entities: [],

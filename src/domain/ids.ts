@@ -71,3 +71,13 @@ export function newMessageId(now: number = Date.now()): string {
   }
   return `msg_${time}${randomBase62(76)}`;
 }
+
+/**
+ * The creation time `newMessageId` wrote into an ID, in milliseconds; undefined for an ID it did
+ * not make. The random IDs of before 2026-11-21 may decode to any time: read a message's
+ * `created_at` where it can be had, and this only for an ID whose message is gone.
+ */
+export function messageIdTime(id: string): number | undefined {
+  const time = /^msg_([0-9A-Z]{9})/.exec(id)?.[1];
+  return time === undefined ? undefined : Number.parseInt(time, 36);
+}
