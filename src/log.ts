@@ -212,6 +212,15 @@ export class RequestLog extends LogController {
   // own line (requestCompleted) already says 404, with the URL masked.
   override routeNotFound(): void {}
 
+  // A routine stream the browser closed (the console's live stream when its tab closes) is part of
+  // the routine: logged like its request line.
+  override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    const code = (error as { code?: unknown }).code;
+    if (request.logQuietly && code === "ERR_STREAM_PREMATURE_CLOSE") {
+      reply.log.debug({ url: maskUrl(request.url) }, "stream closed by the client");
+    } else super.streamError(error, request, reply);
+  }
+
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
     const line = {
       method: request.method,

@@ -79,6 +79,10 @@ export const ERRORS = {
     status: 429,
     message: "Too many sign-in attempts from this address; wait before trying again.",
   },
+  too_many_streams: {
+    status: 429,
+    message: "This session has too many live streams open; close other console tabs and try again.",
+  },
   internal_error: {
     status: 500,
     message: "Something went wrong on our side; the request was not processed.",
@@ -176,6 +180,9 @@ export function fieldsRefused(problems: FieldProblem[]): ApiError {
   );
 }
 
+/** What an invalid_fields answer names, as the send API says it (the reference's example). */
+const INVALID_PRIORITY = "must be min, low, default, high or urgent, or 1 to 5.";
+
 /** JSON schema of the error body, for the OpenAPI document. */
 export const errorBodySchema = {
   type: "object",
@@ -186,17 +193,48 @@ export const errorBodySchema = {
       type: "object",
       required: ["code", "message"],
       properties: {
-        code: { type: "string", enum: Object.keys(ERRORS) },
-        message: { type: "string" },
+        code: {
+          type: "string",
+          enum: Object.keys(ERRORS),
+          description: "Stable: what a program tells errors apart by (docs/api.md lists them).",
+          examples: ["unauthorized"],
+        },
+        message: {
+          type: "string",
+          description: "For people: what went wrong and what to do; may change between versions.",
+          examples: [ERRORS.unauthorized.message],
+        },
         fields: {
           type: "array",
+          description: "With invalid_fields: each field, header or query parameter that is wrong.",
           items: {
             type: "object",
             required: ["field", "message"],
-            properties: { field: { type: "string" }, message: { type: "string" } },
+            properties: {
+              field: { type: "string", examples: ["priority"] },
+              message: { type: "string", examples: [INVALID_PRIORITY] },
+            },
           },
         },
       },
     },
   },
 } as const;
+
+/**
+ * One error status of a route for the OpenAPI document: the error body's schema, and an example
+ * answer for each code the route can answer with it (`x-examples`: named examples of the response's
+ * media type; the serializer ignores the keyword).
+ */
+export function errorAnswer(description: string, ...codes: ErrorCode[]) {
+  const examples = Object.fromEntries(
+    codes.map((code) => {
+      const error =
+        code === "invalid_fields"
+          ? fieldsRefused([{ field: "priority", message: INVALID_PRIORITY }])
+          : new ApiError(code);
+      return [code, { summary: ERRORS[code].message, value: error.body }];
+    }),
+  );
+  return { description, ...errorBodySchema, "x-examples": examples };
+}

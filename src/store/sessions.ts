@@ -101,6 +101,22 @@ export class SessionRepository {
     };
   }
 
+  /**
+   * Which of these sessions (by the hash of their token) are still on: neither revoked nor
+   * expired. One query for any number (the console's live streams ask every second).
+   */
+  async stillOpen(tokenHashes: readonly string[]): Promise<Set<string>> {
+    if (tokenHashes.length === 0) return new Set();
+    const rows = await this.#db.kysely
+      .selectFrom("sessions")
+      .select("token_hash")
+      .where("token_hash", "in", [...tokenHashes])
+      .where("revoked_at", "is", null)
+      .where("expires_at", ">", this.#now())
+      .execute();
+    return new Set(rows.map((row) => row.token_hash));
+  }
+
   /** Ends one session at once; true when it was still active. */
   async revoke(token: string): Promise<boolean> {
     const result = await this.#db.kysely

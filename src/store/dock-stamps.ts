@@ -1,0 +1,61 @@
+import { sql } from "kysely";
+import type { Db } from "./db.ts";
+import { dayOf } from "./rollups.ts";
+
+/** A Dock as the live stream watches it: whose it is, and a stamp that changes when anything of it does. */
+export interface DockStamp {
+  id: string;
+  ownerId: number;
+  stamp: string;
+}
+
+/**
+ * For the console's live stream: a stamp per Dock that changes whenever anything the console shows
+ * of it changes, read for every Dock of many owners in one query. Made of what is already kept
+ * (nothing is written for the stream's sake): the Dock's row (`updated_at`: edits, rotations, hook
+ * token), its subscriptions (the newest `updated_at`: joins, leaves, blocks, removals) and its
+ * activity counts of today and yesterday (messages accepted and changed, copies settled; counted
+ * in the transactions that make them, rollups.ts), so changes made by any process are seen.
+ */
+export class DockStamps {
+  readonly #db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** Every Dock of these owners, with its stamp. */
+  async of(ownerIds: readonly number[]): Promise<DockStamp[]> {
+    if (ownerIds.length === 0) return [];
+    // Yesterday too: a count made just before midnight (or by an instance whose clock is a little
+    // behind) is still seen; each day that leaves the window changes the stamp once, harmlessly.
+    const since = dayOf(this.#now() - 86_400_000);
+    const rows = await this.#db.kysely
+      .selectFrom("docks")
+      .select((eb) => [
+        "docks.id",
+        "docks.owner_id",
+        "docks.updated_at",
+        eb
+          .selectFrom("subscriptions")
+          .select((s) => s.fn.max("subscriptions.updated_at").as("at"))
+          .whereRef("subscriptions.dock_id", "=", "docks.id")
+          .as("subscribed"),
+        eb
+          .selectFrom("dock_days")
+          .select(sql<number>`sum(accepted + sent + retried + failed + gone + changed)`.as("n"))
+          .whereRef("dock_days.dock_id", "=", "docks.id")
+          .where("dock_days.day", ">=", since)
+          .as("counted"),
+      ])
+      .where("docks.owner_id", "in", [...ownerIds])
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      ownerId: Number(row.owner_id),
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}`,
+    }));
+  }
+}
