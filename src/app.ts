@@ -7,6 +7,7 @@ import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { LiveHub } from "./http/console/live.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
@@ -20,8 +21,10 @@ import { telegramWebhook } from "./http/telegram-webhook.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
+import { ActivityRepository } from "./store/activity.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
+import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
 import { EventOutbox } from "./store/events.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
@@ -73,6 +76,10 @@ export interface App {
   botInfo(): { username: string } | null;
   /** Console sessions (sign-in through the bot or the Login Widget). */
   sessions: SessionRepository;
+  /** Each Dock's daily activity counts: its chart, the list's headline numbers. */
+  activity: ActivityRepository;
+  /** The console's live streams and their shared ticker. */
+  live: LiveHub;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -112,6 +119,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   pacer.coldStart();
   const botStates = new BotStateRepository(db, now);
   const sessions = new SessionRepository(db, now);
+  const activity = new ActivityRepository(db, now);
   const telegram = telegramTarget(config);
 
   const jsonHeaders = apiHeaders({
@@ -193,6 +201,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
     authFailuresPerMinute: config.authFailuresPerMinute,
   });
 
+  const live = new LiveHub({
+    stamps: new DockStamps(db, now),
+    sessions,
+    log: server.log.child({ worker: "live" }),
+    now,
+  });
   await server.register(consoleApi, {
     prefix: "/console/api",
     docks,
@@ -201,6 +215,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     sessions,
     report: outboxViews,
+    activity,
+    live,
     publicUrl: config.publicUrl,
     sandbox: telegram.sandbox,
     // The bot learns its username from getMe when it starts (known at once in the sandbox).
@@ -281,6 +297,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     outbox,
     events: eventOutbox,
     loginTokens,
+    activity,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,
@@ -325,6 +342,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       return username === null ? null : { username };
     },
     sessions,
+    activity,
+    live,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

@@ -410,6 +410,9 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["GET", `/docks/${id}/subscribers`],
           ["DELETE", `/docks/${id}/subscribers/5`],
           ["GET", `/docks/${id}/messages`],
+          ["GET", `/docks/${id}/messages/msg_000000000AAAAAAAAAAAAA`],
+          ["GET", `/docks/${id}/activity`],
+          ["GET", "/stream"],
           ["POST", `/docks/${id}/test-message`],
         ] as const) {
           const body = method === "POST" || method === "PATCH" ? { name: "x" } : undefined;
@@ -523,6 +526,10 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
   describe("ownership", () => {
     it("another owner's Dock is a 404 on every route, exactly like a missing one, and is left untouched", async () => {
       const dock = await createDock(alice, "Alice's");
+      // One message of Alice's, which Bob asks for by its ID under each Dock ID. Sent before the
+      // chat subscribes: a send to that chat (unknown to Telegram) would end its subscription.
+      const messageId = (await alice.call("POST", `/docks/${dock.id}/test-message`)).body
+        .message_id as string;
       await service.subscriptions.subscribe(dock.id, 555, "private");
       for (const id of [dock.id, "AAAAAAAAAAAAAAAAAAAAAA", "not-a-dock-id"]) {
         for (const [method, path, body] of [
@@ -532,6 +539,10 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["GET", `/docks/${id}/subscribers`, undefined],
           ["DELETE", `/docks/${id}/subscribers/555`, undefined],
           ["GET", `/docks/${id}/messages`, undefined],
+          ["GET", `/docks/${id}/messages/${messageId}`, undefined],
+          ["GET", `/docks/${id}/messages?before=${messageId}&q=x&state=failed`, undefined],
+          ["GET", `/docks/${id}/activity`, undefined],
+          ["GET", `/docks/${id}/activity?days=30`, undefined],
           ["POST", `/docks/${id}/test-message`, undefined],
           ["DELETE", `/docks/${id}`, undefined],
         ] as const) {
@@ -549,8 +560,41 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       );
       const mine = await alice.call("GET", `/docks/${dock.id}`);
       expect(mine.body.dock).toMatchObject({ name: "Alice's", secret_key: dock.secret_key, subscribers: 1 });
-      expect((await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages).toEqual([]);
+      const messages = (await alice.call("GET", `/docks/${dock.id}/messages`)).body.messages;
+      expect(messages.map((m: { id: string }) => m.id)).toEqual([messageId]);
       expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+    });
+
+    it("a message is found only under its own Dock: under another, the owner's own or not, it is a 404", async () => {
+      const first = await createDock(alice, "First");
+      const second = await createDock(alice, "Second");
+      const theirs = await createDock(bob, "Bob's");
+      const messageId = (await alice.call("POST", `/docks/${first.id}/test-message`)).body
+        .message_id as string;
+      expect(
+        (await alice.call("GET", `/docks/${first.id}/messages/${messageId}`)).body.message,
+      ).toMatchObject({
+        id: messageId,
+        text: TEST_MESSAGE,
+      });
+      for (const [client, dockId] of [
+        [alice, second.id],
+        [bob, theirs.id],
+      ] as const) {
+        const answer = await client.call("GET", `/docks/${dockId}/messages/${messageId}`);
+        expect({ status: answer.status, body: answer.body }).toEqual({
+          status: 404,
+          body: { ok: false, error: { code: "not_found", message: "No such message." } },
+        });
+        // Nor does paging from it or searching find it there.
+        const history = await client.call("GET", `/docks/${dockId}/messages?before=${messageId}`);
+        expect(history.body).toEqual({ ok: true, messages: [], next_before: null });
+        const found = await client.call(
+          "GET",
+          `/docks/${dockId}/messages?q=${encodeURIComponent("Test message")}`,
+        );
+        expect(found.body).toEqual({ ok: true, messages: [], next_before: null });
+      }
     });
   });
 
@@ -586,6 +630,18 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
       const listed = (await alice.call("GET", "/docks")).body.docks;
       expect(listed[0].id).toBe(dock.id);
+      // The list carries what it shows and no credential: the Dock's own answer has them.
+      expect(Object.keys(listed[0]).sort()).toEqual([
+        "created_at",
+        "description",
+        "id",
+        "link",
+        "name",
+        "stats",
+        "subscribers",
+        "updated_at",
+      ]);
+      expect(JSON.stringify(listed)).not.toContain(dock.secret_key);
     });
 
     it("field errors come back per field", async () => {

@@ -1,12 +1,18 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import { type DocksOptions, docks } from "./console/docks.ts";
+import type { LiveHub } from "./console/live.ts";
 import { type SignInOptions, signIn } from "./console/sign-in.ts";
+import { stream } from "./console/stream.ts";
 import type { SignedIn } from "./session.ts";
 
 export { TEST_MESSAGE } from "./console/docks.ts";
 
-export type ConsoleApiOptions = SignInOptions & DocksOptions;
+export type ConsoleApiOptions = SignInOptions &
+  DocksOptions & {
+    /** The console's live stream (one per process). */
+    live: LiveHub;
+  };
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -16,8 +22,9 @@ declare module "fastify" {
 }
 
 /**
- * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`)
- * and everything an owner does with their Docks (`console/docks.ts`). Both share what is set up
+ * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
+ * everything an owner does with their Docks (`console/docks.ts`) and the live stream of their
+ * changes (`console/stream.ts`). Both share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
  * needs the session's CSRF token.
  */
@@ -49,8 +56,10 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     subscriptions: options.subscriptions,
     sessions: options.sessions,
     report: options.report,
+    activity: options.activity,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
   });
+  await app.register(stream, { hub: options.live, sessions: options.sessions });
 }

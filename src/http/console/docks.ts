@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
-import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
+import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
 import { OptionsError, prepareContent } from "../../domain/message-options.ts";
 import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
@@ -10,28 +10,29 @@ import type { Intake } from "../../intake.ts";
 import { ALL_FORMAT_NAMES } from "../../integrations/formats.ts";
 import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
+import type { ActivityRepository } from "../../store/activity.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
-import {
-  changeState,
-  type OutboxViews,
-  type CopyChange as StoredCopyChange,
-} from "../../store/outbox-views.ts";
+import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
+import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
 import {
-  type CopyChange,
-  type DeliveryLine,
+  type ActivityAnswer,
+  activityQuery,
   type Dock,
   type DockAnswer,
   type DockListAnswer,
   dockFieldsBody,
   dockParams,
   integrationsBody,
+  type MessageDetailAnswer,
   type MessageListAnswer,
-  type MessageReport,
+  messageDetailQuery,
+  messageHistoryQuery,
+  messageParams,
   type OkAnswer,
   type PreviewAnswer,
   previewBody,
@@ -40,6 +41,7 @@ import {
   subscriberParams,
   type TestMessageAnswer,
 } from "./schemas.ts";
+import { dockStats } from "./stats.ts";
 
 export interface DocksOptions {
   docks: DockRepository;
@@ -48,25 +50,13 @@ export interface DocksOptions {
   subscriptions: SubscriptionRepository;
   sessions: SessionRepository;
   report: OutboxViews;
+  /** The daily activity counts: a Dock's chart, the list's headline numbers. */
+  activity: ActivityRepository;
   publicUrl: string;
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
   botUsername: () => Promise<string>;
 }
-
-/** A copy's edit or deletion as the console names it: the send API's states, times in milliseconds. */
-function copyChange(change: StoredCopyChange | null): CopyChange {
-  if (change === null) return null;
-  return {
-    state: changeState(change.state),
-    outcome: change.outcome,
-    last_error: change.lastError,
-    updated_at: change.updatedAt,
-  };
-}
-
-/** Messages shown per Dock card. */
-const RECENT_MESSAGES = 10;
 
 /** What "Send test message" sends. */
 export const TEST_MESSAGE =
@@ -102,8 +92,10 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     return dock;
   };
 
+  /** A Dock with everything its page needs: its credentials, commands and tools' settings. */
   const dockJson = async (dock: DockWithSecret): Promise<Dock> => {
     const username = await options.botUsername();
+    const numbers = (await options.activity.headlines([dock.id])).get(dock.id);
     return {
       id: dock.id,
       name: dock.name,
@@ -127,6 +119,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       updated_at: dock.updatedAt,
       open_in_telegram: telegramLink(options.publicUrl, username, dock.id, options.sandbox),
       examples: curlExamples(options.publicUrl, dock.id, dock.secretKey),
+      stats: dockStats(dock.activeSubscribers, numbers),
     };
   };
 
@@ -136,9 +129,24 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     return result.value;
   };
 
-  routes.get("/docks", async (request): Promise<DockListAnswer> => {
+  // Read again by the console whenever the live stream says a Dock changed: logged at debug.
+  routes.get("/docks", { onRequest: quietly }, async (request): Promise<DockListAnswer> => {
     const docks = await options.docks.list(signedIn(request).user.id);
-    return { ok: true, docks: await Promise.all(docks.map(dockJson)) };
+    // The headline numbers of the whole list in a fixed number of queries, not per Dock.
+    const headlines = await options.activity.headlines(docks.map((dock) => dock.id));
+    return {
+      ok: true,
+      docks: docks.map((dock) => ({
+        id: dock.id,
+        name: dock.name,
+        link: dock.link,
+        description: dock.description,
+        subscribers: dock.activeSubscribers,
+        created_at: dock.createdAt,
+        updated_at: dock.updatedAt,
+        stats: dockStats(dock.activeSubscribers, headlines.get(dock.id)),
+      })),
+    };
   });
 
   routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
@@ -147,9 +155,25 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     return reply.code(201).send({ ok: true, dock: await dockJson(dock) } satisfies DockAnswer);
   });
 
-  routes.get("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<DockAnswer> => {
-    return { ok: true, dock: await dockJson(await ownedDock(request, request.params.id)) };
-  });
+  routes.get(
+    "/docks/:id",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<DockAnswer> => {
+      return { ok: true, dock: await dockJson(await ownedDock(request, request.params.id)) };
+    },
+  );
+
+  /** The Dock's chart: `days` (7, the default, or 30) UTC days, oldest first, from the daily counts. */
+  routes.get(
+    "/docks/:id/activity",
+    { schema: { params: dockParams, querystring: activityQuery }, onRequest: quietly },
+    async (request): Promise<ActivityAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const days = request.query.days ?? "7";
+      if (days !== "7" && days !== "30") throw new ApiError("invalid_request", "days must be 7 or 30.");
+      return { ok: true, days: await options.activity.days(dock.id, Number(days)) };
+    },
+  );
 
   routes.patch(
     "/docks/:id",
@@ -312,6 +336,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
             state: s.state,
             first_name: s.firstName,
             username: s.username,
+            title: s.title,
             since: s.since,
           }),
         ),
@@ -333,39 +358,33 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
 
   routes.get(
     "/docks/:id/messages",
-    { schema: { params: dockParams }, onRequest: quietly },
+    { schema: { params: dockParams, querystring: messageHistoryQuery }, onRequest: quietly },
     async (request): Promise<MessageListAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const messages = await options.report.recent(dock.id, RECENT_MESSAGES);
+      const page = await options.report.history(dock.id, historyQuery(request.query));
+      return { ok: true, messages: page.messages.map(messageReport), next_before: page.nextBefore };
+    },
+  );
+
+  routes.get(
+    "/docks/:id/messages/:messageId",
+    { schema: { params: messageParams, querystring: messageDetailQuery }, onRequest: quietly },
+    async (request): Promise<MessageDetailAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const copies = copiesQuery(request.query);
+      const { messageId } = request.params;
+      const detail = MESSAGE_ID_PATTERN.test(messageId)
+        ? await options.report.detail(dock.id, messageId, copies)
+        : undefined;
+      // Another Dock's message (even the same owner's) is as missing as one that never was.
+      if (!detail) throw new ApiError("not_found", "No such message.");
       return {
         ok: true,
-        messages: messages.map(
-          (m): MessageReport => ({
-            id: m.id,
-            text: m.text,
-            shown: notificationBody(m.text, m.content),
-            options: m.content?.options ?? {},
-            created_at: m.createdAt,
-            subscribers: m.subscribers,
-            key: m.key,
-            revision: m.revision,
-            revised_at: m.revisedAt,
-            deleted_at: m.deletedAt,
-            acknowledged: m.acknowledged && { name: m.acknowledged.name, at: m.acknowledged.at },
-            changes: m.changes,
-            states: m.states,
-            deliveries: m.deliveries.map(
-              (d): DeliveryLine => ({
-                chat_id: d.chatId,
-                state: d.state,
-                last_error: d.lastError,
-                updated_at: d.updatedAt,
-                edit: copyChange(d.edit),
-                delete: copyChange(d.delete),
-              }),
-            ),
-          }),
-        ),
+        message: {
+          ...messageReport(detail.message),
+          deliveries: detail.message.deliveries.map(deliveryDetail),
+        },
+        next_after: detail.nextAfter,
       };
     },
   );

@@ -49,7 +49,35 @@ export const signInFinishBody = Type.Object({
 });
 
 export const dockParams = Type.Object({ id: Type.String() });
+/** `days`: 7 or 30 (checked by the route, which names what is wrong). */
+export const activityQuery = Type.Object({ days: Type.Optional(Type.String()) });
 export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
+export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
+
+/** `GET /docks/{id}/messages`: strings, checked by the route so that its answer names the parameter. */
+export const messageHistoryQuery = Type.Object({
+  limit: Type.Optional(Type.String({ description: "Messages per page, 1 to 100; 20 when left out." })),
+  before: Type.Optional(
+    Type.String({ description: "The previous page's next_before: only messages older than that one." }),
+  ),
+  q: Type.Optional(
+    Type.String({
+      description: "Only messages whose text or key holds this, letter case aside; at most 200 characters.",
+    }),
+  ),
+  state: Type.Optional(
+    Type.String({
+      description:
+        "failed (a copy failed or its chat is gone), pending (a copy still to be sent), delivered (every copy sent), no_subscribers.",
+    }),
+  ),
+});
+
+/** `GET /docks/{id}/messages/{messageId}`: which page of the message's copies. */
+export const messageDetailQuery = Type.Object({
+  limit: Type.Optional(Type.String({ description: "Copies per page, 1 to 1000; 500 when left out." })),
+  after: Type.Optional(Type.String({ description: "The previous page's next_after." })),
+});
 
 // ---- Parts of answers ----
 
@@ -88,6 +116,46 @@ export const templateSchema = Type.Object({
   click: Type.Optional(Type.String()),
   buttons: Type.Optional(Type.String()),
 });
+
+/**
+ * What the list of Docks says of each: from the daily activity counts and the newest message, read
+ * for the whole list at once (a fixed number of queries, however many Docks).
+ */
+export const dockStats = Type.Object({
+  subscribers: Type.Integer({ description: "Active subscribers." }),
+  accepted_7d: Type.Integer({
+    description: "Messages accepted in the last 7 days (UTC days, today included).",
+  }),
+  failed_7d: Type.Integer({
+    description: "Copies that failed in the last 7 days (UTC days, today included).",
+  }),
+  last_message: Type.Union(
+    [
+      Type.Object({
+        id: Type.String(),
+        created_at: time,
+        preview: Type.String({ description: "The first 100 characters the message shows, as plain text." }),
+        states: Type.Partial(
+          Type.Record(
+            // The states of deliveryState (below), as MessageReport.states counts them.
+            Type.Union([
+              Type.Literal("queued"),
+              Type.Literal("sending"),
+              Type.Literal("sent"),
+              Type.Literal("failed"),
+              Type.Literal("gone"),
+            ]),
+            Type.Integer(),
+          ),
+          { description: "How many copies are in each state; states with none are left out." },
+        ),
+      }),
+      Type.Null(),
+    ],
+    { description: "The newest message; null: none yet." },
+  ),
+});
+export type DockStats = Static<typeof dockStats>;
 
 /** A Dock as its owner sees it, secret key included. */
 export const dock = Type.Object({
@@ -138,8 +206,25 @@ export const dock = Type.Object({
     },
     { description: "Ready-to-run curl commands with the Dock's real credentials." },
   ),
+  stats: dockStats,
 });
 export type Dock = Static<typeof dock>;
+
+/**
+ * A Dock on the list: what the list shows, and none of its credentials — a list of 60 Docks need
+ * not carry 60 secret keys (and every tool's settings written with them) to the browser.
+ */
+export const dockSummary = Type.Pick(dock, [
+  "id",
+  "name",
+  "link",
+  "description",
+  "subscribers",
+  "created_at",
+  "updated_at",
+  "stats",
+]);
+export type DockSummary = Static<typeof dockSummary>;
 
 /** A chat that receives (or, blocked, no longer can receive) a Dock's messages. */
 export const subscriber = Type.Object({
@@ -148,6 +233,10 @@ export const subscriber = Type.Object({
   state: Type.Union([Type.Literal("active"), Type.Literal("blocked"), Type.Literal("removed")]),
   first_name: stringOrNull,
   username: stringOrNull,
+  title: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "A group's, supergroup's or channel's title as the bot last saw it (kept up to date on renames); null for a private chat, or a group the bot has not heard from since it was subscribed.",
+  }),
   since: time,
 });
 export type Subscriber = Static<typeof subscriber>;
@@ -202,6 +291,25 @@ export const deliveryLine = Type.Object({
 });
 export type DeliveryLine = Static<typeof deliveryLine>;
 
+/** One recipient's delivery on the message's own page: also who it is and how often it was tried. */
+export const deliveryDetail = Type.Object({
+  ...deliveryLine.properties,
+  attempts: Type.Integer({ description: "Tries so far; a 429 (Telegram asking to wait) is not counted." }),
+  chat_type: Type.Union([Type.String(), Type.Null()], {
+    description: "private, group, supergroup or channel; null once the chat has no subscription to the Dock.",
+  }),
+  title: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The chat as the subscriber list names it: a group's title, or a person's name and @username; null: unknown.",
+  }),
+  first_name: stringOrNull,
+  username: stringOrNull,
+  sent_at: Type.Union([time, Type.Null()], {
+    description: "When the copy went out; null until it did, and once an edit of it is done.",
+  }),
+});
+export type DeliveryDetail = Static<typeof deliveryDetail>;
+
 /** A message as Telegram shows it under the Dock's name: title, formatted text, tags. */
 const entityTextSchema = Type.Object(
   { text: Type.String(), entities: Type.Array(entitySchema) },
@@ -229,9 +337,24 @@ export const messageReport = Type.Object({
   states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {
     description: "How many deliveries are in each state; states with none are left out.",
   }),
-  deliveries: Type.Array(deliveryLine),
+  deliveries_total: Type.Integer({
+    description: "How many copies were made: deliveries lists some of them.",
+  }),
+  deliveries: Type.Array(deliveryLine, {
+    description:
+      "At most 10 copies in a page of messages: failed and gone first, then those retried after an error.",
+  }),
 });
 export type MessageReport = Static<typeof messageReport>;
+
+/** A message on its own page: a page of its copies, each with who received it and its tries. */
+export const messageDetail = Type.Object({
+  ...messageReport.properties,
+  deliveries: Type.Array(deliveryDetail, {
+    description: "A page of the copies, in the order they were queued.",
+  }),
+});
+export type MessageDetail = Static<typeof messageDetail>;
 
 // ---- Answers, one per route ----
 
@@ -291,7 +414,7 @@ export const okAnswer = Type.Object({ ok });
 export type OkAnswer = Static<typeof okAnswer>;
 
 /** `GET /docks`: the signed-in person's Docks. */
-export const dockListAnswer = Type.Object({ ok, docks: Type.Array(dock) });
+export const dockListAnswer = Type.Object({ ok, docks: Type.Array(dockSummary) });
 export type DockListAnswer = Static<typeof dockListAnswer>;
 
 /** One Dock: created, read, edited, or with its new secret key. */
@@ -302,9 +425,47 @@ export type DockAnswer = Static<typeof dockAnswer>;
 export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });
 export type SubscriberListAnswer = Static<typeof subscriberListAnswer>;
 
-/** `GET /docks/{id}/messages`: the newest messages first. */
-export const messageListAnswer = Type.Object({ ok, messages: Type.Array(messageReport) });
+/** `GET /docks/{id}/messages`: a page of messages, the newest first. */
+export const messageListAnswer = Type.Object({
+  ok,
+  messages: Type.Array(messageReport),
+  next_before: Type.Union([Type.String(), Type.Null()], {
+    description: "The before of the next (older) page; null: this is the last.",
+  }),
+});
 export type MessageListAnswer = Static<typeof messageListAnswer>;
+
+/** `GET /docks/{id}/messages/{messageId}`: one message and a page of its copies. */
+export const messageDetailAnswer = Type.Object({
+  ok,
+  message: messageDetail,
+  next_after: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The after of the next page of copies; null: this is the last.",
+  }),
+});
+export type MessageDetailAnswer = Static<typeof messageDetailAnswer>;
+
+/** One UTC day of a Dock's activity. */
+export const activityDay = Type.Object({
+  day: Type.String({ description: "YYYY-MM-DD, UTC." }),
+  accepted: Type.Integer({
+    description: "Messages accepted (a send that replaced one by its key is not counted).",
+  }),
+  sent: Type.Integer({ description: "Copies sent to a chat." }),
+  retried: Type.Integer({
+    description: "Tries that did not get through and were made again (Telegram's 429, a 5xx, the network).",
+  }),
+  failed: Type.Integer({ description: "Copies Telegram refused, or given up on after retrying too long." }),
+  gone: Type.Integer({
+    description:
+      "Copies not sent because the chat is gone (it blocked the bot, left, was removed) or the message was deleted first.",
+  }),
+});
+export type ActivityDay = Static<typeof activityDay>;
+
+/** `GET /docks/{id}/activity`: the last 7 or 30 days, oldest first, today last (zeros included). */
+export const activityAnswer = Type.Object({ ok, days: Type.Array(activityDay) });
+export type ActivityAnswer = Static<typeof activityAnswer>;
 
 /** `POST /docks/{id}/test-message`: accepted like a message of the send API. */
 export const testMessageAnswer = Type.Object({
