@@ -41,11 +41,17 @@ describe("console page and security headers", () => {
     expect(asset.headers.get("cache-control")).toContain("immutable");
   });
 
-  it("/docs keeps the policy Swagger UI needs", async () => {
+  it("/docs has a policy of its own: Swagger UI's files only, no inline code, no framing", async () => {
     const response = await fetch(`${service.url}/docs`);
     expect(response.status).toBe(200);
-    // Swagger UI's own policy (it needs https: styles), not the console's.
-    expect(response.headers.get("content-security-policy")).toContain("style-src 'self' https:");
+    const csp = response.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("style-src 'self';");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(csp).not.toContain("https:");
+    // Over http (as here), asking the browser to upgrade would break the page.
+    expect(csp).not.toContain("upgrade-insecure-requests");
   });
 
   it("the sandbox chat page allows exactly its own inline script and style, by hash", async () => {

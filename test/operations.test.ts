@@ -62,7 +62,7 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
       ]),
     );
     expect(pingJson.example).toMatchObject({ format: "markdown", priority: "high" });
-    const parameters: { in: string; name: string }[] = operation("/webhook").parameters;
+    const parameters: { in: string; name: string; description: string }[] = operation("/webhook").parameters;
     expect(parameters.filter((p) => p.in === "header").map((p) => p.name)).toEqual(
       expect.arrayContaining([
         "title",
@@ -74,9 +74,15 @@ describe.each(DIALECTS)("operations endpoints on %s", (dialect) => {
         "idempotency-key",
       ]),
     );
-    expect(parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(
-      expect.arrayContaining(["title", "t", "priority", "p", "tags", "md", "click", "actions"]),
+    const query = parameters.filter((p) => p.in === "query");
+    expect(query.map((p) => p.name)).toEqual(
+      expect.arrayContaining(["title", "priority", "tags", "markdown", "click", "actions"]),
     );
+    // ntfy's short names, in the description of the parameter they stand for.
+    const described = (name: string) =>
+      (query.find((p) => p.name === name) as { description: string }).description;
+    expect(described("title")).toContain("Also ti, t.");
+    expect(described("markdown")).toContain("Also md.");
     for (const path of ["/ping", "/webhook"]) {
       expect(doc.paths[path]?.post?.requestBody).toBeDefined();
       expect(Object.keys(doc.paths[path]?.post?.responses ?? {})).toEqual(

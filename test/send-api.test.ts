@@ -43,6 +43,15 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
   const webhook = (body: string | Uint8Array, headers: Record<string, string>) =>
     post(`${service.url}/webhook`, body, headers);
   const creds = () => ({ dock_id: dock.id, secret_key: dock.secretKey });
+  const messageCount = async () =>
+    Number(
+      (
+        await service.db.kysely
+          .selectFrom("messages")
+          .select((e) => e.fn.countAll<number>().as("n"))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const storedText = async (messageId: string | undefined) =>
     (await service.app.messages.get(messageId ?? ""))?.text;
 
@@ -313,6 +322,36 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       for (const answer of answers.slice(1)) expect(answer.body).toEqual(answers[1]?.body);
       expect(answers[0]?.body.error?.code).toBe("unauthorized");
       expect(answers[0]?.body.error?.message).toMatch(/^No credentials: .*curl -u/);
+    });
+
+    it("code copied with its placeholders still in is told so (both endpoints), and stores nothing", async () => {
+      const before = await messageCount();
+      const viaPing = await ping({ dock_id: dock.id, secret_key: "<SECRET_KEY>", msg: "m" });
+      expect(viaPing.status).toBe(401);
+      expect(viaPing.body.error?.code).toBe("unauthorized");
+      expect(viaPing.body.error?.message).toMatch(
+        /^<SECRET_KEY> is a placeholder: put in your Dock's ID and secret key/,
+      );
+      const both = await webhook('{"msg":"m"}', {
+        ...json,
+        Authorization: basic("<DOCK_ID>", "<SECRET_KEY>"),
+      });
+      expect(both.status).toBe(401);
+      expect(both.headers.get("www-authenticate")).toMatch(/^Basic realm="dock-notify"/);
+      expect(both.body.error?.message).toMatch(/^<DOCK_ID> and <SECRET_KEY> are placeholders/);
+      expect(await messageCount()).toBe(before);
+      // The edit and delete commands' <MESSAGE_ID>, left in: the 404 says what goes there.
+      for (const method of ["PATCH", "DELETE"]) {
+        const answer = await fetch(`${service.url}/messages/<MESSAGE_ID>`, {
+          method,
+          headers: { ...json, Authorization: basic(dock.id, dock.secretKey) },
+          ...(method === "PATCH" ? { body: '{"msg":"x"}' } : {}),
+        });
+        expect(answer.status).toBe(404);
+        expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+          /^<MESSAGE_ID> is a placeholder: put in the message_id/,
+        );
+      }
     });
   });
 

@@ -2,7 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Metrics } from "../metrics.ts";
 import type { DatabaseProbe } from "../store/readiness.ts";
-import { ApiError, errorBodySchema } from "./errors.ts";
+import { CURL, EXAMPLE } from "./api-examples.ts";
+import { ApiError, errorAnswer } from "./errors.ts";
 
 export interface HealthOptions {
   probe: DatabaseProbe;
@@ -34,13 +35,21 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
     {
       schema: {
         summary: "The process is alive",
-        tags: ["operations"],
+        description:
+          "Liveness: answers while the process runs, whatever the database does (a liveness probe that restarts the service for a database outage only adds to it). Its version tells a deploy from the one before.",
+        tags: ["Operations"],
+        curl: CURL.healthz,
         response: {
           200: {
+            description: "Alive.",
             type: "object",
             properties: {
               ok: { type: "boolean", const: true },
-              version: { type: "string", description: "The running version of Dock Notify." },
+              version: {
+                type: "string",
+                description: "The running version of Dock Notify.",
+                examples: [options.version],
+              },
             },
             required: ["ok", "version"],
           },
@@ -55,14 +64,19 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
     description:
       "database: ok, unreachable or not_writable (the status code follows it); bot and telegram: the background parts' states, informative only.",
     additionalProperties: true,
+    examples: [{ database: "ok", bot: { state: "running", mode: "polling" }, telegram: { state: "up" } }],
   } as const;
 
+  const notReady = errorAnswer("The database cannot be reached, or refuses writes.", "not_ready");
   app.get(
     "/readyz",
     {
       schema: {
         summary: "The database takes writes (so messages can be accepted)",
-        tags: ["operations"],
+        description:
+          "Readiness, for a load balancer: 200 while the database takes a write, else 503 with the checks beside the error. The bot and Telegram are reported but never make it unready: messages are still accepted while they recover.",
+        tags: ["Operations"],
+        curl: CURL.readyz,
         response: {
           200: {
             description: "Ready.",
@@ -70,9 +84,8 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
             properties: { ok: { const: true }, checks: checksSchema },
           },
           503: {
-            description: "The database cannot be reached, or refuses writes (not_ready).",
-            ...errorBodySchema,
-            properties: { ...errorBodySchema.properties, checks: checksSchema },
+            ...notReady,
+            properties: { ...notReady.properties, checks: checksSchema },
           },
         },
       },
@@ -104,8 +117,42 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
     {
       schema: {
         summary: "Prometheus metrics (text exposition format)",
-        description: "The service's counters, gauges and histograms; see docs/deployment.md.",
-        tags: ["operations"],
+        description:
+          "The service's counters, gauges and histograms; see docs/deployment.md. With METRICS_TOKEN set, only `Authorization: Bearer <METRICS_TOKEN>` gets them; without it, anyone who reaches the port does.",
+        tags: ["Operations"],
+        curl: CURL.metrics,
+        // Only in the document: a response schema would make the serializer quote the text.
+        documented: {
+          headers: {
+            type: "object",
+            properties: {
+              authorization: {
+                type: "string",
+                description: "`Bearer` and METRICS_TOKEN, when that is set.",
+                examples: [`Bearer ${EXAMPLE.metricsToken}`],
+              },
+            },
+          },
+          response: {
+            200: {
+              description: "The metrics, in Prometheus's text format.",
+              content: {
+                "text/plain": {
+                  schema: {
+                    type: "string",
+                    examples: [
+                      '# TYPE dock_notify_messages_accepted_total counter\ndock_notify_messages_accepted_total{endpoint="ping"} 42\n',
+                    ],
+                  },
+                },
+              },
+            },
+            401: errorAnswer(
+              "METRICS_TOKEN is set, and the request does not carry it.",
+              "metrics_token_required",
+            ),
+          },
+        },
       },
     },
     async (request, reply) => {

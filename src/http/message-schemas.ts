@@ -10,15 +10,24 @@ import { Type } from "typebox";
 const URL_DESCRIPTION = "An http, https or tg URL (at most 2048 characters).";
 
 export const buttonSchema = Type.Object({
-  text: Type.String({ minLength: 1, maxLength: 64, description: "The button's label." }),
-  url: Type.String({ maxLength: 2048, description: URL_DESCRIPTION }),
+  text: Type.String({ minLength: 1, maxLength: 64, description: "The button's label.", examples: ["Logs"] }),
+  url: Type.String({
+    maxLength: 2048,
+    description: URL_DESCRIPTION,
+    examples: ["https://ci.example.com/42"],
+  }),
 });
 
 /** The Acknowledge button among the sender's buttons (one at most; shown first). */
 export const ackButtonSchema = Type.Object({
   action: Type.Literal("ack"),
   text: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 64, description: 'The label (default "Acknowledge").' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The label (default "Acknowledge").',
+      examples: ["I'm on it"],
+    }),
   ),
 });
 
@@ -51,6 +60,7 @@ export const messageOptionFields = {
   markdown: Type.Optional(
     Type.Boolean({
       description: "true: format markdown (ntfy's name for it); `format` wins when both are given.",
+      examples: [true],
     }),
   ),
   priority: Type.Optional(
@@ -75,6 +85,7 @@ export const messageOptionFields = {
   silent: Type.Optional(
     Type.Boolean({
       description: "true: no sound on arrival; false: a sound even for min and low. Wins over priority.",
+      examples: [true],
     }),
   ),
   tags: Type.Optional(
@@ -94,26 +105,30 @@ export const messageOptionFields = {
       {
         description:
           'URL buttons under the message: up to 3 rows of 3, or a flat list (laid out in rows of 3), or ntfy\'s action syntax as a string (`view, Logs, https://…; ack, I\'m on it`). One `{"action": "ack"}` adds the Acknowledge button (as `ack` does).',
-        examples: [[[{ text: "Logs", url: "https://ci.example/42" }]]],
+        examples: [[[{ text: "Logs", url: "https://ci.example.com/42" }]]],
       },
     ),
   ),
   click: Type.Optional(
     Type.String({
       description: `Shorthand for one "Open" button. ${URL_DESCRIPTION}`,
-      examples: ["https://ci.example/42"],
+      examples: ["https://ci.example.com/42"],
     }),
   ),
   link_preview: Type.Optional(
-    Type.Boolean({ description: "Show a preview of the first link (default false)." }),
+    Type.Boolean({ description: "Show a preview of the first link (default false).", examples: [true] }),
   ),
   protect_content: Type.Optional(
-    Type.Boolean({ description: "Telegram keeps the message from being forwarded or saved." }),
+    Type.Boolean({
+      description: "Telegram keeps the message from being forwarded or saved.",
+      examples: [true],
+    }),
   ),
   ack: Type.Optional(
     Type.Boolean({
       description:
         "true: an Acknowledge button. The first person to press it is shown on every copy (✔ Acknowledged by Ann at 14:05 UTC), the button goes, later presses are told who was first, and the Dock's callback URL gets message.acknowledged.",
+      examples: [true],
     }),
   ),
 };
@@ -130,17 +145,19 @@ export const entitySchema = Type.Object({
 /** The options as stored and answered: normalised (priority a word, buttons rows, defaults left out). */
 export const storedOptionsSchema = Type.Object(
   {
-    format: Type.Optional(Type.String()),
-    title: Type.Optional(Type.String()),
-    priority: Type.Optional(Type.String()),
-    silent: Type.Optional(Type.Boolean()),
-    tags: Type.Optional(Type.Array(Type.String())),
+    format: Type.Optional(Type.String({ examples: ["markdown"] })),
+    title: Type.Optional(Type.String({ examples: ["Build 42 failed"] })),
+    priority: Type.Optional(Type.String({ examples: ["high"] })),
+    silent: Type.Optional(Type.Boolean({ examples: [true] })),
+    tags: Type.Optional(Type.Array(Type.String(), { examples: [["warning", "ci"]] })),
     buttons: Type.Optional(Type.Array(Type.Array(buttonSchema))),
-    click: Type.Optional(Type.String()),
-    link_preview: Type.Optional(Type.Boolean()),
-    protect_content: Type.Optional(Type.Boolean()),
-    ack: Type.Optional(Type.Boolean()),
-    ack_label: Type.Optional(Type.String()),
+    click: Type.Optional(Type.String({ examples: ["https://ci.example.com/42"] })),
+    link_preview: Type.Optional(Type.Boolean({ examples: [true] })),
+    protect_content: Type.Optional(Type.Boolean({ examples: [true] })),
+    ack: Type.Optional(Type.Boolean({ examples: [true] })),
+    ack_label: Type.Optional(
+      Type.String({ description: "The Acknowledge button's label.", examples: ["I'm on it"] }),
+    ),
   },
   { description: "The message's options as accepted; those left at their defaults are omitted." },
 );
@@ -149,19 +166,31 @@ export const storedOptionsSchema = Type.Object(
 export const changeCountsSchema = Type.Object(
   {
     edits: Type.Object({
-      pending: Type.Integer(),
-      edited: Type.Integer(),
-      unchanged: Type.Integer(),
-      resent: Type.Integer(),
-      failed: Type.Integer(),
-      gone: Type.Integer({ description: "The chat left (or blocked the bot) before its copy was edited." }),
+      pending: Type.Integer({ description: "Edits not made yet.", examples: [0] }),
+      edited: Type.Integer({ description: "Copies Telegram edited.", examples: [2] }),
+      unchanged: Type.Integer({ description: "Copies that already showed the new version.", examples: [0] }),
+      resent: Type.Integer({
+        description: "Copies that could not be edited, so were sent anew.",
+        examples: [0],
+      }),
+      failed: Type.Integer({ description: "Edits Telegram refused.", examples: [0] }),
+      gone: Type.Integer({
+        description: "The chat left (or blocked the bot) before its copy was edited.",
+        examples: [0],
+      }),
     }),
     deletes: Type.Object({
-      pending: Type.Integer(),
-      deleted: Type.Integer(),
-      already_deleted: Type.Integer(),
-      not_deleted: Type.Integer(),
-      gone: Type.Integer({ description: "The chat blocked the bot before its copy was deleted." }),
+      pending: Type.Integer({ description: "Deletions not made yet.", examples: [0] }),
+      deleted: Type.Integer({ description: "Copies deleted.", examples: [0] }),
+      already_deleted: Type.Integer({ description: "Copies the person had deleted.", examples: [0] }),
+      not_deleted: Type.Integer({
+        description: "Copies Telegram would not delete (bots may delete only messages under 48 hours old).",
+        examples: [0],
+      }),
+      gone: Type.Integer({
+        description: "The chat blocked the bot before its copy was deleted.",
+        examples: [0],
+      }),
     }),
   },
   { description: "The copies counted by where their latest edit and their deletion stand." },

@@ -20,7 +20,8 @@ import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
-import { ApiError, errorBodySchema, fieldsRefused } from "./errors.ts";
+import { CURL, EXAMPLE } from "./api-examples.ts";
+import { ApiError, errorAnswer, fieldsRefused } from "./errors.ts";
 import {
   detectedFormat,
   INBOUND_FORMAT_LIST,
@@ -35,8 +36,35 @@ import {
   templateTime,
   XML_TYPES,
 } from "./inbound.ts";
-import { changeCountsSchema, messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
 import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import {
+  accepted,
+  checkedPatchBody,
+  checkedPingBody,
+  checkedWebhookBody,
+  deleted,
+  deleteErrors,
+  editErrors,
+  edited,
+  idempotencyHeader,
+  inboundAnswers,
+  inboundBodies,
+  inboundParams,
+  inboundQuery,
+  keyQuery,
+  MAX_IDEMPOTENCY_KEY,
+  MAX_MESSAGE_KEY,
+  messageIdParams,
+  messageStatus,
+  patchBody,
+  pingBody,
+  sendErrors,
+  signedHeaders,
+  statusErrors,
+  webhookBody,
+  webhookHeaders,
+  webhookQuery,
+} from "./send-schemas.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -49,283 +77,6 @@ export interface SendApiOptions {
   maxMessageLength: number;
   authFailuresPerMinute: number;
 }
-
-const MAX_IDEMPOTENCY_KEY = 255;
-
-/** A message key's limit (the sender's name for a message it may replace). */
-export const MAX_MESSAGE_KEY = 128;
-
-const accepted = Type.Object(
-  {
-    ok: Type.Literal(true),
-    message_id: Type.String({ description: "Identifies the message; use it to ask for its delivery state." }),
-    subscribers: Type.Integer({ description: "Active subscribers the message was queued for." }),
-    replaced: Type.Optional(
-      Type.Boolean({
-        description:
-          "true: a message of this Dock already held the `key`; that message (message_id) was edited into this one instead of a new one being added.",
-      }),
-    ),
-    revision: Type.Optional(Type.Integer({ description: "With replaced: the message's revision now." })),
-    edits: Type.Optional(
-      Type.Integer({ description: "With replaced: copies already sent that will be edited." }),
-    ),
-    format: Type.Optional(
-      Type.String({
-        description:
-          "The integration the body was read as (alertmanager, github, …, template), when it was not a message of our own.",
-      }),
-    ),
-  },
-  { description: "The message is durably stored and will be delivered to every subscriber." },
-);
-
-const skipped = Type.Object(
-  {
-    ok: Type.Literal(true),
-    skipped: Type.Literal(true),
-    format: Type.String(),
-    reason: Type.String({ description: "Why there is nothing to show, e.g. GitHub's ping." }),
-  },
-  { description: "The payload was read and has nothing to show (GitHub's ping): nothing was stored." },
-);
-
-const keyField = Type.Optional(
-  Type.String({
-    minLength: 1,
-    maxLength: MAX_MESSAGE_KEY,
-    description:
-      "Your name for the message (at most 128 characters), e.g. an alert's group key. A later send with the same key replaces this message in place (every copy is edited) instead of adding one, for as long as the message is kept (RETENTION_DAYS) and not deleted. `GET /messages?key=…` finds it.",
-    examples: ["deploy-api-prod"],
-  }),
-);
-
-const errorResponses = {
-  400: {
-    description:
-      "Malformed body or field (invalid_fields lists each field, header or query parameter that is wrong).",
-    ...errorBodySchema,
-  },
-  401: { description: "Unknown Dock or wrong secret key (one answer for both).", ...errorBodySchema },
-  405: { description: "Any method but POST.", ...errorBodySchema },
-  413: { description: "Body or message over the limit.", ...errorBodySchema },
-  415: { description: "Content-Type not accepted.", ...errorBodySchema },
-  409: { description: "The message was deleted and can no longer be changed.", ...errorBodySchema },
-  422: { description: "Idempotency-Key reused with a different message.", ...errorBodySchema },
-  429: { description: "Too many failed authentications, or the Dock is over its rate.", ...errorBodySchema },
-};
-
-const deliveryState = Type.Union([
-  Type.Literal("queued"),
-  Type.Literal("sent"),
-  Type.Literal("failed"),
-  Type.Literal("gone"),
-]);
-
-const copyChange = Type.Union([
-  Type.Null(),
-  Type.Object({
-    state: Type.Union(
-      [Type.Literal("queued"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gone")],
-      {
-        description:
-          "queued (or under way), done, failed (Telegram refused), gone (the chat left, or it was cancelled).",
-      },
-    ),
-    outcome: Type.Union([Type.String(), Type.Null()], {
-      description:
-        "Once done — an edit: edited, unchanged (Telegram already showed it), resent (the copy could no longer be edited, e.g. the person deleted it, so it was sent anew); a delete: deleted, already_deleted (the person had), not_deleted (Telegram refused, see last_error: bots may delete only messages under 48 hours old).",
-    }),
-    last_error: Type.Union([Type.String(), Type.Null()]),
-    updated_at: Type.String({ format: "date-time" }),
-  }),
-]);
-
-const messageStatus = Type.Object({
-  ok: Type.Literal(true),
-  message: Type.Object({
-    id: Type.String(),
-    key: Type.Union([Type.String(), Type.Null()], {
-      description: "The sender's key for the message, if it gave one.",
-    }),
-    revision: Type.Integer({
-      description: "1 as sent; each edit, replacement by key and acknowledgement adds one.",
-    }),
-    revised_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
-    deleted_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
-    acknowledged: Type.Union([
-      Type.Null(),
-      Type.Object({
-        by: Type.Object({ id: Type.Number({ description: "Telegram user id." }), name: Type.String() }),
-        at: Type.String({ format: "date-time" }),
-      }),
-    ]),
-    options: storedOptionsSchema,
-    state: Type.Union(
-      [
-        Type.Literal("pending"),
-        Type.Literal("delivered"),
-        Type.Literal("partially_delivered"),
-        Type.Literal("undelivered"),
-        Type.Literal("no_subscribers"),
-      ],
-      {
-        description:
-          "no_subscribers when nobody was subscribed; pending while any delivery is queued; then delivered, partially_delivered or undelivered.",
-      },
-    ),
-    created_at: Type.String({ format: "date-time" }),
-    subscribers: Type.Integer(),
-    counts: Type.Object({
-      queued: Type.Integer(),
-      sent: Type.Integer(),
-      failed: Type.Integer(),
-      gone: Type.Integer(),
-    }),
-    changes: changeCountsSchema,
-    deliveries: Type.Array(
-      Type.Object({
-        chat_id: Type.Number({ description: "Telegram chat of the subscriber." }),
-        state: deliveryState,
-        attempts: Type.Integer(),
-        last_error: Type.Union([Type.String(), Type.Null()]),
-        telegram_message_ids: Type.Array(Type.Integer()),
-        updated_at: Type.String({ format: "date-time" }),
-        revision: Type.Union([Type.Integer(), Type.Null()], { description: "The revision this copy shows." }),
-        edit: copyChange,
-        delete: copyChange,
-      }),
-    ),
-    events: Type.Array(
-      Type.Object({
-        type: Type.String(),
-        state: Type.String({ description: "queued, sending, sent, failed" }),
-        attempts: Type.Integer(),
-        last_error: Type.Union([Type.String(), Type.Null()]),
-        updated_at: Type.String({ format: "date-time" }),
-      }),
-      { description: "What the Dock's callback URL was sent (or is being sent) about this message." },
-    ),
-  }),
-});
-
-const idempotencyHeader = Type.Object({
-  "idempotency-key": Type.Optional(
-    Type.String({
-      description: `Repeat a send safely: within 24 h the same key returns the first answer and sends nothing. At most ${MAX_IDEMPOTENCY_KEY} characters.`,
-    }),
-  ),
-});
-
-const pingBody = Type.Object(
-  {
-    dock_id: Type.String({ description: "The Dock ID." }),
-    secret_key: Type.String({ description: "The Dock's secret key." }),
-    msg: Type.String({
-      description: "The notification text, in `format`. Newlines and any Unicode are kept.",
-      examples: ["**Build 42** failed on `main`\n[logs](https://ci.example/42)"],
-    }),
-    key: keyField,
-    ...messageOptionFields,
-  },
-  {
-    examples: [
-      {
-        dock_id: "3kTMd9Qx7pLr2vNw8YbZc",
-        secret_key: "dnsk_…",
-        msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
-        format: "markdown",
-        title: "CI",
-        priority: "high",
-        tags: ["warning"],
-      },
-    ],
-  },
-);
-
-const webhookBody = Type.Object({
-  msg: Type.String({
-    description:
-      "The notification text, in `format`. With Content-Type text/plain (or a form body without a msg field, as `curl -d` sends) the raw body is the text.",
-  }),
-  key: keyField,
-  ...messageOptionFields,
-});
-
-const patchBody = Type.Object({
-  msg: Type.Optional(
-    Type.String({
-      description: "The new text (kept when left out). With Content-Type text/plain the raw body is it.",
-    }),
-  ),
-  ...Object.fromEntries(
-    Object.entries(messageOptionFields).map(([name, schema]) => [
-      name,
-      Type.Optional(
-        Type.Union([schema, Type.Null()], {
-          description: `${(schema as { description?: string }).description ?? ""} null: back to the default.`,
-        }),
-      ),
-    ]),
-  ),
-});
-
-/**
- * What the schema validator checks: the body without the options, which takeOptions has already
- * read, checked and taken out. The full schemas above are the OpenAPI document's (`documented`,
- * see http/docs.ts): compiling validators for options that are never there would only cost
- * start-up work and memory.
- */
-const checkedPingBody = Type.Object({
-  dock_id: pingBody.properties.dock_id,
-  secret_key: pingBody.properties.secret_key,
-  msg: pingBody.properties.msg,
-});
-const checkedWebhookBody = Type.Object({ msg: webhookBody.properties.msg });
-
-/** ntfy's query parameters, for tools that can set neither the body nor headers (see OPTION_SOURCES). */
-const webhookQuery = Type.Object({
-  ...Object.fromEntries(
-    Object.values(OPTION_SOURCES)
-      .flatMap((names) => names.query)
-      .map((name) => [name, Type.Optional(Type.String())]),
-  ),
-  key: Type.Optional(Type.String({ description: "The message's key (see the body's key)." })),
-});
-
-const HEADER_NOTES: Record<keyof typeof OPTION_SOURCES, string> = {
-  title: "The title.",
-  priority: "min, low, default, high, urgent (or max), or 1 to 5.",
-  tags: "Tags, comma-separated.",
-  format: "text, markdown, html or telegram_markdownv2.",
-  markdown: "yes: the text is Markdown (ntfy's way to say format markdown).",
-  click: "The URL of an Open button.",
-  buttons: "URL buttons in ntfy's action syntax: `view, Label, https://…; view, …`, or ntfy's JSON.",
-  silent: "true: no sound on arrival.",
-  link_preview: "true: show a preview of the first link.",
-  protect_content: "true: the message cannot be forwarded or saved.",
-  ack: "true: an Acknowledge button.",
-};
-
-/** ntfy's headers, for tools that can set headers but not shape a body. */
-const webhookHeaders = Type.Object({
-  ...idempotencyHeader.properties,
-  "x-key": Type.Optional(
-    Type.String({ description: "The message's key (see the body's key); the body's wins." }),
-  ),
-  ...Object.fromEntries(
-    (Object.entries(OPTION_SOURCES) as [keyof typeof OPTION_SOURCES, { headers: string[] }][]).map(
-      ([option, { headers }]) => [
-        headers[0] as string,
-        Type.Optional(
-          Type.String({
-            description: `${HEADER_NOTES[option]}${headers.length > 1 ? ` Also ${headers.slice(1).join(", ")}.` : ""} A body field wins over a header, a header over a query parameter. UTF-8, or RFC 2047 (=?UTF-8?B?…?=).`,
-          }),
-        ),
-      ],
-    ),
-  ),
-});
 
 /**
  * Turns the raw body into an object. Forgiving about harmless habits: `curl -d '{…}'` sends JSON
@@ -434,6 +185,30 @@ const SIGNED_BODY =
   "A delivery signed with X-Hub-Signature-256 carries a JSON object (as GitHub sends it, as JSON or as a payload= form).";
 
 const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", charset="UTF-8"' };
+
+/**
+ * The 401 for credentials that are still the docs' and console's placeholders (code copied by
+ * selection while the key was hidden): it says what to put there instead of "wrong secret key".
+ * Not a guess at anyone's key, so not counted as one.
+ */
+function placeholderRefusal(
+  dockId: string,
+  secretKey: string,
+  headers?: Record<string, string>,
+): ApiError | null {
+  // The console's placeholders, and the API reference's (its example Dock ID among them).
+  const placeholders = [
+    (dockId === "<DOCK_ID>" || dockId === EXAMPLE.dockId) && dockId,
+    (secretKey === "<SECRET_KEY>" || secretKey === EXAMPLE.secretKey) && secretKey,
+  ];
+  const named = placeholders.filter(Boolean);
+  if (named.length === 0) return null;
+  return new ApiError(
+    "unauthorized",
+    `${named.join(" and ")} ${named.length === 1 ? "is a placeholder" : "are placeholders"}: put in your Dock's ID and secret key (the console's Copy buttons copy code with them).`,
+    headers,
+  );
+}
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -834,6 +609,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       );
     }
     const credentials = parseBasicAuth(header);
+    const placeholder =
+      credentials && placeholderRefusal(credentials.user, credentials.password, WWW_AUTHENTICATE);
+    if (placeholder) throw placeholder;
     await judge(
       request,
       async () => credentials && (await options.docks.authenticate(credentials.user, credentials.password)),
@@ -849,6 +627,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     msg: string,
     endpoint: "ping" | "webhook" | "hook",
   ) => {
+    const placeholder =
+      credentials.secretKey !== undefined && placeholderRefusal(credentials.dockId, credentials.secretKey);
+    if (placeholder) throw placeholder;
     // /ping's key is checked with the message, in the storing transaction: its attempt is taken now.
     const attempt =
       credentials.secretKey === undefined
@@ -917,11 +698,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     {
       schema: {
         summary: "Send a message (credentials in the JSON body)",
-        tags: ["send"],
+        description:
+          "The Dock ID and secret key travel in the JSON body with the text (`msg`) and any of the options. `202` means the message is stored: it goes to every subscriber even if the service restarts. `subscribers: 0` is a success too: nobody has subscribed yet.",
+        tags: ["Send"],
+        curl: CURL.ping,
         headers: idempotencyHeader,
         body: checkedPingBody,
         documented: { body: pingBody },
-        response: { 202: accepted, ...errorResponses },
+        response: { 202: accepted(), ...sendErrors },
       },
       config: { securityHeaders: "api" },
       onRequest: refuseIfBlocked,
@@ -942,12 +726,14 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: "Send a message (credentials in HTTP Basic authentication)",
         description:
           'User name: the Dock ID; password: the secret key. Body: `{"msg": "…"}` with any of the options, or the raw text with Content-Type text/plain. The options can also come as ntfy\'s headers (`Title`, `Priority`, `Tags`, `Markdown: yes`, `Click`, `Actions`) or query parameters (`?title=…&priority=high`); a body field wins over a header, a header over a query parameter.',
-        tags: ["send"],
+        tags: ["Send"],
+        curl: CURL.webhook,
         security: [{ basic: [] }],
         headers: idempotencyHeader,
         body: checkedWebhookBody,
         documented: { body: webhookBody, headers: webhookHeaders, querystring: webhookQuery },
-        response: { 202: accepted, ...errorResponses },
+        // A tool's payload (alertmanager, github, …), detected or named by ?format=, is read too.
+        response: inboundAnswers(),
       },
       // Authenticate before reading the body: a wrong key costs us no parsing.
       config: { securityHeaders: "api" },
@@ -1041,6 +827,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   /** /hook/<token>: the token in the URL is the credential, checked before the body is read. */
   const hookAuth = async (request: FastifyRequest) => {
     const { token } = request.params as { token: string };
+    if (token === EXAMPLE.hookToken) {
+      throw new ApiError(
+        "unauthorized",
+        `${token} is a placeholder: put in the Dock's hook token (the console's Integrations shows the Dock's hook URL).`,
+      );
+    }
     await judge(
       request,
       () => options.docks.authenticateHook(token),
@@ -1054,11 +846,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     );
   };
 
-  const inboundRoute = {
-    summary: "",
-    tags: ["integrations"],
-    response: { 202: accepted, 200: skipped, ...errorResponses },
-  };
+  const inboundRoute = { tags: ["Integrations"] };
 
   server.post(
     "/webhook/:format",
@@ -1066,10 +854,18 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       schema: {
         ...inboundRoute,
         summary: "Send another tool's payload (credentials in HTTP Basic authentication)",
-        description: `The body as the tool sends it, read as the format named: ${INBOUND_FORMAT_LIST} (docs/integrations.md). Query parameters (\`?priority=high&tags=…\`) override what the format makes of the payload.`,
+        description: `The body as the tool sends it, read as the format named: ${INBOUND_FORMAT_LIST} (docs/integrations.md says what each tool's settings are and what its messages look like). Query parameters (\`?priority=high&tags=…\`) override what the format makes of the payload. A payload with nothing to show (GitHub's ping) is answered \`200\` with \`skipped\`, and nothing is stored.`,
+        curl: CURL.webhookFormat,
+        response: inboundAnswers("alertmanager"),
         security: [{ basic: [] }],
         params: Type.Object({ format: Type.String() }),
         body: checkedWebhookBody,
+        documented: {
+          params: inboundParams.format,
+          body: inboundBodies.format,
+          headers: idempotencyHeader,
+          querystring: inboundQuery,
+        },
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
@@ -1086,9 +882,17 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ...inboundRoute,
         summary: "Send another tool's payload, signed or with a token (GitHub, GitLab)",
         description:
-          "For tools that cannot send HTTP Basic authentication: GitHub (and Gitea, Forgejo) sign the body with the Dock's secret key as the webhook's secret (`X-Hub-Signature-256`); GitLab sends the secret key as its secret token (`X-Gitlab-Token`).",
+          "For tools that cannot send HTTP Basic authentication: GitHub (and Gitea, Forgejo) sign the body with the Dock's secret key as the webhook's secret (`X-Hub-Signature-256`); GitLab sends the secret key as its secret token (`X-Gitlab-Token`). HTTP Basic authentication for the same Dock works too.",
+        curl: CURL.webhookFormatDock,
+        response: inboundAnswers("gitlab"),
         params: Type.Object({ format: Type.String(), dock_id: Type.String() }),
         body: checkedWebhookBody,
+        documented: {
+          params: inboundParams.formatDock,
+          body: inboundBodies.formatDock,
+          headers: Type.Object({ ...idempotencyHeader.properties, ...signedHeaders.properties }),
+          querystring: inboundQuery,
+        },
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
@@ -1108,12 +912,30 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: url.endsWith(":format")
           ? "Send another tool's payload with the Dock's hook URL, in the format named"
           : "Send with the Dock's hook URL (a message, or a payload read as the Dock's inbound format or detected)",
-        description:
-          "The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret.",
+        description: `The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret. PUT works as POST (\`curl -T report.txt\` sends PUT).${
+          url.endsWith(":format")
+            ? ""
+            : " The body is a message as for `/webhook` (JSON, text, a form), or a tool's payload: read as the Dock's inbound format when it has one, else as the format detected."
+        }`,
+        curl: url.endsWith(":format") ? CURL.hookFormat : CURL.hook,
+        response: inboundAnswers(url.endsWith(":format") ? "slack" : undefined),
         params: url.endsWith(":format")
           ? Type.Object({ token: Type.String(), format: Type.String() })
           : Type.Object({ token: Type.String() }),
         body: checkedWebhookBody,
+        documented: url.endsWith(":format")
+          ? {
+              params: inboundParams.hookFormat,
+              body: inboundBodies.hookFormat,
+              headers: idempotencyHeader,
+              querystring: inboundQuery,
+            }
+          : {
+              params: inboundParams.hook,
+              body: inboundBodies.hook,
+              headers: webhookHeaders,
+              querystring: webhookQuery,
+            },
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
@@ -1124,11 +946,18 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   }
 
   const dockOf = (request: FastifyRequest) => (request.dock as { id: string }).id;
-  const noSuchMessage = () => new ApiError("not_found", "No message with this ID for this Dock.");
+  /** Also the answer for the commands' `<MESSAGE_ID>` left in: it says what goes there. */
+  const noSuchMessage = (messageId?: string) =>
+    new ApiError(
+      "not_found",
+      messageId === "<MESSAGE_ID>"
+        ? "<MESSAGE_ID> is a placeholder: put in the message_id a send answered (the console shows each message's ID under Messages)."
+        : "No message with this ID for this Dock.",
+    );
 
   /** The Dock's message named in the path (another Dock's is answered exactly like a missing one). */
   const statusOf = async (request: FastifyRequest, messageId: string) => {
-    if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+    if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage(messageId);
     const status = await options.views.status(messageId, dockOf(request));
     if (!status) throw noSuchMessage();
     return { ok: true as const, message: statusBody(status) };
@@ -1139,16 +968,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     {
       schema: {
         summary: "A message's delivery state (credentials in HTTP Basic authentication, as for /webhook)",
-        tags: ["send"],
+        description:
+          "Where each subscriber's copy stands (queued, sent, failed, gone, with Telegram's error), its edits and deletion, its acknowledgement, and the events sent to the Dock's callback URL. A message is kept RETENTION_DAYS.",
+        tags: ["Messages"],
+        curl: CURL.messageStatus,
         security: [{ basic: [] }],
-        params: Type.Object({ message_id: Type.String() }),
-        documented: {
-          response: {
-            200: messageStatus,
-            401: errorResponses[401],
-            404: { description: "No such message for this Dock.", ...errorBodySchema },
-          },
-        },
+        params: messageIdParams,
+        documented: { response: { 200: messageStatus, ...statusErrors } },
       },
       config: { securityHeaders: "api" },
       onRequest: basicAuth,
@@ -1163,14 +989,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: "Find the message that holds a key (credentials in HTTP Basic authentication)",
         description:
           "The Dock's message (not deleted) that was sent, or last replaced, with this `key`; answered as `GET /messages/{message_id}`.",
-        tags: ["send"],
+        tags: ["Messages"],
+        curl: CURL.messageByKey,
         security: [{ basic: [] }],
-        querystring: Type.Object({ key: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_KEY }) }),
+        querystring: keyQuery,
         documented: {
           response: {
             200: messageStatus,
-            401: errorResponses[401],
-            404: { description: "No message of this Dock holds the key.", ...errorBodySchema },
+            ...statusErrors,
+            400: errorAnswer("No key, or one over 128 characters.", "invalid_request"),
+            404: errorAnswer("No message of this Dock holds the key.", "not_found"),
           },
         },
       },
@@ -1193,22 +1021,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: "Edit a message: every copy already sent is edited in place",
         description:
           "Credentials as for /webhook. Any of `msg` and the options; those left out keep their values, and null sets one back to its default. Copies already sent are edited (a text that now needs more or fewer parts gains or loses messages), copies not sent yet go out in the new form. A copy Telegram can no longer edit (the person deleted it) is sent anew, and its `edit.outcome` says `resent`.",
-        tags: ["send"],
+        tags: ["Messages"],
+        curl: CURL.editMessage,
         security: [{ basic: [] }],
-        params: Type.Object({ message_id: Type.String() }),
-        body: Type.Object({ msg: Type.Optional(Type.String()) }),
+        params: messageIdParams,
+        body: checkedPatchBody,
         documented: { body: patchBody },
-        response: {
-          202: Type.Object({
-            ok: Type.Literal(true),
-            message_id: Type.String(),
-            revision: Type.Integer({ description: "The message's revision now." }),
-            edits: Type.Integer({ description: "Copies sent (or being sent) that will be edited." }),
-            queued: Type.Integer({ description: "Copies not sent yet: they go out in the new form." }),
-          }),
-          ...errorResponses,
-          404: { description: "No such message for this Dock.", ...errorBodySchema },
-        },
+        response: { 202: edited, ...editErrors },
       },
       config: { securityHeaders: "api" },
       onRequest: basicAuth,
@@ -1216,7 +1035,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     },
     async (request, reply) => {
       const messageId = request.params.message_id;
-      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage(messageId);
       const given = request.body.msg;
       if (given !== undefined) checkMessage(given, options.maxMessageLength);
       const patchOptions = request.messageOptions ?? {};
@@ -1253,31 +1072,18 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: "Delete a message: every copy Telegram still lets the bot delete",
         description:
           "Credentials as for /webhook. Copies sent are deleted (Telegram lets a bot delete only messages under 48 hours old: the status says per copy what could not be deleted and why), copies not sent yet never are. The message's key is free again. Deleting it again answers the same, with nothing more to do.",
-        tags: ["send"],
+        tags: ["Messages"],
+        curl: CURL.deleteMessage,
         security: [{ basic: [] }],
-        params: Type.Object({ message_id: Type.String() }),
-        response: {
-          202: Type.Object({
-            ok: Type.Literal(true),
-            message_id: Type.String(),
-            deleting: Type.Integer({
-              description: "Copies sent that will be deleted (those in flight follow).",
-            }),
-            cancelled: Type.Integer({ description: "Copies and edits still queued: not sent." }),
-            already_deleted: Type.Boolean({
-              description: "true: it was deleted before; nothing more was done.",
-            }),
-          }),
-          401: errorResponses[401],
-          404: { description: "No such message for this Dock.", ...errorBodySchema },
-        },
+        params: messageIdParams,
+        response: { 202: deleted, ...deleteErrors },
       },
       config: { securityHeaders: "api" },
       onRequest: basicAuth,
     },
     async (request, reply) => {
       const messageId = request.params.message_id;
-      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage();
+      if (!MESSAGE_ID_PATTERN.test(messageId)) throw noSuchMessage(messageId);
       const result = await options.changes.delete(dockOf(request), messageId);
       if (result.kind === "missing") throw noSuchMessage();
       request.logFields = { messageId, dockId: dockOf(request) };

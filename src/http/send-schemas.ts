@@ -1,0 +1,601 @@
+import { Type } from "typebox";
+import { FORMATS, OPTION_SOURCES } from "../domain/message-options.ts";
+import { ALL_FORMAT_NAMES } from "../integrations/formats.ts";
+import {
+  ALERTMANAGER_PAYLOAD,
+  EXAMPLE,
+  EXAMPLE_SIGNATURE,
+  GITHUB_PING,
+  GITLAB_PAYLOAD,
+  SLACK_PAYLOAD,
+} from "./api-examples.ts";
+import { errorAnswer } from "./errors.ts";
+import { changeCountsSchema, messageOptionFields, storedOptionsSchema } from "./message-schemas.ts";
+
+/*
+ * The send API's schemas (http/send-api.ts): what its validator checks, what its answers are
+ * serialized with, and — fuller, with an example on every field — what the OpenAPI document says.
+ * Routes hand the document's versions over as `documented` (see http/docs.ts).
+ */
+
+export const MAX_IDEMPOTENCY_KEY = 255;
+
+/** A message key's limit (the sender's name for a message it may replace). */
+export const MAX_MESSAGE_KEY = 128;
+
+const dateTime = (description?: string) =>
+  Type.String({ format: "date-time", examples: [EXAMPLE.at], ...(description ? { description } : {}) });
+
+const acceptedFields = {
+  ok: Type.Literal(true),
+  message_id: Type.String({
+    description: "Identifies the message; use it to ask for its delivery state.",
+    examples: [EXAMPLE.messageId],
+  }),
+  subscribers: Type.Integer({
+    description: "Active subscribers the message was queued for.",
+    examples: [3],
+  }),
+  replaced: Type.Optional(
+    Type.Boolean({
+      description:
+        "true: a message of this Dock already held the `key`; that message (message_id) was edited into this one instead of a new one being added.",
+      examples: [true],
+    }),
+  ),
+  revision: Type.Optional(
+    Type.Integer({ description: "With replaced: the message's revision now.", examples: [2] }),
+  ),
+  edits: Type.Optional(
+    Type.Integer({ description: "With replaced: copies already sent that will be edited.", examples: [3] }),
+  ),
+  format: Type.Optional(
+    Type.String({
+      description:
+        "The integration the body was read as (alertmanager, github, …, template), when it was not a message of our own.",
+      examples: ["alertmanager"],
+    }),
+  ),
+};
+
+/**
+ * A send's 202; its example as the route answers it: a message of our own, or one read from the
+ * `format` named (replaced and its fields show only when a key replaced a message).
+ */
+export const accepted = (format?: string) =>
+  Type.Object(acceptedFields, {
+    description: "The message is durably stored and will be delivered to every subscriber.",
+    examples: [{ ok: true, message_id: EXAMPLE.messageId, subscribers: 3, ...(format ? { format } : {}) }],
+  });
+
+export const skipped = Type.Object(
+  {
+    ok: Type.Literal(true),
+    skipped: Type.Literal(true),
+    format: Type.String({ description: "The integration the body was read as.", examples: ["github"] }),
+    reason: Type.String({
+      description: "Why there is nothing to show, e.g. GitHub's ping.",
+      examples: ["GitHub's ping: the webhook works."],
+    }),
+  },
+  { description: "The payload was read and has nothing to show (GitHub's ping): nothing was stored." },
+);
+
+export const keyField = Type.Optional(
+  Type.String({
+    minLength: 1,
+    maxLength: MAX_MESSAGE_KEY,
+    description:
+      "Your name for the message (at most 128 characters), e.g. an alert's group key. A later send with the same key replaces this message in place (every copy is edited) instead of adding one, for as long as the message is kept (RETENTION_DAYS) and not deleted. `GET /messages?key=…` finds it.",
+    examples: [EXAMPLE.key],
+  }),
+);
+
+const unauthorized = errorAnswer(
+  "No credentials, an unknown Dock or a wrong secret key (one answer for all three).",
+  "unauthorized",
+);
+const throttled = errorAnswer(
+  "Too many failed authentications from this address, or the Dock is over its rate: wait `Retry-After` seconds.",
+  "too_many_auth_failures",
+  "rate_limited",
+);
+const databaseDown = errorAnswer(
+  "The database cannot take the request now: retry after `Retry-After` seconds (a send with the same Idempotency-Key is never stored twice).",
+  "database_unavailable",
+  "storage_unavailable",
+);
+const noSuchMessage = errorAnswer(
+  "No such message for this Dock (another Dock's is answered alike).",
+  "not_found",
+);
+
+/** The error answers of a send: the body and its fields, the credentials, the limits, the database. */
+export const sendErrors = {
+  400: errorAnswer(
+    "The body or a field is not valid; invalid_fields names each field, header or query parameter that is wrong.",
+    "invalid_fields",
+    "invalid_json",
+    "invalid_request",
+  ),
+  401: unauthorized,
+  413: errorAnswer(
+    "The body, or the message's text, is over its limit.",
+    "payload_too_large",
+    "message_too_long",
+  ),
+  415: errorAnswer("The Content-Type is not one this route reads.", "unsupported_media_type"),
+  422: errorAnswer("This Idempotency-Key was already used with another message.", "idempotency_conflict"),
+  429: throttled,
+  503: databaseDown,
+};
+
+/** A send that may be another tool's payload: its format, a template, the payload itself. */
+export const inboundErrors = {
+  ...sendErrors,
+  400: errorAnswer(
+    "The body is not a message, nor a valid payload of the format named (or of any format, when none is named).",
+    "invalid_payload",
+    "unknown_format",
+    "invalid_fields",
+    "invalid_json",
+  ),
+  409: errorAnswer("The Dock reads its payloads with a template, and has none.", "no_template"),
+  422: errorAnswer(
+    "The Dock's template could not turn this payload into a message, or the Idempotency-Key was used with another message.",
+    "template_failed",
+    "idempotency_conflict",
+  ),
+};
+
+/** The answers of a send that may be a tool's payload; the 202's example read as `format`. */
+export const inboundAnswers = (format?: string) => ({
+  202: accepted(format),
+  200: skipped,
+  ...inboundErrors,
+});
+
+/** GET /messages/… answers. */
+export const statusErrors = {
+  401: unauthorized,
+  404: noSuchMessage,
+  429: throttled,
+  503: databaseDown,
+};
+
+/** PATCH /messages/<id> answers. */
+export const editErrors = {
+  400: sendErrors[400],
+  401: unauthorized,
+  404: noSuchMessage,
+  409: errorAnswer("The message was deleted: it can no longer be changed.", "message_deleted"),
+  413: sendErrors[413],
+  415: sendErrors[415],
+  429: throttled,
+  503: databaseDown,
+};
+
+/** DELETE /messages/<id> answers. */
+export const deleteErrors = statusErrors;
+
+const deliveryState = Type.Union(
+  [Type.Literal("queued"), Type.Literal("sent"), Type.Literal("failed"), Type.Literal("gone")],
+  {
+    description:
+      "queued (or being sent), sent, failed (Telegram refused it, or it kept failing until MAX_DELIVERY_AGE), gone (the chat left or blocked the bot).",
+    examples: ["sent"],
+  },
+);
+
+const lastError = (description: string) =>
+  Type.Union([Type.String(), Type.Null()], { description, examples: [null] });
+
+const copyChange = Type.Union([
+  Type.Null(),
+  Type.Object({
+    state: Type.Union(
+      [Type.Literal("queued"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gone")],
+      {
+        description:
+          "queued (or under way), done, failed (Telegram refused), gone (the chat left, or it was cancelled).",
+        examples: ["done"],
+      },
+    ),
+    outcome: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Once done — an edit: edited, unchanged (Telegram already showed it), resent (the copy could no longer be edited, e.g. the person deleted it, so it was sent anew); a delete: deleted, already_deleted (the person had), not_deleted (Telegram refused, see last_error: bots may delete only messages under 48 hours old).",
+      examples: ["edited"],
+    }),
+    last_error: lastError("Telegram's answer when it refused."),
+    updated_at: dateTime(),
+  }),
+]);
+
+const count = (description: string, example: number) => Type.Integer({ description, examples: [example] });
+
+export const messageStatus = Type.Object({
+  ok: Type.Literal(true),
+  message: Type.Object({
+    id: Type.String({
+      description: "The message's ID, as its send answered.",
+      examples: [EXAMPLE.messageId],
+    }),
+    key: Type.Union([Type.String(), Type.Null()], {
+      description: "The sender's key for the message, if it gave one.",
+      examples: [EXAMPLE.key],
+    }),
+    revision: Type.Integer({
+      description: "1 as sent; each edit, replacement by key and acknowledgement adds one.",
+      examples: [1],
+    }),
+    revised_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+      description: "When it was last edited, replaced or acknowledged; null until then.",
+      examples: [null],
+    }),
+    deleted_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+      description: "When the sender deleted it; null while it is not.",
+      examples: [null],
+    }),
+    acknowledged: Type.Union(
+      [
+        Type.Null(),
+        Type.Object({
+          by: Type.Object({
+            id: Type.Number({ description: "Telegram user id.", examples: [EXAMPLE.chatId] }),
+            name: Type.String({ description: "Their name in Telegram.", examples: ["Ann Lee"] }),
+          }),
+          at: dateTime(),
+        }),
+      ],
+      { description: "Who pressed Acknowledge first, and when; null: nobody (yet)." },
+    ),
+    options: storedOptionsSchema,
+    state: Type.Union(
+      [
+        Type.Literal("pending"),
+        Type.Literal("delivered"),
+        Type.Literal("partially_delivered"),
+        Type.Literal("undelivered"),
+        Type.Literal("no_subscribers"),
+      ],
+      {
+        description:
+          "no_subscribers when nobody was subscribed; pending while any delivery is queued; then delivered, partially_delivered or undelivered.",
+        examples: ["delivered"],
+      },
+    ),
+    created_at: dateTime("When it was accepted."),
+    subscribers: count("Subscribers it was queued for.", 3),
+    counts: Type.Object(
+      {
+        queued: count("Copies not sent yet (or being sent).", 0),
+        sent: count("Copies Telegram took.", 2),
+        failed: count("Copies Telegram refused, or that kept failing.", 0),
+        gone: count("Chats that left or blocked the bot first.", 1),
+      },
+      { description: "The copies by delivery state." },
+    ),
+    changes: changeCountsSchema,
+    deliveries: Type.Array(
+      Type.Object({
+        chat_id: Type.Number({ description: "Telegram chat of the subscriber.", examples: [EXAMPLE.chatId] }),
+        state: deliveryState,
+        attempts: count("Tries so far (a 429's wait is not one).", 1),
+        last_error: lastError("Telegram's answer, or the network's error, on the last failed try."),
+        telegram_message_ids: Type.Array(Type.Integer(), {
+          description: "The copy's messages in the chat (a long text is split into several).",
+          examples: [[EXAMPLE.telegramMessageId]],
+        }),
+        updated_at: dateTime(),
+        revision: Type.Union([Type.Integer(), Type.Null()], {
+          description: "The revision this copy shows.",
+          examples: [1],
+        }),
+        edit: copyChange,
+        delete: copyChange,
+      }),
+      { description: "One copy per subscriber." },
+    ),
+    events: Type.Array(
+      Type.Object({
+        type: Type.String({ description: "The event.", examples: ["message.delivered"] }),
+        state: Type.String({ description: "queued, sending, sent, failed", examples: ["sent"] }),
+        attempts: count("Tries so far.", 1),
+        last_error: lastError("The callback URL's answer on the last failed try."),
+        updated_at: dateTime(),
+      }),
+      { description: "What the Dock's callback URL was sent (or is being sent) about this message." },
+    ),
+  }),
+});
+
+/** PATCH /messages/<id>'s answer. */
+export const edited = Type.Object(
+  {
+    ok: Type.Literal(true),
+    message_id: Type.String({ description: "The message edited.", examples: [EXAMPLE.messageId] }),
+    revision: Type.Integer({ description: "The message's revision now.", examples: [2] }),
+    edits: Type.Integer({ description: "Copies sent (or being sent) that will be edited.", examples: [2] }),
+    queued: Type.Integer({ description: "Copies not sent yet: they go out in the new form.", examples: [1] }),
+  },
+  { description: "The edit is stored; the copies are being edited." },
+);
+
+/** DELETE /messages/<id>'s answer. */
+export const deleted = Type.Object(
+  {
+    ok: Type.Literal(true),
+    message_id: Type.String({ description: "The message deleted.", examples: [EXAMPLE.messageId] }),
+    deleting: Type.Integer({
+      description: "Copies sent that will be deleted (those in flight follow).",
+      examples: [2],
+    }),
+    cancelled: Type.Integer({ description: "Copies and edits still queued: not sent.", examples: [1] }),
+    already_deleted: Type.Boolean({
+      description: "true: it was deleted before; nothing more was done.",
+      examples: [false],
+    }),
+  },
+  { description: "The deletion is stored; the copies are being deleted." },
+);
+
+/** GET /messages?key=…'s query. */
+export const keyQuery = Type.Object({
+  key: Type.String({
+    minLength: 1,
+    maxLength: MAX_MESSAGE_KEY,
+    description: "The key the message was sent (or last replaced) with.",
+    examples: [EXAMPLE.key],
+  }),
+});
+
+export const idempotencyHeader = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({
+      description: `Repeat a send safely: within 24 h the same key returns the first answer and sends nothing. At most ${MAX_IDEMPOTENCY_KEY} characters.`,
+      examples: [EXAMPLE.idempotencyKey],
+    }),
+  ),
+});
+
+const dockIdField = Type.String({
+  description: "The Dock ID: 22 letters and digits (the console and `dock-notify docks show` show it).",
+  examples: [EXAMPLE.dockId],
+});
+
+const secretKeyField = Type.String({
+  description: `The Dock's secret key, \`dnsk_\` and 33 letters and digits. ${EXAMPLE.secretKey} is a placeholder: put the Dock's own key there.`,
+  examples: [EXAMPLE.secretKey],
+});
+
+export const pingBody = Type.Object(
+  {
+    dock_id: dockIdField,
+    secret_key: secretKeyField,
+    msg: Type.String({
+      description: "The notification text, in `format`. Newlines and any Unicode are kept.",
+      examples: ["**Build 42** failed on `main`\n[logs](https://ci.example.com/42)"],
+    }),
+    key: keyField,
+    ...messageOptionFields,
+  },
+  {
+    examples: [
+      {
+        dock_id: EXAMPLE.dockId,
+        secret_key: EXAMPLE.secretKey,
+        msg: "**Build 42** failed on `main`\n[logs](https://ci.example.com/42)",
+        format: "markdown",
+        title: "CI",
+        priority: "high",
+        tags: ["warning"],
+      },
+    ],
+  },
+);
+
+export const webhookBody = Type.Object(
+  {
+    msg: Type.String({
+      description:
+        "The notification text, in `format`. With Content-Type text/plain (or a form body without a msg field, as `curl -d` sends) the raw body is the text.",
+      examples: ["Backup of db-1 failed: disk full"],
+    }),
+    key: keyField,
+    ...messageOptionFields,
+  },
+  {
+    examples: [
+      {
+        msg: "Backup of db-1 failed: disk full",
+        title: "Backup",
+        priority: "high",
+        tags: ["warning"],
+        buttons: [[{ text: "Runbook", url: "https://wiki.example.com/runbooks/backup" }]],
+      },
+    ],
+  },
+);
+
+export const patchBody = Type.Object(
+  {
+    msg: Type.Optional(
+      Type.String({
+        description: "The new text (kept when left out). With Content-Type text/plain the raw body is it.",
+        examples: ["Deploy of api finished ✅"],
+      }),
+    ),
+    ...Object.fromEntries(
+      Object.entries(messageOptionFields).map(([name, schema]) => [
+        name,
+        Type.Optional(
+          Type.Union([schema, Type.Null()], {
+            description: `${(schema as { description?: string }).description ?? ""} null: back to the default.`,
+          }),
+        ),
+      ]),
+    ),
+  },
+  { examples: [{ msg: "Deploy of api finished ✅", priority: null }] },
+);
+
+/**
+ * What the schema validator checks: the body without the options, which takeOptions has already
+ * read, checked and taken out. The full schemas above are the OpenAPI document's (`documented`,
+ * see http/docs.ts): compiling validators for options that are never there would only cost
+ * start-up work and memory.
+ */
+export const checkedPingBody = Type.Object({
+  dock_id: pingBody.properties.dock_id,
+  secret_key: pingBody.properties.secret_key,
+  msg: pingBody.properties.msg,
+});
+export const checkedWebhookBody = Type.Object({ msg: webhookBody.properties.msg });
+export const checkedPatchBody = Type.Object({ msg: Type.Optional(Type.String()) });
+
+/** What an option's header or query parameter carries, and an example of it. */
+const OPTION_TEXT: Record<keyof typeof OPTION_SOURCES, { note: string; example: string }> = {
+  title: { note: "The title.", example: "Backup" },
+  priority: { note: "min, low, default, high, urgent (or max), or 1 to 5.", example: "high" },
+  tags: { note: "Tags, comma-separated.", example: "warning,backup" },
+  format: { note: "text, markdown, html or telegram_markdownv2.", example: "markdown" },
+  markdown: { note: "yes: the text is Markdown (ntfy's way to say format markdown).", example: "yes" },
+  click: { note: "The URL of an Open button.", example: "https://ci.example.com/42" },
+  buttons: {
+    note: "URL buttons in ntfy's action syntax: `view, Label, https://…; view, …`, or ntfy's JSON.",
+    example: "view, Runbook, https://wiki.example.com/runbooks/backup",
+  },
+  silent: { note: "true: no sound on arrival.", example: "true" },
+  link_preview: { note: "true: show a preview of the first link.", example: "true" },
+  protect_content: { note: "true: the message cannot be forwarded or saved.", example: "true" },
+  ack: { note: "true: an Acknowledge button.", example: "true" },
+};
+
+const OPTIONS = Object.entries(OPTION_SOURCES) as [
+  keyof typeof OPTION_SOURCES,
+  { headers: string[]; query: string[] },
+][];
+
+/** An option's query parameter (ntfy's name; the others it takes too are named in its description). */
+const optionQuery = ([option, { query }]: (typeof OPTIONS)[number]) => [
+  query[0] as string,
+  Type.Optional(
+    Type.String({
+      description: `${OPTION_TEXT[option].note}${query.length > 1 ? ` Also ${query.slice(1).join(", ")}.` : ""} A body field or a header wins over it.`,
+      examples: [OPTION_TEXT[option].example],
+    }),
+  ),
+];
+
+/** ntfy's query parameters, for tools that can set neither the body nor headers (see OPTION_SOURCES). */
+export const webhookQuery = Type.Object({
+  ...Object.fromEntries(OPTIONS.filter(([option]) => option !== "format").map(optionQuery)),
+  format: Type.Optional(
+    Type.String({
+      description: `How msg is written (${FORMATS.join(", ")}), or a tool's format (${ALL_FORMAT_NAMES.join(", ")}): the body is that tool's payload.`,
+      examples: ["markdown"],
+    }),
+  ),
+  key: Type.Optional(
+    Type.String({ description: "The message's key (see the body's key).", examples: [EXAMPLE.key] }),
+  ),
+});
+
+/** The integration doors' query: options that override what the format made of the payload. */
+export const inboundQuery = Type.Object(
+  Object.fromEntries(
+    OPTIONS.filter(([option]) => option !== "format" && option !== "markdown").map(optionQuery),
+  ),
+);
+
+/** ntfy's headers, for tools that can set headers but not shape a body. */
+export const webhookHeaders = Type.Object({
+  ...idempotencyHeader.properties,
+  "x-key": Type.Optional(
+    Type.String({
+      description: "The message's key (see the body's key); the body's wins.",
+      examples: [EXAMPLE.key],
+    }),
+  ),
+  ...Object.fromEntries(
+    OPTIONS.map(([option, { headers }]) => [
+      headers[0] as string,
+      Type.Optional(
+        Type.String({
+          description: `${OPTION_TEXT[option].note}${headers.length > 1 ? ` Also ${headers.slice(1).join(", ")}.` : ""} A body field wins over a header, a header over a query parameter. UTF-8, or RFC 2047 (=?UTF-8?B?…?=).`,
+          examples: [OPTION_TEXT[option].example],
+        }),
+      ),
+    ]),
+  ),
+});
+
+/** A message's ID in a path. */
+export const messageIdParams = Type.Object({
+  message_id: Type.String({
+    description: "The `message_id` its send answered.",
+    examples: [EXAMPLE.messageId],
+  }),
+});
+
+const formatParam = Type.String({
+  enum: [...ALL_FORMAT_NAMES],
+  description:
+    "The tool whose payload the body is (docs/integrations.md); `template`: the Dock's own template reads it.",
+  examples: ["alertmanager"],
+});
+
+const hookTokenParam = Type.String({
+  description: `The Dock's hook token, \`dnhk_\` and 33 letters and digits, from the console (Integrations) or \`dock-notify docks hook-token\`. ${EXAMPLE.hookToken} is a placeholder.`,
+  examples: [EXAMPLE.hookToken],
+});
+
+/** The document's path parameters of the integration doors (the routes check a format themselves). */
+export const inboundParams = {
+  format: Type.Object({ format: formatParam }),
+  formatDock: Type.Object({ format: { ...formatParam, examples: ["gitlab"] }, dock_id: dockIdField }),
+  hook: Type.Object({ token: hookTokenParam }),
+  hookFormat: Type.Object({ token: hookTokenParam, format: { ...formatParam, examples: ["slack"] } }),
+};
+
+/** Another tool's payload, as the document shows it: any JSON object the format reads. */
+const payload = (example: unknown, description: string) =>
+  Type.Object({}, { additionalProperties: true, description, examples: [example] });
+
+export const inboundBodies = {
+  format: payload(
+    ALERTMANAGER_PAYLOAD,
+    "The tool's payload as it sends it: JSON (Apprise also sends a form or XML). Here Prometheus Alertmanager's.",
+  ),
+  formatDock: payload(GITLAB_PAYLOAD, "The tool's payload as it sends it. Here GitLab's pipeline event."),
+  hook: webhookBody,
+  hookFormat: payload(SLACK_PAYLOAD, "The tool's payload as it sends it. Here a Slack-style webhook's."),
+};
+
+/** Credentials that tools send in headers of their own on /webhook/<format>/<dock_id>. */
+export const signedHeaders = Type.Object({
+  "x-hub-signature-256": Type.Optional(
+    Type.String({
+      description: `GitHub (Gitea, Forgejo): \`sha256=\` and the HMAC-SHA256 of the raw body keyed with the Dock's secret key; set the webhook's Secret to the secret key. The example signs ${JSON.stringify(GITHUB_PING)} with ${EXAMPLE.secretKey}.`,
+      examples: [EXAMPLE_SIGNATURE],
+    }),
+  ),
+  "x-gitlab-token": Type.Optional(
+    Type.String({
+      description: "GitLab: the webhook's Secret token, set to the Dock's secret key.",
+      examples: [EXAMPLE.secretKey],
+    }),
+  ),
+  "x-gitlab-event": Type.Optional(
+    Type.String({
+      description: "GitLab's name for the event (the body's object_kind says it too).",
+      examples: ["Pipeline Hook"],
+    }),
+  ),
+  "x-github-event": Type.Optional(
+    Type.String({
+      description: "GitHub's name for the event (push, release, workflow_run, ping…).",
+      examples: ["ping"],
+    }),
+  ),
+});
