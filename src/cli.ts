@@ -6,6 +6,7 @@ import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
+import { withServedUrl } from "./service-url.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
 
 /**
@@ -78,7 +79,7 @@ async function withDocks<T>(
   io: CliIo,
   fn: (docks: DockRepository, config: Config) => Promise<T>,
 ): Promise<T> {
-  const config = loadConfig(io.env);
+  const config = withServedUrl(loadConfig(io.env), io.env);
   const { explained, loadCheckedEncryptionKey, openMigratedDb } = await import("./main.ts");
   const { DockRepository } = await import("./store/docks.ts");
   const db = await openMigratedDb(config);

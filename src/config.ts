@@ -23,6 +23,12 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiRoot: string;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /**
+   * How `serve` and `sandbox` write to standard output: `auto` is for people on a terminal (a
+   * start-up banner, one readable line per log entry) and JSON lines otherwise; `json` and `pretty`
+   * choose one whatever the output is.
+   */
+  logFormat: "auto" | "json" | "pretty";
   /** Largest accepted request body in bytes. */
   maxBodyBytes: number;
   /** Largest body the integration doors take (a tool's payload: a GitHub push, an alert group). */
@@ -342,6 +348,7 @@ export function loadConfig(env: Env = process.env): Config {
       text(env, "TELEGRAM_API_ROOT") ?? "https://api.telegram.org",
     ),
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    logFormat: oneOf(env, "LOG_FORMAT", ["auto", "json", "pretty"] as const, "auto"),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     maxInboundBodyBytes: integer(env, "INBOUND_MAX_BODY_BYTES", 1024 * 1024, 1024, 16 * 1024 * 1024),
     maxMessageLength: integer(env, "MAX_MESSAGE_LENGTH", 16_384, 1, 1_000_000),

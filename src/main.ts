@@ -1,11 +1,15 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
+import pkg from "../package.json" with { type: "json" };
 import type { App } from "./app.ts";
+import { banner } from "./banner.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { HeapTidier } from "./heap.ts";
-import { flushLogs } from "./log.ts";
+import { flushLogs, standardOutput } from "./log.ts";
+import { forPeople, readableLogs } from "./readable-log.ts";
+import { recordServedUrl, servedUrl } from "./service-url.ts";
 import { DockRepository } from "./store/docks.ts";
 import { isDatabaseUnavailable } from "./store/faults.ts";
 import { type Db, migrate, openDb } from "./store/open.ts";
@@ -95,7 +99,8 @@ export function describeDatabase(url: string): string {
 /**
  * `dock-notify serve`: migrate, listen, and on SIGTERM/SIGINT stop accepting, finish in-flight
  * requests (up to SHUTDOWN_TIMEOUT_MS), close the database, exit. Logs to `logStream`, standard
- * output when omitted.
+ * output when omitted: JSON lines, or for a person on a terminal (LOG_FORMAT) a banner once it
+ * listens and readable lines.
  */
 export async function serve(
   config: Config,
@@ -111,6 +116,8 @@ export async function serve(
   // Loaded here, not with this module: the CLI's docks and migrate commands use the start-up helpers
   // above and have no use for the service (half their start-up time).
   const { createApp } = await import("./app.ts");
+  const human = logStream === undefined && forPeople(config.logFormat);
+  const logs = human ? readableLogs(standardOutput()) : logStream;
   const db = await openMigratedDb(config);
   let loaded: { key: Buffer; generated: boolean };
   try {
@@ -122,7 +129,7 @@ export async function serve(
   const { key, generated } = loaded;
   let app: App;
   try {
-    app = await createApp({ config, db, encryptionKey: key, logStream });
+    app = await createApp({ config, db, encryptionKey: key, logStream: logs });
   } catch (error) {
     // The database's thread would keep the process alive, not listening, for nothing.
     await db.close();
@@ -179,15 +186,22 @@ export async function serve(
   await app.start();
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  const url = servedUrl(config, port);
+  const unrecorded = recordServedUrl(config.dataDir, url);
+  if (unrecorded !== null) {
+    server.log.debug({ reason: unrecorded.message }, "could not record the service's URL for the CLI");
+  }
   server.log.info(
     {
       database: describeDatabase(config.databaseUrl),
       telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
       port,
     },
-    `Dock Notify is ready: console ${config.publicUrl}/console/ · API ${config.publicUrl}/ping · reference ${config.publicUrl}/docs${
-      config.telegramBotToken ? "" : ` · Telegram sandbox ${config.publicUrl}/sandbox`
+    `Dock Notify is ready: console ${url}/console/ · API ${url}/ping · reference ${url}/docs${
+      config.telegramBotToken ? "" : ` · Telegram sandbox ${url}/sandbox`
     }`,
   );
+  // Last, so that it is what a person sees when the start-up settles.
+  if (human) standardOutput().write(banner(config, url, pkg.version));
   tidier?.start();
 }

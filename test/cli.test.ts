@@ -11,6 +11,7 @@ import { runCli } from "../src/cli.ts";
 import { loadConfig } from "../src/config.ts";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { migrate, openDb } from "../src/store/open.ts";
+import { startChildService } from "./child-service.ts";
 import { waitFor } from "./wait.ts";
 
 const BIN = join(import.meta.dirname, "..", "bin", "dock-notify.js");
@@ -294,6 +295,57 @@ describe("dock-notify CLI", () => {
     expect(second.out).toMatch(/up to date/);
     expect(third.code).toBe(0);
     expect(JSON.parse(third.out)).toEqual({ applied: [] });
+  });
+
+  it("prints commands for the port the service runs on, without PORT repeated; PUBLIC_URL or PORT given wins", async () => {
+    const shared = mkdtempSync(join(tmpdir(), "dock-notify-cli-url-"));
+    // `PORT=0`: the port is the one the service is given, which only the running service knows.
+    const service = await startChildService({ DATA_DIR: shared });
+    try {
+      const port = new URL(service.url).port;
+      const env = { DATA_DIR: shared, LOG_LEVEL: "silent" };
+      const created = await cli(env, "docks", "create", "--owner", "5", "--name", "Ports");
+      expect(created.code).toBe(0);
+      const id = /Dock ID: +(\S+)/.exec(created.out)?.[1] as string;
+      expect(created.out).toContain(`' http://127.0.0.1:${port}/ping`);
+      const hooked = await cli(env, "docks", "hook-token", id, "--json");
+      expect(JSON.parse(hooked.out).hook_url).toMatch(
+        new RegExp(`^http://127\\.0\\.0\\.1:${port}/hook/dnhk_`),
+      );
+      // The command it printed works as printed.
+      const secret = /Secret key: +(\S+)/.exec(created.out)?.[1] as string;
+      const sent = await fetch(`http://127.0.0.1:${port}/ping`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ dock_id: id, secret_key: secret, msg: "from the printed command" }),
+      });
+      expect(sent.status).toBe(202);
+
+      const named = await cli({ ...env, PUBLIC_URL: "https://notify.example.com/" }, "docks", "show", id);
+      expect(named.out).toContain("' https://notify.example.com/ping");
+      const ported = await cli({ ...env, PORT: "3000" }, "docks", "show", id);
+      expect(ported.out).toContain("' http://127.0.0.1:3000/ping");
+    } finally {
+      service.child.kill("SIGTERM");
+      await new Promise((resolve) => service.child.once("exit", resolve));
+      rmSync(shared, { recursive: true, force: true });
+    }
+    // With no service ever run from a data directory, the default is PORT's default.
+    const fresh = mkdtempSync(join(tmpdir(), "dock-notify-cli-url-"));
+    try {
+      const created = await cli(
+        { DATA_DIR: fresh, LOG_LEVEL: "silent" },
+        "docks",
+        "create",
+        "--owner",
+        "5",
+        "--name",
+        "x",
+      );
+      expect(created.out).toContain("' http://127.0.0.1:8080/ping");
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it("names the bad variable when the configuration is invalid", async () => {

@@ -3,8 +3,10 @@ import type { DestinationStream } from "pino";
 import { type Config, trustProxyOption } from "../config.ts";
 import { ApiError } from "../http/errors.ts";
 import { requestGuard } from "../http/request-guard.ts";
-import { decorateRequestLog, flushLogs, loggerOptions, RequestLog } from "../log.ts";
+import { decorateRequestLog, flushLogs, loggerOptions, RequestLog, standardOutput } from "../log.ts";
+import { forPeople, readableLogs } from "../readable-log.ts";
 import { SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
+import { servedUrl } from "../service-url.ts";
 import { sandbox } from "./plugin.ts";
 
 /**
@@ -44,10 +46,11 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
 /**
  * `dock-notify sandbox`: only the Telegram sandbox, in its own process, so several service
  * instances (each with TELEGRAM_API_ROOT pointing here) can share one simulated Telegram.
- * Stops on SIGTERM/SIGINT.
+ * Stops on SIGTERM/SIGINT. Its logs are readable lines on a terminal, as the service's are.
  */
 export async function runSandbox(config: Config, logStream?: DestinationStream): Promise<void> {
-  const server = await sandboxServer(config, logStream);
+  const human = logStream === undefined && forPeople(config.logFormat);
+  const server = await sandboxServer(config, human ? readableLogs(standardOutput()) : logStream);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -64,8 +67,9 @@ export async function runSandbox(config: Config, logStream?: DestinationStream):
   await server.listen({ port: config.port, host: config.host });
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  const url = servedUrl(config, port);
   server.log.info(
     { bot: SANDBOX_BOT_USERNAME, rateLimits: config.sandboxRateLimits, port },
-    `Telegram sandbox is ready: chat page ${config.publicUrl}/sandbox · Bot API root ${config.publicUrl}/sandbox`,
+    `Telegram sandbox is ready: chat page ${url}/sandbox · Bot API root ${url}/sandbox`,
   );
 }

@@ -1,0 +1,44 @@
+import type { Config } from "./config.ts";
+
+/**
+ * Where the data lives, for a person: the SQLite file, or the PostgreSQL database and server.
+ * Built from the URL's parts, never printed whole: a postgres:// URL carries the password (and its
+ * query may carry more credentials).
+ */
+export function databaseLocation(databaseUrl: string): string {
+  if (databaseUrl.startsWith("sqlite:")) return `SQLite file ${databaseUrl.slice("sqlite:".length)}`;
+  try {
+    const url = new URL(databaseUrl);
+    // `postgres:///db?host=/run/postgresql` names a Unix socket directory instead of a host.
+    const host = url.hostname || url.searchParams.get("host") || "localhost";
+    const server = url.port ? `${host}:${url.port}` : host;
+    const name = decodeURIComponent(url.pathname.slice(1));
+    return `PostgreSQL database ${name || "(the user's default)"} on ${server}`;
+  } catch {
+    return "PostgreSQL (DATABASE_URL)";
+  }
+}
+
+/**
+ * What `serve` prints on a terminal once it answers (readable-log.ts decides when): where to open
+ * the console, the sandbox and the API reference, where the data is, how to stop. For people only;
+ * machines read the "Dock Notify is ready" log line, which says the same.
+ */
+export function banner(config: Config, url: string, version: string): string {
+  const rows: [string, string][] = [["Console", `${url}/console/`]];
+  if (config.telegramBotToken === null) {
+    rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
+  }
+  rows.push(["API docs", `${url}/docs`], ["Data", databaseLocation(config.databaseUrl)]);
+  const lines = [
+    "",
+    `  Dock Notify ${version} is running`,
+    "",
+    ...rows.map(([label, value]) => `  ${label.padEnd(10)}${value}`),
+    "",
+    "  Press Ctrl+C to stop.",
+    "",
+    "",
+  ];
+  return lines.join("\n");
+}

@@ -1,0 +1,198 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import pkg from "../package.json" with { type: "json" };
+import { freePort } from "./browser.ts";
+import { createTestDatabase, hasPostgres } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+/** The compiled service (dist/, built by the global setup), as `npm start` runs it. */
+const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
+
+/** A readable log line: local time, level, message. */
+const READABLE = /^\d\d:\d\d:\d\d (TRACE|DEBUG|INFO |WARN |ERROR|FATAL) \S/;
+
+/** `dock-notify serve` with what it writes gathered as it comes; `stop` ends it and waits. */
+interface Served {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function collect(child: ChildProcess): Served {
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+/**
+ * The service on a terminal of its own: util-linux's `script` gives it a pseudo-terminal (so its
+ * standard output is a TTY, as in a person's shell) and copies what it shows. What the test writes
+ * to `script`'s input is typed on that terminal: `\x03` is Ctrl+C.
+ */
+function onTerminal(env: Record<string, string>): Served {
+  const command = `exec '${process.execPath}' '${CLI}' serve`;
+  return collect(
+    spawn("script", ["-qfec", command, "/dev/null"], {
+      env: { ...process.env, LOG_LEVEL: "info", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    }),
+  );
+}
+
+/** The service with its standard output a pipe, as under a container runtime or a log collector. */
+function onPipe(env: Record<string, string>, command = "serve"): Served {
+  return collect(
+    spawn(process.execPath, [CLI, command], {
+      env: { ...process.env, LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+}
+
+const POSTGRES = await hasPostgres();
+
+describe("what serve shows", () => {
+  const dirs: string[] = [];
+  const running: Served[] = [];
+  afterAll(async () => {
+    for (const served of running) served.child.kill("SIGKILL");
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  function dataDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), "dock-notify-terminal-"));
+    dirs.push(dir);
+    return dir;
+  }
+  function started(served: Served, what: string, ready: RegExp): Promise<string> {
+    running.push(served);
+    return waitFor(what, () => (ready.test(served.output()) ? served.output() : undefined), 30_000);
+  }
+
+  it("on a terminal: a banner (console, sandbox, API docs, the data, how to stop), readable log lines, Ctrl+C stops", async () => {
+    const dir = dataDir();
+    const port = await freePort();
+    const served = onTerminal({ DATA_DIR: dir, PORT: String(port) });
+    const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
+    const lines = shown.split(/\r?\n/);
+    const url = `http://127.0.0.1:${port}`;
+    expect(lines).toContain(`  Dock Notify ${pkg.version} is running`);
+    expect(lines).toContain(`  Console   ${url}/console/`);
+    expect(lines).toContain(`  Sandbox   ${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`);
+    expect(lines).toContain(`  API docs  ${url}/docs`);
+    expect(lines).toContain(`  Data      SQLite file ${join(dir, "dock-notify.db")}`);
+    // Every other line is a readable log line, not JSON; the banner comes once the service answers.
+    const logLines = lines.filter((line) => line !== "" && !line.startsWith("  "));
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) expect(line).toMatch(READABLE);
+    expect(lines.findIndex((line) => line.includes("Dock Notify is ready"))).toBeLessThan(
+      lines.indexOf("  Press Ctrl+C to stop."),
+    );
+    expect(lines.some((line) => /^\d\d:\d\d:\d\d INFO {2}bot started .*mode=polling/.test(line))).toBe(true);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    // A request reads as one: method, path, status, time.
+    await waitFor("the request's log line", () =>
+      /INFO {2}GET \/healthz → 200 [\d.]+ ms/.test(served.output()) ? true : undefined,
+    );
+
+    served.child.stdin?.write("\x03");
+    expect(await served.exited).toBe(0);
+    const after = served.output();
+    expect(after).toMatch(/INFO {2}shutting down signal=SIGINT/);
+    expect(after).toMatch(/INFO {2}stopped/);
+    expect(after).not.toContain('{"level"');
+  }, 60_000);
+
+  it.runIf(POSTGRES)(
+    "on a terminal with PostgreSQL: the banner names the database and its server, never the password",
+    async () => {
+      const database = await createTestDatabase("postgres");
+      try {
+        // PostgreSQL here trusts local connections: the password is accepted and ignored.
+        const withPassword = new URL(database.url);
+        withPassword.password = "s3cret-pw";
+        const served = onTerminal({
+          DATA_DIR: database.dataDir,
+          PORT: String(await freePort()),
+          DATABASE_URL: withPassword.toString(),
+        });
+        const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
+        const name = withPassword.pathname.slice(1);
+        expect(shown).toContain(`  Data      PostgreSQL database ${name} on 127.0.0.1:5432`);
+        expect(shown).not.toContain("s3cret-pw");
+        served.child.stdin?.write("\x03");
+        expect(await served.exited).toBe(0);
+        expect(served.output()).not.toContain("s3cret-pw");
+      } finally {
+        await database.drop();
+      }
+    },
+    60_000,
+  );
+
+  it("LOG_FORMAT=json on a terminal: JSON lines only, no banner", async () => {
+    const served = onTerminal({ DATA_DIR: dataDir(), PORT: "0", LOG_FORMAT: "json" });
+    const shown = await started(served, "the ready line", /"msg":"Dock Notify is ready/);
+    served.child.stdin?.write("\x03");
+    expect(await served.exited).toBe(0);
+    expect(shown).not.toContain("Press Ctrl+C");
+    // The terminal echoes the Ctrl+C typed on it as "^C".
+    const lines = served
+      .output()
+      .replaceAll("^C", "")
+      .split(/\r?\n/)
+      .filter((line) => line !== "");
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+  }, 60_000);
+
+  it("not on a terminal: standard output is JSON lines only, as before", async () => {
+    const served = onPipe({ DATA_DIR: dataDir(), PORT: "0" });
+    await started(served, "the ready line", /"msg":"Dock Notify is ready/);
+    served.child.kill("SIGTERM");
+    expect(await served.exited).toBe(0);
+    const lines = served
+      .output()
+      .split("\n")
+      .filter((line) => line !== "");
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines) expect(JSON.parse(line)).toHaveProperty("msg");
+    expect(served.output()).not.toContain("Press Ctrl+C");
+    // With PORT=0 the ready line names the port the service was given, not 0.
+    const ready = lines
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.msg.startsWith("Dock Notify is ready"));
+    expect(ready.msg).toContain(`http://127.0.0.1:${ready.port}/console/`);
+  }, 60_000);
+
+  it("LOG_FORMAT=pretty: readable lines and the banner even into a pipe; a bad value is refused", async () => {
+    const served = onPipe({ DATA_DIR: dataDir(), PORT: "0", LOG_FORMAT: "pretty" });
+    const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
+    served.child.kill("SIGTERM");
+    expect(await served.exited).toBe(0);
+    expect(shown).toMatch(/^ {2}Console {3}http:\/\/127\.0\.0\.1:\d+\/console\/$/m);
+    expect(shown).not.toContain('{"level"');
+
+    // `dock-notify sandbox` writes its logs the same way (it has no banner: its ready line says it all).
+    const sandbox = onPipe({ DATA_DIR: dataDir(), PORT: "0", LOG_FORMAT: "pretty" }, "sandbox");
+    const sandboxShown = await started(sandbox, "the sandbox's ready line", /Telegram sandbox is ready/);
+    sandbox.child.kill("SIGTERM");
+    expect(await sandbox.exited).toBe(0);
+    // With PORT=0 it names the port it was given.
+    expect(sandboxShown).toMatch(
+      /^\d\d:\d\d:\d\d INFO {2}Telegram sandbox is ready: chat page http:\/\/127\.0\.0\.1:[1-9]\d*\/sandbox/m,
+    );
+    expect(sandboxShown).not.toContain('{"level"');
+
+    const refused = onPipe({ DATA_DIR: dataDir(), LOG_FORMAT: "yaml" });
+    expect(await refused.exited).toBe(2);
+    expect(refused.output()).toMatch(/LOG_FORMAT must be one of auto, json, pretty, got "yaml"/);
+  }, 60_000);
+});
