@@ -29,10 +29,19 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
         },
       }),
     );
+    bot.command("alert", (ctx) =>
+      ctx.reply("Press for an alert", {
+        reply_markup: { inline_keyboard: [[{ text: "Alert me", callback_data: "alert" }]] },
+      }),
+    );
     bot.on("callback_query:data", async (ctx) => {
       pressed.push({ data: ctx.callbackQuery.data, from: ctx.from.id });
       onPress?.();
-      await ctx.answerCallbackQuery({ text: "Subscribed" });
+      await ctx.answerCallbackQuery(
+        ctx.callbackQuery.data === "alert"
+          ? { text: "Only admins can do that.", show_alert: true }
+          : { text: "Subscribed" },
+      );
     });
     await bot.init();
     void bot.start({ timeout: 30 });
@@ -86,5 +95,101 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
       .poll(async () => (await sandbox.control("GET", `/chats/${me}`)).body.blocked, { timeout: 20_000 })
       .toBe(true);
     await page.getByRole("button", { name: "Restart bot" }).waitFor();
+  });
+
+  it("new people and groups are made with forms in the page: keyboard, inline errors, cancel; never a browser pop-up", async () => {
+    const page = await browser.newPage();
+    const popUps: string[] = [];
+    page.on("dialog", (dialog) => {
+      popUps.push(`${dialog.type()}: ${dialog.message()}`);
+      void dialog.dismiss();
+    });
+    await page.goto(sandbox.root);
+    const you = page.getByRole("combobox", { name: "You are" });
+    await expect.poll(async () => (await you.locator("option").count()) > 0).toBe(true);
+    const users = async () =>
+      ((await sandbox.control("GET", "/users")).body as { first_name: string }[]).length;
+    const before = await users();
+
+    const newPerson = page.getByRole("button", { name: "New person" });
+    await newPerson.click();
+    expect(await newPerson.getAttribute("aria-expanded")).toBe("true");
+    const name = page.getByRole("textbox", { name: "First name of the new person" });
+    await expect.poll(() => name.evaluate((input) => input === input.ownerDocument.activeElement)).toBe(true);
+    // Nothing typed: the form says so under the field, and nobody is made.
+    await name.press("Enter");
+    const personError = page.locator("#new-person-error");
+    await personError.filter({ hasText: "Enter a first name." }).waitFor();
+    expect(await personError.getAttribute("role")).toBe("alert");
+    expect(await name.getAttribute("aria-invalid")).toBe("true");
+    await page.screenshot({ path: "test-results/sandbox-new-person-form.png" });
+    // What the sandbox refuses is shown there too (the field's own limit taken off to get it sent).
+    await name.evaluate((input) => input.removeAttribute("maxlength"));
+    await name.fill("B".repeat(65));
+    await name.press("Enter");
+    await personError.filter({ hasText: "64" }).waitFor();
+    expect(await users()).toBe(before);
+    // Escape closes the form and gives the focus back to its button.
+    await name.press("Escape");
+    await name.waitFor({ state: "hidden" });
+    expect(await newPerson.getAttribute("aria-expanded")).toBe("false");
+    expect(await newPerson.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(true);
+
+    // Opened again, it starts clean; a name and Enter make the person, who becomes "You are".
+    await page.keyboard.press("Enter");
+    await name.waitFor();
+    expect(await personError.isHidden()).toBe(true);
+    expect(await name.inputValue()).toBe("");
+    await name.fill("Bea");
+    await name.press("Enter");
+    await name.waitFor({ state: "hidden" });
+    await expect.poll(async () => you.locator("option:checked").textContent()).toBe("Bea");
+    expect(await users()).toBe(before + 1);
+
+    // Cancel closes the group form without making a group.
+    const newGroup = page.getByRole("button", { name: "New group" });
+    await newGroup.click();
+    const title = page.getByRole("textbox", { name: "Title of the new group" });
+    await title.fill("Never made");
+    await page.getByRole("button", { name: "Cancel", exact: true }).click();
+    await title.waitFor({ state: "hidden" });
+    const chats = async () =>
+      (
+        (await sandbox.control("GET", "/chats")).body as { type: string; title?: string; id: number }[]
+      ).filter((chat) => chat.type !== "private");
+    expect((await chats()).map((chat) => chat.title)).not.toContain("Never made");
+
+    await newGroup.click();
+    await title.fill("Ops room");
+    await page.getByRole("button", { name: "Create group" }).click();
+    await page.getByRole("heading", { name: "Ops room" }).waitFor();
+    const group = (await chats()).find((chat) => chat.title === "Ops room");
+    expect(group).toBeDefined();
+
+    // Renamed from outside (the control API), the page follows: header, chat list, service message.
+    const bea = ((await sandbox.control("GET", "/users")).body as { id: number; first_name: string }[]).find(
+      (user) => user.first_name === "Bea",
+    );
+    await sandbox.control("POST", `/chats/${group?.id}/title`, { from: bea?.id, title: "Night shift" });
+    await page.getByRole("heading", { name: "Night shift" }).waitFor();
+    await page.getByRole("button", { name: "Night shift" }).waitFor();
+    await page
+      .getByRole("log", { name: "Messages" })
+      .locator("li", { hasText: "Bea changed the group name to “Night shift”" })
+      .waitFor();
+    await page.screenshot({ path: "test-results/sandbox-chat-page-forms.png", fullPage: true });
+
+    // A button's alert (show_alert) is a dialog in the page, closed with OK.
+    await page.getByRole("button", { name: bot.botInfo.first_name }).click();
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.getByRole("textbox", { name: "Message" }).fill("/alert");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("button", { name: "Alert me" }).click();
+    const alert = page.getByRole("dialog");
+    await alert.filter({ hasText: "Only admins can do that." }).waitFor();
+    await alert.getByRole("button", { name: "OK" }).click();
+    await alert.waitFor({ state: "hidden" });
+
+    expect(popUps).toEqual([]);
   });
 });

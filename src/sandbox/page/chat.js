@@ -24,6 +24,13 @@ async function api(method, path, body) {
   return data;
 }
 
+/** A callback answer with show_alert: Telegram's modal alert, in the page (no browser pop-up). */
+function showAlert(text) {
+  const dialog = $("bot-alert");
+  $("bot-alert-text").textContent = text;
+  if (!dialog.open) dialog.showModal();
+}
+
 function toast(text) {
   const box = $("toast");
   box.textContent = text;
@@ -178,6 +185,9 @@ function serviceText(message) {
     return `${personName(message.from.id)} added ${message.new_chat_members.map((u) => u.first_name).join(", ")}`;
   }
   if (message.left_chat_member) return `${message.left_chat_member.first_name} left the group`;
+  if (message.new_chat_title !== undefined) {
+    return `${personName(message.from.id)} changed the group name to “${message.new_chat_title}”`;
+  }
   return null;
 }
 
@@ -431,7 +441,7 @@ function onEvent(event) {
       break;
     case "callback_answer":
       if (event.chat_id === state.chatId && event.text) {
-        if (event.show_alert) alert(event.text);
+        if (event.show_alert) showAlert(event.text);
         else toast(event.text);
       }
       if (event.url) window.open(localLink(event.url), "_blank", "noopener");
@@ -501,26 +511,94 @@ $("person").addEventListener("change", (event) => {
   renderChatList();
   openChat(state.me);
 });
-$("new-person").addEventListener("click", () =>
-  act(async () => {
-    const name = prompt("First name of the new person");
-    if (!name) return;
+$("bot-alert-ok").addEventListener("click", () => $("bot-alert").close());
+
+/**
+ * A form in the page that a button opens (never a browser pop-up): one text field, its error
+ * under it, Cancel or Escape closing it and giving the focus back to the button. `submit` does the
+ * work with the trimmed value; what it throws is shown as the field's error.
+ */
+function inlineForm(buttonId, formId, inputId, errorId, empty, submit) {
+  const button = $(buttonId);
+  const form = $(formId);
+  const input = $(inputId);
+  const error = $(errorId);
+  const showError = (text) => {
+    error.textContent = text;
+    error.hidden = text === "";
+    input.setAttribute("aria-invalid", String(text !== ""));
+    if (text !== "") input.setAttribute("aria-describedby", errorId);
+    else input.removeAttribute("aria-describedby");
+  };
+  const close = () => {
+    form.hidden = true;
+    button.setAttribute("aria-expanded", "false");
+    showError("");
+    button.focus();
+  };
+  button.addEventListener("click", () => {
+    if (!form.hidden) return close();
+    form.reset();
+    showError("");
+    form.hidden = false;
+    button.setAttribute("aria-expanded", "true");
+    input.focus();
+  });
+  form.querySelector("[data-cancel]").addEventListener("click", close);
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      close();
+    }
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const value = input.value.trim();
+    if (value === "") {
+      showError(empty);
+      input.focus();
+      return;
+    }
+    const submitButton = form.querySelector("[type=submit]");
+    submitButton.disabled = true;
+    try {
+      await submit(value);
+      close();
+    } catch (failure) {
+      showError(failure.message);
+      input.focus();
+    } finally {
+      submitButton.disabled = false;
+    }
+  });
+}
+
+inlineForm(
+  "new-person",
+  "new-person-form",
+  "new-person-name",
+  "new-person-error",
+  "Enter a first name.",
+  async (name) => {
     const user = await api("POST", "/users", { first_name: name });
     state.me = user.id;
     localStorage.setItem("sandbox.person", String(user.id));
     await refresh();
     await openChat(user.id);
-  }),
+  },
 );
-$("new-group").addEventListener("click", () =>
-  act(async () => {
-    const title = prompt("Title of the new group (every person joins it)");
-    if (!title) return;
+inlineForm(
+  "new-group",
+  "new-group-form",
+  "new-group-title",
+  "new-group-error",
+  "Enter a title.",
+  async (title) => {
     const members = [state.me, ...state.users.map((u) => u.id).filter((id) => id !== state.me)];
     const group = await api("POST", "/groups", { title, members });
     await refresh();
     await openChat(group.id);
-  }),
+  },
 );
 
 async function main() {
