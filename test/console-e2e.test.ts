@@ -1,8 +1,14 @@
-import { mkdirSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { chromiumPath, freePort, launchChromium } from "./browser.ts";
 import { signIn } from "./console-client.ts";
@@ -26,6 +32,78 @@ async function ping(
     body: JSON.stringify({ dock_id: dockId, secret_key: secretKey, msg, ...options }),
   });
   return { status: response.status, body: (await response.json()) as { subscribers?: number } };
+}
+
+const run = promisify(execFile);
+const has = async (command: string) =>
+  run("sh", ["-c", `command -v ${command}`]).then(
+    () => true,
+    () => false,
+  );
+
+/**
+ * The languages whose copied code the test runs, as the Send section names them: all but
+ * PowerShell (not packaged for Debian). Go when installed, and always in CI, which installs it.
+ */
+const RUNNABLE: [string, string][] = [
+  ["curl", "curl"],
+  ["shell", "Shell one-liner"],
+  ["python", "Python"],
+  ["javascript", "JavaScript"],
+  ...(process.env.CI || (await has("go")) ? [["go", "Go"] as [string, string]] : []),
+];
+
+const goDir = mkdtempSync(join(tmpdir(), "dn-go-"));
+
+/** Runs code as copied from the console, as its reader would: in a shell, Python, Node or Go. Its output. */
+async function runCopied(language: string, code: string): Promise<string> {
+  const options = { timeout: 120_000 };
+  switch (language) {
+    case "python":
+      return (await run("python3", ["-c", code], options)).stdout;
+    case "javascript":
+      return (await run(process.execPath, ["--input-type=module", "-e", code], options)).stdout;
+    case "go": {
+      // One build cache for every run, removed with the test's other files.
+      writeFileSync(join(goDir, "main.go"), code);
+      const env = { ...process.env, GOCACHE: join(goDir, "cache"), GOPATH: join(goDir, "path") };
+      return (await run("go", ["run", "main.go"], { ...options, cwd: goDir, env })).stdout;
+    }
+    default:
+      return (await run("bash", ["-c", code], options)).stdout;
+  }
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * axe-core's serious and critical violations on the page as it is now, one line each (rule, where).
+ * Injected through the debugging protocol, as a person's extension would be: the page's Content
+ * Security Policy stays as it is.
+ */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(axeSource);
+  const violations = (await page.evaluate(
+    "window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) })))",
+  )) as { id: string; impact: string; help: string; targets: string[] }[];
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id} (${v.help}): ${v.targets.slice(0, 5).join(", ")}`);
+}
+
+/**
+ * When the page's live stream last said something (an event or a keepalive), as the browser's
+ * own network events tell it: watched from before the page opens, so the stream is seen from its
+ * first byte.
+ */
+async function streamHeard(context: BrowserContext, page: Page): Promise<{ lastHeard: number }> {
+  const heard = { lastHeard: 0 };
+  const network = await context.newCDPSession(page);
+  network.on("Network.eventSourceMessageReceived", () => {
+    heard.lastHeard = Date.now();
+  });
+  await network.send("Network.enable");
+  return heard;
 }
 
 /** The sandbox chat page's message list. */
@@ -62,6 +140,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
   afterAll(async () => {
     await browser?.close();
     await service?.close();
+    rmSync(goDir, { recursive: true, force: true });
   });
 
   /** Signs a person in as the console does (the bot confirms, Continue) and gives the browser the session. */
@@ -72,8 +151,8 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     ]);
   };
 
-  it("sign in → create a Dock → subscribe → ping → delivered → rotate the secret", {
-    timeout: 120_000,
+  it("sign in → create a Dock → subscribe → copied code sends → history, detail, activity → rotate the secret", {
+    timeout: 300_000,
   }, async () => {
     const context = await browser.newContext({
       permissions: ["clipboard-read", "clipboard-write"],
@@ -81,11 +160,13 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     });
     const page = await context.newPage();
     const problems = pageProblems(page);
+    const stream = await streamHeard(context, page);
 
     // The start page sends a newcomer to the page, which asks them to sign in.
     await page.goto(`${service.url}/`);
     expect(new URL(page.url()).pathname).toBe("/console/");
     await page.getByRole("heading", { name: "Sign in to Dock Notify" }).waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
     await page.screenshot({ path: "test-results/console-1-sign-in.png", fullPage: true });
 
     await page.getByRole("button", { name: "Sign in with Telegram" }).click();
@@ -119,12 +200,15 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     expect(await continueButton.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(
       true,
     );
+    expect(await accessibilityProblems(page)).toEqual([]);
     await page.screenshot({ path: "test-results/console-2b-sign-in-confirmed.png", fullPage: true });
     await continueButton.click();
 
-    // Signed in.
-    await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
+    // Signed in: an empty list says what a Dock is and offers to make one.
+    await page.getByRole("heading", { name: "Your Docks" }).waitFor();
     await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.getByRole("link", { name: "Create your first Dock" }).click();
+    await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
 
     // The server's validation shows next to the field.
     await page.getByRole("button", { name: "Create" }).click();
@@ -133,24 +217,39 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     expect(await name.getAttribute("aria-invalid")).toBe("true");
 
     await name.fill("Deploys");
-    await page.getByLabel("Link").fill("https://ci.example.com");
+    // A bare host is taken as https:// (issue 25's trap: it used to be refused).
+    await page.getByLabel("Link").fill("ci.example.com");
     await page.getByLabel("Description").fill("CI deploy results");
     await page.getByRole("button", { name: "Create" }).click();
+    // The new Dock's own page, on its Send section.
     const card = page.getByRole("article", { name: "Deploys" });
     await card.waitFor();
     await card.getByText("CI deploy results").waitFor();
+    expect(await card.getByRole("link", { name: "https://ci.example.com" }).getAttribute("href")).toBe(
+      "https://ci.example.com",
+    );
+    const tab = (name: string) =>
+      card.getByRole("navigation", { name: "Dock sections" }).getByRole("link", { name });
 
     // Copy Dock ID puts exactly the shown ID on the clipboard.
     const dockId = (await card.getByTestId("dock-id").textContent()) as string;
     expect(dockId).toMatch(/^[A-Za-z0-9]{22}$/);
+    expect(new URL(page.url()).hash).toBe(`#/docks/${dockId}`);
     await card.getByRole("button", { name: "Copy Dock ID" }).click();
     const copied = page.getByRole("status").filter({ hasText: "Dock ID copied." });
     await copied.waitFor();
     // A confirmation leaves the screen by itself after a few seconds (and never takes clicks).
     await copied.waitFor({ state: "detached", timeout: 10_000 });
-    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(dockId);
+    const clipboard = () => page.evaluate("navigator.clipboard.readText()") as Promise<string>;
+    expect(await clipboard()).toBe(dockId);
     const stored = await service.app.docks.list(person.id);
     expect(stored.map((d) => d.id)).toEqual([dockId]);
+    // "Copy subscribe link": the link that opens the bot on this Dock.
+    await card.getByRole("button", { name: "Copy subscribe link" }).click();
+    await page.getByRole("status").filter({ hasText: "Subscribe link copied." }).waitFor();
+    expect(await clipboard()).toBe(
+      await card.getByRole("link", { name: "Open in Telegram" }).getAttribute("href"),
+    );
 
     // The secret key is masked until revealed.
     const secretShown = card.getByTestId("secret-key");
@@ -160,9 +259,11 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     expect(secretKey).toBe(stored[0]?.secretKey);
     await card.getByRole("button", { name: "Copy secret key" }).click();
     await page.getByRole("status").filter({ hasText: "Secret key copied." }).waitFor();
-    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(secretKey);
+    expect(await clipboard()).toBe(secretKey);
+    await card.getByRole("button", { name: "Hide secret key" }).click();
 
-    // Open in Telegram → the bot is started with the Dock ID; Yes subscribes.
+    // Open in Telegram → the bot is started with the Dock ID; Yes subscribes, and the private
+    // chat's menu is there (issue 25's trap: a deep link never showed it).
     const [subscribeChat] = await Promise.all([
       context.waitForEvent("page"),
       card.getByRole("link", { name: "Open in Telegram" }).click(),
@@ -171,56 +272,148 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       .locator("li", { hasText: `/start ${dockId}` })
       .waitFor();
     await subscribeChat.getByRole("button", { name: /^Yes/ }).last().click();
+    await subscribeChat
+      .locator("#keyboard")
+      .getByRole("button", { name: /My subscriptions/ })
+      .waitFor();
+    await page.bringToFront();
+    // The stream tells the page: the count in the section's tab follows, with no reload.
+    await tab("Subscribers 1").waitFor();
+    await tab("Subscribers 1").click();
     await card.getByTestId("subscriber-count").filter({ hasText: /^1$/ }).waitFor();
     await card.getByRole("button", { name: "Remove Alice" }).waitFor();
+    await tab("Send").click();
 
-    // The card's curl command carries the shown credentials; send with them.
-    await card.getByText("Send a notification from your application").click();
-    expect(await card.locator("pre").first().textContent()).toContain(
-      `"dock_id":"${dockId}","secret_key":"${secretKey}"`,
-    );
+    // While the key is hidden the code says <SECRET_KEY>, never a masked key that looks real;
+    // "Copy with key" copies code that works as it is: run in a shell, it sends.
+    const pingCode = card.getByTestId("snippet-ping");
+    expect(await pingCode.textContent()).toContain(`"dock_id":"${dockId}","secret_key":"<SECRET_KEY>"`);
+    expect(await card.textContent()).not.toContain(secretKey);
+    await card.getByRole("button", { name: "Copy with key curl /ping code" }).click();
+    await page.getByRole("status").filter({ hasText: "curl /ping code copied." }).waitFor();
+    const pingCommand = await clipboard();
+    expect(pingCommand).toContain(`"dock_id":"${dockId}","secret_key":"${secretKey}"`);
+    expect(await runCopied("curl", pingCommand)).toMatch(/^\{"ok":true,"message_id"/);
+    // Copied by selection instead, with the placeholder still in, it fails saying why.
+    const selected = (await pingCode.textContent()) as string;
+    expect(await runCopied("curl", selected)).toContain("<SECRET_KEY> is a placeholder");
+    // Every language's code, both endpoints, copied and run as it is (where this machine has the
+    // language: curl, the shell, Python, Node; Go when installed).
+    const language = card.getByLabel("Language");
+    for (const [lang, label] of RUNNABLE) {
+      await language.selectOption(lang);
+      for (const endpoint of ["/ping", "/webhook"]) {
+        await card.getByRole("button", { name: `Copy with key ${label} ${endpoint} code` }).click();
+        await page
+          .getByRole("status")
+          .filter({ hasText: `${label} ${endpoint} code copied.` })
+          .waitFor();
+        const output = await runCopied(lang, await clipboard());
+        // What each prints: the status first, or the service's JSON answer itself.
+        expect(output, `${label} ${endpoint}`).toMatch(/^(202\b.*\bok"?:\s*true|\{"ok":true,"message_id")/m);
+      }
+    }
+    await language.selectOption("curl");
+    // The choice of language is remembered for every Dock.
+    expect(await page.evaluate(() => localStorage.getItem("dn-language"))).toBe("curl");
+
     const sent = await ping(service.url, dockId, secretKey, "Deploy finished ✅\nbuild 1234");
     expect(sent).toEqual({ status: 202, body: expect.objectContaining({ ok: true, subscribers: 1 }) });
-
-    const message = card.getByRole("list", { name: "Recent messages of Deploys" }).locator("li", {
-      hasText: "Deploy finished ✅",
-    });
-    await message.waitFor();
-    await message.getByText("sent: 1").waitFor();
     await chatLog(subscribeChat).locator("li", { hasText: "Deploy finished ✅" }).waitFor();
     await subscribeChat.screenshot({ path: "test-results/console-5-delivered-in-sandbox.png" });
-    // Back to the console's tab, as its user would: Chromium slows a tab in the background (its
-    // timers and animation frames), and every action on it waited about 2 s for one.
+    // Back to the console's tab, as its user would: Chromium slows a tab in the background.
     await page.bringToFront();
-    await page.screenshot({ path: "test-results/console-3-dock-card.png", fullPage: true });
 
-    // Rotate the secret: confirmed in a dialog; the old key is refused at once.
+    // Messages: the history, updated by the stream, each message with its delivery detail.
+    await tab("Messages").click();
+    const history = card.getByRole("list", { name: "Messages of Deploys" });
+    const message = history.locator(":scope > li", { hasText: "Deploy finished ✅" });
+    await message.getByText("sent: 1").waitFor();
+    await page.screenshot({ path: "test-results/console-3-dock-messages.png", fullPage: true });
+    await message.getByRole("link", { name: /Delivery details/ }).click();
+    const copies = card.getByRole("table", { name: /Every copy of message/ });
+    const aliceRow = copies.getByRole("row", { name: /Alice/ });
+    await aliceRow.getByText("sent", { exact: true }).waitFor();
+    expect(await aliceRow.locator("td").nth(1).textContent()).toBe("1");
+    await page.screenshot({ path: "test-results/console-3b-message-detail.png", fullPage: true });
+    await card.getByRole("link", { name: "← All messages" }).click();
+
+    // Activity: today's bar counts what was just sent (13 messages: the snippets' and this one).
+    await tab("Activity").click();
+    const accepted = 1 + 1 + RUNNABLE.length * 2;
+    await card
+      .getByTestId("activity-accepted")
+      .filter({ hasText: new RegExp(`^${accepted}$`) })
+      .waitFor();
+    await card
+      .getByTestId("activity-sent")
+      .filter({ hasText: new RegExp(`^${accepted}$`) })
+      .waitFor();
+    expect(await card.getByRole("img", { name: /Last 7 days: \d+ messages accepted/ }).count()).toBe(1);
+    await page.screenshot({ path: "test-results/console-3c-activity.png", fullPage: true });
+
+    // Nothing polled: while the stream says nothing, the page asks nothing at all (the old cards
+    // asked every 2 s). What the stream says is read off the browser's own network events, so a
+    // window in which the service did tell of a change (a copy settling late on a busy machine)
+    // is not mistaken for a poll: such a window is waited out, and the next one judged.
+    await tab("Messages").click();
+    await history.waitFor();
+    await history.locator(":scope > li").first().waitFor();
+    const asked: string[] = [];
+    const listen = (request: { url(): string }) => {
+      if (request.url().includes("/console/api/") && !request.url().endsWith("/console/api/stream")) {
+        asked.push(request.url());
+      }
+    };
+    page.on("request", listen);
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    let quiet = false;
+    for (let window = 0; window < 10 && !quiet; window += 1) {
+      // A window opens 3 s after the stream last spoke, once the reads it caused are out.
+      while (Date.now() - stream.lastHeard < 3000) await pause(250);
+      const start = Date.now();
+      asked.length = 0;
+      await pause(6000);
+      quiet = stream.lastHeard < start;
+    }
+    page.off("request", listen);
+    expect(quiet, "the stream never fell silent for 6 s").toBe(true);
+    expect(asked).toEqual([]);
+    // …and a send from outside still shows up by itself (which the watch above heard too).
+    const before = stream.lastHeard;
+    expect((await ping(service.url, dockId, secretKey, "Pushed by the stream")).status).toBe(202);
+    await history.locator(":scope > li", { hasText: "Pushed by the stream" }).getByText("sent: 1").waitFor();
+    expect(stream.lastHeard).toBeGreaterThan(before);
+
+    // Rotate the secret (Settings): confirmed in a dialog; the new key is shown once, with its
+    // copy button; the old key is refused at once.
+    await tab("Settings").click();
     page.once("dialog", (dialog) => void dialog.accept());
     await card.getByRole("button", { name: "Rotate secret" }).click();
     await page.getByRole("status").filter({ hasText: "The old one no longer works." }).waitFor();
-    const rotated = (await secretShown.textContent()) as string;
+    const rotated = (await card.getByTestId("new-secret-key").textContent()) as string;
     expect(rotated).toMatch(/^dnsk_[A-Za-z0-9]{33}$/);
     expect(rotated).not.toBe(secretKey);
+    const focused = (locator: Locator) =>
+      locator.evaluate((el) => el.contains(el.ownerDocument.activeElement));
+    expect(await focused(card.locator(".new-key"))).toBe(true);
+    await card.getByRole("button", { name: "Copy new key" }).click();
+    await page.getByRole("status").filter({ hasText: "New secret key copied." }).waitFor();
+    expect(await clipboard()).toBe(rotated);
     expect((await ping(service.url, dockId, secretKey, "old key")).status).toBe(401);
     expect((await ping(service.url, dockId, rotated, "new key")).status).toBe(202);
 
-    // Edit opens the form with the focus in its Name field; Cancel and Save give it back to the card.
-    const focused = (locator: Locator) => locator.evaluate((el) => el === el.ownerDocument.activeElement);
-    await card.getByRole("button", { name: "Edit" }).click();
-    expect(await focused(card.getByLabel("Name"))).toBe(true);
-    await card.getByRole("button", { name: "Cancel" }).click();
-    expect(await focused(card.getByRole("heading", { name: "Deploys" }))).toBe(true);
-    await card.getByRole("button", { name: "Edit" }).click();
+    // Settings saves the Dock's fields.
+    await card.getByLabel("Description").fill("CI deploy results, all branches");
     await card.getByRole("button", { name: "Save" }).click();
     await page.getByRole("status").filter({ hasText: "Changes saved." }).waitFor();
-    expect(await focused(card.getByRole("heading", { name: "Deploys" }))).toBe(true);
+    await card.locator(".description", { hasText: "all branches" }).waitFor();
 
     // A long message shows its first lines; the whole text on request.
+    await tab("Messages").click();
     const long = Array.from({ length: 40 }, (_, i) => `step ${i + 1} of the build log`).join("\n");
     expect((await ping(service.url, dockId, rotated, long)).status).toBe(202);
-    const longItem = card
-      .getByRole("list", { name: "Recent messages of Deploys" })
-      .locator("li", { hasText: "step 1 of the build log" });
+    const longItem = history.locator(":scope > li", { hasText: "step 1 of the build log" });
     await longItem.waitFor();
     const shown = longItem.locator(".message-text");
     expect(await shown.textContent()).not.toContain("step 40 of");
@@ -240,9 +433,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     // emoji that make one), nor a letter and its accent.
     const flags = `x${"🇩🇪".repeat(400)}`;
     expect((await ping(service.url, dockId, rotated, flags)).status).toBe(202);
-    const flagItem = card
-      .getByRole("list", { name: "Recent messages of Deploys" })
-      .locator("li", { hasText: "x🇩🇪🇩🇪" });
+    const flagItem = history.locator(":scope > li", { hasText: "x🇩🇪🇩🇪" });
     await flagItem.getByRole("button", { name: "Show all" }).waitFor();
     const folded = (await flagItem.locator(".message-text").textContent()) as string;
     expect(folded.isWellFormed()).toBe(true);
@@ -250,9 +441,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     // A message the fold would hide only a few words of is shown whole.
     const almost = `${"a".repeat(320)} the end`;
     expect((await ping(service.url, dockId, rotated, almost)).status).toBe(202);
-    const almostItem = card
-      .getByRole("list", { name: "Recent messages of Deploys" })
-      .locator("li", { hasText: "the end" });
+    const almostItem = history.locator(":scope > li", { hasText: "the end" });
     await almostItem.waitFor();
     expect(await almostItem.locator(".message-text").textContent()).toBe(almost);
     expect(await almostItem.getByRole("button", { name: "Show all" }).count()).toBe(0);
@@ -273,9 +462,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       },
     );
     expect(rich.status).toBe(202);
-    const richItem = card
-      .getByRole("list", { name: "Recent messages of Deploys" })
-      .locator("li", { hasText: "Build 42 failed on main" });
+    const richItem = history.locator(":scope > li", { hasText: "Build 42 failed on main" });
     await richItem.waitFor();
     const richText = richItem.locator(".message-text");
     expect(await richText.textContent()).toBe("⚠️ CI\nBuild 42 failed on main\nlogs\n\n#nightly");
@@ -290,6 +477,14 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     );
     await richItem.screenshot({ path: "test-results/console-rich-message.png" });
 
+    // Search: by text, case aside; the rich message is not among the build logs.
+    await card.getByLabel("Text or key").fill("BUILD LOG");
+    await card.getByRole("button", { name: "Search" }).click();
+    await history.locator(":scope > li").first().filter({ hasText: "step 1 of the build log" }).waitFor();
+    expect(await history.locator(":scope > li").count()).toBe(1);
+    await card.getByLabel("Text or key").fill("");
+    await card.getByRole("button", { name: "Search" }).click();
+
     // The API & bot page links the reference and the bot; the reference itself renders.
     await page.getByRole("link", { name: "API & bot" }).click();
     await page.getByRole("heading", { name: "API & bot" }).waitFor();
@@ -302,8 +497,8 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await page.getByRole("link", { name: "Open the API reference" }).click();
     await page.locator(".swagger-ui .info .title").filter({ hasText: "Dock Notify" }).waitFor();
 
-    // At phone width the cards still fit the screen, even one with a long link and a description
-    // without spaces; the description keeps its line breaks.
+    // At phone width the pages still fit the screen, even a Dock with a long link and a
+    // description without spaces; the description keeps its line breaks.
     const wide = await service.app.docks.create(person.id, {
       name: "Wide",
       link: `https://ci.example.com/${"very-long-path-segment/".repeat(6)}?query=parameter&other=value`,
@@ -311,29 +506,36 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     });
     await page.goto(`${service.url}/console/`);
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.getByRole("article", { name: "Deploys" }).waitFor();
+    const list = page.getByRole("list", { name: "Docks" });
+    await list.getByRole("link", { name: "Wide" }).click();
     const wideCard = page.getByRole("article", { name: "Wide" });
     await wideCard.waitFor();
     expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
     expect((await wideCard.locator(".description").innerText()).split("\n").at(-1)).toBe("second line");
     await page.screenshot({ path: "test-results/console-6-phone.png", fullPage: true });
 
-    // A Dock deleted elsewhere (the CLI, another tab) leaves the page by itself, saying why.
+    // A Dock deleted elsewhere (the CLI, another tab) leaves the screen by itself, saying why.
     await service.app.docks.delete(wide.id);
     await page
       .getByRole("status")
       .filter({ hasText: "Dock “Wide” no longer exists: it was deleted elsewhere." })
       .waitFor();
     await wideCard.waitFor({ state: "detached" });
+    await page.getByRole("heading", { name: "Your Docks" }).waitFor();
 
-    // Deleting a Dock here puts the focus on the list's heading, not on the page's body.
-    await service.app.docks.create(person.id, { name: "Temporary", link: null, description: null });
-    await page.reload();
-    const temporary = page.getByRole("article", { name: "Temporary" });
+    // Deleting a Dock on its page leads back to the list, its heading focused.
+    const temporary = await service.app.docks.create(person.id, {
+      name: "Temporary",
+      link: null,
+      description: null,
+    });
+    await page.goto(`${service.url}/console/#/docks/${temporary.id}/settings`);
     page.once("dialog", (dialog) => void dialog.accept());
-    await temporary.getByRole("button", { name: "Delete" }).click();
-    await temporary.waitFor({ state: "detached" });
+    await page.getByRole("article", { name: "Temporary" }).getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("heading", { name: "Your Docks" }).waitFor();
     expect(await focused(page.getByRole("heading", { name: "Your Docks" }))).toBe(true);
+    await list.getByRole("link", { name: "Deploys" }).waitFor();
+    expect(await list.getByRole("link", { name: "Temporary" }).count()).toBe(0);
 
     // Sign out returns to the sign-in page, and the session is over on the server too.
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -423,6 +625,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       const page = await context.newPage();
       const problems = pageProblems(page);
       await page.goto(`${service.url}/console/`);
+      await page.getByRole("link", { name: "New Dock" }).click();
       await page.getByRole("heading", { name: "Create a new Dock" }).waitFor();
 
       // The Callback URL field: the server's verdict next to it, like the other fields.
@@ -443,16 +646,16 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       const [stored] = await service.app.docks.list(7001);
       if (!stored) throw new Error("the Dock was not created");
       expect(stored.callback_url).toBe(hookUrl);
-      // Edit shows it; emptied, it is cleared; set again, it is saved.
+      // Settings shows it; emptied, it is cleared; set again, it is saved.
+      const tab = (name: string) =>
+        card.getByRole("navigation", { name: "Dock sections" }).getByRole("link", { name });
       const saveCallbackUrl = async (value: string) => {
-        await card.getByRole("button", { name: "Edit" }).click();
         await card.getByLabel("Callback URL").fill(value);
         await card.getByRole("button", { name: "Save" }).click();
         await page.getByRole("status").filter({ hasText: "Changes saved." }).waitFor();
       };
-      await card.getByRole("button", { name: "Edit" }).click();
+      await tab("Settings").click();
       expect(await card.getByLabel("Callback URL").inputValue()).toBe(hookUrl);
-      await card.getByRole("button", { name: "Cancel" }).click();
       await saveCallbackUrl("");
       await card.getByTestId("callback-url").waitFor({ state: "detached" });
       expect((await service.app.docks.get(stored.id))?.callback_url).toBeNull();
@@ -460,12 +663,13 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       expect(await card.getByTestId("callback-url").textContent()).toBe(hookUrl);
       expect((await service.app.docks.get(stored.id))?.callback_url).toBe(hookUrl);
 
-      // The commands that change messages, with the real secret key: hidden on screen until
-      // revealed, whole on the clipboard.
+      // The commands that change messages, with the real secret key: a plain placeholder on screen
+      // until revealed, the key itself on the clipboard.
+      await tab("Send").click();
       await card.getByText("Replace, edit, delete and acknowledge messages").click();
       const editCommand = card.locator("pre", { hasText: "-X PATCH" });
       expect(await editCommand.textContent()).not.toContain(stored.secretKey);
-      expect(await editCommand.textContent()).toContain(`-u '${stored.id}:dnsk_•`);
+      expect(await editCommand.textContent()).toContain(`-u '${stored.id}:<SECRET_KEY>'`);
       await card.getByRole("button", { name: "Copy edit command" }).click();
       await page.getByRole("status").filter({ hasText: "Command copied." }).waitFor();
       const copiedEdit = (await page.evaluate("navigator.clipboard.readText()")) as string;
@@ -501,7 +705,8 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
         key: "deploy",
         ack: true,
       });
-      const list = card.getByRole("list", { name: "Recent messages of Releases" });
+      await tab("Messages").click();
+      const list = card.getByRole("list", { name: "Messages of Releases" });
       const item = list.locator(":scope > li", { hasText: "Deploy" });
       await item.getByText("sent: 1").waitFor();
       await item.locator(".message-changes", { hasText: "key deploy" }).waitFor();
@@ -574,15 +779,18 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       const page = await context.newPage();
       const problems = pageProblems(page);
       await page.goto(`${service.url}/console/`);
+      await page.getByRole("list", { name: "Docks" }).getByRole("link", { name: "Disks" }).click();
       const card = page.getByRole("article", { name: "Disks" });
       await card.waitFor();
       const clipboard = () => page.evaluate("navigator.clipboard.readText()") as Promise<string>;
 
-      // Folded until asked for, like the card's other secondary parts; opened from the keyboard.
-      const section = card.locator("details.integrations");
-      expect(await section.getAttribute("open")).toBeNull();
-      await section.locator("summary").focus();
+      // The Dock's Integrations section, reached from the keyboard.
+      const integrationsTab = card
+        .getByRole("navigation", { name: "Dock sections" })
+        .getByRole("link", { name: "Integrations" });
+      await integrationsTab.focus();
       await page.keyboard.press("Enter");
+      const section = card.getByRole("region", { name: "Integrations" });
       const hookPart = section.getByRole("region", { name: "Hook URL" });
       await hookPart.getByText("Uptime Kuma, Slack-style webhooks, Home Assistant").waitFor();
 
@@ -610,7 +818,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       );
       const yaml = (await tools.getByTestId("snippet-text").textContent()) as string;
       expect(yaml).toContain(`username: "${dock.id}"`);
-      expect(yaml).toContain(`password: "dnsk_${"•".repeat(16)}"`);
+      expect(yaml).toContain('password: "<SECRET_KEY>"');
       expect(yaml).not.toContain(dock.secretKey);
       await tools.getByRole("button", { name: "Copy settings for Prometheus Alertmanager" }).click();
       await page
@@ -689,12 +897,17 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       );
       expect(delivered).toContain("Disks");
       await card
-        .getByRole("list", { name: "Recent messages of Disks" })
+        .getByRole("navigation", { name: "Dock sections" })
+        .getByRole("link", { name: "Messages" })
+        .click();
+      await card
+        .getByRole("list", { name: "Messages of Disks" })
         .locator("li", { hasText: "DISK is resolved" })
         .getByText("sent: 1")
         .waitFor();
 
       // At a phone's width nothing pushes the page sideways: the settings scroll inside their box.
+      await integrationsTab.click();
       await page.setViewportSize({ width: 390, height: 844 });
       await tools.getByLabel("Tool").selectOption({ label: "Apprise" });
       expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
@@ -702,6 +915,156 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       expect(await snippetBox.evaluate((pre) => pre.scrollWidth > pre.clientWidth)).toBe(true);
       await quiet();
       await section.screenshot({ path: "test-results/console-integrations-phone.png" });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("60 Docks list and filter on a phone; every page at both widths passes axe-core and is photographed", {
+    timeout: 300_000,
+  }, async () => {
+    const owner = 7201;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      await signInto(context, { id: owner, first_name: "Sam" });
+      const made = [];
+      for (let i = 1; i <= 60; i++) {
+        made.push(
+          await service.app.docks.create(owner, {
+            name: `Service ${String(i).padStart(2, "0")}`,
+            link: null,
+            description: i % 10 === 0 ? `Nightly batch ${i}` : null,
+          }),
+        );
+      }
+      const first = made[0] as (typeof made)[number];
+      const sandbox = sandboxOf(service);
+      const bo = await sandbox.person("Bo");
+      await service.subscriptions.subscribe(first.id, bo, "private");
+      // A group subscribes as people do, in the bot: the console names it by its title.
+      const people = new People(`${service.url}/sandbox`);
+      const admin = await people.person("Ada");
+      const group = await people.control<{ id: number }>("POST", "/groups", {
+        title: "Ops room",
+        type: "group",
+        members: [admin],
+        admins: [admin],
+      });
+      await people.control("POST", `/chats/${group.id}/bot`, { from: admin, status: "member" });
+      await people.botReply(group.id, { message_id: 0 }, "the bot's hello in the group");
+      const command = await people.say(group.id, `/start@${SANDBOX_BOT_USERNAME} ${first.id}`, {
+        from: admin,
+      });
+      const prompt = await people.botReply(group.id, command, "the group subscription prompt");
+      await people.press(group.id, prompt, "Yes", admin);
+      await people.edited(group.id, prompt);
+      const sent = await ping(service.url, first.id, first.secretKey, "Nightly backup finished");
+      expect(sent.status).toBe(202);
+      const [message] = (await service.app.outboxViews.history(first.id, { limit: 1 })).messages;
+      await waitFor("the message sent", async () =>
+        (await service.app.outboxViews.history(first.id, { limit: 1 })).messages[0]?.states.sent === 2
+          ? true
+          : undefined,
+      );
+
+      const page = await context.newPage();
+      const problems = pageProblems(page);
+      const pages: [string, string, (p: Page) => Promise<unknown>][] = [
+        [
+          "list",
+          "#/",
+          (p) => p.getByRole("list", { name: "Docks" }).getByRole("link", { name: "Service 60" }).waitFor(),
+        ],
+        ["new", "#/new", (p) => p.getByRole("heading", { name: "Create a new Dock" }).waitFor()],
+        ...(
+          [
+            ["send", (p: Page) => p.getByTestId("snippet-ping").waitFor()],
+            ["subscribers", (p: Page) => p.getByRole("listitem").filter({ hasText: "Ops room" }).waitFor()],
+            [
+              "messages",
+              (p: Page) =>
+                p.getByRole("list", { name: "Messages of Service 01" }).getByText("sent: 2").waitFor(),
+            ],
+            ["activity", (p: Page) => p.getByTestId("activity-sent").filter({ hasText: /^2$/ }).waitFor()],
+            ["integrations", (p: Page) => p.getByRole("region", { name: "Hook URL" }).waitFor()],
+            ["settings", (p: Page) => p.getByRole("button", { name: "Rotate secret" }).waitFor()],
+          ] as const
+        ).map(([t, ready]): [string, string, (p: Page) => Promise<unknown>] => [
+          `dock-${t}`,
+          `#/docks/${first.id}${t === "send" ? "" : `/${t}`}`,
+          ready,
+        ]),
+        [
+          "message",
+          `#/docks/${first.id}/messages/${message?.id}`,
+          (p) => p.getByRole("row", { name: /Ops room/ }).waitFor(),
+        ],
+        ["help", "#/help", (p) => p.getByRole("heading", { name: "API & bot" }).waitFor()],
+      ];
+      for (const [width, height] of [
+        [1280, 900],
+        [390, 844],
+      ] as const) {
+        await page.setViewportSize({ width, height });
+        for (const [name, hash, ready] of pages) {
+          await page.goto(`${service.url}/console/${hash}`);
+          await ready(page);
+          expect(await accessibilityProblems(page), `${name} at ${width} px`).toEqual([]);
+          expect(
+            await page.evaluate("document.documentElement.scrollWidth"),
+            `${name} at ${width} px`,
+          ).toBeLessThanOrEqual(width);
+          await page.screenshot({ path: `test-results/console-page-${name}-${width}.png`, fullPage: true });
+        }
+      }
+
+      // The list at a phone's width: 60 lines, filtered as one types.
+      await page.goto(`${service.url}/console/`);
+      const list = page.getByRole("list", { name: "Docks" });
+      await list.getByRole("link", { name: "Service 60" }).waitFor();
+      expect(await list.getByRole("listitem").count()).toBe(60);
+      // The headline numbers count every Dock's.
+      const headline = page.getByRole("definition").filter({ hasText: /^\d+$/ });
+      expect(await headline.allTextContents()).toEqual(["60", "2", "1", "0"]);
+      const filter = page.getByLabel("Filter Docks");
+      await filter.fill("nightly");
+      await page.getByText("6 of 60 Docks").waitFor();
+      expect((await list.getByRole("link").allTextContents()).sort()).toEqual([
+        "Service 10",
+        "Service 20",
+        "Service 30",
+        "Service 40",
+        "Service 50",
+        "Service 60",
+      ]);
+      await filter.fill("service 01");
+      await page.getByText("1 of 60 Docks").waitFor();
+      const line = list.getByRole("listitem");
+      await line.getByText("Nightly backup finished").waitFor();
+      await line.getByText("delivered").waitFor();
+      expect(await line.textContent()).toContain("2 subscribers");
+      // The group by its title, not "group chat -400…".
+      await page.goto(`${service.url}/console/#/docks/${first.id}/subscribers`);
+      await page
+        .getByRole("article", { name: "Service 01" })
+        .getByRole("listitem")
+        .filter({ hasText: "Ops room" })
+        .waitFor();
+      await page.goto(`${service.url}/console/`);
+      await filter.fill("service 01");
+      await page.getByText("1 of 60 Docks").waitFor();
+      await page.screenshot({ path: "test-results/console-list-filtered-390.png", fullPage: true });
+      // A pasted Dock ID finds its Dock.
+      await filter.fill(first.id);
+      await page.getByText("1 of 60 Docks").waitFor();
+      await list.getByRole("link", { name: "Service 01" }).waitFor();
+      await filter.fill("service 01");
+      // From the keyboard: the filter's first match opens with Tab and Enter.
+      await filter.focus();
+      await page.keyboard.press("Tab");
+      await page.keyboard.press("Enter");
+      await page.getByRole("article", { name: "Service 01" }).waitFor();
       expect(problems).toEqual([]);
     } finally {
       await context.close();

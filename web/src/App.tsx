@@ -1,22 +1,20 @@
 import { useCallback, useEffect, useState } from "react";
 import { AnnounceProvider } from "./announce.tsx";
 import { api, type InfoAnswer, ServiceError, type SessionAnswer, setCsrfToken } from "./api.ts";
-import { DocksPage } from "./DocksPage.tsx";
+import { DocksList } from "./DocksList.tsx";
+import { DockPage } from "./dock/DockPage.tsx";
 import { HelpPage } from "./HelpPage.tsx";
+import { LiveProvider, useLivePaused } from "./live.tsx";
+import { NewDockPage } from "./NewDockPage.tsx";
+import { useRoute } from "./route.ts";
 import { SignIn } from "./SignIn.tsx";
-
-type Page = "docks" | "help";
-
-function pageFromHash(): Page {
-  return window.location.hash === "#/help" ? "help" : "docks";
-}
 
 /** The console: sign-in until there is a session, then the Docks and the help page. */
 export function App() {
   const [info, setInfo] = useState<InfoAnswer | null>(null);
   const [session, setSession] = useState<SessionAnswer | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
-  const [page, setPage] = useState<Page>(pageFromHash);
+  const route = useRoute();
 
   const loadSession = useCallback(async () => {
     try {
@@ -36,9 +34,6 @@ export function App() {
   useEffect(() => {
     api<InfoAnswer>("GET", "/info").then(setInfo, (e: Error) => setError(e.message));
     void loadSession();
-    const onHash = () => setPage(pageFromHash());
-    window.addEventListener("hashchange", onHash);
-    return () => window.removeEventListener("hashchange", onHash);
   }, [loadSession]);
 
   const signOut = async () => {
@@ -56,6 +51,28 @@ export function App() {
     setSession(null);
   }, []);
 
+  /** Runs a call; a lost session sends the person back to sign-in instead of showing an error. */
+  const guarded = useCallback(
+    async <T,>(call: () => Promise<T>): Promise<T> => {
+      try {
+        return await call();
+      } catch (e) {
+        if (e instanceof ServiceError && e.code === "not_signed_in") onSessionLost();
+        throw e;
+      }
+    },
+    [onSessionLost],
+  );
+
+  // The document's title names the page: tabs, history and screen readers tell pages apart by it.
+  useEffect(() => {
+    const titles = { docks: "Docks", new: "New Dock", help: "API & bot" } as const;
+    // A Dock's page names itself (its name and section) once read.
+    if (session && route.page === "dock") return;
+    document.title =
+      session && route.page !== "dock" ? `${titles[route.page]} · Dock Notify` : "Sign in · Dock Notify";
+  }, [route.page, session]);
+
   const name = session?.user.first_name ?? (session?.user.username ? `@${session.user.username}` : null);
 
   return (
@@ -66,10 +83,10 @@ export function App() {
         </a>
         {session && (
           <nav aria-label="Console">
-            <a href="#/" aria-current={page === "docks" ? "page" : undefined}>
+            <a href="#/" aria-current={route.page === "help" ? undefined : "page"}>
               Docks
             </a>
-            <a href="#/help" aria-current={page === "help" ? "page" : undefined}>
+            <a href="#/help" aria-current={route.page === "help" ? "page" : undefined}>
               API &amp; bot
             </a>
             <span className="who">{name ?? `Telegram user ${session.user.id}`}</span>
@@ -86,10 +103,32 @@ export function App() {
           </p>
         )}
         {info && session === null && <SignIn info={info} onSignedIn={loadSession} />}
-        {info && session && page === "docks" && <DocksPage onSessionLost={onSessionLost} />}
-        {info && session && page === "help" && <HelpPage info={info} />}
+        {info && session && (
+          <LiveProvider onSignedOut={onSessionLost}>
+            <LivePaused />
+            {route.page === "docks" && <DocksList guarded={guarded} />}
+            {route.page === "new" && <NewDockPage guarded={guarded} />}
+            {route.page === "dock" && (
+              <DockPage
+                key={route.id}
+                id={route.id}
+                tab={route.tab}
+                messageId={route.messageId}
+                info={info}
+                guarded={guarded}
+              />
+            )}
+            {route.page === "help" && <HelpPage info={info} />}
+          </LiveProvider>
+        )}
         {(!info || session === undefined) && !error && <p className="muted">Loading…</p>}
       </main>
     </AnnounceProvider>
   );
+}
+
+/** Says so while the live stream is broken: what the page shows may be old until it is back. */
+function LivePaused() {
+  if (!useLivePaused()) return null;
+  return <p className="muted small live-paused">Live updates paused: reconnecting…</p>;
 }

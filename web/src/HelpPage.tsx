@@ -17,8 +17,9 @@ export function HelpPage({ info }: { info: InfoAnswer }) {
       <h2>The API</h2>
       <p>
         Applications send with <code>POST {info.api_base_url}/ping</code> (credentials in the JSON body) or{" "}
-        <code>POST {info.api_base_url}/webhook</code> (credentials in HTTP Basic authentication). Each Dock
-        card has ready-to-run <code>curl</code> commands.
+        <code>POST {info.api_base_url}/webhook</code> (credentials in HTTP Basic authentication). Each Dock's{" "}
+        <strong>Send</strong> section has code ready to run in curl, Python, JavaScript, Go, PowerShell and
+        the shell.
       </p>
       <p>
         <a className="button" href={info.docs_url}>
@@ -27,12 +28,17 @@ export function HelpPage({ info }: { info: InfoAnswer }) {
       </p>
       <h2>From nothing to a notification</h2>
       <ol>
-        <li>Create a Dock.</li>
         <li>
-          Press <strong>Open in Telegram</strong> on its card and answer <strong>Yes</strong>.
+          Press <strong>New Dock</strong> and create one.
         </li>
-        <li>Run the card's curl command, or press Send test message.</li>
-        <li>The message arrives in Telegram, and the card shows it as sent.</li>
+        <li>
+          On its page, press <strong>Open in Telegram</strong> and answer <strong>Yes</strong>.
+        </li>
+        <li>
+          Press <strong>Send test message</strong>, or copy its code with <strong>Copy with key</strong> and
+          run it.
+        </li>
+        <li>The message arrives in Telegram, and the Dock's Messages show it as sent.</li>
       </ol>
     </section>
   );

@@ -7,13 +7,16 @@ import type { ErrorBody, FieldProblem } from "../../src/http/errors.ts";
  * TypeBox, ends up in the browser's bundle.
  */
 export type {
+  ActivityAnswer,
   CopyChange,
   DeliveryLine,
   DeliveryState,
   Dock,
   DockAnswer,
   DockListAnswer,
+  DockSummary,
   InfoAnswer,
+  MessageDetailAnswer,
   MessageListAnswer,
   MessageReport,
   OkAnswer,

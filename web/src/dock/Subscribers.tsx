@@ -1,8 +1,12 @@
+import { useId } from "react";
 import { useAnnounce } from "../announce.tsx";
-import type { Dock, Subscriber } from "../api.ts";
-import type { CardActions } from "./card-actions.ts";
+import { api, type Dock, type Subscriber, type SubscriberListAnswer } from "../api.ts";
+import { useDockVersion, useLiveRead } from "../live.tsx";
+import type { CardActions, Guarded } from "./actions.ts";
+import { ReadError } from "./ReadError.tsx";
 
 function subscriberName(s: Subscriber): string {
+  if (s.title) return s.title;
   if (s.first_name && s.username) return `${s.first_name} (@${s.username})`;
   if (s.first_name) return s.first_name;
   if (s.username) return `@${s.username}`;
@@ -11,24 +15,26 @@ function subscriberName(s: Subscriber): string {
 
 /**
  * Who receives the Dock's messages, each removable by the owner. The count is of the active ones;
- * a chat that blocked the bot is listed, marked, until removed.
+ * a chat that blocked the bot is listed, marked, until removed. Follows the live stream.
  */
 export function Subscribers({
   dock,
-  titleId,
-  subscribers,
+  guarded,
   actions,
-  onRemoved,
 }: {
   dock: Dock;
-  /** The card title's id; this section's heading id is made from it. */
-  titleId: string;
-  /** Null until first read: the count is then the Dock's own. */
-  subscribers: Subscriber[] | null;
+  guarded: Guarded;
   actions: CardActions;
-  onRemoved: (chatId: number) => void;
 }) {
+  const id = useId();
   const announce = useAnnounce();
+  const version = useDockVersion(dock.id);
+  const read = useLiveRead(
+    async () =>
+      (await guarded(() => api<SubscriberListAnswer>("GET", `/docks/${dock.id}/subscribers`))).subscribers,
+    `${dock.id} ${version}`,
+  );
+  const subscribers = read.value;
 
   const unsubscribe = (s: Subscriber) =>
     actions.act(async () => {
@@ -38,17 +44,24 @@ export function Subscribers({
         return;
       }
       await actions.call("DELETE", `/subscribers/${s.chat_id}`);
-      onRemoved(s.chat_id);
+      // Off the list at once, before the stream says so.
+      read.set((current) => current?.filter((x) => x.chat_id !== s.chat_id) ?? null);
       announce(`${subscriberName(s)} removed.`);
     }, false);
 
   const activeCount = subscribers?.filter((s) => s.state === "active").length ?? dock.subscribers;
 
   return (
-    <section aria-labelledby={`${titleId}-subs`}>
-      <h4 id={`${titleId}-subs`}>
+    <section aria-labelledby={`${id}-subs`}>
+      <h2 id={`${id}-subs`}>
         Subscribers: <span data-testid="subscriber-count">{activeCount}</span>
-      </h4>
+      </h2>
+      <p className="muted small">
+        People subscribe with <strong>Open in Telegram</strong> (then <strong>Yes</strong>), or by sending the
+        bot the Dock ID; a group subscribes when the bot is added to it. Share the subscribe link with anyone
+        who should receive these notifications.
+      </p>
+      <ReadError error={read.error} />
       {subscribers?.length === 0 && (
         <p className="muted small">Nobody yet. Press Open in Telegram to be the first.</p>
       )}

@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, useState } from "react";
 import type { PreviewAnswer } from "../../../src/http/console/schemas.ts";
 import { ServiceError } from "../api.ts";
-import type { CardActions } from "./card-actions.ts";
+import type { CardActions } from "./actions.ts";
 import { MessageText } from "./MessageText.tsx";
 
 /** How long the preview waits after the last keystroke before asking the service. */

@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { type Dock, type DockAnswer, ServiceError } from "../api.ts";
-import type { CardActions } from "./card-actions.ts";
+import type { CardActions } from "./actions.ts";
 import { PreviewArea, problemsOf, usePreview } from "./Preview.tsx";
 
 type Template = NonNullable<Dock["template"]>;

@@ -1,5 +1,5 @@
 import { useId, useState } from "react";
-import type { CardActions } from "./card-actions.ts";
+import type { CardActions } from "./actions.ts";
 import { PreviewArea, usePreview } from "./Preview.tsx";
 
 /** The inbound formats a body without msg may be read as, with the names their tools go by. */

@@ -1,4 +1,4 @@
-import { useRef, useState } from "react";
+import { useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { api, type Dock, type OkAnswer, ServiceError } from "../api.ts";
 import { copyText } from "../clipboard.ts";
@@ -20,25 +20,18 @@ export interface CardActions {
 }
 
 /**
- * The card's error line, and what its actions share: an error shows in the card, and a 404 for the
- * Dock means it was deleted elsewhere (another tab, the CLI), so the card goes and says why.
+ * The Dock page's error line, and what its actions share: an error shows on the page, and a 404
+ * for the Dock means it was deleted elsewhere (another tab, the CLI): `onVanished` leaves the page.
  */
-export function useCardActions(
-  dock: Dock,
-  guarded: Guarded,
-  /** `hadFocus`: focus was in the card, so the page must put it somewhere sensible. */
-  onDeleted: (id: string, hadFocus: boolean) => void,
-) {
+export function useCardActions(dock: Dock, guarded: Guarded, onVanished: () => void) {
   const announce = useAnnounce();
-  const card = useRef<HTMLElement>(null);
   const [error, setError] = useState<string | null>(null);
 
-  /** True, and the card gone, when `e` says the Dock no longer exists. */
+  /** True, and the page left, when `e` says the Dock no longer exists. */
   const vanished = (e: unknown) => {
     // The service's own answer for this Dock (not a proxy's 404 page during a deploy).
     if (!(e instanceof ServiceError && e.status === 404 && e.code === "not_found")) return false;
-    onDeleted(dock.id, card.current?.contains(document.activeElement) ?? false);
-    announce(`Dock “${dock.name}” no longer exists: it was deleted elsewhere.`);
+    onVanished();
     return true;
   };
 
@@ -61,5 +54,5 @@ export function useCardActions(
       guarded(() => api<T>(method, `/docks/${dock.id}${path}`, body)),
   };
 
-  return { card, error, setError, vanished, actions };
+  return { error, actions };
 }

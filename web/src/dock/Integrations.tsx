@@ -1,9 +1,9 @@
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { type Dock, type DockAnswer, ServiceError } from "../api.ts";
-import { mask } from "./Credentials.tsx";
-import type { CardActions } from "./card-actions.ts";
+import type { CardActions } from "./actions.ts";
 import { Snippets } from "./Snippets.tsx";
+import { HOOK_PLACEHOLDER, mask, SECRET_PLACEHOLDER } from "./secret.ts";
 import { TemplateEditor } from "./TemplateEditor.tsx";
 import { FORMATS, TrySample } from "./TrySample.tsx";
 
@@ -165,8 +165,8 @@ function DefaultFormat({
 }
 
 /**
- * The Dock's integrations, folded like the card's other secondary parts: the hook URL, each tool's
- * settings, the Dock's own template, how a body without msg is read, and a sample tried on a format.
+ * The Dock's integrations tab: the hook URL, each tool's settings, the Dock's own template, how a
+ * body without msg is read, and a sample tried on a format.
  */
 export function Integrations({
   dock,
@@ -178,31 +178,31 @@ export function Integrations({
   onChanged: (dock: Dock) => void;
 }) {
   const announce = useAnnounce();
-  const [opened, setOpened] = useState(false);
   const create = () =>
     actions.act(async () => {
       onChanged((await actions.call<DockAnswer>("POST", "/hook-token")).dock);
       announce("Hook URL created.");
     });
+  // What the screen shows of a tool's settings: placeholders where the credentials go, so text
+  // copied by selection fails plainly; the Copy buttons copy the real settings.
   const shown = (text: string) => {
-    let masked = text.replaceAll(dock.secret_key, mask(dock.secret_key));
-    if (dock.hook_token) masked = masked.replaceAll(dock.hook_token, mask(dock.hook_token));
+    let masked = text.replaceAll(dock.secret_key, SECRET_PLACEHOLDER);
+    if (dock.hook_token) masked = masked.replaceAll(dock.hook_token, HOOK_PLACEHOLDER);
     return masked;
   };
 
   return (
-    <details className="integrations" onToggle={(event) => event.currentTarget.open && setOpened(true)}>
-      <summary>Integrations: Alertmanager, Grafana, GitHub, GitLab, Uptime Kuma and more</summary>
-      {/* Made when first opened (no previews for a folded section), then kept: closing it loses no typing. */}
-      {opened && (
-        <>
-          <HookUrl dock={dock} actions={actions} onChanged={onChanged} create={create} />
-          <Snippets dock={dock} copy={actions.copy} shown={shown} createHook={create} />
-          <TemplateEditor dock={dock} actions={actions} onChanged={onChanged} />
-          <DefaultFormat dock={dock} actions={actions} onChanged={onChanged} />
-          <TrySample actions={actions} />
-        </>
-      )}
-    </details>
+    <section className="integrations" aria-labelledby="integrations-title">
+      <h2 id="integrations-title">Integrations</h2>
+      <p className="muted small">
+        Alertmanager, Grafana, GitHub, GitLab, Uptime Kuma, Apprise, Slack-style and ntfy-style senders post
+        their own payloads; the Dock turns each into a readable message.
+      </p>
+      <HookUrl dock={dock} actions={actions} onChanged={onChanged} create={create} />
+      <Snippets dock={dock} copy={actions.copy} shown={shown} createHook={create} />
+      <TemplateEditor dock={dock} actions={actions} onChanged={onChanged} />
+      <DefaultFormat dock={dock} actions={actions} onChanged={onChanged} />
+      <TrySample actions={actions} />
+    </section>
   );
 }

@@ -1,18 +1,10 @@
-import { useAnnounce } from "../announce.tsx";
-import type {
-  CopyChange,
-  DeliveryLine,
-  DeliveryState,
-  Dock,
-  MessageReport,
-  TestMessageAnswer,
-} from "../api.ts";
-import type { CardActions } from "./card-actions.ts";
+import type { CopyChange, DeliveryLine, DeliveryState, MessageReport } from "../api.ts";
 import { MessageText } from "./MessageText.tsx";
+import { When } from "./When.tsx";
 
-const STATE_ORDER: DeliveryState[] = ["sent", "sending", "queued", "failed", "gone"];
+export const STATE_ORDER: DeliveryState[] = ["sent", "sending", "queued", "failed", "gone"];
 
-const STATE_HELP: Record<DeliveryState, string> = {
+export const STATE_HELP: Record<DeliveryState, string> = {
   queued: "waiting to be sent",
   sending: "being sent now",
   sent: "delivered to Telegram",
@@ -26,11 +18,6 @@ const PRIORITY_LABEL: Record<string, string> = {
   high: "❗ high priority",
   urgent: "🚨 urgent",
 };
-
-/** A time as the card shows it, readable by machines too. */
-function When({ at }: { at: number }) {
-  return <time dateTime={new Date(at).toISOString()}>{new Date(at).toLocaleString()}</time>;
-}
 
 /** "3 edited, 1 pending": the counts that are not zero, in this order, or null when all are. */
 function counted(counts: Record<string, number>, order: [string, string][]): string | null {
@@ -67,7 +54,7 @@ const OUTCOME_LABEL: Record<string, string> = {
 };
 
 /** Where a copy's edit or deletion stands, in words: its outcome once done, else its state. */
-function changeLabel(change: NonNullable<CopyChange>, kind: "edit" | "delete"): string {
+export function changeLabel(change: NonNullable<CopyChange>, kind: "edit" | "delete"): string {
   if (change.outcome) return OUTCOME_LABEL[change.outcome] ?? change.outcome.replaceAll("_", " ");
   if (change.state === "queued") return "pending";
   if (change.state === "gone") return "chat gone";
@@ -76,7 +63,7 @@ function changeLabel(change: NonNullable<CopyChange>, kind: "edit" | "delete"): 
 }
 
 /** The message's life after it was sent: edits, its key, deletion, acknowledgement, and the copies' progress. */
-function MessageChanges({ message: m }: { message: MessageReport }) {
+export function MessageChanges({ message: m }: { message: MessageReport }) {
   const edits = counted(m.changes.edits, EDIT_COUNTS);
   const deletes = counted(m.changes.deletes, DELETE_COUNTS);
   // The acknowledgement takes a revision too (every copy is edited to say who): only the others
@@ -116,10 +103,10 @@ function MessageChanges({ message: m }: { message: MessageReport }) {
 }
 
 /** Whether a copy's line is worth showing: something went wrong, or it was edited or deleted. */
-const worthALine = (d: DeliveryLine) => d.last_error !== null || d.edit !== null || d.delete !== null;
+export const worthALine = (d: DeliveryLine) => d.last_error !== null || d.edit !== null || d.delete !== null;
 
 /** One copy: its delivery's error, and where its latest edit and its deletion stand (with why, if refused). */
-function CopyLine({ delivery: d }: { delivery: DeliveryLine }) {
+export function CopyLine({ delivery: d }: { delivery: DeliveryLine }) {
   const change = (kind: "edit" | "delete", c: CopyChange) =>
     c && (
       <span className={c.state === "failed" ? "field-error" : undefined}>
@@ -138,7 +125,7 @@ function CopyLine({ delivery: d }: { delivery: DeliveryLine }) {
 }
 
 /** What the options changed besides the text: priority, sound, buttons (the title and tags are in the text). */
-function MessageOptions({ options }: { options: MessageReport["options"] }) {
+export function MessageOptions({ options }: { options: MessageReport["options"] }) {
   const silent = options.silent ?? (options.priority === "min" || options.priority === "low");
   // The service accepted only http, https and tg URLs; the page checks again before linking.
   const buttons = [
@@ -166,79 +153,28 @@ function MessageOptions({ options }: { options: MessageReport["options"] }) {
   );
 }
 
-/**
- * The Dock's latest messages with how many deliveries are in each state and why any failed, and
- * "Send test message" to try the whole path.
- */
-export function RecentMessages({
-  dock,
-  titleId,
-  messages,
-  actions,
-}: {
-  dock: Dock;
-  /** The card title's id; this section's heading id is made from it. */
-  titleId: string;
-  /** Null until first read. */
-  messages: MessageReport[] | null;
-  actions: CardActions;
-}) {
-  const announce = useAnnounce();
+/** The message as Telegram shows it; a deleted one struck through, and said to be deleted. */
+export function MessageBody({ message: m }: { message: MessageReport }) {
+  return m.deleted_at === null ? (
+    <MessageText text={m.shown.text} entities={m.shown.entities} />
+  ) : (
+    <div className="message-deleted">
+      <span className="offscreen">Deleted: </span>
+      <MessageText text={m.shown.text} entities={m.shown.entities} />
+    </div>
+  );
+}
 
-  const sendTest = () =>
-    actions.act(async () => {
-      const answer = await actions.call<TestMessageAnswer>("POST", "/test-message");
-      announce(
-        answer.subscribers === 0
-          ? "Test message stored, but nobody has subscribed yet."
-          : `Test message sent to ${answer.subscribers} subscriber${answer.subscribers === 1 ? "" : "s"}.`,
-      );
-    });
-
+/** How many copies are in each state, or that nobody had subscribed. */
+export function StateCounts({ message: m }: { message: MessageReport }) {
+  if (m.subscribers === 0) return <span className="muted">no subscribers then</span>;
   return (
-    <section aria-labelledby={`${titleId}-msgs`}>
-      <h4 id={`${titleId}-msgs`}>Recent messages</h4>
-      <button type="button" onClick={sendTest}>
-        Send test message
-      </button>
-      {messages?.length === 0 && <p className="muted small">No messages yet.</p>}
-      {messages && messages.length > 0 && (
-        <ol className="messages" aria-label={`Recent messages of ${dock.name}`}>
-          {messages.map((m) => (
-            <li key={m.id}>
-              {m.deleted_at === null ? (
-                <MessageText text={m.shown.text} entities={m.shown.entities} />
-              ) : (
-                <div className="message-deleted">
-                  <span className="offscreen">Deleted: </span>
-                  <MessageText text={m.shown.text} entities={m.shown.entities} />
-                </div>
-              )}
-              <MessageOptions options={m.options} />
-              <p className="small">
-                <When at={m.created_at} />{" "}
-                {m.subscribers === 0 ? (
-                  <span className="muted">no subscribers then</span>
-                ) : (
-                  STATE_ORDER.filter((s) => m.states[s]).map((s) => (
-                    <span key={s} className={`state state-${s}`} title={STATE_HELP[s]}>
-                      {s}: {m.states[s]}
-                    </span>
-                  ))
-                )}
-              </p>
-              <MessageChanges message={m} />
-              {m.deliveries.some(worthALine) && (
-                <ul className="small copies" aria-label="Copies">
-                  {m.deliveries.filter(worthALine).map((d) => (
-                    <CopyLine key={d.chat_id} delivery={d} />
-                  ))}
-                </ul>
-              )}
-            </li>
-          ))}
-        </ol>
-      )}
-    </section>
+    <>
+      {STATE_ORDER.filter((s) => m.states[s]).map((s) => (
+        <span key={s} className={`state state-${s}`} title={STATE_HELP[s]}>
+          {s}: {m.states[s]}
+        </span>
+      ))}
+    </>
   );
 }

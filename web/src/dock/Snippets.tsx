@@ -1,6 +1,6 @@
 import { useId, useState } from "react";
 import type { Dock } from "../api.ts";
-import type { CardActions } from "./card-actions.ts";
+import type { CardActions } from "./actions.ts";
 
 /**
  * Ready-to-paste settings for each tool, with the Dock's real credentials: masked on screen, whole

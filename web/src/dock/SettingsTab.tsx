@@ -1,0 +1,110 @@
+import { useEffect, useRef, useState } from "react";
+import { useAnnounce } from "../announce.tsx";
+import type { Dock, DockAnswer } from "../api.ts";
+import { DockForm } from "../DockForm.tsx";
+import type { CardActions } from "./actions.ts";
+
+/**
+ * The Dock's fields, its secret key's rotation and its deletion. The two that break something
+ * (every application's key, every subscription) ask first and say what they break; a new key is
+ * shown right here once, with its copy button, since every application needs it next.
+ */
+export function SettingsTab({
+  dock,
+  actions,
+  onChanged,
+  onDeleted,
+}: {
+  dock: Dock;
+  actions: CardActions;
+  onChanged: (dock: Dock) => void;
+  onDeleted: () => void;
+}) {
+  const announce = useAnnounce();
+  const [newKey, setNewKey] = useState<string | null>(null);
+  const [formKey, setFormKey] = useState(0);
+  const newKeyBox = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (newKey) newKeyBox.current?.focus();
+  }, [newKey]);
+
+  const save = async (values: { name: string; link: string; description: string; callback_url: string }) => {
+    const answer = await actions.call<DockAnswer>("PATCH", "", values);
+    onChanged(answer.dock);
+    // The form starts again from what was saved (a bare host shows as the https:// link it became).
+    setFormKey((k) => k + 1);
+    announce("Changes saved.");
+  };
+
+  const rotate = () =>
+    actions.act(async () => {
+      const sure = window.confirm(
+        `Rotate the secret key of “${dock.name}”? The current key stops working at once: every application using it must get the new one.`,
+      );
+      if (!sure) return;
+      const answer = await actions.call<DockAnswer>("POST", "/rotate-secret");
+      onChanged(answer.dock);
+      setNewKey(answer.dock.secret_key);
+      announce("New secret key made. The old one no longer works.");
+    });
+
+  const remove = () =>
+    actions.act(async () => {
+      const sure = window.confirm(
+        `Delete “${dock.name}”? Its subscribers stop receiving its messages, and its secret key stops working. This cannot be undone.`,
+      );
+      if (!sure) return;
+      await actions.call("DELETE");
+      announce(`Dock “${dock.name}” deleted.`);
+      onDeleted();
+    });
+
+  return (
+    <>
+      <section aria-labelledby="settings-title">
+        <h2 id="settings-title">Settings</h2>
+        <DockForm
+          key={formKey}
+          initial={{
+            name: dock.name,
+            link: dock.link ?? "",
+            description: dock.description ?? "",
+            callback_url: dock.callback_url ?? "",
+          }}
+          submitLabel="Save"
+          onSubmit={save}
+        />
+      </section>
+      <section aria-labelledby="rotate-title">
+        <h3 id="rotate-title">Secret key</h3>
+        <p className="muted small">
+          Rotate it if it may have leaked: a new key is made and the current one stops working at once.
+        </p>
+        {newKey === dock.secret_key && (
+          <section className="new-key" ref={newKeyBox} tabIndex={-1} aria-labelledby="new-key-title">
+            <p id="new-key-title">
+              <strong>The new secret key.</strong> Give it to every application that sends to this Dock: the
+              old one no longer works.
+            </p>
+            <code data-testid="new-secret-key">{newKey}</code>
+            <button type="button" className="primary" onClick={() => actions.copy(newKey, "New secret key")}>
+              Copy new key
+            </button>
+          </section>
+        )}
+        <button type="button" className="secondary" onClick={rotate}>
+          Rotate secret
+        </button>
+      </section>
+      <section aria-labelledby="delete-title">
+        <h3 id="delete-title">Delete this Dock</h3>
+        <p className="muted small">
+          Its subscribers stop receiving its messages and its secret key stops working. This cannot be undone.
+        </p>
+        <button type="button" className="danger" onClick={remove}>
+          Delete
+        </button>
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,74 @@
+import { useEffect, useState } from "react";
+
+/** The sections of a Dock's page, in the order its navigation shows them. */
+export const DOCK_TABS = ["send", "subscribers", "messages", "activity", "integrations", "settings"] as const;
+export type DockTab = (typeof DOCK_TABS)[number];
+
+export const TAB_LABEL: Record<DockTab, string> = {
+  send: "Send",
+  subscribers: "Subscribers",
+  messages: "Messages",
+  activity: "Activity",
+  integrations: "Integrations",
+  settings: "Settings",
+};
+
+/**
+ * Where the console is. In the URL's fragment (`#/docks/<id>/messages`), so the service serves one
+ * page under any path prefix, and Back, reload and shared links all work.
+ */
+export type Route =
+  | { page: "docks" }
+  | { page: "new" }
+  | { page: "help" }
+  | { page: "dock"; id: string; tab: DockTab; messageId: string | null };
+
+export function parseRoute(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "help") return { page: "help" };
+  if (parts[0] === "new") return { page: "new" };
+  // A Dock ID is letters and digits: anything else is no Dock (and never reaches a request path).
+  if (parts[0] === "docks" && parts[1] && /^[A-Za-z0-9]{1,64}$/.test(parts[1])) {
+    const tab = (DOCK_TABS as readonly string[]).includes(parts[2] ?? "") ? (parts[2] as DockTab) : "send";
+    const messageId =
+      tab === "messages" && /^[A-Za-z0-9_-]{1,64}$/.test(parts[3] ?? "") ? (parts[3] as string) : null;
+    return { page: "dock", id: parts[1], tab, messageId };
+  }
+  return { page: "docks" };
+}
+
+/** The fragment of a route: what links' `href`s hold. */
+export function hrefOf(route: Route): string {
+  switch (route.page) {
+    case "docks":
+      return "#/";
+    case "new":
+      return "#/new";
+    case "help":
+      return "#/help";
+    case "dock": {
+      const base = `#/docks/${encodeURIComponent(route.id)}`;
+      if (route.messageId !== null) return `${base}/messages/${encodeURIComponent(route.messageId)}`;
+      return route.tab === "send" ? base : `${base}/${route.tab}`;
+    }
+  }
+}
+
+export const dockHref = (id: string, tab: DockTab = "send", messageId: string | null = null) =>
+  hrefOf({ page: "dock", id, tab, messageId });
+
+/** Goes to a route, as a link would (a new history entry). */
+export function navigate(route: Route | string): void {
+  window.location.hash = typeof route === "string" ? route : hrefOf(route);
+}
+
+/** The current route, following the fragment. */
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onHash = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+  return route;
+}
