@@ -51,6 +51,8 @@ export interface AppDeps {
    * the service itself.
    */
   pace?: Partial<PacerLimits>;
+  /** How often the activity counts' rows are folded (Retention's default when omitted); tests that watch the rows set their own. */
+  foldIntervalMs?: number;
 }
 
 export interface App {
@@ -301,6 +303,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,
+    foldIntervalMs: deps.foldIntervalMs,
   });
   const bot = new BotWorker({
     docks,

@@ -142,6 +142,8 @@ export interface ServiceOptions {
    * delivery-pace, pacing-faults, delivery-crash, scale-out and postgres-outages test.
    */
   pace?: "telegram" | "unpaced";
+  /** How often the activity counts' rows are folded: a test that watches the rows makes it rare. */
+  foldIntervalMs?: number;
 }
 
 /** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
@@ -198,6 +200,7 @@ export async function startServiceOver(
     encryptionKey,
     logStream: logs,
     ...(unpaced ? { pace: UNPACED } : {}),
+    ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
   });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();

@@ -19,7 +19,7 @@ export interface RetentionOptions {
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
-  /** How often the activity counts' rows are summed (default FOLD_INTERVAL_MS). */
+  /** How often the activity counts' rows are summed (default FOLD_INTERVAL_MS; tests set their own). */
   foldIntervalMs?: number;
   now?: () => number;
 }
@@ -33,6 +33,7 @@ export class Retention {
   #timer: NodeJS.Timeout | null = null;
   #folding: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
+  #foldRunning: Promise<number> | null = null;
 
   constructor(options: RetentionOptions) {
     this.#o = options;
@@ -48,20 +49,29 @@ export class Retention {
     void this.prune();
   }
 
-  /** Sums the activity counts' rows; a failure (the database away) waits for the next time. */
+  /**
+   * Sums the activity counts' rows; a failure (the database away) waits for the next time. A fold
+   * still running is not started again: the next tick comes after it.
+   */
   async fold(): Promise<number> {
-    try {
-      return await this.#o.activity.fold();
-    } catch (error) {
+    if (this.#foldRunning !== null) return 0;
+    const run = this.#o.activity.fold().catch((error: unknown) => {
       logDatabaseFailure(this.#o.log, error, "folding activity counts failed");
       return 0;
+    });
+    this.#foldRunning = run;
+    try {
+      return await run;
+    } finally {
+      this.#foldRunning = null;
     }
   }
 
+  /** Stops the timers and waits for a pass or a fold under way (the database closes next). */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     if (this.#folding) clearInterval(this.#folding);
-    await this.#running;
+    await Promise.all([this.#running, this.#foldRunning]);
   }
 
   /** One pass; returns the number of messages deleted. */

@@ -1,9 +1,7 @@
 import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
-import { type ActivityCount, dayOf } from "./rollups.ts";
+import { type ActivityCount, DAY_MS, dayOf } from "./rollups.ts";
 import type { DeliveryState } from "./schema.ts";
-
-const DAY_MS = 86_400_000;
 
 /** Days of activity kept (and pruned after, by the retention pass): a chart of a year and a bit. */
 export const ACTIVITY_DAYS_KEPT = 400;
@@ -239,10 +237,19 @@ export class ActivityRepository {
     return folded;
   }
 
-  /** Deletes the days older than ACTIVITY_DAYS_KEPT; returns how many rows went. */
+  /**
+   * Deletes the days older than ACTIVITY_DAYS_KEPT, and the counts of Docks deleted since (a settle
+   * under way when its Dock went adds one after); returns how many rows went.
+   */
   async prune(): Promise<number> {
     const cutoff = dayOf(this.#now() - ACTIVITY_DAYS_KEPT * DAY_MS);
-    const result = await this.#db.kysely.deleteFrom("dock_days").where("day", "<", cutoff).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    const old = await this.#db.kysely.deleteFrom("dock_days").where("day", "<", cutoff).executeTakeFirst();
+    const orphans = await this.#db.kysely
+      .deleteFrom("dock_days")
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom("docks").select("docks.id").whereRef("docks.id", "=", "dock_days.dock_id"))),
+      )
+      .executeTakeFirst();
+    return Number(old.numDeletedRows) + Number(orphans.numDeletedRows);
   }
 }

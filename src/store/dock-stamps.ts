@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "./db.ts";
-import { dayOf } from "./rollups.ts";
+import { DAY_MS, dayOf } from "./rollups.ts";
 
 /** A Dock as the live stream watches it: whose it is, and a stamp that changes when anything of it does. */
 export interface DockStamp {
@@ -31,7 +31,7 @@ export class DockStamps {
     if (ownerIds.length === 0) return [];
     // Yesterday too: a count made just before midnight (or by an instance whose clock is a little
     // behind) is still seen; each day that leaves the window changes the stamp once, harmlessly.
-    const since = dayOf(this.#now() - 86_400_000);
+    const since = dayOf(this.#now() - DAY_MS);
     const rows = await this.#db.kysely
       .selectFrom("docks")
       .select((eb) => [

@@ -326,9 +326,13 @@ export class DockRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Deletes the Dock with its subscriptions, messages and pending deliveries. */
+  /** Deletes the Dock with its subscriptions, messages, pending deliveries and activity counts. */
   async delete(id: string): Promise<boolean> {
-    const result = await this.#db.kysely.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
+      // Not by a foreign key's cascade (migration 0011 says why).
+      await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();
+      return result.numDeletedRows > 0n;
+    });
   }
 }

@@ -21,6 +21,9 @@ export const ACTIVITY_COUNTS = ["accepted", "sent", "retried", "failed", "gone",
 export type ActivityCount = (typeof ACTIVITY_COUNTS)[number];
 export type Tally = Partial<Record<ActivityCount, number>>;
 
+/** Milliseconds in a (UTC) day. */
+export const DAY_MS = 86_400_000;
+
 /** A time's UTC day, as `dock_days.day` keeps it: YYYY-MM-DD. */
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);

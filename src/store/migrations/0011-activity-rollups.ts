@@ -16,6 +16,13 @@ const DAY_MS = 86_400_000;
  * would wait for the others' (see store/rollups.ts). `id` orders them for folding, which sums a
  * day's rows into one now and then; readers sum a day's rows.
  *
+ * `dock_id` is no foreign key on purpose: checking one would take a share lock on the Dock's row in
+ * every settle (after its delivery's row), and deleting a Dock (its row, then its deliveries')
+ * would deadlock with them on PostgreSQL. A Dock's rows are deleted with it (DockRepository), and
+ * a count a settle adds meanwhile is pruned with the old days (ActivityRepository.prune).
+ *
+ * `dock_days_day`: folding and pruning go by day, for every Dock at once.
+ *
  * `subscriptions_dock_updated`: the live stream asks, every second, when a Dock's subscriptions
  * last changed; one index seek per Dock instead of reading each subscription.
  *
@@ -29,13 +36,14 @@ export function activityRollups(spelling: SchemaSpelling) {
       let table = db.schema
         .createTable("dock_days")
         .addColumn("id", sql`${spelling.increasingKey}`)
-        .addColumn("dock_id", "text", (c) => c.notNull().references("docks.id").onDelete("cascade"))
+        .addColumn("dock_id", "text", (c) => c.notNull())
         .addColumn("day", "text", (c) => c.notNull());
       for (const name of ["accepted", "sent", "retried", "failed", "gone", "changed"]) {
         table = table.addColumn(name, "integer", (c) => c.notNull().defaultTo(0));
       }
       await table.execute();
       await db.schema.createIndex("dock_days_dock_day").on("dock_days").columns(["dock_id", "day"]).execute();
+      await db.schema.createIndex("dock_days_day").on("dock_days").column("day").execute();
       await db.schema
         .createIndex("subscriptions_dock_updated")
         .on("subscriptions")
