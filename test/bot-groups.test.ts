@@ -1,6 +1,7 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { DockStamps } from "../src/store/dock-stamps.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
@@ -183,8 +184,13 @@ describe.each(DIALECTS)("groups, blocking and leaving on %s", (dialect) => {
       expect(await titles()).toEqual([[group, "Ops room"]]);
 
       // Any member may rename a group; the bot hears it as a service message (privacy mode or not).
+      // The console's live stream sees it as a change of the Dock (its stamp moves).
+      const stamp = async () =>
+        (await new DockStamps(service.db).of([owner.id])).find((d) => d.id === owned.id)?.stamp;
+      const before = await stamp();
       await people.control("POST", `/chats/${group}/title`, { from: member, title: "Ops & on-call" });
       await titlesBecome([[group, "Ops & on-call"]]);
+      expect(await stamp()).not.toBe(before);
 
       // A supergroup is a new chat: the title comes along with the subscription.
       const supergroup = await people.control<{ id: number }>("POST", `/chats/${group}/upgrade`, {

@@ -1,7 +1,11 @@
 import { type ClientRequest, get, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/domain/secrets.ts";
+import { LiveHub } from "../src/http/console/live.ts";
+import { DockStamps } from "../src/store/dock-stamps.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
+import { admin, terminateAll } from "./fault-harness.ts";
 import { basic, dialects, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -269,6 +273,44 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
     live = await EventStream.open(alice);
   });
 
+  it("a stream whose browser stopped reading is ended past its allowance, not kept growing", async () => {
+    // The service's own hub, with a small allowance and a browser that never takes a byte.
+    const hub = new LiveHub({
+      stamps: new DockStamps(service.db),
+      sessions: service.app.sessions,
+      log: service.app.server.log,
+      tickMs: 3_600_000,
+      maxUnreadBytes: 200,
+    });
+    const frank = await signIn(service, { id: 3005, first_name: "Frank" });
+    const session = sha256Hex(frank.session as string);
+    let unread = 0;
+    let aborted = false;
+    await hub.open(3005, session, {
+      write: (chunk) => {
+        unread += chunk.length;
+      },
+      end: () => {},
+      unread: () => unread,
+      abort: () => {
+        aborted = true;
+      },
+    });
+    try {
+      const dock = (await frank.call("POST", "/docks", { name: "Busy" })).body.dock;
+      await hub.tick();
+      for (let i = 0; !aborted && i < 20; i++) {
+        expect((await frank.call("PATCH", `/docks/${dock.id}`, { name: `Busy ${i}` })).status).toBe(200);
+        await hub.tick();
+      }
+      expect(aborted).toBe(true);
+      expect(unread).toBeLessThan(200 + 100);
+      expect(hub.watching()).toMatchObject({ streams: 0, owners: 0, sessions: 0, ticking: false });
+    } finally {
+      hub.close();
+    }
+  });
+
   it("neither opening nor closing a stream is an info log line", async () => {
     const lines = service.logs.lines.map((line) => JSON.parse(line) as { msg?: string; url?: string });
     expect(
@@ -299,5 +341,33 @@ describe("the console's live stream as the service stops", () => {
     await service.close();
     await waitFor("the stream ended", () => stream.ended);
     expect(service.app.live.watching()).toEqual({ streams: 0, owners: 0, sessions: 0, ticking: false });
+  });
+});
+
+describe.runIf(DIALECTS.includes("postgres"))("the console's live stream through a database outage", () => {
+  it("stays open, and says hello again once the database is back, so every page reads again", async () => {
+    const service = await startService("postgres", { DATABASE_TIMEOUT_SECONDS: "2" });
+    const name = new URL(service.config.databaseUrl).pathname.slice(1);
+    try {
+      const client = await signIn(service, { id: 3201, first_name: "Gail" });
+      const stream = await EventStream.open(client);
+      const hellos = () => stream.events.filter((e) => e.event === "hello").length;
+      expect(hellos()).toBe(1);
+      // Nobody may connect, and everyone connected is put out: the stream's reads fail.
+      await admin(`alter database ${name} allow_connections false`, terminateAll(name));
+      try {
+        await waitFor("the stream's reads failing", () =>
+          service.logs.text.includes("the console's live stream cannot read the database"),
+        );
+        expect(stream.ended).toBe(false);
+      } finally {
+        await admin(`alter database ${name} allow_connections true`);
+      }
+      await waitFor("hello again", () => hellos() === 2);
+      expect(service.logs.text).toContain("the console's live stream reads the database again");
+      stream.close();
+    } finally {
+      await service.close();
+    }
   });
 });

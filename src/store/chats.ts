@@ -4,21 +4,26 @@ import type { Database } from "./schema.ts";
 /**
  * Remembers a group's, supergroup's or channel's title as the bot last saw it, creating its row
  * or replacing the old title: the console names subscribed groups by it. An empty title (Telegram
- * never sends one) is ignored rather than erasing a good one. `db` may be a transaction.
+ * never sends one) is ignored rather than erasing a good one. `db` may be a transaction. True when
+ * the title is new or changed.
  */
 export async function rememberTitle(
   db: Kysely<Database>,
   chatId: number,
   title: string | undefined,
   now: number,
-): Promise<void> {
+): Promise<boolean> {
   const clean = title?.trim();
-  if (clean === undefined || clean === "") return;
+  if (clean === undefined || clean === "") return false;
+  // Every membership update repeats the title: most change nothing, and write nothing.
+  const known = await db.selectFrom("chats").select("title").where("chat_id", "=", chatId).executeTakeFirst();
+  if (known?.title === clean) return false;
   await db
     .insertInto("chats")
     .values({ chat_id: chatId, title: clean, updated_at: now })
     .onConflict((oc) => oc.column("chat_id").doUpdateSet({ title: clean, updated_at: now }))
     .execute();
+  return true;
 }
 
 /**

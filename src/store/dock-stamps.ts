@@ -13,7 +13,8 @@ export interface DockStamp {
  * For the console's live stream: a stamp per Dock that changes whenever anything the console shows
  * of it changes, read for every Dock of many owners in one query. Made of what is already kept
  * (nothing is written for the stream's sake): the Dock's row (`updated_at`: edits, rotations, hook
- * token), its subscriptions (the newest `updated_at`: joins, leaves, blocks, removals) and its
+ * token), its subscriptions (the newest `updated_at`: joins, leaves, blocks, removals, a group's new
+ * title) and its
  * activity counts of today and yesterday (messages accepted and changed, copies settled; counted
  * in the transactions that make them, rollups.ts), so changes made by any process are seen.
  */

@@ -106,7 +106,13 @@ export class SubscriptionRepository {
    * it subscribes to shows the new one.
    */
   async nameChat(chatId: number, title: string | undefined): Promise<void> {
-    await rememberTitle(this.#db.kysely, chatId, title, this.#now());
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      const now = this.#now();
+      if (!(await rememberTitle(tx, chatId, title, now))) return;
+      // What the console shows of the chat's subscriptions changed: their time says so (the live
+      // stream watches it, store/dock-stamps.ts).
+      await tx.updateTable("subscriptions").set({ updated_at: now }).where("chat_id", "=", chatId).execute();
+    });
   }
 
   /** The subscription state of one chat for one Dock, or undefined when it never subscribed. */

@@ -6,7 +6,7 @@ import { DockPage } from "./dock/DockPage.tsx";
 import { HelpPage } from "./HelpPage.tsx";
 import { LiveProvider, useLivePaused } from "./live.tsx";
 import { NewDockPage } from "./NewDockPage.tsx";
-import { useRoute } from "./route.ts";
+import { useRoute } from "./navigation.ts";
 import { SignIn } from "./SignIn.tsx";
 
 /** The console: sign-in until there is a session, then the Docks and the help page. */

@@ -2,7 +2,8 @@ import { useAnnounce } from "./announce.tsx";
 import { api, type DockAnswer } from "./api.ts";
 import { type DockFieldValues, DockForm } from "./DockForm.tsx";
 import type { Guarded } from "./dock/actions.ts";
-import { dockHref, navigate } from "./route.ts";
+import { navigate } from "./navigation.ts";
+import { dockHref } from "./route.ts";
 
 const EMPTY: DockFieldValues = { name: "", link: "", description: "", callback_url: "" };
 

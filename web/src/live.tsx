@@ -35,7 +35,6 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
     let reopen: number | undefined;
     let gather: number | undefined;
     let stopped = false;
-    let hellos = 0;
     let refusals = 0;
     let pendingList = false;
     const pendingDocks = new Set<string>();
@@ -60,9 +59,10 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
       source = new EventSource("api/stream");
       source.addEventListener("hello", () => {
         refusals = 0;
-        hellos += 1;
-        // The first hello finds the pages just read; a later one follows a break.
-        setVersions((v) => ({ ...v, epoch: v.epoch + (hellos > 1 ? 1 : 0), paused: false }));
+        // Everything is read again: after a break or an outage anything may have changed, and on
+        // the first, the pages read before the stream began to watch (a change between the two
+        // would never be told).
+        setVersions((v) => ({ ...v, epoch: v.epoch + 1, paused: false }));
       });
       source.addEventListener("docks", () => {
         pendingList = true;
@@ -95,7 +95,10 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
               stopped = true;
               onSignedOut();
             } else if (!stopped) {
-              reopen = window.setTimeout(open, REOPEN_MS[REOPEN_MS.length - 1]);
+              // The service is away (restarting, its database down): tried again, later and later.
+              const wait = REOPEN_MS[Math.min(refusals, REOPEN_MS.length - 1)];
+              refusals += 1;
+              reopen = window.setTimeout(open, wait);
             }
           },
         );

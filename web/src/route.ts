@@ -1,5 +1,3 @@
-import { useEffect, useState } from "react";
-
 /** The sections of a Dock's page, in the order its navigation shows them. */
 export const DOCK_TABS = ["send", "subscribers", "messages", "activity", "integrations", "settings"] as const;
 export type DockTab = (typeof DOCK_TABS)[number];
@@ -24,7 +22,13 @@ export type Route =
   | { page: "dock"; id: string; tab: DockTab; messageId: string | null };
 
 export function parseRoute(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  } catch {
+    // A malformed escape (`#/docks/%E0`, a link cut short): no page of ours, so the list.
+    return { page: "docks" };
+  }
   if (parts[0] === "help") return { page: "help" };
   if (parts[0] === "new") return { page: "new" };
   // A Dock ID is letters and digits: anything else is no Dock (and never reaches a request path).
@@ -56,19 +60,3 @@ export function hrefOf(route: Route): string {
 
 export const dockHref = (id: string, tab: DockTab = "send", messageId: string | null = null) =>
   hrefOf({ page: "dock", id, tab, messageId });
-
-/** Goes to a route, as a link would (a new history entry). */
-export function navigate(route: Route | string): void {
-  window.location.hash = typeof route === "string" ? route : hrefOf(route);
-}
-
-/** The current route, following the fragment. */
-export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
-  useEffect(() => {
-    const onHash = () => setRoute(parseRoute(window.location.hash));
-    window.addEventListener("hashchange", onHash);
-    return () => window.removeEventListener("hashchange", onHash);
-  }, []);
-  return route;
-}

@@ -8,6 +8,10 @@ import { ApiError } from "../errors.ts";
 export interface StreamSink {
   write(chunk: string): void;
   end(): void;
+  /** Bytes written that its browser has not taken yet. */
+  unread(): number;
+  /** Ends it at once, whatever is unread (its browser stopped reading). */
+  abort(): void;
 }
 
 /** An open stream, as its route holds it: `close` when the browser goes (safe to call twice). */
@@ -25,6 +29,12 @@ export interface LiveHubOptions {
   keepaliveMs?: number;
   /** Streams one session may hold open at once. */
   maxPerSession?: number;
+  /**
+   * What a stream may hold that its browser has not read (bytes): past it, the stream ends rather
+   * than keep everything said to a browser that stopped reading (a frozen window, a stalled
+   * connection). One that comes back opens it again and reads everything on `hello`.
+   */
+  maxUnreadBytes?: number;
   now?: () => number;
 }
 
@@ -54,8 +64,10 @@ const RECONNECT_MS = 3000;
  * changed, `docks` when the set of their Docks did, and `signed_out` (then the end) when its
  * session ended. Nothing runs while no stream is open.
  *
- * A person's first stream reads the stamps before saying `hello` (on which the console reads
- * everything): whatever changes after that read is told, so nothing falls between.
+ * A person's first stream reads the stamps before saying `hello`, on which the console reads
+ * everything (again: its pages may have read before the stream opened): whatever changes after
+ * that read is told, so nothing falls between. `hello` is said again to every stream when the
+ * database is back after an outage.
  */
 export class LiveHub {
   readonly #o: Required<Omit<LiveHubOptions, "now">> & { now: () => number };
@@ -72,6 +84,7 @@ export class LiveHub {
       tickMs: 1000,
       keepaliveMs: 15_000,
       maxPerSession: 5,
+      maxUnreadBytes: 64 * 1024,
       now: Date.now,
       ...options,
     };
@@ -156,7 +169,12 @@ export class LiveHub {
           if (was !== undefined && was !== stamp) this.#tell(owner, event("dock", { id }));
         }
       }
-      if (this.#failing) this.#o.log.info("the console's live stream reads the database again");
+      if (this.#failing) {
+        this.#o.log.info("the console's live stream reads the database again");
+        // Reads the pages made while it was away failed, and nothing else would tell them to try
+        // again: `hello` has every page read everything.
+        for (const owner of this.#owners.values()) this.#tell(owner, event("hello", {}));
+      }
       this.#failing = false;
     } catch (error) {
       // The database is away: the streams stay open and hear of the changes once it is back.
@@ -211,6 +229,11 @@ export class LiveHub {
   }
 
   #write(stream: Stream, chunk: string): void {
+    if (stream.sink.unread() > this.#o.maxUnreadBytes) {
+      this.#leave(stream, false);
+      stream.sink.abort();
+      return;
+    }
     stream.lastWrite = this.#o.now();
     stream.sink.write(chunk);
   }

@@ -42,6 +42,10 @@ export async function stream(app: FastifyInstance, options: StreamOptions): Prom
     open = await options.hub.open(signedIn.user.id, sha256Hex(signedIn.token), {
       write: (chunk) => body.write(chunk),
       end: () => body.end(),
+      unread: () => body.writableLength + reply.raw.writableLength,
+      // Its browser does not read (the connection open, the window frozen): ending politely would
+      // wait for it as well.
+      abort: () => reply.raw.destroy(),
     });
     if (gone) open.close();
     return (
