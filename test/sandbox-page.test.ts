@@ -12,6 +12,7 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
   let browser: Browser;
   const pressed: { data: string; from: number }[] = [];
   let onPress: (() => void) | undefined;
+  const answers: { text: string; replyTo: string | undefined }[] = [];
 
   beforeAll(async () => {
     sandbox = await startSandbox();
@@ -34,6 +35,14 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
         reply_markup: { inline_keyboard: [[{ text: "Alert me", callback_data: "alert" }]] },
       }),
     );
+    bot.command("ask", (ctx) =>
+      ctx.reply("Send me the Dock ID", {
+        reply_markup: { force_reply: true, input_field_placeholder: "Dock ID" },
+      }),
+    );
+    bot.on("message:text", (ctx) => {
+      answers.push({ text: ctx.message.text, replyTo: ctx.message.reply_to_message?.text });
+    });
     bot.on("callback_query:data", async (ctx) => {
       pressed.push({ data: ctx.callbackQuery.data, from: ctx.from.id });
       onPress?.();
@@ -95,6 +104,50 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
       .poll(async () => (await sandbox.control("GET", `/chats/${me}`)).body.blocked, { timeout: 20_000 })
       .toBe(true);
     await page.getByRole("button", { name: "Restart bot" }).waitFor();
+  });
+
+  it("a question that asks for a reply is answered by the next message, even when it came before the send's answer", async () => {
+    // A person of its own (the test before blocked the bot), in the bot's chat.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(sandbox.root);
+    await page.getByRole("button", { name: "New person" }).click();
+    await page.getByRole("textbox", { name: "First name of the new person" }).fill("Quinn");
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => page.getByRole("combobox", { name: "You are" }).locator("option:checked").textContent())
+      .toBe("Quinn");
+    await page.getByRole("button", { name: bot.botInfo.first_name }).click();
+    await page.getByRole("button", { name: "Start" }).click();
+    const messages = page.getByRole("log", { name: "Messages" });
+    await messages.locator("li", { hasText: "/start" }).waitFor();
+    const question = messages.locator("li", { hasText: "Send me the Dock ID" });
+    // The bot's question reaches the page before the answer to the send that asked it (as when the
+    // bot takes its updates by webhook, and answers within the sandbox's own request).
+    await page.route(/\/api\/chats\/-?\d+\/messages$/, async (route) => {
+      if (route.request().method() !== "POST") return route.continue();
+      const response = await route.fetch();
+      await question.waitFor();
+      await route.fulfill({ response });
+    });
+    const text = page.getByRole("textbox", { name: "Message" });
+    await text.fill("/ask");
+    await page.getByRole("button", { name: "Send" }).click();
+    await question.waitFor();
+    await page.unrouteAll({ behavior: "wait" });
+    await page.locator("#reply-text").filter({ hasText: "Send me the Dock ID" }).waitFor();
+    expect(await text.getAttribute("placeholder")).toBe("Dock ID");
+    await text.fill("abc123");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect
+      .poll(() => answers.find((a) => a.text === "abc123"), { timeout: 20_000 })
+      .toEqual({
+        text: "abc123",
+        replyTo: "Send me the Dock ID",
+      });
+    // Sent: the reply bar is gone.
+    await page.locator("#reply-bar").waitFor({ state: "hidden" });
+    await context.close();
   });
 
   it("new people and groups are made with forms in the page: keyboard, inline errors, cancel; never a browser pop-up", async () => {

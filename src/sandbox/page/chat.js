@@ -385,10 +385,19 @@ async function act(work) {
 function send(text) {
   return act(async () => {
     const body = { from: state.me, text };
-    if (state.replyTo) body.reply_to_message_id = state.replyTo.message_id;
-    await api("POST", `/chats/${state.chatId}/messages`, body);
+    const replying = state.replyTo;
+    if (replying) body.reply_to_message_id = replying.message_id;
+    // Let go before the message is out: the bot's answer may come first and ask for a reply in
+    // turn (force_reply), which must stay.
     state.replyTo = null;
     renderReplyBar();
+    try {
+      await api("POST", `/chats/${state.chatId}/messages`, body);
+    } catch (error) {
+      // Not sent: still a reply to what it was.
+      if (state.replyTo === null && replying) setReplyTo(replying);
+      throw error;
+    }
   });
 }
 
