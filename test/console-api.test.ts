@@ -807,7 +807,13 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         name: "Hooked again",
         callback_url: "https://hooks.example.com/dock",
       });
-      for (const bad of ["ftp://hooks.example.com/dock", "hooks.example.com", 42]) {
+      // A dotted host name written bare means https://, as for the link.
+      const bare = await alice.call("PATCH", path, { callback_url: "hooks.example.com/bare" });
+      expect(bare.body.dock.callback_url).toBe("https://hooks.example.com/bare");
+      expect(
+        (await alice.call("PATCH", path, { callback_url: "https://hooks.example.com/dock" })).status,
+      ).toBe(200);
+      for (const bad of ["ftp://hooks.example.com/dock", "localhost:3000/dock", 42]) {
         const refused = await alice.call("PATCH", path, { callback_url: bad });
         expect(refused.status).toBe(400);
         expect(refused.body.error.code).toBe("invalid_fields");
@@ -816,7 +822,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
             field: "callback_url",
             message:
               typeof bad === "string"
-                ? "callback_url must be an absolute http:// or https:// URL"
+                ? "callback_url must be an absolute http:// or https:// URL (http://localhost:3000/events, say)"
                 : "callback_url must be a string",
           },
         ]);

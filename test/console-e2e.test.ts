@@ -635,7 +635,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       expect(await callbackField.getAttribute("type")).toBe("url");
       await callbackField.fill("ftp://hooks.example.com/events");
       await page.getByRole("button", { name: "Create" }).click();
-      await page.getByText("callback_url must be an absolute http:// or https:// URL").waitFor();
+      await page.getByText("Callback URL must be an absolute http:// or https:// URL").waitFor();
       expect(await callbackField.getAttribute("aria-invalid")).toBe("true");
       expect(await focused(callbackField)).toBe(true);
       await callbackField.fill(hookUrl);

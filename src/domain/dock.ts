@@ -22,6 +22,8 @@ export type DockValidation = { ok: true; value: DockFields } | { ok: false; erro
 
 /** A link written without its scheme: a dotted host name, maybe a port, then a path or nothing. */
 const BARE_HOST = /^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d{1,5})?([/?#]|$)/i;
+/** The same with a host of one label (`localhost:3000`): judged as the https:// link it would be. */
+const SCHEMELESS = /^[a-z0-9-]+(\.[a-z0-9-]+)*(:\d{1,5})?([/?#]|$)/i;
 
 /** Counts user-perceived characters as code points, so an emoji is one character, not two. */
 function length(value: string): number {
@@ -64,7 +66,9 @@ export function validateDockFields(input: {
 
   const given = str("link", input.link);
   // `ci.example.com/builds` is what people paste: it means https://.
-  const link = given !== null && BARE_HOST.test(given) ? `https://${given}` : given;
+  // `localhost:3000` too, so that what is refused is said (Telegram opens no such link), not that a
+  // scheme is missing.
+  const link = given !== null && SCHEMELESS.test(given) ? `https://${given}` : given;
   if (link !== null) {
     let url: URL | null = null;
     try {
@@ -94,7 +98,10 @@ export function validateDockFields(input: {
     });
   }
 
-  const callbackUrl = str("callback_url", input.callback_url);
+  const givenCallback = str("callback_url", input.callback_url);
+  // A dotted host name means https:// here too; a local one (`localhost:3000`) must say which scheme.
+  const callbackUrl =
+    givenCallback !== null && BARE_HOST.test(givenCallback) ? `https://${givenCallback}` : givenCallback;
   if (callbackUrl !== null) {
     let url: URL | null = null;
     try {
@@ -105,7 +112,8 @@ export function validateDockFields(input: {
     if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
       errors.push({
         field: "callback_url",
-        message: "callback_url must be an absolute http:// or https:// URL",
+        message:
+          "callback_url must be an absolute http:// or https:// URL (http://localhost:3000/events, say)",
       });
     } else if (url.username !== "" || url.password !== "") {
       // fetch refuses such a URL, and its refusal quotes it: a token there would reach the errors.

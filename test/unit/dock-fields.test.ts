@@ -20,4 +20,31 @@ describe("a Dock's link", () => {
       expect(validateDockFields({ name: "CI", link: given }).ok).toBe(false);
     },
   );
+
+  it.each(["localhost:3000", "localhost", "builds/x"])(
+    "%s is refused for what it is (Telegram opens no such link), not for its missing scheme",
+    (given) => {
+      expect(validateDockFields({ name: "CI", link: given })).toEqual({
+        ok: false,
+        errors: [{ field: "link", message: expect.stringContaining("a URL Telegram can open") }],
+      });
+    },
+  );
+});
+
+describe("a Dock's callback URL", () => {
+  it("a dotted host name means https://; a local one must say its scheme, and the error shows how", () => {
+    expect(validateDockFields({ name: "CI", callback_url: "hooks.example.com/dock" })).toMatchObject({
+      ok: true,
+      value: { callback_url: "https://hooks.example.com/dock" },
+    });
+    expect(validateDockFields({ name: "CI", callback_url: "http://localhost:3000/events" })).toMatchObject({
+      ok: true,
+      value: { callback_url: "http://localhost:3000/events" },
+    });
+    expect(validateDockFields({ name: "CI", callback_url: "localhost:3000/events" })).toEqual({
+      ok: false,
+      errors: [{ field: "callback_url", message: expect.stringContaining("http://localhost:3000/events") }],
+    });
+  });
 });

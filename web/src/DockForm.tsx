@@ -82,7 +82,10 @@ export function DockForm({
         </small>
         {problem && (
           <small id={`${inputId}-error`} className="field-error">
-            {problem.message}
+            {/* The API names the field as its JSON does (callback_url); the form, as its label does. */}
+            {problem.message.startsWith(`${name} `)
+              ? `${label}${problem.message.slice(name.length)}`
+              : problem.message}
           </small>
         )}
       </div>

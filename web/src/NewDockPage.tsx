@@ -12,7 +12,7 @@ export function NewDockPage({ guarded }: { guarded: Guarded }) {
   const announce = useAnnounce();
   const create = async (values: DockFieldValues) => {
     const { dock } = await guarded(() => api<DockAnswer>("POST", "/docks", values));
-    announce(`Dock “${dock.name}” created. Next: Open in Telegram to subscribe, then send.`);
+    announce(`Dock “${dock.name}” created.`);
     navigate(dockHref(dock.id));
   };
   return (

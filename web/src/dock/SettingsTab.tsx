@@ -25,7 +25,10 @@ export function SettingsTab({
   const [formKey, setFormKey] = useState(0);
   const newKeyBox = useRef<HTMLElement>(null);
   useEffect(() => {
-    if (newKey) newKeyBox.current?.focus();
+    if (!newKey) return;
+    // In the middle of the screen: clear of the confirmation at its foot.
+    newKeyBox.current?.focus({ preventScroll: true });
+    newKeyBox.current?.scrollIntoView({ block: "center" });
   }, [newKey]);
 
   const save = async (values: { name: string; link: string; description: string; callback_url: string }) => {

@@ -58,8 +58,9 @@ export function Subscribers({
       </h2>
       <p className="muted small">
         People subscribe with <strong>Open in Telegram</strong> (then <strong>Yes</strong>), or by sending the
-        bot the Dock ID; a group subscribes when the bot is added to it. Share the subscribe link with anyone
-        who should receive these notifications.
+        bot the Dock ID. A group subscribes once the bot is in it: an admin sends{" "}
+        <code>/subscribe {dock.id}</code> there. Share the subscribe link with anyone who should receive these
+        notifications.
       </p>
       <ReadError error={read.error} />
       {subscribers?.length === 0 && (
