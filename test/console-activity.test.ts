@@ -125,6 +125,43 @@ describe.each(DIALECTS)("activity on %s", (dialect) => {
     }
   });
 
+  it("a copy that never went because its message was deleted first is no chat gone", async () => {
+    const dock = await createDock("Retracted");
+    const [reader] = await subscribed(dock.id, "Reader");
+    // The first message hangs in Telegram for a while; the second waits behind it (a chat's
+    // messages go in order) and is deleted meanwhile.
+    await sandbox.control("POST", "/faults", {
+      kind: "slow",
+      methods: ["sendMessage"],
+      chat_id: reader,
+      count: 1,
+      hang_seconds: 3,
+    });
+    try {
+      await send(dock, "first");
+      const second = await send(dock, "second, retracted");
+      const deleted = await fetch(`${service.url}/messages/${second}`, {
+        method: "DELETE",
+        headers: { authorization: basic(dock.id, dock.secret_key) },
+      });
+      expect(deleted.status).toBe(202);
+      const day = await countsBecome(dock.id, "the first sent", (d) => d.sent === 1);
+      expect(day).toMatchObject({ accepted: 2, sent: 1, gone: 0, failed: 0 });
+      const status = await waitFor("the second's copy settled", async () => {
+        const response = await fetch(`${service.url}/messages/${second}`, {
+          headers: { authorization: basic(dock.id, dock.secret_key) },
+        });
+        const { message } = (await response.json()) as Json;
+        return message.state !== "pending" ? message : undefined;
+      });
+      expect(status.counts).toMatchObject({ queued: 0, sent: 0, gone: 1 });
+      expect((await todayOf(dock.id)).gone).toBe(0);
+      expect(await sandbox.botTexts(reader as number)).toEqual([expect.stringContaining("first")]);
+    } finally {
+      await sandbox.control("DELETE", "/faults");
+    }
+  });
+
   it("answers 7 or 30 zero-filled UTC days, oldest first, today last; other values are a 400", async () => {
     const dock = await createDock("Quiet");
     const week = await activity(dock.id);

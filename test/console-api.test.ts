@@ -956,6 +956,8 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           updated_at: expect.any(Number),
           edit: expect.objectContaining({ state: "done", outcome: "edited" }),
           delete: { state: "done", outcome: "deleted", last_error: null, updated_at: expect.any(Number) },
+          // Subscribed here without a name; nobody knows Ada's chat by one.
+          name: null,
         },
       ]);
       // What the card shows stays: the key, the revision, who acknowledged.

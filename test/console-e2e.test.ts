@@ -717,7 +717,10 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       const changes = item.locator(".message-changes");
       await changes.filter({ hasText: "edits: 1 edited" }).waitFor();
       expect(await changes.textContent()).toMatch(/edited \(revision 2\) at \S/);
-      await item.getByRole("list", { name: "Copies" }).getByText(`Chat ${ada}: sent; edit: edited`).waitFor();
+      await item
+        .getByRole("list", { name: "Copies" })
+        .getByText(`Telegram user ${ada}: sent; edit: edited`)
+        .waitFor();
 
       // Ada presses Acknowledge: the card names her, and when.
       const copy = await waitFor("the edited copy with its button", async () =>
@@ -749,7 +752,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
           .locator(".message-text")
           .evaluate((el) => el.ownerDocument.defaultView?.getComputedStyle(el).textDecorationLine),
       ).toBe("line-through");
-      expect(await wrongItem.getByText(`Chat ${ada}: sent; delete: deleted`).count()).toBe(1);
+      expect(await wrongItem.getByText(`Telegram user ${ada}: sent; delete: deleted`).count()).toBe(1);
 
       await page.bringToFront();
       await list.screenshot({ path: "test-results/console-living-message.png" });

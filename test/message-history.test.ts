@@ -186,7 +186,7 @@ describe.each(DIALECTS)("the console's message history on %s", (dialect) => {
       attempts: 1,
       last_error: null,
       chat_type: "private",
-      title: "Ada (@ada_l)",
+      name: "Ada (@ada_l)",
       first_name: "Ada",
       username: "ada_l",
       sent_at: expect.any(Number),
@@ -197,7 +197,7 @@ describe.each(DIALECTS)("the console's message history on %s", (dialect) => {
       state: "gone",
       attempts: 1,
       last_error: "403 Forbidden: bot was blocked by the user",
-      title: "Bob",
+      name: "Bob",
       sent_at: null,
     });
     // Bob's subscription is blocked now: the next message is for Ada alone.
@@ -281,19 +281,22 @@ describe.each(DIALECTS)("the console's message history on %s", (dialect) => {
     expect(settled.deliveries_total).toBe(13);
     expect(settled.deliveries.find((d: Json) => d.chat_id === group)).toMatchObject({
       chat_type: "group",
-      title: "Ops room",
+      name: "Ops room",
       state: "gone",
       last_error: expect.stringContaining("chat not found"),
     });
-    expect(settled.deliveries.find((d: Json) => d.chat_id === reader)).toMatchObject({ title: "Grace" });
+    expect(settled.deliveries.find((d: Json) => d.chat_id === reader)).toMatchObject({ name: "Grace" });
 
     const [listed] = (await history(dock.id)).messages;
     expect(listed).toMatchObject({ id, states: { sent: 1, gone: 12 }, deliveries_total: 13 });
     expect(listed.deliveries).toHaveLength(10);
+    // The list's lines name their chats as the message's page does.
+    const named = new Map(settled.deliveries.map((d: Json) => [d.chat_id, d.name]));
+    for (const line of listed.deliveries) expect(line.name).toBe(named.get(line.chat_id));
     expect(listed.deliveries.every((d: Json) => d.state === "gone")).toBe(true);
-    // The lines of a page keep the shape they always had.
+    // The lines of a page: where each copy stands, and who it went to.
     expect(Object.keys(listed.deliveries[0]).sort()).toEqual(
-      ["chat_id", "delete", "edit", "last_error", "state", "updated_at"].sort(),
+      ["chat_id", "delete", "edit", "last_error", "name", "state", "updated_at"].sort(),
     );
   });
 

@@ -2,6 +2,20 @@ import type { Kysely } from "kysely";
 import type { Database } from "./schema.ts";
 
 /**
+ * A chat as the console names it: a group's title, or a person's name with their @username; null
+ * when the service knows neither (a person who never used the console, a group not heard from).
+ */
+export function chatName(
+  title: string | null,
+  firstName: string | null,
+  username: string | null,
+): string | null {
+  if (title) return title;
+  if (firstName && username) return `${firstName} (@${username})`;
+  return firstName || (username ? `@${username}` : null);
+}
+
+/**
  * Remembers a group's, supergroup's or channel's title as the bot last saw it, creating its row
  * or replacing the old title: the console names subscribed groups by it. An empty title (Telegram
  * never sends one) is ignored rather than erasing a good one. `db` may be a transaction. True when

@@ -1,6 +1,7 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { messageIdTime } from "../domain/ids.ts";
 import type { MessageContent } from "../domain/message-options.ts";
+import { chatName } from "./chats.ts";
 import {
   type ChangeCounts,
   type ChangeRow,
@@ -49,6 +50,8 @@ export interface DeliveryLine {
   updatedAt: number;
   edit: CopyChange | null;
   delete: CopyChange | null;
+  /** Who received it, as the console names a chat (store/chats.ts); null: unknown. */
+  name: string | null;
 }
 
 /** A copy as a message's own page shows it: also who received it and how often it was tried. */
@@ -56,8 +59,6 @@ export interface DeliveryDetail extends DeliveryLine {
   attempts: number;
   /** The subscription's chat type; null once the chat has no subscription to the Dock. */
   chatType: string | null;
-  /** A group's title, or a person's name (with @username) when the service knows it. */
-  title: string | null;
   firstName: string | null;
   username: string | null;
   /** When the copy went out; null until it did, and once an edit rewrote the copy's row. */
@@ -298,7 +299,7 @@ export async function messageDetail(
       delete: changes.deletes.get(Number(d.id)) ?? null,
       attempts: d.attempts,
       chatType: d.chat_type,
-      title: d.title ?? personName(d.first_name, d.username),
+      name: chatName(d.title, d.first_name, d.username),
       firstName: d.first_name,
       username: d.username,
       sentAt: d.state === "sent" && !rewritten.has(Number(d.id)) ? d.updated_at : null,
@@ -308,12 +309,6 @@ export async function messageDetail(
     message: { ...report, deliveries },
     nextAfter: sends.length > copies.limit ? (deliveries.at(-1)?.id ?? null) : null,
   };
-}
-
-/** "Ann (@ann)", "Ann", "@ann", as the console's subscriber list names a person; null: unknown. */
-function personName(firstName: string | null, username: string | null): string | null {
-  if (firstName && username) return `${firstName} (@${username})`;
-  return firstName || (username ? `@${username}` : null);
 }
 
 type SendRow = {
@@ -488,6 +483,7 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
       updatedAt: d.updated_at,
       edit: changes.edits.get(Number(d.id)) ?? null,
       delete: changes.deletes.get(Number(d.id)) ?? null,
+      name: chatName(d.title, d.first_name, d.username),
     }));
     return report;
   });
@@ -496,27 +492,33 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
 /** Up to `lines` copies of each message, those that went wrong first (see reportsOf). */
 async function linesOf(db: Db, messageIds: string[], lines: number) {
   const place = sql<number>`row_number() over (partition by ${sql.ref("message_id")} order by case when ${sql.ref("state")} in ('failed', 'gone') then 0 when ${sql.ref("last_error")} is not null then 1 else 2 end, ${sql.ref("id")})`;
-  return db.kysely
-    .selectFrom((eb) =>
-      eb
-        .selectFrom("deliveries")
-        .select([
-          "id",
-          "message_id",
-          "chat_id",
-          "state",
-          "last_error",
-          "telegram_message_ids",
-          "updated_at",
-          place.as("place"),
-        ])
-        .where("message_id", "in", messageIds)
-        .where("kind", "=", "send")
-        .as("ranked"),
-    )
-    .selectAll()
-    .where("place", "<=", lines)
-    .orderBy("message_id")
-    .orderBy("place")
-    .execute();
+  return (
+    db.kysely
+      .selectFrom((eb) =>
+        eb
+          .selectFrom("deliveries")
+          .select([
+            "id",
+            "message_id",
+            "chat_id",
+            "state",
+            "last_error",
+            "telegram_message_ids",
+            "updated_at",
+            place.as("place"),
+          ])
+          .where("message_id", "in", messageIds)
+          .where("kind", "=", "send")
+          .as("ranked"),
+      )
+      // A private chat's id is the person's user id; a group's title is the chat's.
+      .leftJoin("users as u", "u.telegram_id", "ranked.chat_id")
+      .leftJoin("chats as c", "c.chat_id", "ranked.chat_id")
+      .selectAll("ranked")
+      .select(["u.first_name", "u.username", "c.title"])
+      .where("place", "<=", lines)
+      .orderBy("message_id")
+      .orderBy("place")
+      .execute()
+  );
 }

@@ -462,7 +462,15 @@ export class Outbox {
       if (deleted?.deleted_at != null && deleted.kind === "send" && deleted.telegram_message_ids !== null) {
         await queueWork(tx, "delete", { targetId: id }, now);
       }
-      await this.#rollups.add(tx, now, new Tallies().settled([gone], "gone"));
+      // A copy of a deleted message was cancelled, not lost with its chat: the chart's `gone` is
+      // for chats that left or blocked the bot. Counted as a change (the console's stream sees it).
+      await this.#rollups.add(
+        tx,
+        now,
+        deleted?.deleted_at != null
+          ? new Tallies().count(gone.dock_id, "changed")
+          : new Tallies().settled([gone], "gone"),
+      );
       return { status: "unsubscribed" as const };
     });
   }

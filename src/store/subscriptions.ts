@@ -1,4 +1,4 @@
-import { followTitle, rememberTitle } from "./chats.ts";
+import { chatName, followTitle, rememberTitle } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { cancelForSubscriber, followChat } from "./outbox.ts";
 import type { SubscriptionState } from "./schema.ts";
@@ -21,6 +21,8 @@ export interface Subscriber {
   username: string | null;
   /** A group's, supergroup's or channel's title as the bot last saw it; null in private or when unknown. */
   title: string | null;
+  /** The chat as the console names it (store/chats.ts); null: unknown. */
+  name: string | null;
   since: number;
 }
 
@@ -188,6 +190,7 @@ export class SubscriptionRepository {
       firstName: row.first_name,
       username: row.username,
       title: row.title,
+      name: chatName(row.title, row.first_name, row.username),
       since: row.created_at,
     }));
   }

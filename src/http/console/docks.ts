@@ -337,6 +337,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
             first_name: s.firstName,
             username: s.username,
             title: s.title,
+            name: s.name,
             since: s.since,
           }),
         ),

@@ -94,6 +94,7 @@ function deliveryLine(d: StoredDeliveryLine): DeliveryLine {
     updated_at: d.updatedAt,
     edit: copyChange(d.edit),
     delete: copyChange(d.delete),
+    name: d.name,
   };
 }
 
@@ -102,7 +103,6 @@ export function deliveryDetail(d: StoredDeliveryDetail): DeliveryDetail {
     ...deliveryLine(d),
     attempts: d.attempts,
     chat_type: d.chatType,
-    title: d.title,
     first_name: d.firstName,
     username: d.username,
     sent_at: d.sentAt,

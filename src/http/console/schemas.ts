@@ -226,6 +226,12 @@ export const dockSummary = Type.Pick(dock, [
 ]);
 export type DockSummary = Static<typeof dockSummary>;
 
+/** How the console names a chat, the same everywhere (store/chats.ts). */
+const chatNameSchema = Type.Union([Type.String(), Type.Null()], {
+  description:
+    "The chat as the console names it: a group's title, or a person's name and @username; null when the service knows neither.",
+});
+
 /** A chat that receives (or, blocked, no longer can receive) a Dock's messages. */
 export const subscriber = Type.Object({
   chat_id: Type.Integer(),
@@ -237,6 +243,7 @@ export const subscriber = Type.Object({
     description:
       "A group's, supergroup's or channel's title as the bot last saw it (kept up to date on renames); null for a private chat, or a group the bot has not heard from since it was subscribed.",
   }),
+  name: chatNameSchema,
   since: time,
 });
 export type Subscriber = Static<typeof subscriber>;
@@ -288,6 +295,7 @@ export const deliveryLine = Type.Object({
   updated_at: time,
   edit: copyChange,
   delete: copyChange,
+  name: chatNameSchema,
 });
 export type DeliveryLine = Static<typeof deliveryLine>;
 
@@ -297,10 +305,6 @@ export const deliveryDetail = Type.Object({
   attempts: Type.Integer({ description: "Tries so far; a 429 (Telegram asking to wait) is not counted." }),
   chat_type: Type.Union([Type.String(), Type.Null()], {
     description: "private, group, supergroup or channel; null once the chat has no subscription to the Dock.",
-  }),
-  title: Type.Union([Type.String(), Type.Null()], {
-    description:
-      "The chat as the subscriber list names it: a group's title, or a person's name and @username; null: unknown.",
   }),
   first_name: stringOrNull,
   username: stringOrNull,

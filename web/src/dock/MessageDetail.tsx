@@ -3,6 +3,7 @@ import { api, type Dock, type MessageDetailAnswer, ServiceError } from "../api.t
 import { useDockVersion, useLiveRead } from "../live.tsx";
 import { dockHref } from "../route.ts";
 import type { Guarded } from "./actions.ts";
+import { chatLabel } from "./chat-name.ts";
 import {
   changeLabel,
   MessageBody,
@@ -14,16 +15,6 @@ import {
 import { ReadError } from "./ReadError.tsx";
 import { ScrollBox } from "./ScrollBox.tsx";
 import { When } from "./When.tsx";
-
-type Copy = MessageDetailAnswer["message"]["deliveries"][number];
-
-/** Who a copy went to, as the Subscribers tab names them. */
-function chatName(d: Copy): string {
-  if (d.title) return d.title;
-  return d.chat_type === "private"
-    ? `Telegram user ${d.chat_id}`
-    : `${d.chat_type ?? "group"} chat ${d.chat_id}`;
-}
 
 /**
  * One message and every copy of it: where each stands, how many attempts it took, why it failed,
@@ -119,7 +110,7 @@ export function MessageDetail({
                 <tbody>
                   {message.deliveries.map((d) => (
                     <tr key={d.chat_id}>
-                      <th scope="row">{chatName(d)}</th>
+                      <th scope="row">{chatLabel(d)}</th>
                       <td>
                         <span className={`state state-${d.state}`} title={STATE_HELP[d.state]}>
                           {d.state}
@@ -129,8 +120,9 @@ export function MessageDetail({
                       <td className={d.last_error ? "field-error" : "muted"}>{d.last_error ?? "—"}</td>
                       <td>
                         {[
-                          d.edit && `edit: ${changeLabel(d.edit, "edit")}`,
-                          d.delete && `delete: ${changeLabel(d.delete, "delete")}`,
+                          d.edit && `edit: ${changeLabel(d.edit, "edit", message.deleted_at !== null)}`,
+                          d.delete &&
+                            `delete: ${changeLabel(d.delete, "delete", message.deleted_at !== null)}`,
                         ]
                           .filter(Boolean)
                           .join("; ") || "—"}

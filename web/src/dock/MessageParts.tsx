@@ -1,4 +1,5 @@
 import type { CopyChange, DeliveryLine, DeliveryState, MessageReport } from "../api.ts";
+import { chatLabel } from "./chat-name.ts";
 import { MessageText } from "./MessageText.tsx";
 import { When } from "./When.tsx";
 
@@ -53,18 +54,33 @@ const OUTCOME_LABEL: Record<string, string> = {
   not_deleted: "not deleted",
 };
 
-/** Where a copy's edit or deletion stands, in words: its outcome once done, else its state. */
-export function changeLabel(change: NonNullable<CopyChange>, kind: "edit" | "delete"): string {
+/** An edit that never went because the message was deleted first (the API says `gone`). */
+const CANCELLED = "cancelled: message deleted";
+
+/**
+ * Where a copy's edit or deletion stands, in words: its outcome once done, else its state. An edit
+ * of a deleted message that is `gone` was cancelled by the deletion, not lost with its chat.
+ */
+export function changeLabel(
+  change: NonNullable<CopyChange>,
+  kind: "edit" | "delete",
+  messageDeleted: boolean,
+): string {
   if (change.outcome) return OUTCOME_LABEL[change.outcome] ?? change.outcome.replaceAll("_", " ");
   if (change.state === "queued") return "pending";
-  if (change.state === "gone") return "chat gone";
+  if (change.state === "gone") return kind === "edit" && messageDeleted ? CANCELLED : "chat gone";
   if (change.state === "failed") return kind === "delete" ? "not deleted" : "failed";
   return "done";
 }
 
 /** The message's life after it was sent: edits, its key, deletion, acknowledgement, and the copies' progress. */
 export function MessageChanges({ message: m }: { message: MessageReport }) {
-  const edits = counted(m.changes.edits, EDIT_COUNTS);
+  const edits = counted(
+    m.changes.edits,
+    m.deleted_at === null
+      ? EDIT_COUNTS
+      : EDIT_COUNTS.map(([name, label]): [string, string] => [name, name === "gone" ? CANCELLED : label]),
+  );
   const deletes = counted(m.changes.deletes, DELETE_COUNTS);
   // The acknowledgement takes a revision too (every copy is edited to say who): only the others
   // are edits by the sender. `revised_at` is the latest change's time.
@@ -106,17 +122,23 @@ export function MessageChanges({ message: m }: { message: MessageReport }) {
 export const worthALine = (d: DeliveryLine) => d.last_error !== null || d.edit !== null || d.delete !== null;
 
 /** One copy: its delivery's error, and where its latest edit and its deletion stand (with why, if refused). */
-export function CopyLine({ delivery: d }: { delivery: DeliveryLine }) {
+export function CopyLine({
+  delivery: d,
+  messageDeleted,
+}: {
+  delivery: DeliveryLine;
+  messageDeleted: boolean;
+}) {
   const change = (kind: "edit" | "delete", c: CopyChange) =>
     c && (
       <span className={c.state === "failed" ? "field-error" : undefined}>
-        {`; ${kind}: ${changeLabel(c, kind)}`}
+        {`; ${kind}: ${changeLabel(c, kind, messageDeleted)}`}
         {c.last_error && ` (${c.last_error})`}
       </span>
     );
   return (
     <li>
-      Chat {d.chat_id}:{" "}
+      {chatLabel(d)}:{" "}
       <span className={d.last_error ? "field-error" : undefined}>{d.last_error ?? d.state}</span>
       {change("edit", d.edit)}
       {change("delete", d.delete)}

@@ -201,7 +201,7 @@ export function MessagesTab({
               {m.deliveries.some(worthALine) && (
                 <ul className="small copies" aria-label="Copies">
                   {m.deliveries.filter(worthALine).map((d) => (
-                    <CopyLine key={d.chat_id} delivery={d} />
+                    <CopyLine key={d.chat_id} delivery={d} messageDeleted={m.deleted_at !== null} />
                   ))}
                 </ul>
               )}

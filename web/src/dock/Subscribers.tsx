@@ -3,15 +3,10 @@ import { useAnnounce } from "../announce.tsx";
 import { api, type Dock, type Subscriber, type SubscriberListAnswer } from "../api.ts";
 import { useDockVersion, useLiveRead } from "../live.tsx";
 import type { CardActions, Guarded } from "./actions.ts";
+import { chatLabel } from "./chat-name.ts";
 import { ReadError } from "./ReadError.tsx";
 
-function subscriberName(s: Subscriber): string {
-  if (s.title) return s.title;
-  if (s.first_name && s.username) return `${s.first_name} (@${s.username})`;
-  if (s.first_name) return s.first_name;
-  if (s.username) return `@${s.username}`;
-  return s.chat_type === "private" ? `Telegram user ${s.chat_id}` : `${s.chat_type} chat ${s.chat_id}`;
-}
+const subscriberName = (s: Subscriber) => chatLabel(s);
 
 /**
  * Who receives the Dock's messages, each removable by the owner. The count is of the active ones;
