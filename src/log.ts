@@ -192,7 +192,8 @@ declare module "fastify" {
     logFields: Record<string, unknown> | null;
     /**
      * A routine request, logged at debug when it succeeds: the bot's long polls of the sandbox
-     * (getUpdates), one every few seconds even when nothing happens.
+     * (getUpdates), one every few seconds even when nothing happens; the console's reads (see
+     * `quietly`).
      */
     logQuietly: boolean;
   }
@@ -202,6 +203,16 @@ declare module "fastify" {
 export function decorateRequestLog(server: FastifyInstance): void {
   server.decorateRequest("logFields", null);
   server.decorateRequest("logQuietly", false);
+}
+
+/**
+ * An onRequest hook for a route a page asks often with nothing worth an info line when it goes
+ * well: the console's live stream and the reads it prompts, the sign-in page's check every
+ * second. Its request line is logged at debug when it succeeds; a failure is an info line as any.
+ */
+export function quietly(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  request.logQuietly = true;
+  done();
 }
 
 /** One log line per request, when it completes, instead of Fastify's two (incoming + completed). */

@@ -599,21 +599,22 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
   });
 
   describe("Docks", () => {
-    it("the card's 2-second polls (messages, subscribers) are no info log lines; a failed one is", async () => {
+    it("the pages' reads and the sign-in page's checks are no info log lines; a failed read is", async () => {
       const dock = await createDock(alice, "Polled");
-      for (const path of ["messages", "subscribers"]) {
-        expect((await alice.call("GET", `/docks/${dock.id}/${path}`)).status).toBe(200);
-      }
+      const reads = ["", "/messages", "/subscribers", "/activity"].map((path) => `/docks/${dock.id}${path}`);
+      for (const path of ["/docks", ...reads]) expect((await alice.call("GET", path)).status).toBe(200);
+      expect((await alice.call("POST", "/sign-in/check", {})).status).toBe(200);
       expect((await alice.call("GET", "/docks/NoSuchDock0000000000000/messages")).status).toBe(404);
-      const lines = service.logs.lines.map((line) => JSON.parse(line) as { url?: string; msg?: string });
-      const polls = lines.filter(
-        (line) => line.msg === "request" && line.url?.includes("/console/api/docks/"),
+      const lines = service.logs.lines.map(
+        (line) => JSON.parse(line) as { method?: string; url?: string; msg?: string },
       );
-      expect(polls.some((line) => line.url === `/console/api/docks/${dock.id}/messages`)).toBe(false);
-      expect(polls.some((line) => line.url === `/console/api/docks/${dock.id}/subscribers`)).toBe(false);
-      expect(polls.some((line) => line.url === "/console/api/docks/NoSuchDock0000000000000/messages")).toBe(
-        true,
-      );
+      const infoLines = lines.filter((line) => line.msg === "request").map((l) => `${l.method} ${l.url}`);
+      for (const read of [...["/docks", ...reads].map((path) => `GET ${path}`), "POST /sign-in/check"]) {
+        expect(infoLines, read).not.toContain(read.replace(" ", " /console/api"));
+      }
+      expect(infoLines).toContain("GET /console/api/docks/NoSuchDock0000000000000/messages");
+      // What changes something is still an info line.
+      expect(infoLines).toContain("POST /console/api/docks");
     });
 
     it("create answers the card: ID, secret, Open in Telegram link and runnable curl commands", async () => {

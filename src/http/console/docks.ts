@@ -10,6 +10,7 @@ import type { Intake } from "../../intake.ts";
 import { ALL_FORMAT_NAMES } from "../../integrations/formats.ts";
 import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
+import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
@@ -75,14 +76,6 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   });
 
   const signedIn = (request: FastifyRequest) => request.signedIn as SignedIn;
-  /**
-   * An open card asks for its subscribers and messages every 2 seconds: those requests are logged
-   * at debug when they succeed, not as an info line each (issue 25: 908 lines in 17 minutes).
-   */
-  const quietly = (request: FastifyRequest, _reply: unknown, done: () => void) => {
-    request.logQuietly = true;
-    done();
-  };
   const previewTime = templateTime();
 
   /** The caller's Dock, or 404 — the same answer for a Dock that is someone else's. */

@@ -6,6 +6,7 @@ import type { TelegramIdentity } from "../../domain/telegram-identity.ts";
 import { botLink, telegramLink } from "../../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../../domain/telegram-login-widget.ts";
 import { perMinuteBuckets } from "../../domain/token-bucket.ts";
+import { quietly } from "../../log.ts";
 import {
   LOGIN_PAYLOAD_PREFIX,
   type LoginTokenRepository,
@@ -151,20 +152,24 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
   // Polled by the page. A confirmed sign-in names who confirmed it and starts no session: the
   // person sees the name and presses Continue (finish) or "That's not me" (cancel). Someone who
   // saw the link and pressed Yes first in their own Telegram cannot sign this browser in unseen.
-  server.post("/sign-in/check", async (request, reply): Promise<SignInCheckAnswer> => {
-    const browserSecret = request.cookies[LOGIN_COOKIE];
-    if (!browserSecret) return { ok: true, state: "none" };
-    const { state, confirmer } = await options.loginTokens.confirmation(linkTokenFor(browserSecret));
-    if (state === "confirmed" && confirmer) {
-      return {
-        ok: true,
-        state: "confirmed",
-        user: { id: confirmer.id, first_name: confirmer.firstName, username: confirmer.username },
-      };
-    }
-    if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
-    return { ok: true, state: state === "unknown" ? "none" : state };
-  });
+  server.post(
+    "/sign-in/check",
+    { onRequest: quietly },
+    async (request, reply): Promise<SignInCheckAnswer> => {
+      const browserSecret = request.cookies[LOGIN_COOKIE];
+      if (!browserSecret) return { ok: true, state: "none" };
+      const { state, confirmer } = await options.loginTokens.confirmation(linkTokenFor(browserSecret));
+      if (state === "confirmed" && confirmer) {
+        return {
+          ok: true,
+          state: "confirmed",
+          user: { id: confirmer.id, first_name: confirmer.firstName, username: confirmer.username },
+        };
+      }
+      if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
+      return { ok: true, state: state === "unknown" ? "none" : state };
+    },
+  );
 
   // Continue: exchanges this browser's confirmed sign-in for a session, once, for the person the
   // page showed (another tab may have started a new sign-in, confirmed by someone else, since).

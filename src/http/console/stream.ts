@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { sha256Hex } from "../../domain/secrets.ts";
+import { quietly } from "../../log.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { requireSession } from "../session.ts";
 import type { LiveHub } from "./live.ts";
@@ -17,11 +18,6 @@ export interface StreamOptions {
  * a log line a minute.
  */
 export async function stream(app: FastifyInstance, options: StreamOptions): Promise<void> {
-  const quietly = (request: FastifyRequest, _reply: unknown, done: () => void) => {
-    request.logQuietly = true;
-    done();
-  };
-
   // The service is stopping: the streams end now, or closing the server would wait for them.
   app.addHook("preClose", async () => options.hub.close());
 
