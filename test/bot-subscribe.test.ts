@@ -85,6 +85,17 @@ describe.each(DIALECTS)("subscribing in the bot on %s", (dialect) => {
     expect(await people.callbackAnswer(press)).toBeDefined();
     expect(await subscriptionRows(service.db)).toContainEqual([dock.id, bob, "private", "active"]);
     expect(await subscriptionsOf(bob)).toEqual([[dock.id, "active"]]);
+
+    // The menu stays up: a second Dock's link and Yes do not say it again.
+    const again = await people.botReply(bob, await people.start(bob, other.id), "the second prompt");
+    await people.press(bob, again, "Yes");
+    await people.edited(bob, again);
+    const said = (await people.history(bob)).filter((m: { text?: string }) => m.text === menu.text);
+    expect(said).toHaveLength(1);
+    expect(await subscriptionsOf(bob)).toEqual([
+      [dock.id, "active"],
+      [other.id, "active"],
+    ]);
   });
 
   it("the Dock's owner sees a subscriber by the name the bot saw", async () => {

@@ -15,14 +15,21 @@ const AWAITING_DOCK_ID = "awaiting_dock_id";
 /** How long the bot waits for a Dock ID after Subscribe before it forgets it asked. */
 const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
-/** Subscribes the update's chat (a person, or a group) to the Dock; says what happened. */
-async function subscribeChat(ctx: Context, deps: BotDeps, dock: Dock): Promise<string> {
+/** Subscribes the update's chat (a person, or a group) to the Dock; what to say, and whether it is new. */
+async function subscribeChat(
+  ctx: Context,
+  deps: BotDeps,
+  dock: Dock,
+): Promise<{ added: boolean; text: string }> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
   const names =
     chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : { title: chat.title };
   const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, names);
-  return added ? texts.subscribed(dock.name, inGroup(ctx)) : texts.alreadySubscribed(dock.name, inGroup(ctx));
+  const text = added
+    ? texts.subscribed(dock.name, inGroup(ctx))
+    : texts.alreadySubscribed(dock.name, inGroup(ctx));
+  return { added, text };
 }
 
 /**
@@ -87,7 +94,7 @@ async function receiveDockId(ctx: Context, deps: BotDeps, text: string): Promise
   }
   await deps.states.clear(chat.id, from.id);
   if (!(await requireManager(ctx))) return;
-  await say(ctx, await subscribeChat(ctx, deps, dock));
+  await say(ctx, (await subscribeChat(ctx, deps, dock)).text);
 }
 
 /**
@@ -108,11 +115,19 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
     }
     const result = await subscribeChat(ctx, deps, dock);
     // A deep link's Yes is the one path into the bot that never showed the menu (a prompt with
-    // buttons cannot carry it, nor can its edit): it comes now, before the prompt turns into the
-    // confirmation, so that whoever sees the confirmation has the menu too.
-    if (ctx.chat?.type === "private") await say(ctx, texts.menuReady);
+    // buttons cannot carry it, nor can its edit): it comes with the chat's first subscription,
+    // before the prompt turns into the confirmation, so that whoever sees the confirmation has the
+    // menu too. Telegram keeps it up after that: later subscriptions do not say it again.
+    const chat = ctx.chat;
+    if (
+      chat?.type === "private" &&
+      result.added &&
+      (await deps.subscriptions.listActive(chat.id)).length === 1
+    ) {
+      await say(ctx, texts.menuReady);
+    }
     await answer(ctx);
-    await edit(ctx, result);
+    await edit(ctx, result.text);
   });
 
   commands.callbackQuery(new RegExp(`^${NO}(.+)$`), async (ctx) => {
@@ -130,7 +145,10 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
     }
     if (!(await requireManager(ctx))) return;
     const dock = await deps.docks.get(dockIdFrom(argument) ?? "");
-    await say(ctx, dock === undefined ? texts.noSuchDock(argument) : await subscribeChat(ctx, deps, dock));
+    await say(
+      ctx,
+      dock === undefined ? texts.noSuchDock(argument) : (await subscribeChat(ctx, deps, dock)).text,
+    );
   });
   commands.hears(texts.menu.subscribe, (ctx) => startManualSubscription(ctx, deps));
 
