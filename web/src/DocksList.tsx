@@ -55,8 +55,10 @@ export function DocksList({ guarded }: { guarded: Guarded }) {
     if (!docks || words.length === 0) return docks;
     return docks.filter((d) => {
       const haystack = `${d.name} ${d.description ?? ""} ${d.link ?? ""}`.toLowerCase();
-      // An ID matches when pasted (or most of it): a few letters of a random ID would match by chance.
-      return words.every((w) => haystack.includes(w)) || (query.length >= 8 && d.id.includes(query));
+      // An ID matches by any part of 4 characters or more, whatever their case (as typed from a
+      // screen); fewer would match random IDs by chance.
+      const inId = words.length === 1 && query.length >= 4 && d.id.toLowerCase().includes(words[0] as string);
+      return words.every((w) => haystack.includes(w)) || inId;
     });
   }, [docks, filter]);
 

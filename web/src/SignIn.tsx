@@ -10,6 +10,7 @@ import {
   type SignInState,
   type TelegramAccount,
 } from "./api.ts";
+import { onlyOnThisComputer } from "./local-address.ts";
 
 /** What the page shows: a state of the sign-in, or how the person ended it here. */
 type PageState = SignInState | "cancelled" | "failed";
@@ -237,7 +238,17 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
               width={200}
               height={200}
             />
-            <figcaption>On another device? Scan this with your phone.</figcaption>
+            <figcaption>
+              {onlyOnThisComputer(pending.link) ? (
+                <>
+                  This code leads to {new URL(pending.link).host}, which only this computer reaches: to scan
+                  it with a phone, start the service with <code>PUBLIC_URL</code> set to an address the phone
+                  can reach.
+                </>
+              ) : (
+                "On another device? Scan this with your phone."
+              )}
+            </figcaption>
           </figure>
           <p className="muted" role="status">
             Waiting for your confirmation in Telegram… The link works once and expires at{" "}

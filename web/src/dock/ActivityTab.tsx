@@ -1,4 +1,4 @@
-import { useId, useState } from "react";
+import { useCallback, useEffect, useId, useRef, useState } from "react";
 import { type ActivityAnswer, api, type Dock } from "../api.ts";
 import { useDockVersion, useLiveRead } from "../live.tsx";
 import type { Guarded } from "./actions.ts";
@@ -15,18 +15,45 @@ const OUTCOMES = [
   { key: "gone", label: "Gone (chat blocked the bot or left)" },
 ] as const;
 
-const WIDTH = 640;
+/** The chart's width before its box is measured, and the least it is drawn at. */
+const DEFAULT_WIDTH = 640;
+const MIN_WIDTH = 280;
 const HEIGHT = 200;
 const TOP = 10;
 const BOTTOM = 24;
 const LEFT = 36;
+/** Room a day's label needs (“Nov 27” at the axis's 11 px), so that labels never overlap. */
+const LABEL_WIDTH = 48;
 
-/** A round number at or above `n`, for the axis: 1, 2, 5, 10, 20, 50… */
-function niceCeiling(n: number): number {
-  if (n <= 5) return 5;
-  const power = 10 ** Math.floor(Math.log10(n));
-  for (const step of [1, 2, 5, 10]) if (step * power >= n) return step * power;
-  return 10 * power;
+/**
+ * The axis's top: a round number at or above `n` whose half is a whole number too (the middle
+ * line's label), so no axis reads “2.5 messages”: 2, 4, 10, 20, 40, 100…
+ */
+export function niceCeiling(n: number): number {
+  for (let power = 1; ; power *= 10) {
+    for (const step of [2, 4, 10]) if (step * power >= n) return step * power;
+  }
+}
+
+/**
+ * The width of an element's box in CSS pixels, followed as it changes: the chart is drawn at the
+ * size it is shown, so its labels keep their size on a phone instead of shrinking with the image.
+ */
+function useWidth(): [(element: Element | null) => void, number] {
+  const [width, setWidth] = useState(DEFAULT_WIDTH);
+  const observer = useRef<ResizeObserver | null>(null);
+  // A callback ref: the figure appears only once the days are read.
+  const ref = useCallback((element: Element | null) => {
+    observer.current?.disconnect();
+    observer.current = null;
+    if (element === null) return;
+    observer.current = new ResizeObserver(([entry]) => {
+      if (entry) setWidth(Math.max(MIN_WIDTH, Math.round(entry.contentRect.width)));
+    });
+    observer.current.observe(element);
+  }, []);
+  useEffect(() => () => observer.current?.disconnect(), []);
+  return [ref, width];
 }
 
 const dayLabel = (day: string, long = false) =>
@@ -41,20 +68,28 @@ const dayLabel = (day: string, long = false) =>
  * Bars of the day's delivery outcomes (sent, retried, failed, gone) with a dot for the messages
  * accepted. An image for eyes; the same numbers in the table below it for everyone else.
  */
-function Chart({ days, summary }: { days: Day[]; summary: string }) {
+function Chart({ days, summary, width }: { days: Day[]; summary: string; width: number }) {
   const top = niceCeiling(
     Math.max(1, ...days.map((d) => Math.max(d.accepted, d.sent + d.retried + d.failed + d.gone))),
   );
   const plot = HEIGHT - TOP - BOTTOM;
-  const slot = (WIDTH - LEFT) / days.length;
+  const slot = (width - LEFT) / days.length;
   const bar = Math.max(2, slot * 0.6);
   const y = (n: number) => TOP + plot - (n / top) * plot;
-  const labelEvery = days.length > 10 ? 5 : 1;
+  // Every day's label where there is room, else every 2nd, 5th, 10th… (counted from the last: today's always shows).
+  const labelEvery = [1, 2, 5, 10, 15].find((every) => every * slot >= LABEL_WIDTH) ?? 30;
   return (
-    <svg className="chart" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={summary}>
+    <svg
+      className="chart"
+      viewBox={`0 0 ${width} ${HEIGHT}`}
+      width={width}
+      height={HEIGHT}
+      role="img"
+      aria-label={summary}
+    >
       {[0, top / 2, top].map((n) => (
         <g key={n}>
-          <line className="chart-grid" x1={LEFT} x2={WIDTH} y1={y(n)} y2={y(n)} />
+          <line className="chart-grid" x1={LEFT} x2={width} y1={y(n)} y2={y(n)} />
           <text className="chart-axis" x={LEFT - 6} y={y(n) + 4} textAnchor="end">
             {n}
           </text>
@@ -84,7 +119,7 @@ function Chart({ days, summary }: { days: Day[]; summary: string }) {
             {d.accepted > 0 && (
               <circle className="chart-accepted" cx={x + bar / 2} cy={y(d.accepted)} r={3.5} />
             )}
-            {(i % labelEvery === 0 || i === days.length - 1) && (
+            {(days.length - 1 - i) % labelEvery === 0 && (
               <text className="chart-axis" x={x + bar / 2} y={HEIGHT - 6} textAnchor="middle">
                 {dayLabel(d.day)}
               </text>
@@ -102,6 +137,7 @@ function Chart({ days, summary }: { days: Day[]; summary: string }) {
  */
 export function ActivityTab({ dock, guarded }: { dock: Dock; guarded: Guarded }) {
   const id = useId();
+  const [figure, width] = useWidth();
   const version = useDockVersion(dock.id);
   const [span, setSpan] = useState<7 | 30>(7);
   const read = useLiveRead(
@@ -154,8 +190,8 @@ export function ActivityTab({ dock, guarded }: { dock: Dock; guarded: Guarded })
               <dd>{total("gone")}</dd>
             </div>
           </dl>
-          <figure className="chart-figure">
-            <Chart days={days} summary={summary} />
+          <figure className="chart-figure" ref={figure}>
+            <Chart days={days} summary={summary} width={width} />
             <figcaption className="chart-legend small">
               <span>
                 <span className="swatch chart-accepted-swatch" aria-hidden="true" /> Accepted (dot)

@@ -2,6 +2,7 @@ import { useEffect, useRef } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { api, type Dock, type DockAnswer, type InfoAnswer, ServiceError } from "../api.ts";
 import { useDockVersion, useLiveRead } from "../live.tsx";
+import { onlyOnThisComputer } from "../local-address.ts";
 import { navigate } from "../navigation.ts";
 import { DOCK_TABS, type DockTab, dockHref, TAB_LABEL } from "../route.ts";
 import { ActivityTab } from "./ActivityTab.tsx";
@@ -165,6 +166,13 @@ function LoadedDock({
       <p className="muted small dock-hint">
         Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the Dock
         ID) with anyone who should receive these notifications.
+        {onlyOnThisComputer(dock.open_in_telegram) && (
+          <>
+            {" "}
+            The link leads to {new URL(dock.open_in_telegram).host}, which only this computer reaches: to
+            share it, start the service with <code>PUBLIC_URL</code> set to an address others can reach.
+          </>
+        )}
       </p>
 
       <nav className="tabs" aria-label="Dock sections">
