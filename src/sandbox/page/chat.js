@@ -297,13 +297,25 @@ function renderMessages() {
   list.scrollTop = list.scrollHeight;
 }
 
+/** Where the bot stands in a group, as its header says it (Telegram's member statuses). */
+const BOT_IN_GROUP = {
+  member: "bot in the group",
+  administrator: "bot is an admin",
+  left: "bot not in the group",
+  kicked: "bot removed",
+};
+
 function renderChrome() {
   const chat = currentChat();
   const privateChat = isPrivate();
-  $("chat-title").textContent = privateChat ? state.bot?.first_name : (chat?.title ?? "");
+  const title = privateChat ? state.bot?.first_name : (chat?.title ?? "");
+  $("chat-title").textContent = title;
+  // The first character as a person reads it (an emoji is two UTF-16 units).
+  $("chat-avatar").textContent = (Array.from((title ?? "").trim())[0] ?? "?").toUpperCase();
+  const members = chat?.members.length ?? 0;
   $("chat-subtitle").textContent = privateChat
     ? `@${state.bot?.username} · bot`
-    : `${chat?.members.length ?? 0} members · bot ${chat?.bot_status ?? "left"}`;
+    : `${members} ${members === 1 ? "member" : "members"} · ${BOT_IN_GROUP[chat?.bot_status ?? "left"] ?? "bot not in the group"}`;
   const blocked = Boolean(chat?.blocked);
   $("block-label").hidden = !privateChat;
   $("block-toggle").checked = blocked;

@@ -47,6 +47,12 @@ export function Snippets({
       <pre className="snippet" tabIndex={0} data-testid="snippet-text">
         {shown(snippet.text)}
       </pre>
+      {snippet.format === "template" && dock.template === null && (
+        <p className="small" data-testid="snippet-needs-template">
+          <strong>Save a template below first:</strong> until the Dock has one, this is refused (409
+          no_template).
+        </p>
+      )}
       {needsHook ? (
         <p className="small">
           <span className="muted">This tool can only be given a URL: </span>
