@@ -484,6 +484,15 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await card.getByRole("button", { name: "Search" }).click();
     await history.locator(":scope > li").first().filter({ hasText: "step 1 of the build log" }).waitFor();
     expect(await history.locator(":scope > li").count()).toBe(1);
+    // A search is not run again at every change of the Dock: the page says something came, and
+    // Search again shows it.
+    expect((await ping(service.url, dockId, rotated, "another build log")).status).toBe(202);
+    const stale = card.getByRole("status").filter({ hasText: "Messages came or changed since this search." });
+    await stale.waitFor();
+    expect(await history.locator(":scope > li").count()).toBe(1);
+    await stale.getByRole("button", { name: "Search again" }).click();
+    await history.locator(":scope > li", { hasText: "another build log" }).waitFor();
+    await stale.waitFor({ state: "detached" });
     await card.getByLabel("Text or key").fill("");
     await card.getByRole("button", { name: "Search" }).click();
 

@@ -85,10 +85,16 @@ export function MessagesTab({
   const searchNumber = useRef(0);
   const loaded = useRef(0);
   loaded.current = pages?.messages.length ?? 0;
+  const filtered = query.q !== "" || query.state !== "";
+  // A search's results are read again when asked, not at every change of the Dock: a search may
+  // read every message of the Dock that does not match, and a busy Dock changes every second.
+  const [searchedAt, setSearchedAt] = useState(version);
+  const readVersion = filtered ? searchedAt : version;
+  const changedSinceSearch = filtered && searchedAt !== version;
 
   // The pages shown, read again whenever the Dock changes (new messages, delivery states): as
   // many as are shown, up to the service's page limit; older ones read before stay below.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `version` is the live stream's "read again".
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `readVersion` is the live stream's "read again".
   useEffect(() => {
     let current = true;
     const limit = Math.min(REFRESH_MAX, Math.max(PAGE, loaded.current));
@@ -103,7 +109,7 @@ export function MessagesTab({
     return () => {
       current = false;
     };
-  }, [dock.id, query, version, guarded]);
+  }, [dock.id, query, readVersion, guarded]);
 
   const more = () =>
     actions.act(async () => {
@@ -134,11 +140,11 @@ export function MessagesTab({
     event.preventDefault();
     searchNumber.current += 1;
     setPages(null);
+    setSearchedAt(version);
     setQuery({ q: draft.q.trim(), state: draft.state });
   };
   const messages = pages?.messages ?? null;
   const nextBefore = pages?.nextBefore ?? null;
-  const filtered = query.q !== "" || query.state !== "";
 
   return (
     <section aria-labelledby={`${id}-title`}>
@@ -175,6 +181,14 @@ export function MessagesTab({
         </form>
       </search>
       <ReadError error={readError} />
+      {changedSinceSearch && (
+        <p className="small search-stale" role="status">
+          Messages came or changed since this search.{" "}
+          <button type="button" onClick={() => setSearchedAt(version)}>
+            Search again
+          </button>
+        </p>
+      )}
       {messages === null && !readError && <p className="muted">Loading…</p>}
       {messages?.length === 0 && (
         <p className="muted">
