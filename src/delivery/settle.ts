@@ -228,12 +228,12 @@ export class Settler {
    * no attempt counted, and the delivery goes out under the new id.
    */
   async handBack(delivery: PendingDelivery, error: string): Promise<void> {
-    await this.#retry(delivery, { nextAttemptAt: delivery.nextAttemptAt, error, count: false });
+    await this.#retry(delivery, { nextAttemptAt: delivery.nextAttemptAt, error, count: false, tried: false });
   }
 
   async #retry(
     delivery: PendingDelivery,
-    retry: { nextAttemptAt: number; error: string; count: boolean },
+    retry: { nextAttemptAt: number; error: string; count: boolean; tried?: boolean },
   ): Promise<void> {
     await this.persist(delivery, () =>
       this.#o.outbox.retry(delivery.id, delivery.lease, {
@@ -241,6 +241,7 @@ export class Settler {
         error: retry.error,
         countAttempt: retry.count,
         sentParts: delivery.sentParts,
+        ...(retry.tried === false ? { tried: false } : {}),
       }),
     );
   }

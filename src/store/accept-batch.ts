@@ -161,7 +161,7 @@ export class AcceptBatch {
     if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
     if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
     await allowance?.settle();
-    // The day's activity, last (rollups.ts): one upsert per Dock of the batch, however many messages.
+    // The day's activity, last (rollups.ts): one inserted row per Dock of the batch, however many messages.
     const counts = writes.replaced;
     for (const row of writes.messages) counts.count(row[1] as string, "accepted");
     await this.#rollups.add(tx, now, counts);

@@ -2,6 +2,7 @@ import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
 import { type ActivityCount, DAY_MS, dayOf } from "./rollups.ts";
 import type { DeliveryState } from "./schema.ts";
+import { addUncreatedCopies } from "./uncreated-copies.ts";
 
 /** Days of activity kept (and pruned after, by the retention pass): a chart of a year and a bit. */
 export const ACTIVITY_DAYS_KEPT = 400;
@@ -144,8 +145,7 @@ export class ActivityRepository {
       .execute();
     if (latest.length === 0) return headlines;
     const messageIds = latest.map((m) => m.id);
-    // Read before the deliveries: the fan-out deletes these rows and creates the deliveries in one
-    // commit, so this order never misses both (as OutboxViews.recent).
+    // Read before the deliveries (see addUncreatedCopies).
     const waiting = new Set(
       (
         await this.#db.kysely
@@ -171,13 +171,7 @@ export class ActivityRepository {
         states[row.state] = Number(row.n);
         seen += Number(row.n);
       }
-      // Copies not created: still to come while the message waits to be fanned out; otherwise
-      // those subscribers left before the dispatcher got to it (as OutboxViews.recent).
-      const missing = message.subscribers - seen;
-      if (missing > 0) {
-        const state = waiting.has(message.id) ? "queued" : "gone";
-        states[state] = (states[state] ?? 0) + missing;
-      }
+      addUncreatedCopies(states, message.subscribers, seen, waiting.has(message.id));
       const headline = headlines.get(message.dock_id);
       if (headline === undefined) continue;
       headline.lastMessage = {

@@ -12,6 +12,7 @@ import {
 } from "./copy-changes.ts";
 import type { Db } from "./db.ts";
 import type { Database, DeliveryState } from "./schema.ts";
+import { addUncreatedCopies } from "./uncreated-copies.ts";
 
 /*
  * A Dock's message history as its owner reads it in the console: pages of messages, newest
@@ -447,13 +448,7 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
       if (row.state === "sent") sent = n;
       withIds += Number(row.with_ids);
     }
-    // Copies never made: still to come while the message waits to be fanned out; otherwise those
-    // subscribers left before the dispatcher got to it.
-    const missingCopies = m.subscribers - report.deliveriesTotal;
-    if (missingCopies > 0) {
-      const state = at("send") !== null ? "queued" : "gone";
-      report.states[state] = (report.states[state] ?? 0) + missingCopies;
-    }
+    addUncreatedCopies(report.states, m.subscribers, report.deliveriesTotal, at("send") !== null);
     // A change of the whole message still to be fanned out makes every copy it will reach pending,
     // whatever that copy's latest change was.
     for (const group of changeGroups) {

@@ -11,6 +11,7 @@ import {
 } from "./message-history.ts";
 import { parseIds } from "./outbox.ts";
 import type { DeliveryState } from "./schema.ts";
+import { addUncreatedCopies } from "./uncreated-copies.ts";
 
 // The send API names where a copy's edit and delete stand as the console does; it reads them here.
 export { type CopyChange, changeState } from "./copy-changes.ts";
@@ -124,8 +125,7 @@ export class OutboxViews {
       .where("dock_id", "=", dockId)
       .executeTakeFirst();
     if (!message) return undefined;
-    // Waiting to be fanned out? Read before the deliveries: the fan-out deletes this row and
-    // creates the deliveries in one commit, so this order never misses both.
+    // Waiting to be fanned out? Read before the deliveries (see addUncreatedCopies).
     const fanouts = await this.#db.kysely
       .selectFrom("fanouts")
       .select(["kind", "created_at"])
@@ -155,10 +155,7 @@ export class OutboxViews {
     const changes = latestChanges(all, { edit: change("edit"), delete: change("delete") });
     const counts = { queued: 0, sent: 0, failed: 0, gone: 0 };
     for (const row of rows) counts[row.state === "sending" ? "queued" : row.state]++;
-    // Deliveries not created: still to come while the message waits; otherwise those subscribers
-    // left before the dispatcher got to the message.
-    const missing = message.subscribers - rows.length;
-    if (missing > 0) counts[waiting ? "queued" : "gone"] += missing;
+    addUncreatedCopies(counts, message.subscribers, rows.length, waiting);
     const events = await this.#db.kysely
       .selectFrom("events")
       .select(["type", "state", "attempts", "last_error", "updated_at"])

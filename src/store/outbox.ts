@@ -559,14 +559,22 @@ export class Outbox {
 
   /**
    * Back to the queue for another attempt at `nextAttemptAt`. A `429` is not a failed attempt
-   * (`countAttempt` false): the attempt counter is given back.
+   * (`countAttempt` false): the attempt counter is given back. A try that did not get through
+   * counts as `retried` in the Dock's activity; a claim handed back untried (`tried` false: the
+   * chat moved before the send) does not.
    */
   async retry(
     id: number,
     lease: number,
-    options: { nextAttemptAt: number; error: string; countAttempt: boolean; sentParts: number[] },
+    options: {
+      nextAttemptAt: number;
+      error: string;
+      countAttempt: boolean;
+      sentParts: number[];
+      tried?: boolean;
+    },
   ): Promise<boolean> {
-    return this.#settleCounted(id, lease, "retried", (eb) => ({
+    return this.#settleCounted(id, lease, options.tried === false ? null : "retried", (eb) => ({
       state: "queued",
       next_attempt_at: options.nextAttemptAt,
       last_error: options.error,
@@ -612,14 +620,14 @@ export class Outbox {
   async #settleCounted(
     id: number,
     lease: number,
-    count: SettledCount,
+    count: SettledCount | null,
     values: SettleValues,
   ): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const written = await this.#settle(tx, id, lease, values, now);
       if (written === undefined) return false;
-      await this.#rollups.add(tx, now, new Tallies().settled([written], count));
+      if (count !== null) await this.#rollups.add(tx, now, new Tallies().settled([written], count));
       return true;
     });
   }

@@ -57,7 +57,7 @@ export class Tallies {
     return this.#byDock.size;
   }
 
-  /** In Dock ID order: the order every transaction locks the rows in. */
+  /** In Dock ID order, so that a transaction's writes are always made in the same order. */
   sorted(): [string, Tally][] {
     return [...this.#byDock].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }

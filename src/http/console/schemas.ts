@@ -462,7 +462,7 @@ export const activityDay = Type.Object({
   failed: Type.Integer({ description: "Copies Telegram refused, or given up on after retrying too long." }),
   gone: Type.Integer({
     description:
-      "Copies not sent because the chat is gone (it blocked the bot, left, was removed) or the message was deleted first.",
+      "Copies not sent because the chat is gone (it blocked the bot, left, was removed); not those of a message deleted before they went.",
   }),
 });
 export type ActivityDay = Static<typeof activityDay>;
