@@ -1040,14 +1040,12 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
           }
           if (name === "dock-activity") {
             // The chart's labels keep a readable size on a phone, and its axis counts whole messages.
-            const labels = await page
-              .locator(".chart-axis")
-              .evaluateAll((texts) =>
-                texts.map((text) => ({
-                  text: text.textContent,
-                  height: text.getBoundingClientRect().height,
-                })),
-              );
+            const labels = await page.locator(".chart-axis").evaluateAll((texts) =>
+              texts.map((text) => ({
+                text: text.textContent,
+                height: text.getBoundingClientRect().height,
+              })),
+            );
             expect(labels.length).toBeGreaterThan(3);
             for (const label of labels) {
               expect(label.height, `“${label.text}” at ${width} px`).toBeGreaterThanOrEqual(10);

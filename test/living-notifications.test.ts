@@ -873,12 +873,14 @@ describe.skipIf(!DIALECTS.includes("postgres"))("message locks on postgres", () 
       });
       const id = ((await response.json()) as Json).message_id as string;
       const locks = service.db.messageLocks;
+      // This test's database only: other tests' services share the server (and take advisory locks).
+      const thisDatabase = sql`database = (select oid from pg_database where datname = current_database())`;
       const waiting = async () =>
         Number(
           (
             await sql<{
               n: number;
-            }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted`.execute(
+            }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted and ${thisDatabase}`.execute(
               service.db.kysely,
             )
           ).rows[0]?.n,
@@ -897,7 +899,7 @@ describe.skipIf(!DIALECTS.includes("postgres"))("message locks on postgres", () 
       await waitFor("both settles holding the lock", async () => {
         const { rows } = await sql<{
           n: number;
-        }>`select count(*) as n from pg_locks where locktype = 'advisory' and granted and mode = 'ShareLock'`.execute(
+        }>`select count(*) as n from pg_locks where locktype = 'advisory' and granted and mode = 'ShareLock' and ${thisDatabase}`.execute(
           service.db.kysely,
         );
         return Number(rows[0]?.n) >= 2 ? true : undefined;

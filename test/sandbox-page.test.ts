@@ -220,7 +220,9 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
     expect(group).toBeDefined();
     // A new group: its own initial, its members, and the bot not (yet) in it.
     expect(await page.locator("#chat-avatar").textContent()).toBe("O");
-    expect(await page.locator("#chat-subtitle").textContent()).toMatch(/^\d+ members? · bot not in the group$/);
+    expect(await page.locator("#chat-subtitle").textContent()).toMatch(
+      /^\d+ members? · bot not in the group$/,
+    );
 
     // Renamed from outside (the control API), the page follows: header, chat list, service message.
     const bea = ((await sandbox.control("GET", "/users")).body as { id: number; first_name: string }[]).find(
