@@ -259,6 +259,34 @@ describe.each(DIALECTS)("activity on %s", (dialect) => {
     expect(await statementsFor([one.id])).toBe(4);
   });
 
+  it("a busy day is folded a few hundred rows at a time, its sums kept", async () => {
+    const dock = await createDock("Busy");
+    // The other tests' Docks folded first: what follows counts this Dock's rows alone.
+    await service.app.activity.fold();
+    const values = Array.from({ length: 450 }, (_, i) => ({
+      dock_id: dock.id,
+      day: today(),
+      accepted: 1,
+      sent: 2,
+      retried: i % 2,
+      failed: 0,
+      gone: 0,
+      changed: 0,
+    }));
+    await service.db.kysely.insertInto("dock_days").values(values).execute();
+    const rows = () =>
+      service.db.kysely.selectFrom("dock_days").select("id").where("dock_id", "=", dock.id).execute();
+    const expected = { day: today(), accepted: 450, sent: 900, retried: 225, failed: 0, gone: 0 };
+    expect(await todayOf(dock.id)).toEqual(expected);
+    // 200 + 200 + 50 rows, each chunk in its own transaction: three sums, then one.
+    expect(await service.app.activity.fold()).toBe(447);
+    expect(await rows()).toHaveLength(3);
+    expect(await todayOf(dock.id)).toEqual(expected);
+    expect(await service.app.activity.fold()).toBe(2);
+    expect(await rows()).toHaveLength(1);
+    expect(await todayOf(dock.id)).toEqual(expected);
+  });
+
   it("a Dock's counts go with it; days older than 400 are pruned, younger ones kept", async () => {
     const dock = await createDock("Short-lived");
     await send(dock, "hello");

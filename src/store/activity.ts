@@ -4,6 +4,9 @@ import { type ActivityCount, DAY_MS, dayOf } from "./rollups.ts";
 import type { DeliveryState } from "./schema.ts";
 import { addUncreatedCopies } from "./uncreated-copies.ts";
 
+/** The most rows `fold` sums in one transaction. */
+const FOLD_CHUNK = 200;
+
 /** Days of activity kept (and pruned after, by the retention pass): a chart of a year and a bit. */
 export const ACTIVITY_DAYS_KEPT = 400;
 
@@ -48,6 +51,8 @@ function lastDays(now: number, count: number): string[] {
 export class ActivityRepository {
   readonly #db: Db;
   readonly #now: () => number;
+  /** The highest row id the last fold saw: rows above it are new since (0: every row, at start). */
+  #foldedUpTo = 0;
 
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
@@ -187,47 +192,85 @@ export class ActivityRepository {
 
   /**
    * Sums the rows of each Dock's recent days (today and yesterday: counts are written on the day
-   * they happen) into one row per day; returns how many rows went. Each day in a transaction of its
-   * own that deletes the rows it sums and inserts their sum, so it never waits for a writer (they
-   * only insert) nor loses a count (a row committed meanwhile is folded next time).
+   * they happen) into few; returns how many rows went. At most FOLD_CHUNK rows a transaction, each
+   * deleting the rows it sums and inserting their sum: so it never waits for a writer (they only
+   * insert), never loses a count (a row committed meanwhile is folded next time), and never holds
+   * the database's one writer for long (SQLite: a fold of 6,000 rows at once stalled /ping's
+   * batches for ~100 ms, docs/benchmarks.md). A day left in several rows is folded into one by a
+   * later pass.
+   *
+   * Only the days that got rows since this process's last pass are looked at, found by id (the
+   * primary key): an index by day, for finding them among all Docks' 400 days, cost every insert
+   * more than it saved (/ping's throughput, docs/benchmarks.md). A row committed late with a lower
+   * id (PostgreSQL hands ids out before commit) stays apart until its day gets another row; readers
+   * sum a day's rows whatever their number.
    */
   async fold(): Promise<number> {
     const since = dayOf(this.#now() - DAY_MS);
-    const groups = await this.#db.kysely
+    const fresh = await this.#db.kysely
       .selectFrom("dock_days")
       .select((eb) => ["dock_id", "day", eb.fn.max("id").as("upto")])
+      .where("id", ">", this.#foldedUpTo)
       .where("day", ">=", since)
       .groupBy(["dock_id", "day"])
-      .having((eb) => eb.fn.countAll(), ">", 1)
       .execute();
     let folded = 0;
-    for (const group of groups) {
-      await this.#db.kysely.transaction().execute(async (tx) => {
-        const rows = await tx
-          .deleteFrom("dock_days")
-          .where("dock_id", "=", group.dock_id)
-          .where("day", "=", group.day)
-          .where("id", "<=", Number(group.upto))
-          .returning(["accepted", "sent", "retried", "failed", "gone", "changed"])
-          .execute();
-        if (rows.length === 0) return;
-        const sum = (column: ActivityCount) => rows.reduce((total, row) => total + Number(row[column]), 0);
-        await tx
-          .insertInto("dock_days")
-          .values({
-            dock_id: group.dock_id,
-            day: group.day,
-            accepted: sum("accepted"),
-            sent: sum("sent"),
-            retried: sum("retried"),
-            failed: sum("failed"),
-            gone: sum("gone"),
-            changed: sum("changed"),
-          })
-          .execute();
-        folded += rows.length - 1;
-      });
+    for (const group of fresh) {
+      const upto = Number(group.upto);
+      const { n } = await this.#db.kysely
+        .selectFrom("dock_days")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("dock_id", "=", group.dock_id)
+        .where("day", "=", group.day)
+        .where("id", "<=", upto)
+        .executeTakeFirstOrThrow();
+      if (Number(n) < 2) continue;
+      // Rows with ids in (after, upto]; each sum goes in with a new id, above `upto`.
+      for (let after = 0; after < upto; ) {
+        after = await this.#db.kysely.transaction().execute(async (tx) => {
+          const last = await tx
+            .selectFrom("dock_days")
+            .select("id")
+            .where("dock_id", "=", group.dock_id)
+            .where("day", "=", group.day)
+            .where("id", ">", after)
+            .where("id", "<=", upto)
+            .orderBy("id")
+            .offset(FOLD_CHUNK - 1)
+            .limit(1)
+            .executeTakeFirst();
+          const bound = last === undefined ? upto : Number(last.id);
+          const rows = await tx
+            .deleteFrom("dock_days")
+            .where("dock_id", "=", group.dock_id)
+            .where("day", "=", group.day)
+            .where("id", ">", after)
+            .where("id", "<=", bound)
+            .returning(["accepted", "sent", "retried", "failed", "gone", "changed"])
+            .execute();
+          if (rows.length > 0) {
+            const sum = (column: ActivityCount) =>
+              rows.reduce((total, row) => total + Number(row[column]), 0);
+            await tx
+              .insertInto("dock_days")
+              .values({
+                dock_id: group.dock_id,
+                day: group.day,
+                accepted: sum("accepted"),
+                sent: sum("sent"),
+                retried: sum("retried"),
+                failed: sum("failed"),
+                gone: sum("gone"),
+                changed: sum("changed"),
+              })
+              .execute();
+            folded += rows.length - 1;
+          }
+          return bound;
+        });
+      }
     }
+    for (const group of fresh) this.#foldedUpTo = Math.max(this.#foldedUpTo, Number(group.upto));
     return folded;
   }
 

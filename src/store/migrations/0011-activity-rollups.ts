@@ -21,8 +21,6 @@ const DAY_MS = 86_400_000;
  * would deadlock with them on PostgreSQL. A Dock's rows are deleted with it (DockRepository), and
  * a count a settle adds meanwhile is pruned with the old days (ActivityRepository.prune).
  *
- * `dock_days_day`: folding and pruning go by day, for every Dock at once.
- *
  * `subscriptions_dock_updated`: the live stream asks, every second, when a Dock's subscriptions
  * last changed; one index seek per Dock instead of reading each subscription.
  *
@@ -43,7 +41,6 @@ export function activityRollups(spelling: SchemaSpelling) {
       }
       await table.execute();
       await db.schema.createIndex("dock_days_dock_day").on("dock_days").columns(["dock_id", "day"]).execute();
-      await db.schema.createIndex("dock_days_day").on("dock_days").column("day").execute();
       await db.schema
         .createIndex("subscriptions_dock_updated")
         .on("subscriptions")
