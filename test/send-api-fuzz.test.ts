@@ -121,6 +121,19 @@ describe.each(DIALECTS)("send API under malformed input on %s", (dialect) => {
             const parsed = JSON.parse(text);
             if (response.status === 202) {
               expect(parsed).toMatchObject({ ok: true, message_id: expect.any(String) });
+            } else if (parsed.error?.code === "invalid_fields") {
+              // The documented error format: invalid_fields names each field at fault.
+              expect(parsed).toEqual({
+                ok: false,
+                error: {
+                  code: "invalid_fields",
+                  message: expect.any(String),
+                  fields: expect.arrayContaining([
+                    { field: expect.any(String), message: expect.any(String) },
+                  ]),
+                },
+              });
+              expect(parsed.error.fields.length).toBeGreaterThan(0);
             } else {
               expect(parsed).toEqual({
                 ok: false,
