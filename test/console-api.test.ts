@@ -10,7 +10,7 @@ import { linkTokenFor } from "../src/store/login-tokens.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { basic, dialects, type RunningService, startService } from "./harness.ts";
+import { asDock, dialects, type RunningService, startService } from "./harness.ts";
 import { startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -861,17 +861,8 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       const sandbox = sandboxOf(service);
       const reader = await sandbox.person("Ada");
       await service.subscriptions.subscribe(dock.id, reader, "private");
-      const api = async (method: string, path: string, body?: unknown) => {
-        const response = await fetch(`${service.url}${path}`, {
-          method,
-          headers: {
-            Authorization: basic(dock.id, dock.secret_key),
-            ...(body === undefined ? {} : { "content-type": "application/json" }),
-          },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
-        return { status: response.status, body: (await response.json()) as Json };
-      };
+      const api = (method: string, path: string, body?: unknown) =>
+        asDock(service.url, dock, method, path, body);
       /** The message on the card, once `done` says it is as awaited (a timeout names the last seen). */
       const report = (id: string, what: string, done: (m: Json) => boolean): Promise<Json> =>
         waitFor(what, async () => {

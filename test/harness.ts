@@ -247,3 +247,23 @@ export async function dialects(): Promise<DialectName[]> {
 export function basic(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 }
+
+/** The send API as an application calls it, with a Dock's credentials (Basic): status and JSON. */
+export async function asDock(
+  url: string,
+  dock: { id: string; secret_key: string },
+  method: string,
+  path: string,
+  body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service answered.
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      Authorization: basic(dock.id, dock.secret_key),
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: await response.json() };
+}

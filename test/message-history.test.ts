@@ -8,7 +8,7 @@ import type { DeliveryState } from "../src/store/schema.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import {
-  basic,
+  asDock,
   createTestDatabase,
   dialects,
   type RunningService,
@@ -41,22 +41,8 @@ describe.each(DIALECTS)("the console's message history on %s", (dialect) => {
   };
 
   /** The send API as an application calls it, with the Dock's credentials. */
-  const api = async (
-    dock: { id: string; secret_key: string },
-    method: string,
-    path: string,
-    body?: unknown,
-  ) => {
-    const response = await fetch(`${service.url}${path}`, {
-      method,
-      headers: {
-        Authorization: basic(dock.id, dock.secret_key),
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
+  const api = (dock: { id: string; secret_key: string }, method: string, path: string, body?: unknown) =>
+    asDock(service.url, dock, method, path, body);
 
   const send = async (dock: { id: string; secret_key: string }, body: Record<string, unknown>) => {
     const sent = await api(dock, "POST", "/webhook", body);
