@@ -291,16 +291,9 @@ export async function messageDetail(
   );
   const deliveries = page.map(
     (d): DeliveryDetail => ({
-      id: Number(d.id),
-      chatId: d.chat_id,
-      state: d.state,
-      lastError: d.last_error,
-      updatedAt: d.updated_at,
-      edit: changes.edits.get(Number(d.id)) ?? null,
-      delete: changes.deletes.get(Number(d.id)) ?? null,
+      ...lineOf(d, changes),
       attempts: d.attempts,
       chatType: d.chat_type,
-      name: chatName(d.title, d.first_name, d.username),
       firstName: d.first_name,
       username: d.username,
       sentAt: d.state === "sent" && !rewritten.has(Number(d.id)) ? d.updated_at : null,
@@ -330,6 +323,23 @@ const asChangeRow = (d: SendRow): ChangeRow => ({
   last_error: d.last_error,
   updated_at: d.updated_at,
 });
+
+/** A sent copy as a history line: its state, its latest edit and delete, and whom it reached. */
+function lineOf(
+  d: SendRow & { chat_id: number; title: string | null; first_name: string | null; username: string | null },
+  changes: ReturnType<typeof latestChanges>,
+): DeliveryLine {
+  return {
+    id: Number(d.id),
+    chatId: d.chat_id,
+    state: d.state,
+    lastError: d.last_error,
+    updatedAt: d.updated_at,
+    edit: changes.edits.get(Number(d.id)) ?? null,
+    delete: changes.deletes.get(Number(d.id)) ?? null,
+    name: chatName(d.title, d.first_name, d.username),
+  };
+}
 
 /** Every edit and delete of these copies, in id order. */
 async function changesOf(db: Db, copyIds: number[]): Promise<ChangeRow[]> {
@@ -470,16 +480,7 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
       ],
       { edit: waitingEdit, delete: waitingDelete },
     );
-    report.deliveries = mine.map((d) => ({
-      id: Number(d.id),
-      chatId: d.chat_id,
-      state: d.state,
-      lastError: d.last_error,
-      updatedAt: d.updated_at,
-      edit: changes.edits.get(Number(d.id)) ?? null,
-      delete: changes.deletes.get(Number(d.id)) ?? null,
-      name: chatName(d.title, d.first_name, d.username),
-    }));
+    report.deliveries = mine.map((d) => lineOf(d, changes));
     return report;
   });
 }

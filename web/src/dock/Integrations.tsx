@@ -1,7 +1,7 @@
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
-import { type Dock, type DockAnswer, ServiceError } from "../api.ts";
-import type { CardActions } from "./actions.ts";
+import { type DockAnswer, ServiceError } from "../api.ts";
+import type { DockEditorProps } from "./actions.ts";
 import { Snippets } from "./Snippets.tsx";
 import { HOOK_PLACEHOLDER, mask, SECRET_PLACEHOLDER } from "./secret.ts";
 import { TemplateEditor } from "./TemplateEditor.tsx";
@@ -11,17 +11,7 @@ import { FORMATS, TrySample } from "./TrySample.tsx";
  * The hook URL: for tools that can only be given a URL. Masked until revealed, like the secret
  * key; Copy copies the real one. Rotating or removing it stops the old URL at once.
  */
-function HookUrl({
-  dock,
-  actions,
-  onChanged,
-  create,
-}: {
-  dock: Dock;
-  actions: CardActions;
-  onChanged: (dock: Dock) => void;
-  create: () => Promise<void>;
-}) {
+function HookUrl({ dock, actions, onChanged, create }: DockEditorProps & { create: () => Promise<void> }) {
   const id = useId();
   const announce = useAnnounce();
   const [revealed, setRevealed] = useState(false);
@@ -92,15 +82,7 @@ function HookUrl({
 }
 
 /** How the Dock reads a body without msg: detected (default), one format, or its template. */
-function DefaultFormat({
-  dock,
-  actions,
-  onChanged,
-}: {
-  dock: Dock;
-  actions: CardActions;
-  onChanged: (dock: Dock) => void;
-}) {
+function DefaultFormat({ dock, actions, onChanged }: DockEditorProps) {
   const id = useId();
   const announce = useAnnounce();
   const [value, setValue] = useState(dock.inbound_format ?? "");
@@ -168,15 +150,7 @@ function DefaultFormat({
  * The Dock's integrations tab: the hook URL, each tool's settings, the Dock's own template, how a
  * body without msg is read, and a sample tried on a format.
  */
-export function Integrations({
-  dock,
-  actions,
-  onChanged,
-}: {
-  dock: Dock;
-  actions: CardActions;
-  onChanged: (dock: Dock) => void;
-}) {
+export function Integrations({ dock, actions, onChanged }: DockEditorProps) {
   const announce = useAnnounce();
   const create = () =>
     actions.act(async () => {

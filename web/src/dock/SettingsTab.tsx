@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
-import type { Dock, DockAnswer } from "../api.ts";
+import type { DockAnswer } from "../api.ts";
 import { DockForm } from "../DockForm.tsx";
-import type { CardActions } from "./actions.ts";
+import type { DockEditorProps } from "./actions.ts";
 
 /**
  * The Dock's fields, its secret key's rotation and its deletion. The two that break something
@@ -14,12 +14,7 @@ export function SettingsTab({
   actions,
   onChanged,
   onDeleted,
-}: {
-  dock: Dock;
-  actions: CardActions;
-  onChanged: (dock: Dock) => void;
-  onDeleted: () => void;
-}) {
+}: DockEditorProps & { onDeleted: () => void }) {
   const announce = useAnnounce();
   const [newKey, setNewKey] = useState<string | null>(null);
   const [formKey, setFormKey] = useState(0);

@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { type Dock, type DockAnswer, ServiceError } from "../api.ts";
-import type { CardActions } from "./actions.ts";
+import type { DockEditorProps } from "./actions.ts";
 import { PreviewArea, problemsOf, usePreview } from "./Preview.tsx";
 
 type Template = NonNullable<Dock["template"]>;
@@ -56,15 +56,7 @@ function templateOf(values: Values): Record<string, string> {
  * into the message, with a live preview on a sample payload. Problems (a Liquid syntax error with
  * its line and column, or a render error on the sample) show under the field they name.
  */
-export function TemplateEditor({
-  dock,
-  actions,
-  onChanged,
-}: {
-  dock: Dock;
-  actions: CardActions;
-  onChanged: (dock: Dock) => void;
-}) {
+export function TemplateEditor({ dock, actions, onChanged }: DockEditorProps) {
   const id = useId();
   const announce = useAnnounce();
   const [values, setValues] = useState(() => valuesOf(dock.template));

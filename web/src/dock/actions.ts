@@ -19,6 +19,13 @@ export interface CardActions {
   call<T extends OkAnswer = OkAnswer>(method: string, path?: string, body?: unknown): Promise<T>;
 }
 
+/** What a section that changes the Dock gets: the Dock, its actions, and where its new state goes. */
+export interface DockEditorProps {
+  dock: Dock;
+  actions: CardActions;
+  onChanged: (dock: Dock) => void;
+}
+
 /**
  * The Dock page's error line, and what its actions share: an error shows on the page, and a 404
  * for the Dock means it was deleted elsewhere (another tab, the CLI): `onVanished` leaves the page.
