@@ -5,6 +5,20 @@ import { waitFor } from "./wait.ts";
 // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the sandbox answered.
 type Json = any;
 
+/**
+ * Telegram calls the service saw answered later than `seconds` (or given up on then: a call that
+ * timed out is observed too), from its latency histogram in `/metrics`.
+ */
+export function lateAnswers(metrics: string, seconds: number): number {
+  const value = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? Number.NaN);
+  const all = value(/^dock_notify_telegram_send_seconds_count (\d+)$/m);
+  const inTime = value(
+    new RegExp(`^dock_notify_telegram_send_seconds_bucket\\{le="${seconds}"\\} (\\d+)$`, "m"),
+  );
+  if (Number.isNaN(all) || Number.isNaN(inTime))
+    throw new Error("no dock_notify_telegram_send_seconds in /metrics");
+  return all - inTime;
+}
 /** Drives the sandbox mounted in a running service through its control API, as a person would. */
 export function sandboxOf(service: RunningService) {
   const control = async (method: string, path: string, body?: unknown): Promise<Json> => {

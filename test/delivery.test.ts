@@ -1,5 +1,5 @@
 import { describe, expect, it, type TestContext } from "vitest";
-import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { deliveryStates, lateAnswers, ping, sandboxOf } from "./delivery-harness.ts";
 import { basic, type ServiceOptions, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -52,8 +52,9 @@ describe.concurrent("delivery", () => {
   it("Telegram failing for a while, then recovering: everything is delivered afterwards", async ({
     onTestFinished,
   }) => {
+    const timeoutSeconds = 2;
     const service = await start(onTestFinished, {
-      TELEGRAM_TIMEOUT_SECONDS: "1",
+      TELEGRAM_TIMEOUT_SECONDS: String(timeoutSeconds),
       DELIVERY_LEASE_SECONDS: "5",
     });
     const sandbox = sandboxOf(service);
@@ -71,7 +72,7 @@ describe.concurrent("delivery", () => {
       kind: "timeout",
       count: 2,
       methods: ["sendMessage"],
-      hang_seconds: 3,
+      hang_seconds: timeoutSeconds + 2,
     });
     const ids = [await ping(service.url, dock, "first"), await ping(service.url, dock, "second")];
     // Each chat's first message is retried; the second waits behind it (order per chat).
@@ -91,9 +92,19 @@ describe.concurrent("delivery", () => {
       async () => (await deliveryStates(service)).sent === 6,
       30_000,
     );
+    // Exactly once each, in order — unless a call after the recovery went unanswered for
+    // TELEGRAM_TIMEOUT_SECONDS (a machine so loaded that the sandbox's answer came late): its
+    // message reached the chat and was sent again, as documented (at least once, never out of
+    // order). The latency histogram counts the calls given up on: the two hung ones, and any such.
+    const late = lateAnswers(await (await fetch(`${service.url}/metrics`)).text(), timeoutSeconds);
     for (const reader of readers) {
-      expect(await sandbox.botTexts(reader)).toEqual(["Flaky\nfirst", "Flaky\nsecond"]);
+      const texts = await sandbox.botTexts(reader);
+      if (late <= 2) expect(texts).toEqual(["Flaky\nfirst", "Flaky\nsecond"]);
+      else
+        expect(texts.filter((text, i) => text !== texts[i - 1])).toEqual(["Flaky\nfirst", "Flaky\nsecond"]);
     }
+    if (late > 2)
+      console.warn(`${late - 2} Telegram calls after the faults went unanswered in ${timeoutSeconds} s`);
     for (const id of ids) {
       const status = await service.app.outboxViews.status(id, dock.id);
       expect(status?.counts).toEqual({ queued: 0, sent: 3, failed: 0, gone: 0 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { ARRIVAL_BOUND_MS } from "../src/delivery/pacer.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
-import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";
+import { deliveryStates, lateAnswers, ping, sandboxOf } from "./delivery-harness.ts";
 import { childEnv, faultResources, seedDock } from "./fault-harness.ts";
 import { hasPostgres } from "./harness.ts";
 import type { RunningSandbox } from "./sandbox-harness.ts";
@@ -18,17 +18,6 @@ async function fetchText(url: string): Promise<{ status: number; body: string }>
   return { status: response.status, body: await response.text() };
 }
 
-/** Telegram calls the service saw answered later than `seconds`, from its latency histogram. */
-function lateAnswers(metrics: string, seconds: number): number {
-  const value = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? Number.NaN);
-  const all = value(/^dock_notify_telegram_send_seconds_count (\d+)$/m);
-  const inTime = value(
-    new RegExp(`^dock_notify_telegram_send_seconds_bucket\\{le="${seconds}"\\} (\\d+)$`, "m"),
-  );
-  if (Number.isNaN(all) || Number.isNaN(inTime))
-    throw new Error("no dock_notify_telegram_send_seconds in /metrics");
-  return all - inTime;
-}
 const RATE = 30;
 const CHATS = 60;
 const MESSAGES = 3;
