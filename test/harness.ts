@@ -8,6 +8,7 @@ import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
 import type { PacerLimits } from "../src/delivery/pacer.ts";
+import { openMigratedDb } from "../src/main.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
 
@@ -191,8 +192,9 @@ export async function startServiceOver(
     ...(unpaced ? { SANDBOX_RATE_LIMITS: "off" } : {}),
     ...env,
   });
-  const db = await openDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs });
-  await migrate(db);
+  // As `serve` opens it: the migrations on a connection without the bound (a busy machine can
+  // take longer than a test's short DATABASE_TIMEOUT_SECONDS to connect), the service's with it.
+  const db = await openMigratedDb(config);
   const logs = new LogCapture();
   const app = await createApp({
     config,
