@@ -117,5 +117,7 @@ describe("the npm package", () => {
 
     await run("npm", ["uninstall", "--global", "--prefix", prefix, "dock-notify"], { env });
     expect(existsSync(installed)).toBe(false);
-  });
+    // Three npm runs (one installing from the registry) and a start: several seconds alone, much
+    // longer when every core is busy, and nothing in it waits on the service's own speed.
+  }, 120_000);
 });
