@@ -16,10 +16,11 @@ import {
 } from "../domain/message-options.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
+import { type CopyChange, changeState } from "../store/copy-changes.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
-import { type CopyChange, changeState, type MessageStatus, type OutboxViews } from "../store/outbox-views.ts";
+import type { MessageStatus, OutboxViews } from "../store/outbox-views.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
 import { ApiError, errorAnswer, fieldsRefused } from "./errors.ts";
 import {

@@ -1,5 +1,6 @@
 import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
+import { parseContent } from "./message-history.ts";
 import { type ActivityCount, DAY_MS, dayOf } from "./rollups.ts";
 import type { DeliveryState } from "./schema.ts";
 import { addUncreatedCopies } from "./uncreated-copies.ts";
@@ -183,7 +184,7 @@ export class ActivityRepository {
         id: message.id,
         createdAt: message.created_at,
         text: message.text,
-        content: message.content === null ? null : (JSON.parse(message.content) as MessageContent),
+        content: parseContent(message.content),
         states,
       };
     }

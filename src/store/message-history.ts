@@ -222,7 +222,7 @@ export async function messageHistory(db: Db, dockId: string, query: HistoryQuery
     .execute();
   const page = rows.slice(0, query.limit);
   return {
-    messages: await reportsOf(db, page, LINES_PER_MESSAGE),
+    messages: (await reportsOf(db, page, LINES_PER_MESSAGE)).map((r) => r.report),
     nextBefore: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null,
   };
 }
@@ -241,14 +241,9 @@ export async function messageDetail(
     .where("dock_id", "=", dockId)
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const [report] = await reportsOf(db, [row], 0);
-  if (report === undefined) return undefined;
-  const fanouts = await db.kysely
-    .selectFrom("fanouts")
-    .select(["kind", "created_at"])
-    .where("message_id", "=", messageId)
-    .execute();
-  const change = (kind: string) => fanouts.find((f) => f.kind === kind)?.created_at ?? null;
+  const [read] = await reportsOf(db, [row], 0);
+  if (read === undefined) return undefined;
+  const { report, waiting } = read;
   const sends = await db.kysely
     .selectFrom("deliveries as d")
     .leftJoin("subscriptions as s", (join) =>
@@ -281,10 +276,7 @@ export async function messageDetail(
     db,
     page.map((d) => Number(d.id)),
   );
-  const changes = latestChanges([...changeRows, ...page.map(asChangeRow)], {
-    edit: change("edit"),
-    delete: change("delete"),
-  });
+  const changes = latestChanges([...changeRows, ...page.map(asChangeRow)], waiting);
   // A done edit rewrites its copy's row (its parts, its time): the send's time is gone then.
   const rewritten = new Set(
     changeRows.filter((r) => r.kind === "edit" && r.state === "sent").map((r) => Number(r.target_id)),
@@ -369,9 +361,14 @@ type MessageRow = {
 /**
  * The messages with their copies counted by state and by where their latest edit and delete stand
  * (as `latestChanges` would count them, in SQL), and up to `lines` copies each: the failed and
- * gone first, then those retried after an error, then the rest, each group in queue order.
+ * gone first, then those retried after an error, then the rest, each group in queue order. With
+ * each, when an edit and a delete of the whole message were accepted and wait to be fanned out.
  */
-async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise<MessageReport[]> {
+async function reportsOf(
+  db: Db,
+  messages: MessageRow[],
+  lines: number,
+): Promise<{ report: MessageReport; waiting: { edit: number | null; delete: number | null } }[]> {
   if (messages.length === 0) return [];
   const ids = messages.map((m) => m.id);
   // Read before the deliveries: the fan-out deletes these rows and creates the deliveries in one
@@ -427,7 +424,7 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
     shown.map((d) => Number(d.id)),
   );
 
-  return messages.map((m): MessageReport => {
+  return messages.map((m) => {
     const at = (kind: string) =>
       fanouts.find((f) => f.message_id === m.id && f.kind === kind)?.created_at ?? null;
     const waitingEdit = at("edit");
@@ -481,7 +478,7 @@ async function reportsOf(db: Db, messages: MessageRow[], lines: number): Promise
       { edit: waitingEdit, delete: waitingDelete },
     );
     report.deliveries = mine.map((d) => lineOf(d, changes));
-    return report;
+    return { report, waiting: { edit: waitingEdit, delete: waitingDelete } };
   });
 }
 

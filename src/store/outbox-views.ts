@@ -13,9 +13,6 @@ import { parseIds } from "./outbox.ts";
 import type { DeliveryState } from "./schema.ts";
 import { addUncreatedCopies } from "./uncreated-copies.ts";
 
-// The send API names where a copy's edit and delete stand as the console does; it reads them here.
-export { type CopyChange, changeState } from "./copy-changes.ts";
-
 export interface MessageStatus {
   id: string;
   /** How the message is shown beyond its text; null for plain text. */

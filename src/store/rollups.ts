@@ -53,10 +53,6 @@ export class Tallies {
     return this;
   }
 
-  get size(): number {
-    return this.#byDock.size;
-  }
-
   /** In Dock ID order, so that a transaction's writes are always made in the same order. */
   sorted(): [string, Tally][] {
     return [...this.#byDock].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

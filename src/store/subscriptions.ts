@@ -56,7 +56,7 @@ export class SubscriptionRepository {
         now,
       );
     } else if (names?.title !== undefined) {
-      await rememberTitle(this.#db.kysely, chatId, names.title, now);
+      await this.nameChat(chatId, names.title);
     }
     // No read-then-write: two presses of Yes at the same moment must both succeed, one of them
     // finding the work done.
