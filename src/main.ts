@@ -7,7 +7,7 @@ import { banner } from "./banner.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { HeapTidier } from "./heap.ts";
-import { flushLogs, standardOutput } from "./log.ts";
+import { flushLogs, maskUrl, standardOutput } from "./log.ts";
 import { forPeople, readableLogs } from "./readable-log.ts";
 import { recordServedUrl, servedUrl } from "./service-url.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -84,13 +84,16 @@ export function explained(error: unknown, config: Config): unknown {
   return error;
 }
 
-/** Hides the password of a postgres:// URL so it can be logged. */
+/**
+ * A postgres:// URL as it can be logged: its password hidden, and so is any credential in its
+ * query (libpq's `?password=…`, `sslpassword=…`), as maskUrl hides them in request URLs.
+ */
 export function describeDatabase(url: string): string {
   if (url.startsWith("sqlite:")) return url;
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";
-    return parsed.toString();
+    return maskUrl(parsed.toString());
   } catch {
     return "postgres://(unparseable URL)";
   }

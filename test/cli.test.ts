@@ -398,6 +398,13 @@ describe("dock-notify CLI", () => {
       /the database cannot be reached \(DATABASE_URL postgres:\/\/dock:\*\*\*@127\.0\.0\.1:1\/none\): .*ECONNREFUSED/,
     );
     expect(unreachable.err).not.toContain("s3cret-pw");
+    // libpq takes credentials in the query too: hidden the same way.
+    const inQuery = await serve({
+      DATABASE_URL: "postgres://dock@127.0.0.1:1/none?password=q-s3cret&sslmode=disable",
+    });
+    expect(inQuery.code).toBe(1);
+    expect(inQuery.err).toContain("/none?password=<redacted>&sslmode=disable");
+    expect(inQuery.err).not.toContain("q-s3cret");
     const migrated = await cli(
       { DATA_DIR: dataDir, DATABASE_URL: "postgres://dock:s3cret-pw@127.0.0.1:1/none" },
       "migrate",
