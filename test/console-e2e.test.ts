@@ -381,11 +381,18 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     page.off("request", listen);
     expect(quiet, "the stream never fell silent for 6 s").toBe(true);
     expect(asked).toEqual([]);
-    // …and a send from outside still shows up by itself (which the watch above heard too).
+    // …and a send from outside still shows up by itself (which the watch above heard too). The
+    // stream says the Dock's messages moved, so the history reads again; the Dock itself (its
+    // settings, its subscribers) is not read again for a message.
     const before = stream.lastHeard;
+    page.on("request", listen);
     expect((await ping(service.url, dockId, secretKey, "Pushed by the stream")).status).toBe(202);
     await history.locator(":scope > li", { hasText: "Pushed by the stream" }).getByText("sent: 1").waitFor();
+    page.off("request", listen);
     expect(stream.lastHeard).toBeGreaterThan(before);
+    const paths = asked.map((url) => new URL(url).pathname);
+    expect(paths).toContain(`/console/api/docks/${dockId}/messages`);
+    expect(paths).not.toContain(`/console/api/docks/${dockId}`);
 
     // Rotate the secret (Settings): confirmed in a dialog; the new key is shown once, with its
     // copy button; the old key is refused at once.

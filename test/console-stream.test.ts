@@ -96,7 +96,9 @@ class EventStream {
   }
 }
 
-const isDock = (id: string) => (e: ServerEvent) => e.event === "dock" && e.data.id === id;
+/** A `dock` event for this Dock; with `part`, one that says that part of it moved. */
+const isDock = (id: string, part?: string) => (e: ServerEvent) =>
+  e.event === "dock" && e.data.id === id && (part === undefined || e.data.changed.includes(part));
 
 describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
   let service: RunningService;
@@ -136,13 +138,13 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
     expect(live.raw.startsWith("retry: 3000\n\nevent: hello\ndata: {}\n\n")).toBe(true);
   });
 
-  it("a message sent, and its copy delivered, is a dock event for that Dock", async () => {
+  it("a message sent, and its copy delivered, is a dock event for that Dock, naming what moved", async () => {
     const dock = await createDock(alice, live, "Deploys");
     const sandbox = sandboxOf(service);
     const person = await sandbox.person("Reader");
     let mark = live.mark();
     await service.subscriptions.subscribe(dock.id, person, "private");
-    await live.after(mark, isDock(dock.id), "a dock event for the subscription");
+    await live.after(mark, isDock(dock.id, "subscribers"), "a dock event for the subscription");
     mark = live.mark();
     const sent = await fetch(`${service.url}/webhook`, {
       method: "POST",
@@ -151,7 +153,9 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
     });
     expect(sent.status).toBe(202);
     const { message_id: id } = (await sent.json()) as { message_id: string };
-    await live.after(mark, isDock(dock.id), "a dock event for the message");
+    // Its messages moved, nothing else: the console reads the history again, not the Dock.
+    const accepted = await live.after(mark, isDock(dock.id, "messages"), "a dock event for the message");
+    expect(accepted.data.changed).toEqual(["messages"]);
     await waitFor("delivered", async () => (await sandbox.botTexts(person)).length === 1);
     // An edit of the message (the send API, another client altogether) is one too.
     mark = live.mark();
@@ -161,10 +165,10 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
       body: JSON.stringify({ msg: "deployed, and checked" }),
     });
     expect(edited.status).toBe(202);
-    await live.after(mark, isDock(dock.id), "a dock event for the edit");
+    await live.after(mark, isDock(dock.id, "messages"), "a dock event for the edit");
     mark = live.mark();
     expect((await alice.call("DELETE", `/docks/${dock.id}/subscribers/${person}`)).status).toBe(200);
-    await live.after(mark, isDock(dock.id), "a dock event for the removed subscriber");
+    await live.after(mark, isDock(dock.id, "subscribers"), "a dock event for the removed subscriber");
   });
 
   it("editing, rotating and hook tokens are dock events; creating and deleting a Dock is docks", async () => {
@@ -176,7 +180,8 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
     ] as const) {
       const mark = live.mark();
       expect((await alice.call(method, path, body)).status).toBe(200);
-      await live.after(mark, isDock(dock.id), `a dock event for ${method} ${path}`);
+      const told = await live.after(mark, isDock(dock.id), `a dock event for ${method} ${path}`);
+      expect(told.data.changed, `${method} ${path}`).toEqual(["settings"]);
     }
     const mark = live.mark();
     expect((await alice.call("DELETE", `/docks/${dock.id}`)).status).toBe(200);

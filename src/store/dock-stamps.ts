@@ -2,7 +2,17 @@ import { sql } from "kysely";
 import type { Db } from "./db.ts";
 import { DAY_MS, dayOf } from "./rollups.ts";
 
-/** A Dock as the live stream watches it: whose it is, and a stamp that changes when anything of it does. */
+/**
+ * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
+ * its subscriptions, and its messages and copies (the activity counts).
+ */
+export const STAMP_PARTS = ["settings", "subscribers", "messages"] as const;
+export type StampPart = (typeof STAMP_PARTS)[number];
+
+/**
+ * A Dock as the live stream watches it: whose it is, and a stamp that changes when anything of it
+ * does, its STAMP_PARTS joined by `/` (compared whole; split to say which part moved).
+ */
 export interface DockStamp {
   id: string;
   ownerId: number;

@@ -1,18 +1,23 @@
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useRef, useState } from "react";
-import { api, ServiceError } from "./api.ts";
+import { api, type DockEvent, type DockPart, ServiceError } from "./api.ts";
 
 /** Events that come together are read as one: a busy Dock says something every second. */
 const GATHER_MS = 250;
 /** The first wait before opening the stream again after the service refused it; doubled up to the last. */
 const REOPEN_MS = [5000, 10_000, 20_000, 40_000, 60_000];
+const ALL_PARTS: readonly DockPart[] = ["settings", "subscribers", "messages"];
+
+/** Per part of a Dock, how often it changed. */
+type PartVersions = Readonly<Record<DockPart, number>>;
+const UNCHANGED: PartVersions = { settings: 0, subscribers: 0, messages: 0 };
 
 interface Versions {
   /** Goes up each time the stream opens again: everything may have changed while it was closed. */
   epoch: number;
   /** Goes up whenever the set of the person's Docks may have changed. */
   list: number;
-  /** Per Dock: goes up whenever anything of that Dock may have changed. */
-  docks: ReadonlyMap<string, number>;
+  /** Per Dock and part of it: goes up whenever that part may have changed. */
+  docks: ReadonlyMap<string, PartVersions>;
   /** The stream broke and is not open again yet: what the pages show may be old. */
   paused: boolean;
 }
@@ -37,17 +42,21 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
     let stopped = false;
     let refusals = 0;
     let pendingList = false;
-    const pendingDocks = new Set<string>();
+    const pendingDocks = new Map<string, Set<DockPart>>();
 
     const flush = () => {
       gather = undefined;
       const list = pendingList;
-      const ids = [...pendingDocks];
+      const changed = [...pendingDocks];
       pendingList = false;
       pendingDocks.clear();
       setVersions((v) => {
         const docks = new Map(v.docks);
-        for (const id of ids) docks.set(id, (docks.get(id) ?? 0) + 1);
+        for (const [id, parts] of changed) {
+          const next = { ...(docks.get(id) ?? UNCHANGED) };
+          for (const part of parts) next[part] += 1;
+          docks.set(id, next);
+        }
         return { ...v, list: v.list + (list ? 1 : 0), docks };
       });
     };
@@ -69,9 +78,13 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
         later();
       });
       source.addEventListener("dock", (event) => {
-        const id = (JSON.parse((event as MessageEvent<string>).data) as { id?: unknown }).id;
+        const { id, changed } = JSON.parse((event as MessageEvent<string>).data) as Partial<DockEvent>;
         if (typeof id !== "string") return;
-        pendingDocks.add(id);
+        // Without the parts (a service from before they were told), all of it may have changed.
+        const parts = Array.isArray(changed) ? changed.filter((p) => ALL_PARTS.includes(p)) : ALL_PARTS;
+        const pending = pendingDocks.get(id) ?? new Set();
+        for (const part of parts) pending.add(part);
+        pendingDocks.set(id, pending);
         later();
       });
       source.addEventListener("signed_out", () => {
@@ -117,19 +130,21 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
 }
 
 /**
- * A value that changes whenever the Dock may have changed (its own event, or the list's: a Dock
- * deleted elsewhere is a change of the list): put it in an effect's dependencies.
+ * A value that changes whenever these parts of the Dock may have changed (its own event, or the
+ * list's: a Dock deleted elsewhere is a change of the list): put it in an effect's dependencies.
+ * A part that shows only the Dock's settings need not read again at every message.
  */
-export function useDockVersion(id: string): string {
+export function useDockVersion(id: string, parts: readonly DockPart[] = ALL_PARTS): string {
   const { docks, epoch, list } = useContext(LiveContext);
-  return `${epoch}.${list}.${docks.get(id) ?? 0}`;
+  const versions = docks.get(id) ?? UNCHANGED;
+  return `${epoch}.${list}.${parts.map((part) => versions[part]).join(".")}`;
 }
 
 /** A value that changes whenever the list of Docks (or anything on it) may have changed. */
 export function useListVersion(): string {
   const { docks, list, epoch } = useContext(LiveContext);
   let events = 0;
-  for (const n of docks.values()) events += n;
+  for (const versions of docks.values()) for (const part of ALL_PARTS) events += versions[part];
   return `${epoch}.${list}.${events}`;
 }
 

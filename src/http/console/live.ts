@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { DockStamps } from "../../store/dock-stamps.ts";
+import { type DockStamps, STAMP_PARTS, type StampPart } from "../../store/dock-stamps.ts";
 import { logDatabaseFailure } from "../../store/faults.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { ApiError } from "../errors.ts";
+import type { DockEvent } from "./schemas.ts";
 
 /** Where a stream's events go: the response body of one `GET /console/api/stream`. */
 export interface StreamSink {
@@ -166,7 +167,8 @@ export class LiveHub {
         }
         for (const [id, stamp] of docks) {
           const was = before.get(id);
-          if (was !== undefined && was !== stamp) this.#tell(owner, event("dock", { id }));
+          if (was !== undefined && was !== stamp)
+            this.#tell(owner, event("dock", { id, changed: changedParts(was, stamp) } satisfies DockEvent));
         }
       }
       if (this.#failing) {
@@ -255,6 +257,13 @@ export class LiveHub {
 }
 
 /** One Server-Sent Event: its name and JSON data. */
+/** Which parts of a Dock moved between two of its stamps (dock-stamps.ts), in STAMP_PARTS order. */
+function changedParts(was: string, now: string): StampPart[] {
+  const before = was.split("/");
+  const after = now.split("/");
+  return STAMP_PARTS.filter((_, i) => before[i] !== after[i]);
+}
+
 function event(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 }

@@ -495,3 +495,14 @@ export const previewAnswer = Type.Object({
   ]),
 });
 export type PreviewAnswer = Static<typeof previewAnswer>;
+
+/**
+ * The live stream's `dock` event (live.ts): which Dock, and which parts of it moved — its
+ * `settings` (fields, key, hook token, template), `subscribers`, or `messages` (and their copies).
+ */
+export interface DockEvent {
+  id: string;
+  changed: DockPart[];
+}
+/** A part of a Dock the live stream tells apart (store/dock-stamps.ts's STAMP_PARTS). */
+export type DockPart = "settings" | "subscribers" | "messages";

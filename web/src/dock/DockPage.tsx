@@ -46,25 +46,22 @@ export function DockPage({
   guarded: Guarded;
 }) {
   const announce = useAnnounce();
-  const version = useDockVersion(id);
+  // What this page shows of the Dock: its settings and its subscriber count, not its messages.
+  const version = useDockVersion(id, ["settings", "subscribers"]);
   const heading = useRef<HTMLHeadingElement>(null);
   const read = useLiveRead(
     async () => (await guarded(() => api<DockAnswer>("GET", `/docks/${encodeURIComponent(id)}`))).dock,
     `${id} ${version}`,
   );
+  // A failed read keeps the Dock as last shown: the one that went away, when it did.
   const dock = read.value;
   const missing =
     read.error instanceof ServiceError && read.error.status === 404 && read.error.code === "not_found";
-  // The Dock as last shown, for saying which one went away.
-  const shown = useRef<Dock | null>(null);
-  if (dock !== null && !missing) shown.current = dock;
 
   // Deleted while shown (another tab, the CLI): back to the list, saying why, its heading focused.
   useEffect(() => {
-    const was = shown.current;
-    if (!missing || was === null) return;
-    goneElsewhere(announce, was.name);
-  }, [missing, announce]);
+    if (missing && dock !== null) goneElsewhere(announce, dock.name);
+  }, [missing, dock, announce]);
 
   // A new page (the Dock read, or back from a message): the focus starts at its heading, where a
   // screen reader starts reading. Between sections it stays on the link pressed, as with tabs.
@@ -78,7 +75,7 @@ export function DockPage({
     if (dock) document.title = `${dock.name} · ${TAB_LABEL[tab]} · Dock Notify`;
   }, [dock, tab]);
 
-  if (missing && shown.current === null) {
+  if (missing && dock === null) {
     return (
       <section className="panel">
         <h1>No such Dock</h1>

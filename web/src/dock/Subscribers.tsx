@@ -23,7 +23,7 @@ export function Subscribers({
 }) {
   const id = useId();
   const announce = useAnnounce();
-  const version = useDockVersion(dock.id);
+  const version = useDockVersion(dock.id, ["subscribers"]);
   const read = useLiveRead(
     async () =>
       (await guarded(() => api<SubscriberListAnswer>("GET", `/docks/${dock.id}/subscribers`))).subscribers,
