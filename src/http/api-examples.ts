@@ -20,8 +20,6 @@ export const EXAMPLE = {
   chatId: 100000001,
   telegramMessageId: 4711,
   at: "2026-11-24T10:00:00.000Z",
-  later: "2026-11-24T10:00:02.000Z",
-  lastError: "Forbidden: bot was blocked by the user",
 } as const;
 
 /** Where a command names the service; docs.ts writes the service's PUBLIC_URL there. */

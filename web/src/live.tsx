@@ -97,24 +97,19 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
         // The browser reopens a dropped stream by itself; a refused one (an error answer) stays
         // closed: the session may have ended, or this person has too many tabs open.
         if (source?.readyState !== EventSource.CLOSED || stopped) return;
-        api("GET", "/session").then(
-          () => {
-            const wait = REOPEN_MS[Math.min(refusals, REOPEN_MS.length - 1)];
-            refusals += 1;
-            if (!stopped) reopen = window.setTimeout(open, wait);
-          },
-          (e: unknown) => {
-            if (e instanceof ServiceError && e.code === "not_signed_in") {
-              stopped = true;
-              onSignedOut();
-            } else if (!stopped) {
-              // The service is away (restarting, its database down): tried again, later and later.
-              const wait = REOPEN_MS[Math.min(refusals, REOPEN_MS.length - 1)];
-              refusals += 1;
-              reopen = window.setTimeout(open, wait);
-            }
-          },
-        );
+        // Tried again later and later: too many tabs, or the service away (restarting, its
+        // database down).
+        const retryLater = () => {
+          const wait = REOPEN_MS[Math.min(refusals, REOPEN_MS.length - 1)];
+          refusals += 1;
+          if (!stopped) reopen = window.setTimeout(open, wait);
+        };
+        api("GET", "/session").then(retryLater, (e: unknown) => {
+          if (e instanceof ServiceError && e.code === "not_signed_in") {
+            stopped = true;
+            onSignedOut();
+          } else retryLater();
+        });
       };
     };
     open();

@@ -1,9 +1,9 @@
 import { useEffect, useState } from "react";
-import { hrefOf, parseRoute, type Route } from "./route.ts";
+import { parseRoute, type Route } from "./route.ts";
 
-/** Goes to a route, as a link would (a new history entry). */
-export function navigate(route: Route | string): void {
-  window.location.hash = typeof route === "string" ? route : hrefOf(route);
+/** Goes to a route's address (`#/…`, route.ts), as a link would (a new history entry). */
+export function navigate(href: string): void {
+  window.location.hash = href;
 }
 
 /** The current route, following the fragment. */

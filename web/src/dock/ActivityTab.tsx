@@ -29,7 +29,7 @@ const LABEL_WIDTH = 48;
  * The axis's top: a round number at or above `n` whose half is a whole number too (the middle
  * line's label), so no axis reads “2.5 messages”: 2, 4, 10, 20, 40, 100…
  */
-export function niceCeiling(n: number): number {
+function niceCeiling(n: number): number {
   for (let power = 1; ; power *= 10) {
     for (const step of [2, 4, 10]) if (step * power >= n) return step * power;
   }

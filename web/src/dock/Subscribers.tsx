@@ -6,8 +6,6 @@ import type { CardActions, Guarded } from "./actions.ts";
 import { chatLabel } from "./chat-name.ts";
 import { ReadError } from "./ReadError.tsx";
 
-const subscriberName = (s: Subscriber) => chatLabel(s);
-
 /**
  * Who receives the Dock's messages, each removable by the owner. The count is of the active ones;
  * a chat that blocked the bot is listed, marked, until removed. Follows the live stream.
@@ -33,15 +31,13 @@ export function Subscribers({
 
   const unsubscribe = (s: Subscriber) =>
     actions.act(async () => {
-      if (
-        !window.confirm(`Remove ${subscriberName(s)} from “${dock.name}”? They stop receiving its messages.`)
-      ) {
+      if (!window.confirm(`Remove ${chatLabel(s)} from “${dock.name}”? They stop receiving its messages.`)) {
         return;
       }
       await actions.call("DELETE", `/subscribers/${s.chat_id}`);
       // Off the list at once, before the stream says so.
       read.set((current) => current?.filter((x) => x.chat_id !== s.chat_id) ?? null);
-      announce(`${subscriberName(s)} removed.`);
+      announce(`${chatLabel(s)} removed.`);
     }, false);
 
   const activeCount = subscribers?.filter((s) => s.state === "active").length ?? dock.subscribers;
@@ -66,11 +62,11 @@ export function Subscribers({
           {subscribers.map((s) => (
             <li key={s.chat_id}>
               <span>
-                {subscriberName(s)}
+                {chatLabel(s)}
                 {s.state === "blocked" && <span className="state state-gone"> blocked the bot</span>}
               </span>
               <button type="button" className="secondary" onClick={() => unsubscribe(s)}>
-                Remove<span className="offscreen"> {subscriberName(s)}</span>
+                Remove<span className="offscreen"> {chatLabel(s)}</span>
               </button>
             </li>
           ))}

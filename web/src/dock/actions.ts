@@ -3,7 +3,7 @@ import { useAnnounce } from "../announce.tsx";
 import { api, type Dock, type OkAnswer, ServiceError } from "../api.ts";
 import { copyText } from "../clipboard.ts";
 
-/** Runs a call; a lost session sends the person back to sign-in (DocksPage's `guarded`). */
+/** Runs a call; a lost session sends the person back to sign-in (App's `guarded`). */
 export type Guarded = <T>(call: () => Promise<T>) => Promise<T>;
 
 /** What the parts of a Dock card do through the card. */
