@@ -27,10 +27,12 @@ describe("idle memory", () => {
         .filter((line) => line.startsWith("{"))
         .map((line) => JSON.parse(line) as { msg?: string; ms?: number })
         .find((entry) => entry.msg === "gave idle memory back");
-    // The first check is 5 s after the start; a busy machine may make it wait for the next (30 s).
-    await waitFor("the idle collection", () => given() !== undefined, 50_000, 200);
+    // The first check is 5 s after the start, then every 30 s; idle is an event loop busy under 2 %
+    // of the time since the last check. Alone (or beside a CPU hog) the service sits at 0.2–1 %; in
+    // a full CI run its share of two loaded cores can push a window over, so up to three windows.
+    await waitFor("the idle collection", () => given() !== undefined, 80_000, 200);
     expect(given()?.ms).toBeTypeOf("number");
     expect(service.logs.some((line) => line.includes("cannot give idle memory back"))).toBe(false);
     expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
-  }, 90_000);
+  }, 120_000);
 });
