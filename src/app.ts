@@ -7,6 +7,8 @@ import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
+import { telegramLink } from "./domain/telegram-link.ts";
 import { LiveHub } from "./http/console/live.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
@@ -32,6 +34,7 @@ import { MessageChanges } from "./store/message-changes.ts";
 import { MessageRepository } from "./store/messages.ts";
 import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
+import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
@@ -78,10 +81,18 @@ export interface App {
   botInfo(): { username: string } | null;
   /** Console sessions (sign-in through the bot or the Login Widget). */
   sessions: SessionRepository;
+  /** Who may own Docks (OWNERS, the claim, invitations). */
+  owners: OwnerRepository;
   /** Each Dock's daily activity counts: its chart, the list's headline numbers. */
   activity: ActivityRepository;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
+  /**
+   * While the instance awaits its first administrator (OWNERS unset with a real bot, nobody has
+   * claimed it): a new single-use claim link into the bot, or — while the bot's username is not
+   * known yet (Telegram unreachable at start) — the command to send the bot. Null otherwise.
+   */
+  claimLink(): Promise<{ link: string | null; command: string } | null>;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -120,9 +131,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // A restart: Telegram still counts what the previous process sent just before it stopped.
   pacer.coldStart();
   const botStates = new BotStateRepository(db, now);
-  const sessions = new SessionRepository(db, now);
-  const activity = new ActivityRepository(db, now);
   const telegram = telegramTarget(config);
+  const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
+  const sessions = new SessionRepository(db, now, owners.policy);
+  const activity = new ActivityRepository(db, now);
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -216,6 +228,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     subscriptions,
     loginTokens,
     sessions,
+    owners,
+    maxDocksPerOwner: config.maxDocksPerOwner,
     report: outboxViews,
     activity,
     live,
@@ -299,6 +313,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     outbox,
     events: eventOutbox,
     loginTokens,
+    owners,
     activity,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
@@ -311,6 +326,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     states: botStates,
     messages: messageChanges,
+    owners,
+    publicUrl: config.publicUrl,
     log: server.log.child({ worker: "bot" }),
     webhookUrl: config.telegramWebhookUrl,
     webhookCheckMs: config.telegramWebhookCheckMs,
@@ -345,8 +362,19 @@ export async function createApp(deps: AppDeps): Promise<App> {
       return username === null ? null : { username };
     },
     sessions,
+    owners,
     activity,
     live,
+    async claimLink() {
+      if (!(await owners.awaitsClaim())) return null;
+      const { token } = await owners.createClaim();
+      const payload = `${CLAIM_PAYLOAD_PREFIX}${token}`;
+      const username = bot.botUsername() ?? telegram.botUsername;
+      return {
+        link: username === null ? null : telegramLink(config.publicUrl, username, payload, telegram.sandbox),
+        command: `/start ${payload}`,
+      };
+    },
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

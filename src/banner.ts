@@ -24,12 +24,24 @@ export function databaseLocation(databaseUrl: string): string {
  * the console, the sandbox and the API reference, where the data is, how to stop. For people only;
  * machines read the "Dock Notify is ready" log line, which says the same.
  */
-export function banner(config: Config, url: string, version: string): string {
+export function banner(
+  config: Config,
+  url: string,
+  version: string,
+  claim: { link: string | null; command: string } | null = null,
+): string {
   const rows: [string, string][] = [["Console", `${url}/console/`]];
   if (config.telegramBotToken === null) {
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
   }
   rows.push(["API docs", `${url}/docs`], ["Data", databaseLocation(config.databaseUrl)]);
+  if (claim !== null) {
+    rows.push(
+      ["Claim", claim.link ?? `send ${claim.command} to your bot in Telegram`],
+      ["", "Nobody administers this Dock Notify yet: open the claim link in Telegram and"],
+      ["", "answer Yes to become its administrator (works once, for 24 hours)."],
+    );
+  }
   const lines = [
     "",
     `  Dock Notify ${version} is running`,

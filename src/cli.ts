@@ -8,6 +8,7 @@ import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { withServedUrl } from "./service-url.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
+import type { Owner, OwnerRepository } from "./store/owners.ts";
 
 /**
  * What the command line reads and writes besides its arguments. The binary passes the process's
@@ -77,27 +78,48 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
 
 async function withDocks<T>(
   io: CliIo,
-  fn: (docks: DockRepository, config: Config) => Promise<T>,
+  fn: (docks: DockRepository, config: Config, owners: OwnerRepository) => Promise<T>,
 ): Promise<T> {
   const config = withServedUrl(loadConfig(io.env), io.env);
   const { explained, loadCheckedEncryptionKey, openMigratedDb } = await import("./main.ts");
   const { DockRepository } = await import("./store/docks.ts");
+  const { OwnerRepository } = await import("./store/owners.ts");
+  const { ownerPolicy } = await import("./domain/owners.ts");
   const db = await openMigratedDb(config);
   try {
     const { key } = await loadCheckedEncryptionKey(config, db).catch((error: unknown) => {
       throw explained(error, config);
     });
-    return await fn(new DockRepository(db, key), config);
+    const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
+    return await fn(new DockRepository(db, key), config, owners);
   } finally {
     await db.close();
   }
 }
 
-function parseOwner(value: string): number {
+function parseOwner(value: string, option = "--owner"): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`--owner must be a Telegram user id (a positive whole number), got "${value}"`);
+    throw new UsageError(`${option} must be a Telegram user id (a positive whole number), got "${value}"`);
   }
   return Number(value);
+}
+
+function ownerJson(owner: Owner) {
+  return {
+    id: owner.id,
+    first_name: owner.firstName,
+    username: owner.username,
+    role: owner.role,
+    source: owner.source,
+    added_at: owner.addedAt === null ? null : new Date(owner.addedAt).toISOString(),
+    docks: owner.docks,
+  };
+}
+
+/** How a person is named in the CLI's list: their Telegram name when the bot has seen them. */
+function ownerName(owner: Owner): string {
+  const name = [owner.firstName, owner.username ? `@${owner.username}` : null].filter(Boolean).join(" ");
+  return name || "-";
 }
 
 async function requireDock(docks: DockRepository, id: string): Promise<DockWithSecret> {
@@ -325,6 +347,86 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, deleted: true }));
         else out(`Deleted Dock ${id}.`);
+      });
+    });
+
+  const owners = program
+    .command("owners")
+    .description("who may sign in to the console and own Docks (beside OWNERS)");
+
+  owners
+    .command("list")
+    .description("list the owners and administrators")
+    .addOption(json)
+    .action(async (opts: { json?: boolean }) => {
+      await withDocks(io, async (_docks, config, repo) => {
+        const list = await repo.list();
+        if (opts.json) {
+          out(JSON.stringify({ anyone: repo.policy.open, owners: list.map(ownerJson) }, null, 2));
+          return;
+        }
+        if (repo.policy.open) {
+          out(
+            `Anyone who signs in with Telegram may own Docks here (${config.owners === "anyone" ? "OWNERS=*" : "the sandbox"}).`,
+          );
+        } else if (await repo.awaitsClaim()) {
+          out(
+            "Nobody has claimed this Dock Notify yet: open the claim link `serve` printed, or name an administrator with: dock-notify owners add <telegram_user_id> --admin",
+          );
+        }
+        if (list.length === 0) return;
+        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(6), "DOCKS", "SOURCE".padEnd(7), "NAME"].join("  "));
+        for (const owner of list) {
+          out(
+            [
+              String(owner.id).padEnd(16),
+              owner.role.padEnd(6),
+              String(owner.docks).padStart(5),
+              (owner.source === "config" ? "OWNERS" : "added").padEnd(7),
+              ownerName(owner),
+            ].join("  "),
+          );
+        }
+      });
+    });
+
+  owners
+    .command("add <telegram_user_id>")
+    .description("let a person sign in and own Docks (--admin: also manage the owners; claims the instance)")
+    .option("--admin", "make them an administrator")
+    .addOption(json)
+    .action(async (raw: string, opts: { admin?: boolean; json?: boolean }) => {
+      const id = parseOwner(raw, "telegram_user_id");
+      const role = opts.admin ? "admin" : "owner";
+      await withDocks(io, async (_docks, _config, repo) => {
+        await repo.add(id, role);
+        if (opts.json) out(JSON.stringify({ id, role }));
+        else
+          out(
+            `${id} is now ${role === "admin" ? "an administrator" : "an owner"}: they can sign in to the console.`,
+          );
+      });
+    });
+
+  owners
+    .command("remove <telegram_user_id>")
+    .description("take away a person's access to the console (their sessions end; their Docks stay)")
+    .addOption(json)
+    .action(async (raw: string, opts: { json?: boolean }) => {
+      const id = parseOwner(raw, "telegram_user_id");
+      await withDocks(io, async (_docks, _config, repo) => {
+        const outcome = await repo.remove(id);
+        if (outcome === "not_found") throw new UsageError(`${id} is not an owner`, "not_found");
+        if (outcome === "configured") {
+          throw new UsageError(`${id} is named by OWNERS: remove them from that setting instead`);
+        }
+        if (outcome === "last_admin") {
+          throw new UsageError(
+            `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
+          );
+        }
+        if (opts.json) out(JSON.stringify({ id, removed: true }));
+        else out(`${id} can no longer sign in; their sessions ended. Their Docks stay.`);
       });
     });
 

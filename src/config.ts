@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
+import type { OwnersSetting } from "./domain/owners.ts";
 import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
 
 /** Every setting of the service, read once from the environment and validated. */
@@ -90,6 +91,13 @@ export interface Config {
   /** Finished messages and their deliveries are deleted after this long; 0 keeps them forever. */
   retentionMs: number;
   // Control console (the web app at /console/).
+  /**
+   * OWNERS: who may sign in to the console and own Docks — `anyone` (`*`), these Telegram user ids
+   * as administrators, or unset (null): closed until claimed with a real bot, open in the sandbox.
+   */
+  owners: OwnersSetting;
+  /** Docks one owner may create in the console; 0 switches the cap off. */
+  maxDocksPerOwner: number;
   /** How long a console session lasts after sign-in, in milliseconds. */
   sessionTtlMs: number;
   /** Sign-in attempts allowed per client address per minute; 0 switches the limit off. */
@@ -288,6 +296,20 @@ function webhookUrl(raw: string | undefined, sandbox: boolean): string | null {
   return url;
 }
 
+/** OWNERS: `*`, or Telegram user ids separated by commas (spaces allowed). */
+function owners(raw: string | undefined): OwnersSetting {
+  if (raw === undefined) return null;
+  if (raw === "*") return "anyone";
+  const ids = raw.split(",").map((part) => part.trim());
+  const bad = ids.find((id) => !/^[1-9]\d{0,15}$/.test(id) || !Number.isSafeInteger(Number(id)));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `OWNERS must be * or Telegram user ids separated by commas (e.g. 123456789,987654321), got "${bad}"`,
+    );
+  }
+  return [...new Set(ids.map(Number))];
+}
+
 /** TELEGRAM_LOGIN_DOMAIN must be PUBLIC_URL's host: Telegram shows the widget only on the bot's domain. */
 function telegramLoginDomain(
   raw: string | undefined,
@@ -375,6 +397,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
     sandboxAllowRemote,
 
+    owners: owners(text(env, "OWNERS")),
+    maxDocksPerOwner: integer(env, "MAX_DOCKS_PER_OWNER", 100, 0, 1_000_000),
     sessionTtlMs: integer(env, "SESSION_TTL_HOURS", 168, 1, 8760) * 60 * 60 * 1000,
     signInAttemptsPerMinute: integer(env, "SIGN_IN_ATTEMPTS_PER_MINUTE", 10, 0, 1_000_000),
     telegramLoginDomain: telegramLoginDomain(text(env, "TELEGRAM_LOGIN_DOMAIN"), publicUrl, token),

@@ -204,7 +204,22 @@ export async function serve(
       config.telegramBotToken ? "" : ` · Telegram sandbox ${url}/sandbox`
     }`,
   );
+  const claim = await app.claimLink().catch((error: unknown) => {
+    // A database that fails right now must not stop a start that got this far: the next start prints one.
+    server.log.warn({ err: error }, "could not make a claim link; restart the service to try again");
+    return null;
+  });
+  if (claim !== null) {
+    // The one way in to a closed instance nobody has claimed: whoever confirms it in the bot
+    // becomes the administrator. A restart prints a new link (each works once, for 24 hours).
+    server.log.warn(
+      { claim: claim.link ?? claim.command },
+      claim.link === null
+        ? `This Dock Notify has no administrator yet: send ${claim.command} to your bot in Telegram to become it (works once, for 24 hours)`
+        : `This Dock Notify has no administrator yet: open ${claim.link} in Telegram to become it (works once, for 24 hours)`,
+    );
+  }
   // Last, so that it is what a person sees when the start-up settles.
-  if (human) standardOutput().write(banner(config, url, pkg.version));
+  if (human) standardOutput().write(banner(config, url, pkg.version, claim));
   tidier?.start();
 }

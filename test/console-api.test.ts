@@ -1286,6 +1286,8 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
       TELEGRAM_API_ROOT: telegram.root,
       PUBLIC_URL: "http://127.0.0.1:8080",
       TELEGRAM_LOGIN_DOMAIN: "127.0.0.1",
+      // A real bot's instance is closed: Wendy is let in by name.
+      OWNERS: "4242",
     });
     try {
       const client = new ConsoleClient(service.url);
@@ -1325,6 +1327,19 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
         [signed, undefined],
         [signed, "dn_widget=AAAAAAAAAAAAAAAAAAAAAA"],
       ];
+      // Genuine data of someone OWNERS does not name: told so, and no session.
+      const stranger = { ...fields, id: "4343" };
+      const notOwner = await client.call(
+        "GET",
+        query({ ...stranger, hash: signLoginWidget(stranger, SANDBOX_BOT_TOKEN) }),
+        undefined,
+        { cookie: widgetCookie },
+      );
+      expect(notOwner.response.headers.get("location")).toBe(
+        "http://127.0.0.1:8080/console/?sign_in=not_owner",
+      );
+      expect(cookieFrom(notOwner.response, "dn_session")).toBeUndefined();
+
       for (const [f, cookie] of refused) {
         const bad = await client.call("GET", query(f), undefined, cookie === undefined ? {} : { cookie });
         expect(bad.status).toBe(303);

@@ -63,6 +63,7 @@ export async function signIn(service: RunningService, user: TelegramIdentity): P
     ok: true,
     state: "confirmed",
     user: { id: user.id, first_name: user.first_name ?? null, username: user.username ?? null },
+    may_sign_in: true,
   });
   const finished = await client.call("POST", "/sign-in/finish", { user_id: user.id }, { cookie });
   expect(finished.body).toEqual({ ok: true, state: "signed_in" });

@@ -12,6 +12,7 @@ import { acknowledge } from "./acknowledge.ts";
 import { answer, type BotDeps, say } from "./context.ts";
 import { login } from "./login.ts";
 import { membership } from "./membership.ts";
+import { ownerLinks } from "./owners.ts";
 import { start } from "./start.ts";
 import { subscribe } from "./subscribe.ts";
 import { subscriptionsMenu } from "./subscriptions-menu.ts";
@@ -28,7 +29,14 @@ export const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] a
 export function botHandlers(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
   const manual = subscribe(deps);
-  composer.use(membership(deps), start(deps), login(deps), subscriptionsMenu(deps), acknowledge(deps));
+  composer.use(
+    membership(deps),
+    start(deps),
+    login(deps),
+    ownerLinks(deps),
+    subscriptionsMenu(deps),
+    acknowledge(deps),
+  );
   composer.command("help", (ctx) => say(ctx, texts.help));
   composer.hears(texts.menu.help, (ctx) => say(ctx, texts.help));
   composer.use(manual.commands, manual.replies);

@@ -3,6 +3,7 @@ import type { BotStateRepository } from "../store/bot-states.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 import type { MessageChanges } from "../store/message-changes.ts";
+import type { OwnerRepository } from "../store/owners.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { texts } from "./texts.ts";
 
@@ -13,6 +14,10 @@ export interface BotDeps {
   loginTokens: LoginTokenRepository;
   states: BotStateRepository;
   messages: MessageChanges;
+  /** Who may own Docks: the claim link, invitations, and whether a sign-in may go on. */
+  owners: OwnerRepository;
+  /** The console's address, for the bot's "sign in at …" answers. */
+  publicUrl: string;
 }
 
 /** The persistent main menu of a private chat: Subscribe, My subscriptions, Help. */

@@ -65,7 +65,13 @@ export function login(deps: BotDeps): Composer<Context> {
     const { id, first_name, username } = ctx.from;
     const state = await deps.loginTokens.confirm(ctx.match[1] as string, { id, first_name, username });
     await answer(ctx);
-    await edit(ctx, state === "confirmed" ? texts.loginConfirmed(id) : refusal(state));
+    if (state !== "confirmed") {
+      await edit(ctx, refusal(state));
+      return;
+    }
+    // Confirmed all the same: the console shows who confirmed and says why it cannot go on.
+    const mayOwn = (await deps.owners.roleOf(id)) !== null;
+    await edit(ctx, mayOwn ? texts.loginConfirmed(id) : texts.loginNotOwner(id));
   });
 
   composer.callbackQuery(new RegExp(`^${NO}(?::(.+))?$`), async (ctx) => {

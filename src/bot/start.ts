@@ -1,13 +1,16 @@
 import { Composer, type Context } from "grammy";
+import { CLAIM_PAYLOAD_PREFIX, INVITE_PAYLOAD_PREFIX } from "../domain/owners.ts";
 import { LOGIN_PAYLOAD_PREFIX } from "../store/login-tokens.ts";
 import { type BotDeps, say } from "./context.ts";
 import { askLoginConfirmation } from "./login.ts";
+import { askOwnerLink } from "./owners.ts";
 import { offerSubscription } from "./subscribe.ts";
 import { texts } from "./texts.ts";
 
 /**
  * `/start`, what every Telegram link into the bot sends: `/start <dock_id>` offers the Dock,
- * `/start login_<token>` confirms a console sign-in, and a plain `/start` greets the person with
+ * `/start login_<token>` confirms a console sign-in, `/start claim_<token>` and
+ * `/start invite_<token>` make the instance's administrator or an owner, and a plain `/start` greets the person with
  * the menu. Any `/start` in a private chat also resumes the subscriptions a block had paused:
  * unblocking a bot in Telegram is pressing its Restart button, which sends `/start`.
  */
@@ -20,6 +23,14 @@ export function start(deps: BotDeps): Composer<Context> {
       ctx.chat.type === "private" ? await deps.subscriptions.transition(ctx.chat.id, "blocked", "active") : 0;
     if (payload.startsWith(LOGIN_PAYLOAD_PREFIX)) {
       await askLoginConfirmation(ctx, deps, payload.slice(LOGIN_PAYLOAD_PREFIX.length));
+      return;
+    }
+    if (payload.startsWith(CLAIM_PAYLOAD_PREFIX)) {
+      await askOwnerLink(ctx, deps, "claim", payload.slice(CLAIM_PAYLOAD_PREFIX.length));
+      return;
+    }
+    if (payload.startsWith(INVITE_PAYLOAD_PREFIX)) {
+      await askOwnerLink(ctx, deps, "invite", payload.slice(INVITE_PAYLOAD_PREFIX.length));
       return;
     }
     if (payload !== "") {

@@ -139,6 +139,38 @@ export const texts = {
   loginConfirmedElsewhere:
     "Someone else already confirmed this sign-in link, so it cannot sign you in. If you started this sign-in, press “That's not me” in the console and start again.",
   loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
+  // Confirmed, but OWNERS (or the administrator) does not let this person in: the console says the same.
+  loginNotOwner: (userId: number) =>
+    `You are not an owner of this Dock Notify, so this sign-in cannot go on. Ask its administrator for an invitation (your Telegram ID is ${userId}).`,
+
+  claimPrompt: (consoleUrl: string) =>
+    [
+      `This Dock Notify (${escapeHtml(consoleUrl)}) has no administrator yet.`,
+      "",
+      "Become its administrator? You will decide who else may create Docks. Press Yes only if you run this service.",
+    ].join("\n"),
+  claimed: (consoleUrl: string) =>
+    `Done: you are the administrator of this Dock Notify. Sign in at ${escapeHtml(consoleUrl)} to create Docks and invite other owners.`,
+  claimDeclined: "Nothing changed: the claim link stays unused.",
+  invitePrompt: (inviter: string | null, consoleUrl: string) =>
+    [
+      `${inviter === null ? "You are invited" : `<b>${escapeHtml(inviter)}</b> invites you`} to own Docks on this Dock Notify (${escapeHtml(consoleUrl)}).`,
+      "",
+      "Accept? You can then sign in to the console and create Docks.",
+    ].join("\n"),
+  inviteAccepted: (consoleUrl: string) =>
+    `Welcome: you are an owner of this Dock Notify. Sign in at ${escapeHtml(consoleUrl)} to create your first Dock.`,
+  inviteDeclined:
+    "Invitation declined. Nothing changed; the link still works for the person it was meant for until it expires.",
+  alreadyOwner: (role: "admin" | "owner", consoleUrl: string) =>
+    `You already are ${role === "admin" ? "an administrator" : "an owner"} of this Dock Notify: sign in at ${escapeHtml(consoleUrl)}. The invitation stays unused.`,
+  ownerLinkUsed: "This link was already used. Ask the administrator for a new invitation.",
+  ownerLinkRevoked: "This invitation was withdrawn. Ask the administrator for a new one.",
+  ownerLinkExpired:
+    "This link has expired. Ask the administrator for a new invitation (or, for the claim link, restart the service to print a new one).",
+  ownerLinkUnknown: "This link is not valid. Ask the administrator for a new invitation.",
+  alreadyClaimed: "This Dock Notify already has an administrator. Ask them for an invitation.",
+  ownerLinkPrivateOnly: "Open this link in a private chat with me.",
 
   staleButton: "This button no longer works.",
   acknowledged: "✔ Acknowledged: everyone who got this message sees it was you.",

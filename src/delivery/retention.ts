@@ -4,6 +4,7 @@ import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 import type { Outbox } from "../store/outbox.ts";
+import type { OwnerRepository } from "../store/owners.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
@@ -15,6 +16,8 @@ export interface RetentionOptions {
   outbox: Outbox;
   events: EventOutbox;
   loginTokens: LoginTokenRepository;
+  /** Its ended claim links and invitations are pruned with the sign-in tokens. */
+  owners?: OwnerRepository;
   activity: ActivityRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
@@ -80,7 +83,7 @@ export class Retention {
     const pass = async () => {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
-      const tokens = await this.#o.loginTokens.prune();
+      const tokens = (await this.#o.loginTokens.prune()) + ((await this.#o.owners?.prune()) ?? 0);
       const activityDays = await this.#o.activity.prune();
       if (messages + events + tokens + activityDays > 0) {
         this.#o.log.info({ messages, events, loginTokens: tokens, activityDays }, "pruned old records");

@@ -2,6 +2,7 @@ import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
+import { owners } from "./console/owners.ts";
 import { type SignInOptions, signIn } from "./console/sign-in.ts";
 import { stream } from "./console/stream.ts";
 import type { SignedIn } from "./session.ts";
@@ -23,7 +24,8 @@ declare module "fastify" {
 
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
- * everything an owner does with their Docks (`console/docks.ts`) and the live stream of their
+ * everything an owner does with their Docks (`console/docks.ts`), who may own Docks (administrators:
+ * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). Both share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
  * needs the session's CSRF token.
@@ -41,6 +43,8 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   await app.register(signIn, {
     loginTokens: options.loginTokens,
     sessions: options.sessions,
+    owners: options.owners,
+    maxDocksPerOwner: options.maxDocksPerOwner,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
@@ -57,6 +61,14 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     sessions: options.sessions,
     report: options.report,
     activity: options.activity,
+    maxDocksPerOwner: options.maxDocksPerOwner,
+    publicUrl: options.publicUrl,
+    sandbox: options.sandbox,
+    botUsername: options.botUsername,
+  });
+  await app.register(owners, {
+    owners: options.owners,
+    sessions: options.sessions,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,

@@ -26,6 +26,17 @@ export const ERRORS = {
     status: 403,
     message: "Requests sent by a browser on behalf of another site are not accepted here.",
   },
+  not_an_owner: {
+    status: 403,
+    message:
+      "You are not an owner of this Dock Notify: ask its administrator for an invitation (see docs/deployment.md, Owners).",
+  },
+  admin_only: { status: 403, message: "Only an administrator of this Dock Notify can do this." },
+  too_many_docks: {
+    status: 403,
+    message:
+      "You own as many Docks as this Dock Notify allows one owner (MAX_DOCKS_PER_OWNER); delete one first.",
+  },
   sandbox_not_local: {
     status: 403,
     message:
@@ -44,6 +55,15 @@ export const ERRORS = {
   sign_in_not_confirmed: {
     status: 409,
     message: "This browser has no confirmed sign-in to finish; start again.",
+  },
+  last_administrator: {
+    status: 409,
+    message: "The last administrator cannot be removed: make someone else an administrator first.",
+  },
+  owner_configured: {
+    status: 409,
+    message:
+      "This administrator is named by the OWNERS setting: only a change of the configuration removes them.",
   },
   no_template: {
     status: 409,

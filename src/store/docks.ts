@@ -79,6 +79,15 @@ export class DockRepository {
         .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
         .onConflict((oc) => oc.column("telegram_id").doNothing())
         .execute();
+      // Whoever owns a Dock may sign in to see it, whatever OWNERS says of strangers (a Dock made
+      // by the CLI for someone new, or under OWNERS=* before the instance was closed), and an
+      // instance with Docks counts as claimed.
+      await tx
+        .insertInto("owners")
+        .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })
+        .onConflict((oc) => oc.column("telegram_id").doNothing())
+        .execute();
+      await tx.updateTable("instance").set({ claimed_at: now }).where("claimed_at", "is", null).execute();
       await tx
         .insertInto("docks")
         .values({
@@ -185,6 +194,16 @@ export class DockRepository {
   async get(id: string): Promise<DockWithSecret | undefined> {
     const row = await this.#select().where("docks.id", "=", id).executeTakeFirst();
     return row && this.#toDock(row);
+  }
+
+  /** How many Docks `ownerId` owns (MAX_DOCKS_PER_OWNER). */
+  async countOwnedBy(ownerId: number): Promise<number> {
+    const row = await this.#db.kysely
+      .selectFrom("docks")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("owner_id", "=", ownerId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   /** All Docks, or one owner's, newest first. */

@@ -235,6 +235,43 @@ export interface ReplaysTable {
   edits: number;
 }
 
+/** What a person allowed into the console may do there: `admin` also manages the owners. */
+export type OwnerRole = "admin" | "owner";
+
+/** People allowed to own Docks beside those OWNERS names (migration 0013). */
+export interface OwnersTable {
+  telegram_id: number;
+  role: OwnerRole;
+  /** Who invited them (an administrator); null: the claim, the CLI, or an upgrade. */
+  added_by: number | null;
+  added_at: Millis;
+}
+
+/** `claim`: makes the first administrator; `invite`: makes an owner. Both single-use. */
+export type OwnerInviteKind = "claim" | "invite";
+
+/** Single-use links into the bot that make an owner (migration 0013); the token is kept hashed. */
+export interface OwnerInvitesTable {
+  /** Names the invitation in the console (revoking it); not a secret. */
+  id: string;
+  token_hash: string;
+  kind: OwnerInviteKind;
+  created_by: number | null;
+  created_at: Millis;
+  expires_at: Millis;
+  used_by: number | null;
+  used_at: Millis | null;
+  revoked_at: Millis | null;
+}
+
+/** One row (id 1): whether someone has claimed the instance (migration 0013). */
+export interface InstanceTable {
+  id: number;
+  claimed_at: Millis | null;
+  /** The administrator who claimed it; null when it counts as claimed for another reason. */
+  claimed_by: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -251,4 +288,7 @@ export interface Database {
   write_probes: WriteProbesTable;
   events: EventsTable;
   replays: ReplaysTable;
+  owners: OwnersTable;
+  owner_invites: OwnerInvitesTable;
+  instance: InstanceTable;
 }

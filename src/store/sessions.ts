@@ -1,4 +1,5 @@
 import { randomBase62 } from "../domain/ids.ts";
+import { OPEN_POLICY, type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
@@ -11,6 +12,8 @@ export interface SessionUser {
   id: number;
   firstName: string | null;
   username: string | null;
+  /** What they may do in the console (see domain/owners.ts). */
+  role: OwnerRole;
 }
 
 export interface Session {
@@ -22,15 +25,19 @@ export interface Session {
 /**
  * Console sessions. The browser holds a random token in a cookie; the database holds only its hash,
  * so a copy of the database signs nobody in. A session ends when it expires or is revoked
- * (sign-out, or sign-out everywhere), and the check happens on every request.
+ * (sign-out, or sign-out everywhere), and the check happens on every request — including whether
+ * the person may still use the console at all (OWNERS, the owners an administrator keeps), so a
+ * removed owner's session stops working with their next request.
  */
 export class SessionRepository {
   readonly #db: Db;
   readonly #now: () => number;
+  readonly #policy: OwnerPolicy;
 
-  constructor(db: Db, now: () => number = Date.now) {
+  constructor(db: Db, now: () => number = Date.now, policy: OwnerPolicy = OPEN_POLICY) {
     this.#db = db;
     this.#now = now;
+    this.#policy = policy;
   }
 
   /**
@@ -73,7 +80,9 @@ export class SessionRepository {
     const row = await this.#db.kysely
       .selectFrom("sessions")
       .innerJoin("users", "users.telegram_id", "sessions.user_id")
+      .leftJoin("owners", "owners.telegram_id", "sessions.user_id")
       .select([
+        "owners.role",
         "sessions.token_hash",
         "sessions.user_id",
         "sessions.created_at",
@@ -87,6 +96,8 @@ export class SessionRepository {
       .where("sessions.expires_at", ">", now)
       .executeTakeFirst();
     if (!row) return null;
+    const role = roleOf(this.#policy, row.user_id, row.role ?? null);
+    if (role === null) return null;
     if (now - row.last_seen_at >= SEEN_PRECISION_MS) {
       await this.#db.kysely
         .updateTable("sessions")
@@ -95,7 +106,7 @@ export class SessionRepository {
         .execute();
     }
     return {
-      user: { id: row.user_id, firstName: row.first_name, username: row.username },
+      user: { id: row.user_id, firstName: row.first_name, username: row.username, role },
       createdAt: row.created_at,
       expiresAt: row.expires_at,
     };

@@ -53,6 +53,8 @@ export interface DocksOptions {
   report: OutboxViews;
   /** The daily activity counts: a Dock's chart, the list's headline numbers. */
   activity: ActivityRepository;
+  /** Docks one owner may create here (MAX_DOCKS_PER_OWNER); 0: no cap. */
+  maxDocksPerOwner: number;
   publicUrl: string;
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
@@ -144,7 +146,16 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
 
   routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
     const fields = validFields(request.body);
-    const dock = await options.docks.create(signedIn(request).user.id, fields);
+    const ownerId = signedIn(request).user.id;
+    // Checked, then created: two creates at the same instant can pass it together, one Dock over
+    // at most. The cap is against runaway scripts and careless clicking, not a billing quota.
+    if (
+      options.maxDocksPerOwner > 0 &&
+      (await options.docks.countOwnedBy(ownerId)) >= options.maxDocksPerOwner
+    ) {
+      throw new ApiError("too_many_docks");
+    }
+    const dock = await options.docks.create(ownerId, fields);
     return reply.code(201).send({ ok: true, dock: await dockJson(dock) } satisfies DockAnswer);
   });
 

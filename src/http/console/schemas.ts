@@ -370,6 +370,14 @@ export const infoAnswer = Type.Object({
   docs_url: Type.String(),
   api_base_url: Type.String(),
   sandbox: Type.Boolean(),
+  owners: Type.Union([Type.Literal("anyone"), Type.Literal("invited")], {
+    description:
+      "Who may sign in: `anyone` with Telegram (OWNERS=*, or the sandbox), or only `invited` owners (OWNERS, the administrator's invitations).",
+  }),
+  awaits_claim: Type.Boolean({
+    description:
+      "The instance has no administrator yet: whoever opens the claim link the service printed at start becomes it.",
+  }),
   login_widget: Type.Union(
     [Type.Object({ bot_username: Type.String(), auth_url: Type.String() }), Type.Null()],
     {
@@ -380,13 +388,59 @@ export const infoAnswer = Type.Object({
 export type InfoAnswer = Static<typeof infoAnswer>;
 
 /** `GET /session`: who is signed in, and the token every state-changing call must carry. */
+export const ownerRole = Type.Union([Type.Literal("admin"), Type.Literal("owner")], {
+  description: "`admin` also manages who may own Docks.",
+});
+export type OwnerRole = Static<typeof ownerRole>;
+
 export const sessionAnswer = Type.Object({
   ok,
   user: telegramAccount,
+  role: ownerRole,
+  max_docks: Type.Union([Type.Integer(), Type.Null()], {
+    description: "How many Docks one owner may create (MAX_DOCKS_PER_OWNER); null: no cap.",
+  }),
   expires_at: time,
   csrf_token: Type.String(),
 });
 export type SessionAnswer = Static<typeof sessionAnswer>;
+
+/** Someone allowed into the console, in the administrators' list. */
+export const ownerSchema = Type.Object({
+  id: Type.Integer(),
+  first_name: stringOrNull,
+  username: stringOrNull,
+  role: ownerRole,
+  source: Type.Union([Type.Literal("config"), Type.Literal("store")], {
+    description: "`config`: named by OWNERS (only the configuration removes them).",
+  }),
+  added_at: Type.Union([time, Type.Null()]),
+  docks: Type.Integer(),
+});
+export type OwnerView = Static<typeof ownerSchema>;
+
+/** An invitation that can still be used (its link was shown once, when it was made). */
+export const inviteSchema = Type.Object({
+  id: Type.String(),
+  created_by: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: time,
+  expires_at: time,
+});
+export type InviteView = Static<typeof inviteSchema>;
+
+/** `GET /owners`: who may own Docks, and the invitations still open. */
+export const ownersAnswer = Type.Object({
+  ok,
+  owners: Type.Array(ownerSchema),
+  invites: Type.Array(inviteSchema),
+});
+export type OwnersAnswer = Static<typeof ownersAnswer>;
+
+/** `POST /owners/invites`: a new invitation; its link is shown this once. */
+export const inviteAnswer = Type.Object({ ok, invite: inviteSchema, link: Type.String() });
+export type InviteAnswer = Static<typeof inviteAnswer>;
+
+export const ownerParams = Type.Object({ id: Type.String() });
 
 /** `POST /sign-in`: the single-use link to the bot, also as a QR code. */
 export const signInStartAnswer = Type.Object({
@@ -402,6 +456,11 @@ export const signInCheckAnswer = Type.Object({
   ok,
   state: signInState,
   user: Type.Optional(telegramAccount),
+  may_sign_in: Type.Optional(
+    Type.Boolean({
+      description: "Once confirmed: false when the person who confirmed is not an owner of this instance.",
+    }),
+  ),
 });
 export type SignInCheckAnswer = Static<typeof signInCheckAnswer>;
 

@@ -13,6 +13,7 @@ import {
   type LoginTokenState,
   linkTokenFor,
 } from "../../store/login-tokens.ts";
+import type { OwnerRepository } from "../../store/owners.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { ApiError } from "../errors.ts";
 import {
@@ -39,6 +40,9 @@ import {
 export interface SignInOptions {
   loginTokens: LoginTokenRepository;
   sessions: SessionRepository;
+  /** Who may sign in (OWNERS, the administrator's owners); a session is started for no one else. */
+  owners: OwnerRepository;
+  maxDocksPerOwner: number;
   publicUrl: string;
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
@@ -103,6 +107,8 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
       docs_url: `${options.publicUrl}/docs`,
       api_base_url: options.publicUrl,
       sandbox: options.sandbox,
+      owners: options.owners.policy.open ? "anyone" : "invited",
+      awaits_claim: await options.owners.awaitsClaim(),
       login_widget:
         options.loginWidgetDomain === null
           ? null
@@ -122,6 +128,8 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
         first_name: session.user.firstName,
         username: session.user.username,
       },
+      role: session.user.role,
+      max_docks: options.maxDocksPerOwner === 0 ? null : options.maxDocksPerOwner,
       expires_at: session.expiresAt,
       csrf_token: csrfToken(session.token),
     };
@@ -164,6 +172,7 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
           ok: true,
           state: "confirmed",
           user: { id: confirmer.id, first_name: confirmer.firstName, username: confirmer.username },
+          may_sign_in: (await options.owners.roleOf(confirmer.id)) !== null,
         };
       }
       if (state !== "pending") clearCookie(reply, LOGIN_COOKIE, secure);
@@ -180,6 +189,13 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
       const browserSecret = request.cookies[LOGIN_COOKIE];
       if (!browserSecret) throw new ApiError("sign_in_not_confirmed", NOT_FINISHED.unknown);
       const token = linkTokenFor(browserSecret);
+      // Before the token is spent: a person who may not own Docks is told so, and the sign-in
+      // stays as it was (the page shows who confirmed and offers "That's not me").
+      if ((await options.owners.roleOf(request.body.user_id)) === null) {
+        const { state, confirmer } = await options.loginTokens.confirmation(token);
+        if (state === "confirmed" && confirmer?.id === request.body.user_id)
+          throw new ApiError("not_an_owner");
+      }
       const userId = await options.loginTokens.consume(token, request.body.user_id);
       if (userId === null) {
         const state = await options.loginTokens.state(token);
@@ -222,6 +238,9 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
       return reply.redirect(`${options.publicUrl}/console/?sign_in=failed`, 303);
     }
     signInAttempts?.refund(request.ip);
+    if ((await options.owners.roleOf(user.id)) === null) {
+      return reply.redirect(`${options.publicUrl}/console/?sign_in=not_owner`, 303);
+    }
     await startSession(reply, user);
     return reply.redirect(`${options.publicUrl}/console/`, 303);
   });

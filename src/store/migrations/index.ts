@@ -12,6 +12,7 @@ import { livingNotifications } from "./0009-living-notifications.ts";
 import { integrations } from "./0010-integrations.ts";
 import { activityRollups } from "./0011-activity-rollups.ts";
 import { chatTitles } from "./0012-chat-titles.ts";
+import { owners } from "./0013-owners.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -27,6 +28,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0010-integrations": integrations(),
     "0011-activity-rollups": activityRollups(db.spelling),
     "0012-chat-titles": chatTitles(),
+    "0013-owners": owners(),
   };
 }
 

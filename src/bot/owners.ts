@@ -1,0 +1,107 @@
+import { Composer, type Context, InlineKeyboard } from "grammy";
+import type { User } from "grammy/types";
+import type { InviteState } from "../store/owners.ts";
+import type { OwnerInviteKind } from "../store/schema.ts";
+import { answer, type BotDeps, edit, say } from "./context.ts";
+import { texts } from "./texts.ts";
+
+/** Callback data of the claim's and invitation's buttons: `own:<y|n>:<c|i>:<token>`. */
+const BUTTON = /^own:([yn]):([ci]):([A-Za-z0-9]{1,40})$/;
+const KIND_CODE: Record<OwnerInviteKind, string> = { claim: "c", invite: "i" };
+
+/** How a person is named to others (an inviter, say): first and last name, and @username. */
+function nameOf(
+  names: { first_name: string | null; username: string | null } | undefined,
+  id: number,
+): string {
+  if (!names || (!names.first_name && !names.username)) return String(id);
+  return names.username
+    ? `${names.first_name ?? ""} (@${names.username})`.trim()
+    : (names.first_name ?? String(id));
+}
+
+/** What to say about a link that cannot be used (any longer). */
+function refusal(state: InviteState): string {
+  switch (state) {
+    case "used":
+      return texts.ownerLinkUsed;
+    case "revoked":
+      return texts.ownerLinkRevoked;
+    case "expired":
+      return texts.ownerLinkExpired;
+    case "already_claimed":
+      return texts.alreadyClaimed;
+    case "pending":
+    case "unknown":
+      return texts.ownerLinkUnknown;
+  }
+}
+
+function consoleUrl(deps: BotDeps): string {
+  return `${deps.publicUrl}/console/`;
+}
+
+/**
+ * `/start claim_<token>` (the link `serve` prints while the instance has no administrator) and
+ * `/start invite_<token>` (an administrator's invitation): asks before anything changes, so that a
+ * link opened by mistake — or sent by someone else — makes nobody an owner unasked. Private chats only.
+ */
+export async function askOwnerLink(
+  ctx: Context,
+  deps: BotDeps,
+  kind: OwnerInviteKind,
+  token: string,
+): Promise<void> {
+  if (ctx.chat?.type !== "private" || ctx.from === undefined) {
+    await say(ctx, texts.ownerLinkPrivateOnly);
+    return;
+  }
+  const { state, createdBy } = await deps.owners.linkState(kind, token);
+  if (state !== "pending") {
+    await say(ctx, refusal(state));
+    return;
+  }
+  const buttons = new InlineKeyboard()
+    .text(texts.buttons.yes, `own:y:${KIND_CODE[kind]}:${token}`)
+    .text(texts.buttons.no, `own:n:${KIND_CODE[kind]}:${token}`);
+  if (kind === "claim") {
+    await say(ctx, texts.claimPrompt(consoleUrl(deps)), { reply_markup: buttons });
+    return;
+  }
+  const inviter = createdBy === null ? null : nameOf(await deps.owners.namesOf(createdBy), createdBy);
+  await say(ctx, texts.invitePrompt(inviter, consoleUrl(deps)), { reply_markup: buttons });
+}
+
+/** The Yes and No of the claim and the invitation prompts. */
+export function ownerLinks(deps: BotDeps): Composer<Context> {
+  const composer = new Composer<Context>();
+  composer.callbackQuery(BUTTON, async (ctx) => {
+    const [, choice, code, token] = ctx.match as RegExpMatchArray;
+    const kind: OwnerInviteKind = code === "c" ? "claim" : "invite";
+    await answer(ctx);
+    if (choice === "n") {
+      await edit(ctx, kind === "claim" ? texts.claimDeclined : texts.inviteDeclined);
+      return;
+    }
+    const from: User = ctx.from;
+    const outcome = await deps.owners.redeem(kind, token as string, {
+      id: from.id,
+      first_name: from.first_name,
+      username: from.username,
+    });
+    switch (outcome.result) {
+      case "admin":
+        await edit(ctx, texts.claimed(consoleUrl(deps)));
+        return;
+      case "owner":
+        await edit(ctx, texts.inviteAccepted(consoleUrl(deps)));
+        return;
+      case "already_owner":
+        await edit(ctx, texts.alreadyOwner(outcome.role, consoleUrl(deps)));
+        return;
+      default:
+        await edit(ctx, refusal(outcome.result));
+    }
+  });
+  return composer;
+}

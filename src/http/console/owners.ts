@@ -1,0 +1,106 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance } from "fastify";
+import { INVITE_PAYLOAD_PREFIX } from "../../domain/owners.ts";
+import { telegramLink } from "../../domain/telegram-link.ts";
+import type { OwnerRepository, PendingInvite } from "../../store/owners.ts";
+import type { SessionRepository } from "../../store/sessions.ts";
+import { ApiError } from "../errors.ts";
+import { requireSession, type SignedIn } from "../session.ts";
+import {
+  type InviteAnswer,
+  type InviteView,
+  type OkAnswer,
+  type OwnersAnswer,
+  ownerParams,
+} from "./schemas.ts";
+
+export interface OwnersOptions {
+  owners: OwnerRepository;
+  sessions: SessionRepository;
+  publicUrl: string;
+  /** True when the built-in sandbox plays Telegram: links go to its chat page. */
+  sandbox: boolean;
+  botUsername: () => Promise<string>;
+}
+
+function inviteView(invite: PendingInvite): InviteView {
+  return {
+    id: invite.id,
+    created_by: invite.createdBy,
+    created_at: invite.createdAt,
+    expires_at: invite.expiresAt,
+  };
+}
+
+/**
+ * Who may own Docks, for administrators: the owners (and OWNERS' administrators), invitations into
+ * the bot (single-use, shown once), withdrawing one, and removing an owner (whose sessions end at
+ * once). Every route needs an administrator's session; others get `403 admin_only`.
+ */
+export async function owners(app: FastifyInstance, options: OwnersOptions): Promise<void> {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("preHandler", async (request) => {
+    const session = await requireSession(request, options.sessions);
+    if (session.user.role !== "admin") throw new ApiError("admin_only");
+    request.signedIn = session;
+  });
+  const admin = (signedIn: SignedIn | null) => (signedIn as SignedIn).user.id;
+
+  routes.get("/owners", async (): Promise<OwnersAnswer> => {
+    const [list, invites] = await Promise.all([options.owners.list(), options.owners.pendingInvites()]);
+    return {
+      ok: true,
+      owners: list.map((owner) => ({
+        id: owner.id,
+        first_name: owner.firstName,
+        username: owner.username,
+        role: owner.role,
+        source: owner.source,
+        added_at: owner.addedAt,
+        docks: owner.docks,
+      })),
+      invites: invites.map(inviteView),
+    };
+  });
+
+  routes.post("/owners/invites", async (request, reply) => {
+    const username = await options.botUsername();
+    const invite = await options.owners.createInvite(admin(request.signedIn));
+    const link = telegramLink(
+      options.publicUrl,
+      username,
+      `${INVITE_PAYLOAD_PREFIX}${invite.token}`,
+      options.sandbox,
+    );
+    const [view] = (await options.owners.pendingInvites()).filter((pending) => pending.id === invite.id);
+    if (!view) throw new ApiError("not_found", "The invitation just made is gone.");
+    return reply.code(201).send({ ok: true, invite: inviteView(view), link } satisfies InviteAnswer);
+  });
+
+  routes.delete(
+    "/owners/invites/:id",
+    { schema: { params: ownerParams } },
+    async (request): Promise<OkAnswer> => {
+      if (!(await options.owners.revokeInvite(request.params.id))) {
+        throw new ApiError("not_found", "No such invitation: it was used, withdrawn or has expired.");
+      }
+      return { ok: true };
+    },
+  );
+
+  routes.delete("/owners/:id", { schema: { params: ownerParams } }, async (request): Promise<OkAnswer> => {
+    const id = /^[1-9]\d{0,15}$/.test(request.params.id) ? Number(request.params.id) : Number.NaN;
+    if (!Number.isSafeInteger(id)) throw new ApiError("not_found", "No such owner.");
+    const outcome = await options.owners.remove(id);
+    switch (outcome) {
+      case "removed":
+        return { ok: true };
+      case "not_found":
+        throw new ApiError("not_found", "No such owner.");
+      case "configured":
+        throw new ApiError("owner_configured");
+      case "last_admin":
+        throw new ApiError("last_administrator");
+    }
+  });
+}
