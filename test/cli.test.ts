@@ -284,6 +284,60 @@ describe("dock-notify CLI", () => {
     }
   });
 
+  it("lists, adds and removes owners; names an administrator of a closed instance", async () => {
+    const closedDir = mkdtempSync(join(tmpdir(), "dock-notify-cli-owners-"));
+    // A real bot token closes the instance (the commands never call Telegram).
+    const env = {
+      DATA_DIR: closedDir,
+      LOG_LEVEL: "silent",
+      TELEGRAM_BOT_TOKEN: "123456:AAE-cli-test-token-not-used-anywhere1",
+    };
+    try {
+      const empty = await cli(env, "owners", "list");
+      expect(empty).toMatchObject({ code: 0, err: "" });
+      expect(empty.out).toContain("Nobody has claimed this Dock Notify yet");
+      expect(empty.out).toContain("dock-notify owners add <telegram_user_id> --admin");
+
+      expect((await cli(env, "owners", "add", "5001", "--admin")).out).toContain(
+        "5001 is now an administrator",
+      );
+      expect((await cli(env, "owners", "add", "5002")).out).toContain("5002 is now an owner");
+      // A Dock made for someone new lets them in too.
+      expect((await cli(env, "docks", "create", "--owner", "5003", "--name", "Ops")).code).toBe(0);
+      const listed = JSON.parse((await cli(env, "owners", "list", "--json")).out);
+      expect(listed.anyone).toBe(false);
+      expect(
+        listed.owners.map((o: { id: number; role: string; docks: number }) => [o.id, o.role, o.docks]),
+      ).toEqual([
+        [5001, "admin", 0],
+        [5002, "owner", 0],
+        [5003, "owner", 1],
+      ]);
+      const text = (await cli(env, "owners", "list")).out;
+      expect(text).not.toContain("Nobody has claimed");
+      expect(text).toMatch(/5001\s+admin\s+0\s+added/);
+
+      expect((await cli(env, "owners", "remove", "5002")).out).toContain("5002 can no longer sign in");
+      const gone = await cli(env, "owners", "remove", "5002");
+      expect(gone).toMatchObject({ code: 1, err: "dock-notify: 5002 is not an owner\n" });
+      const last = await cli(env, "owners", "remove", "5001");
+      expect(last.code).toBe(2);
+      expect(last.err).toContain("5001 is the last administrator");
+      const bad = await cli(env, "owners", "add", "me");
+      expect(bad.code).toBe(2);
+      expect(bad.err).toContain(
+        'telegram_user_id must be a Telegram user id (a positive whole number), got "me"',
+      );
+      // OWNERS' administrators are listed, and only the setting removes them.
+      const configured = { ...env, OWNERS: "7007" };
+      const withConfig = JSON.parse((await cli(configured, "owners", "list", "--json")).out);
+      expect(withConfig.owners[0]).toMatchObject({ id: 7007, role: "admin", source: "config" });
+      expect((await cli(configured, "owners", "remove", "7007")).err).toContain("named by OWNERS");
+    } finally {
+      rmSync(closedDir, { recursive: true, force: true });
+    }
+  });
+
   it("migrate applies the schema once", async () => {
     const fresh = mkdtempSync(join(tmpdir(), "dock-notify-migrate-"));
     const env = { DATA_DIR: fresh };

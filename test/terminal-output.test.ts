@@ -4,8 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import pkg from "../package.json" with { type: "json" };
+import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { People } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";
 import { createTestDatabase, hasPostgres } from "./harness.ts";
+import { startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
 
 /** The compiled service (dist/, built by the global setup), as `npm start` runs it. */
@@ -109,6 +112,44 @@ describe("what serve shows", () => {
     expect(after).toMatch(/INFO {2}shutting down signal=SIGINT/);
     expect(after).toMatch(/INFO {2}stopped/);
     expect(after).not.toContain('{"level"');
+  }, 60_000);
+
+  it("with a real bot and no OWNERS: the banner and the log print a claim link; whoever confirms it administers, and the next start prints none", async () => {
+    // A sandbox on its own port plays Telegram for a service with a bot token, as in production.
+    const telegram = await startSandbox();
+    try {
+      const dir = dataDir();
+      const env = { DATA_DIR: dir, TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN, TELEGRAM_API_ROOT: telegram.root };
+      const served = onTerminal({ ...env, PORT: String(await freePort()) });
+      const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
+      const link = /Claim {5}(https:\/\/t\.me\/DockNotifySandboxBot\?start=(claim_[A-Za-z0-9]{22}))/.exec(
+        shown,
+      );
+      expect(link).not.toBeNull();
+      expect(shown).toContain("open the claim link in Telegram and");
+      // The same link in the log, as a warning a log collector keeps.
+      expect(shown).toMatch(
+        new RegExp(
+          `WARN {2}This Dock Notify has no administrator yet: open ${(link?.[1] ?? "").replaceAll("?", "\\?")} in Telegram`,
+        ),
+      );
+
+      const people = new People(telegram.root);
+      const ops = await people.person("Ops");
+      const prompt = await people.botReply(ops, await people.start(ops, link?.[2]));
+      await people.press(ops, prompt, "Yes");
+      expect((await people.edited(ops, prompt)).text).toContain("you are the administrator");
+      served.child.stdin?.write("\x03");
+      expect(await served.exited).toBe(0);
+
+      const again = onPipe({ ...env, PORT: "0" });
+      await started(again, "the ready line", /Dock Notify is ready/);
+      expect(again.output()).not.toContain("no administrator");
+      again.child.kill("SIGTERM");
+      await again.exited;
+    } finally {
+      await telegram.close();
+    }
   }, 60_000);
 
   it.runIf(POSTGRES)(
