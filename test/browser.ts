@@ -1,6 +1,8 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /**
  * Debian's Chromium (never a downloaded browser; `.ci/run` installs it with apt-get). Missing in
@@ -39,4 +41,31 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   if (typeof address !== "object" || address === null) throw new Error("no port");
   return address.port;
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * axe-core's serious and critical violations on the page as it is now, one line each (rule, where).
+ * Injected through the debugging protocol, as a person's extension would be: the page's Content
+ * Security Policy stays as it is.
+ */
+export async function accessibilityProblems(page: Page): Promise<string[]> {
+  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(axeSource);
+  const violations = (await page.evaluate(
+    "window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) })))",
+  )) as { id: string; impact: string; help: string; targets: string[] }[];
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id} (${v.help}): ${v.targets.slice(0, 5).join(", ")}`);
+}
+
+/** What a page must never show: Content Security Policy violations and uncaught errors. */
+export function pageProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+  });
+  page.on("pageerror", (error) => problems.push(error.message));
+  return problems;
 }

@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +9,7 @@ import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
-import { chromiumPath, freePort, launchChromium } from "./browser.ts";
+import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
 import { signIn } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import { basic, type RunningService, startService } from "./harness.ts";
@@ -74,23 +73,6 @@ async function runCopied(language: string, code: string): Promise<string> {
   }
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-/**
- * axe-core's serious and critical violations on the page as it is now, one line each (rule, where).
- * Injected through the debugging protocol, as a person's extension would be: the page's Content
- * Security Policy stays as it is.
- */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(axeSource);
-  const violations = (await page.evaluate(
-    "window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) })))",
-  )) as { id: string; impact: string; help: string; targets: string[] }[];
-  return violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id} (${v.help}): ${v.targets.slice(0, 5).join(", ")}`);
-}
-
 /**
  * When the page's live stream last said something (an event or a keepalive), as the browser's
  * own network events tell it: watched from before the page opens, so the stream is seen from its
@@ -115,16 +97,6 @@ async function identityOf(page: Page): Promise<Record<string, string>> {
   const terms = await list.locator("dt").allTextContents();
   const details = await list.locator("dd").allTextContents();
   return Object.fromEntries(terms.map((term, i) => [term, details[i] ?? ""]));
-}
-
-/** What a page must never show: Content Security Policy violations and uncaught errors. */
-function pageProblems(page: Page): string[] {
-  const problems: string[] = [];
-  page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
-  });
-  page.on("pageerror", (error) => problems.push(error.message));
-  return problems;
 }
 
 describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", () => {

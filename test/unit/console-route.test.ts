@@ -17,7 +17,7 @@ describe("the console's addresses (the URL's fragment)", () => {
       tab: "messages",
       messageId: "msg_1",
     });
-    for (const page of ["docks", "new", "help"] as const)
+    for (const page of ["docks", "new", "help", "owners"] as const)
       expect(parseRoute(hrefOf({ page }))).toEqual({ page });
   });
 

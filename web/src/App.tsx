@@ -7,6 +7,7 @@ import { HelpPage } from "./HelpPage.tsx";
 import { LiveProvider, useLivePaused } from "./live.tsx";
 import { NewDockPage } from "./NewDockPage.tsx";
 import { useRoute } from "./navigation.ts";
+import { OwnersPage } from "./OwnersPage.tsx";
 import { SignIn } from "./SignIn.tsx";
 
 /** The console: sign-in until there is a session, then the Docks and the help page. */
@@ -66,7 +67,7 @@ export function App() {
 
   // The document's title names the page: tabs, history and screen readers tell pages apart by it.
   useEffect(() => {
-    const titles = { docks: "Docks", new: "New Dock", help: "API & bot" } as const;
+    const titles = { docks: "Docks", new: "New Dock", help: "API & bot", owners: "Owners" } as const;
     // A Dock's page names itself (its name and section) once read.
     if (session && route.page === "dock") return;
     document.title =
@@ -83,9 +84,14 @@ export function App() {
         </a>
         {session && (
           <nav aria-label="Console">
-            <a href="#/" aria-current={route.page === "help" ? undefined : "page"}>
+            <a href="#/" aria-current={route.page === "help" || route.page === "owners" ? undefined : "page"}>
               Docks
             </a>
+            {session.role === "admin" && (
+              <a href="#/owners" aria-current={route.page === "owners" ? "page" : undefined}>
+                Owners
+              </a>
+            )}
             <a href="#/help" aria-current={route.page === "help" ? "page" : undefined}>
               API &amp; bot
             </a>
@@ -119,6 +125,12 @@ export function App() {
               />
             )}
             {route.page === "help" && <HelpPage info={info} />}
+            {route.page === "owners" &&
+              (session.role === "admin" ? (
+                <OwnersPage guarded={guarded} selfId={session.user.id} />
+              ) : (
+                <p className="muted">Only an administrator manages who may own Docks.</p>
+              ))}
           </LiveProvider>
         )}
         {(!info || session === undefined) && !error && <p className="muted">Loading…</p>}

@@ -64,11 +64,13 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
   const [pending, setPending] = useState<SignInStartAnswer | null>(null);
   const [state, setState] = useState<PageState | null>(null);
   const [confirmer, setConfirmer] = useState<TelegramAccount | null>(null);
+  /** False when who confirmed is not an owner here: the page says so instead of offering Continue. */
+  const [mayIn, setMayIn] = useState(true);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const continueButton = useRef<HTMLButtonElement>(null);
   const startButton = useRef<HTMLButtonElement>(null);
-  const widgetFailed = new URLSearchParams(window.location.search).get("sign_in") === "failed";
+  const widgetAnswer = new URLSearchParams(window.location.search).get("sign_in");
 
   const start = async () => {
     setBusy(true);
@@ -100,8 +102,9 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
       onSignedIn();
     } catch (e) {
       // Expired, or cancelled elsewhere: this sign-in is over; the message says why.
-      if (e instanceof ServiceError && e.code === "sign_in_not_confirmed") backToStart("failed", e.message);
-      else setError((e as Error).message);
+      if (e instanceof ServiceError && (e.code === "sign_in_not_confirmed" || e.code === "not_an_owner")) {
+        backToStart("failed", e.message);
+      } else setError((e as Error).message);
     } finally {
       setBusy(false);
     }
@@ -127,7 +130,10 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
       try {
         const answer = await api<SignInCheckAnswer>("POST", "/sign-in/check");
         if (stopped) return;
-        if (answer.state === "confirmed" && answer.user) setConfirmer(answer.user);
+        if (answer.state === "confirmed" && answer.user) {
+          setConfirmer(answer.user);
+          setMayIn(answer.may_sign_in !== false);
+        }
         if (answer.state !== "pending") setState(answer.state);
       } catch (e) {
         if (!stopped) setError((e as Error).message);
@@ -152,9 +158,26 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
         Dock Notify sends notifications from your applications to people on Telegram. You sign in with your
         Telegram account: the bot asks you to confirm, then you continue here.
       </p>
-      {widgetFailed && (
+      {info.awaits_claim ? (
+        <p className="note">
+          This Dock Notify has no administrator yet. Whoever runs it opens the <strong>claim link</strong> the
+          service printed when it started (in its log) in Telegram and presses Yes, then signs in here.
+        </p>
+      ) : (
+        info.owners === "invited" && (
+          <p className="muted">
+            Owners sign in here. To become one, ask this Dock Notify's administrator for an invitation.
+          </p>
+        )
+      )}
+      {widgetAnswer === "failed" && (
         <p className="error" role="alert">
           Telegram's sign-in could not be verified. Try again.
+        </p>
+      )}
+      {widgetAnswer === "not_owner" && (
+        <p className="error" role="alert">
+          That Telegram account is not an owner of this Dock Notify. Ask its administrator for an invitation.
         </p>
       )}
       {error && (
@@ -162,7 +185,23 @@ export function SignIn({ info, onSignedIn }: { info: InfoAnswer; onSignedIn: () 
           {error}
         </p>
       )}
-      {pending && state === "confirmed" && confirmer ? (
+      {pending && state === "confirmed" && confirmer && !mayIn ? (
+        <div className="confirmed">
+          <p id="sign-in-refused" role="alert">
+            This Telegram account is not an owner of this Dock Notify, so it cannot sign in.
+          </p>
+          <ConfirmerIdentity confirmer={confirmer} />
+          <p className="muted">
+            Ask the administrator for an invitation: they send you a link, you open it in Telegram and press
+            Yes, then sign in again. Give them your Telegram ID, shown above.
+          </p>
+          <div className="actions">
+            <button ref={continueButton} type="button" onClick={cancel} disabled={busy}>
+              Start again
+            </button>
+          </div>
+        </div>
+      ) : pending && state === "confirmed" && confirmer ? (
         <div className="confirmed">
           <p id="sign-in-confirmed" role="status">
             Confirmed in Telegram. Continue as this Telegram account?

@@ -19,6 +19,7 @@ export type Route =
   | { page: "docks" }
   | { page: "new" }
   | { page: "help" }
+  | { page: "owners" }
   | { page: "dock"; id: string; tab: DockTab; messageId: string | null };
 
 export function parseRoute(hash: string): Route {
@@ -30,6 +31,7 @@ export function parseRoute(hash: string): Route {
     return { page: "docks" };
   }
   if (parts[0] === "help") return { page: "help" };
+  if (parts[0] === "owners") return { page: "owners" };
   if (parts[0] === "new") return { page: "new" };
   // A Dock ID is letters and digits: anything else is no Dock (and never reaches a request path).
   if (parts[0] === "docks" && parts[1] && /^[A-Za-z0-9]{1,64}$/.test(parts[1])) {
@@ -50,6 +52,8 @@ export function hrefOf(route: Route): string {
       return "#/new";
     case "help":
       return "#/help";
+    case "owners":
+      return "#/owners";
     case "dock": {
       const base = `#/docks/${encodeURIComponent(route.id)}`;
       if (route.messageId !== null) return `${base}/messages/${encodeURIComponent(route.messageId)}`;

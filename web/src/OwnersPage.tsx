@@ -1,0 +1,182 @@
+import { useCallback, useEffect, useState } from "react";
+import { useAnnounce } from "./announce.tsx";
+import { api, type InviteAnswer, type OwnersAnswer, type OwnerView } from "./api.ts";
+import { copyText } from "./clipboard.ts";
+import type { Guarded } from "./dock/actions.ts";
+
+function ownerName(owner: OwnerView): string {
+  const name = [owner.first_name, owner.username ? `@${owner.username}` : null].filter(Boolean).join(" ");
+  return name || `Telegram user ${owner.id}`;
+}
+
+const day = (at: number) => new Date(at).toLocaleDateString();
+
+/**
+ * For administrators: who may sign in and own Docks, invitations into the bot (single-use, shown
+ * once), and removing an owner (their sessions end at once; their Docks keep sending).
+ */
+export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: number }) {
+  const announce = useAnnounce();
+  const [data, setData] = useState<OwnersAnswer | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [fresh, setFresh] = useState<InviteAnswer | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const load = useCallback(async () => {
+    try {
+      setData(await guarded(() => api<OwnersAnswer>("GET", "/owners")));
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }, [guarded]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  const act = async (call: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await call();
+      await load();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const invite = () =>
+    act(async () => {
+      const made = await guarded(() => api<InviteAnswer>("POST", "/owners/invites"));
+      setFresh(made);
+      announce("Invitation link made: copy it and send it to the new owner.");
+    });
+
+  const withdraw = (id: string) =>
+    act(async () => {
+      await guarded(() => api("DELETE", `/owners/invites/${encodeURIComponent(id)}`));
+      if (fresh?.invite.id === id) setFresh(null);
+      announce("Invitation withdrawn.");
+    });
+
+  const remove = (owner: OwnerView) =>
+    act(async () => {
+      const who = ownerName(owner);
+      const note =
+        owner.docks > 0
+          ? ` Their ${owner.docks} Dock(s) keep sending; only the CLI can move or delete them.`
+          : "";
+      if (!window.confirm(`Remove ${who}? They are signed out at once and can no longer sign in.${note}`))
+        return;
+      await guarded(() => api("DELETE", `/owners/${owner.id}`));
+      announce(`${who} removed.`);
+    });
+
+  const copy = async (link: string) => {
+    announce(
+      (await copyText(link)) ? "Invitation link copied." : "Could not copy: select the link and copy it.",
+    );
+  };
+
+  return (
+    <section className="panel" aria-labelledby="owners-title">
+      <h1 id="owners-title">Owners</h1>
+      <p className="muted">
+        Owners sign in here and create Docks. Invite someone with a link: they open it in Telegram and press{" "}
+        <strong>Yes</strong>, then sign in. Each link works once, for 7 days.
+      </p>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <p>
+        <button type="button" className="primary" onClick={invite} disabled={busy}>
+          Invite an owner
+        </button>
+      </p>
+      {fresh && (
+        <div className="note" role="status">
+          <p>
+            <label htmlFor="invite-link">Invitation link (shown once; send it to one person):</label>
+          </p>
+          <input id="invite-link" readOnly value={fresh.link} onFocus={(e) => e.currentTarget.select()} />
+          <div className="actions">
+            <button type="button" onClick={() => copy(fresh.link)}>
+              Copy link
+            </button>
+          </div>
+        </div>
+      )}
+      {data && data.invites.length > 0 && (
+        <>
+          <h2>Open invitations</h2>
+          <ul className="subscribers">
+            {data.invites.map((invite) => (
+              <li key={invite.id}>
+                <span>
+                  Made {day(invite.created_at)}, works until {day(invite.expires_at)}
+                </span>
+                <button
+                  type="button"
+                  className="secondary"
+                  onClick={() => withdraw(invite.id)}
+                  disabled={busy}
+                >
+                  Withdraw<span className="offscreen"> the invitation made {day(invite.created_at)}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+      <h2>Who may sign in</h2>
+      {!data && !error && <p className="muted">Loading…</p>}
+      {data && (
+        <div className="table-scroll">
+          <table className="owners">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Telegram ID</th>
+                <th scope="col">Role</th>
+                <th scope="col">Docks</th>
+                <th scope="col">
+                  <span className="offscreen">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.owners.map((owner) => (
+                <tr key={owner.id}>
+                  <td>
+                    {ownerName(owner)}
+                    {owner.id === selfId && <span className="muted"> (you)</span>}
+                  </td>
+                  <td>{owner.id}</td>
+                  <td>{owner.role === "admin" ? "Administrator" : "Owner"}</td>
+                  <td>{owner.docks === 1 ? "1 Dock" : `${owner.docks} Docks`}</td>
+                  <td>
+                    {owner.source === "config" ? (
+                      <span className="muted small">named by OWNERS</span>
+                    ) : (
+                      <button
+                        type="button"
+                        className="secondary"
+                        onClick={() => remove(owner)}
+                        disabled={busy}
+                      >
+                        Remove<span className="offscreen"> {ownerName(owner)}</span>
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
