@@ -133,7 +133,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const botStates = new BotStateRepository(db, now);
   const telegram = telegramTarget(config);
   const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
-  const sessions = new SessionRepository(db, now, owners.policy);
+  const sessions = new SessionRepository(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
 
   const jsonHeaders = apiHeaders({

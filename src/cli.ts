@@ -6,6 +6,7 @@ import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { validateDockFields } from "./domain/dock.ts";
+import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
@@ -98,10 +99,11 @@ async function withDocks<T>(
 }
 
 function parseOwner(value: string, option = "--owner"): number {
-  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
+  const id = telegramUserId(value);
+  if (id === null) {
     throw new UsageError(`${option} must be a Telegram user id (a positive whole number), got "${value}"`);
   }
-  return Number(value);
+  return id;
 }
 
 function ownerJson(owner: Owner) {
@@ -114,12 +116,6 @@ function ownerJson(owner: Owner) {
     added_at: owner.addedAt === null ? null : new Date(owner.addedAt).toISOString(),
     docks: owner.docks,
   };
-}
-
-/** How a person is named in the CLI's list: their Telegram name when the bot has seen them. */
-function ownerName(owner: Owner): string {
-  const name = [owner.firstName, owner.username ? `@${owner.username}` : null].filter(Boolean).join(" ");
-  return name || "-";
 }
 
 async function requireDock(docks: DockRepository, id: string): Promise<DockWithSecret> {
@@ -272,17 +268,28 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
 
   docks
     .command("update <id>")
-    .description('change a Dock\'s name, link, description or callback URL ("" clears an optional one)')
+    .description(
+      'change a Dock\'s name, link, description, callback URL ("" clears an optional one) or owner',
+    )
     .option("--name <name>", "name shown to subscribers (1-64 characters)")
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
     .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .option("--owner <telegram_user_id>", "give the Dock to another owner (who may then sign in to see it)")
     .addOption(json)
     .action(
       async (
         id: string,
-        opts: { name?: string; link?: string; description?: string; callbackUrl?: string; json?: boolean },
+        opts: {
+          name?: string;
+          link?: string;
+          description?: string;
+          callbackUrl?: string;
+          owner?: string;
+          json?: boolean;
+        },
       ) => {
+        const owner = opts.owner === undefined ? undefined : parseOwner(opts.owner);
         await withDocks(io, async (repo, config) => {
           const dock = await requireDock(repo, id);
           const fields = validateDockFields({
@@ -294,6 +301,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           if (!fields.ok)
             throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
           await repo.update(id, fields.value);
+          if (owner !== undefined) await repo.transfer(id, owner);
           const updated = await requireDock(repo, id);
           if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));
           else printDock(updated, config, io);
@@ -383,7 +391,9 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
               owner.role.padEnd(6),
               String(owner.docks).padStart(5),
               (owner.source === "config" ? "OWNERS" : "added").padEnd(7),
-              ownerName(owner),
+              owner.firstName || owner.username
+                ? personName({ first_name: owner.firstName, username: owner.username }, owner.id)
+                : "-",
             ].join("  "),
           );
         }
@@ -399,7 +409,11 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
       const id = parseOwner(raw, "telegram_user_id");
       const role = opts.admin ? "admin" : "owner";
       await withDocks(io, async (_docks, _config, repo) => {
-        await repo.add(id, role);
+        if ((await repo.add(id, role)) === "last_admin") {
+          throw new UsageError(
+            `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
+          );
+        }
         if (opts.json) out(JSON.stringify({ id, role }));
         else
           out(
@@ -420,13 +434,21 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (outcome === "configured") {
           throw new UsageError(`${id} is named by OWNERS: remove them from that setting instead`);
         }
+        if (outcome === "open") {
+          throw new UsageError(
+            "anyone may sign in here (OWNERS=* or the sandbox): removing an owner would change nothing",
+          );
+        }
         if (outcome === "last_admin") {
           throw new UsageError(
             `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
           );
         }
         if (opts.json) out(JSON.stringify({ id, removed: true }));
-        else out(`${id} can no longer sign in; their sessions ended. Their Docks stay.`);
+        else
+          out(
+            `${id} can no longer sign in; their sessions ended and their open invitations were withdrawn. Their Docks stay (dock-notify docks update <id> --owner <another> gives one away).`,
+          );
       });
     });
 

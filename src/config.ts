@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import type { OwnersSetting } from "./domain/owners.ts";
+import { telegramUserId } from "./domain/telegram-identity.ts";
 import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
 
 /** Every setting of the service, read once from the environment and validated. */
@@ -301,7 +302,7 @@ function owners(raw: string | undefined): OwnersSetting {
   if (raw === undefined) return null;
   if (raw === "*") return "anyone";
   const ids = raw.split(",").map((part) => part.trim());
-  const bad = ids.find((id) => !/^[1-9]\d{0,15}$/.test(id) || !Number.isSafeInteger(Number(id)));
+  const bad = ids.find((id) => telegramUserId(id) === null);
   if (bad !== undefined) {
     throw new ConfigError(
       `OWNERS must be * or Telegram user ids separated by commas (e.g. 123456789,987654321), got "${bad}"`,

@@ -34,8 +34,8 @@ const SECRET_PARAMETER =
 /** A hook token in its path (whatever a client made of it), or a secret key or hook token anywhere. */
 const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk)_[A-Za-z0-9]+/g;
 
-/** A start payload that carries a console sign-in token. */
-const SIGN_IN_PAYLOAD = /([?&]start=login_)[^&#]*/g;
+/** A start payload that carries a token: a console sign-in, the claim link, an invitation. */
+const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite)_)[^&#]*/g;
 
 /**
  * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`), hook URLs the
@@ -51,7 +51,8 @@ export function maskUrl(raw: string): string {
     masked = masked.replace(HOOK_OR_KEY, "$1<redacted>");
   if (masked.includes("?")) {
     masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
-    // A sign-in link opened in the sandbox (`/sandbox?start=login_<token>`): the token is a credential.
+    // A sign-in, claim or invitation link opened in the sandbox (`/sandbox?start=invite_<token>`):
+    // the token is a credential.
     masked = masked.replace(SIGN_IN_PAYLOAD, "$1<redacted>");
   }
   return masked;

@@ -219,6 +219,12 @@ export async function serve(
         : `This Dock Notify has no administrator yet: open ${claim.link} in Telegram to become it (works once, for 24 hours)`,
     );
   }
+  if (claim === null && (await app.owners.lacksAdministrator().catch(() => false))) {
+    // An upgraded instance (it counts as claimed) or one whose administrators all left.
+    server.log.warn(
+      "Nobody administers this Dock Notify: owners can sign in, but nobody can invite or remove them. Name an administrator with OWNERS or `dock-notify owners add <telegram_user_id> --admin`",
+    );
+  }
   // Last, so that it is what a person sees when the start-up settles.
   if (human) standardOutput().write(banner(config, url, pkg.version, claim));
   tidier?.start();

@@ -317,6 +317,14 @@ describe("dock-notify CLI", () => {
       expect(text).not.toContain("Nobody has claimed");
       expect(text).toMatch(/5001\s+admin\s+0\s+added/);
 
+      // A Dock given to someone else lets them in.
+      const ops = JSON.parse((await cli(env, "docks", "list", "--owner", "5003", "--json")).out)[0];
+      const given = JSON.parse((await cli(env, "docks", "update", ops.id, "--owner", "5004", "--json")).out);
+      expect(given.owner_id).toBe(5004);
+      const afterGift = JSON.parse((await cli(env, "owners", "list", "--json")).out).owners;
+      expect(afterGift.find((o: { id: number }) => o.id === 5004)).toMatchObject({ role: "owner", docks: 1 });
+      expect((await cli(env, "owners", "add", "5001")).err).toContain("5001 is the last administrator");
+
       expect((await cli(env, "owners", "remove", "5002")).out).toContain("5002 can no longer sign in");
       const gone = await cli(env, "owners", "remove", "5002");
       expect(gone).toMatchObject({ code: 1, err: "dock-notify: 5002 is not an owner\n" });

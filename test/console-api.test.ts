@@ -99,6 +99,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         ok: true,
         state: "confirmed",
         user: { id: 1003, first_name: "Carol", username: null },
+        may_sign_in: true,
       });
       const finished = await client.call("POST", "/sign-in/finish", { user_id: 1003 }, { cookie });
       expect(finished.body).toEqual({ ok: true, state: "signed_in" });
@@ -131,6 +132,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ok: true,
           state: "confirmed",
           user: { id: 1012, first_name: "Mallory", username: "mallory_m" },
+          may_sign_in: true,
         });
         expect(checked.response.headers.getSetCookie()).toEqual([]);
       }
@@ -454,7 +456,9 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect((await new ConsoleClient(service.url).call("POST", "/sign-out")).status).toBe(401);
       // A session made directly: this suite's sign-ins already use up the address's allowance.
       const client = new ConsoleClient(service.url);
-      client.session = (await new SessionRepository(service.db).create({ id: 1010 }, 60_000)).token;
+      client.session = (
+        await new SessionRepository(service.db, service.app.owners.policy).create({ id: 1010 }, 60_000)
+      ).token;
       client.csrf = (await client.call("GET", "/session")).body.csrf_token;
       const out = await client.call("POST", "/sign-out");
       expect(out.status).toBe(200);
@@ -473,7 +477,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
 
     it("expiry and revocation in the repository, on a controlled clock", async () => {
       let clock = 1_000_000;
-      const sessions = new SessionRepository(service.db, () => clock);
+      const sessions = new SessionRepository(service.db, service.app.owners.policy, () => clock);
       const { token, expiresAt } = await sessions.create({ id: 1009 }, 60_000);
       expect(expiresAt).toBe(1_060_000);
       expect((await sessions.get(token))?.user.id).toBe(1009);

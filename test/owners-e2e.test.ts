@@ -76,7 +76,8 @@ describe.skipIf(!chromiumPath)("owners in the console, in Chromium", () => {
     await chat.close();
 
     await page.reload();
-    const invited = rows.filter({ hasText: "Owner" }).filter({ hasNotText: "Administrator" });
+    const invited = rows.filter({ hasText: "Alice" });
+    const roleOfAlice = invited.getByRole("cell").nth(2);
     await invited.waitFor();
     expect(await page.getByRole("button", { name: /^Withdraw/ }).count()).toBe(0);
     const at390 = await adminContext(390);
@@ -87,9 +88,21 @@ describe.skipIf(!chromiumPath)("owners in the console, in Chromium", () => {
     await phone.screenshot({ path: "test-results/owners-2-list-390.png", fullPage: true });
     await at390.close();
 
+    // Made an administrator, then an owner again, then removed.
+    expect(await roleOfAlice.textContent()).toBe("Owner");
+    await invited.getByRole("button", { name: /^Make administrator/ }).click();
+    await invited.getByRole("button", { name: /^Make owner/ }).waitFor();
+    expect(await roleOfAlice.textContent()).toBe("Administrator");
+    await invited.getByRole("button", { name: /^Make owner/ }).click();
+    await invited.getByRole("button", { name: /^Make administrator/ }).waitFor();
+    expect(await roleOfAlice.textContent()).toBe("Owner");
     page.once("dialog", (dialog) => void dialog.accept());
     await invited.getByRole("button", { name: /^Remove/ }).click();
     await invited.waitFor({ state: "detached" });
+    // The invitation's token was in a URL the service answered (the sandbox page): never in its log.
+    const token = (new URL(link).searchParams.get("start") as string).slice("invite_".length);
+    expect(service.logs.text).toContain("start=invite_<redacted>");
+    expect(service.logs.text).not.toContain(token);
     expect(problems).toEqual([]);
     await context.close();
 

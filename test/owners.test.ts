@@ -4,6 +4,7 @@ import { ownerPolicy } from "../src/domain/owners.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { migrate } from "../src/store/migrations/index.ts";
 import { OwnerRepository } from "../src/store/owners.ts";
+import { SessionRepository } from "../src/store/sessions.ts";
 import { type ChatMessage, People } from "./bot-harness.ts";
 import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
 import { databaseAt, dialects, type RunningService, startService } from "./harness.ts";
@@ -86,21 +87,26 @@ describe.each(DIALECTS)("who may own Docks, with a real bot on %s", (dialect) =>
     expect(early.finished.status).toBe(403);
     expect(early.finished.body.error.code).toBe("not_an_owner");
 
-    // Two claim links (two starts, or two instances): the first Yes wins, the second finds it taken.
+    // Ben opens a claim link; a restart (or another instance) prints a newer one, which retires it.
     const first = await service.app.claimLink();
-    const second = await service.app.claimLink();
     expect(first?.link).toMatch(/^https:\/\/t\.me\/DockNotifySandboxBot\?start=claim_[A-Za-z0-9]{22}$/);
     expect(first?.command).toMatch(/^\/start claim_[A-Za-z0-9]{22}$/);
     const ben = await people.person("Ben");
-    expect(await answerLink(people, ann, first?.link as string, "No")).toContain("Nothing changed");
+    const benPrompt = await people.botReply(ben, await people.start(ben, payloadOf(first?.link as string)));
+    const second = await service.app.claimLink();
     expect(await answerLink(people, ann, first?.link as string, "Yes")).toContain(
+      "A newer claim link replaced",
+    );
+    expect(await answerLink(people, ann, second?.link as string, "No")).toContain("Nothing changed");
+    expect(await answerLink(people, ann, second?.link as string, "Yes")).toContain(
       "you are the administrator of this Dock Notify",
     );
+    // Ben's Yes on his open prompt, and any claim link opened now, find the instance claimed.
+    await people.press(ben, benPrompt, "Yes");
+    expect((await people.edited(ben, benPrompt)).text).toContain("already has an administrator");
     expect(await answerLink(people, ben, second?.link as string, "Yes")).toContain(
       "already has an administrator",
     );
-    // A used link stays used.
-    expect(await answerLink(people, ben, first?.link as string, "Yes")).toContain("already used");
     expect(await service.app.claimLink()).toBeNull();
     expect((await anonymous.call("GET", "/info")).body.awaits_claim).toBe(false);
 
@@ -163,6 +169,30 @@ describe.each(DIALECTS)("who may own Docks, with a real bot on %s", (dialect) =>
     const last = await annClient.call("DELETE", `/owners/${ann}`);
     expect(last.status).toBe(409);
     expect(last.body.error.code).toBe("last_administrator");
+  });
+
+  it("Yes on a prompt whose link was used or withdrawn meanwhile says so (and the bot goes on answering)", async () => {
+    const fay = await people.person("Fay");
+    await service.app.owners.add(fay, "admin");
+    const client = (await signInThroughBot(service, people, fay)).client;
+    const gil = await people.person("Gil");
+    const hal = await people.person("Hal");
+    // Both open the same invitation; Hal says Yes first, then Gil presses Yes on his open prompt.
+    const invite = await client.call("POST", "/owners/invites");
+    const payload = payloadOf(invite.body.link);
+    const gilPrompt = await people.botReply(gil, await people.start(gil, payload));
+    expect(await answerLink(people, hal, invite.body.link, "Yes")).toContain("you are an owner");
+    await people.press(gil, gilPrompt, "Yes");
+    expect((await people.edited(gil, gilPrompt)).text).toContain("already used");
+    // Withdrawn while Gil's prompt is open; he presses Yes twice (a double tap).
+    const second = await client.call("POST", "/owners/invites");
+    const prompt = await people.botReply(gil, await people.start(gil, payloadOf(second.body.link)));
+    await client.call("DELETE", `/owners/invites/${second.body.invite.id}`);
+    await people.press(gil, prompt, "Yes");
+    expect((await people.edited(gil, prompt)).text).toContain("withdrawn");
+    // The bot (and its database) still answers.
+    expect(await answerLink(people, gil, invite.body.link, "Yes")).toContain("already used");
+    expect((await signInThroughBot(service, people, gil)).finished.body.error.code).toBe("not_an_owner");
   });
 
   it("an invitation opened by someone who is already an owner stays for its person", async () => {
@@ -255,6 +285,96 @@ describe.each(DIALECTS)("owners in the store on %s", (dialect) => {
     }
   });
 
+  it("an upgraded instance with no administrator says so; a claim link made before OWNERS was set makes nobody one", async () => {
+    const old = await databaseAt(dialect, "0012-chat-titles");
+    try {
+      await migrate(old.db);
+      expect(await new OwnerRepository(old.db, ownerPolicy(null, false)).lacksAdministrator()).toBe(true);
+      await sql`update instance set claimed_at = null`.execute(old.db.kysely);
+      const unset = new OwnerRepository(old.db, ownerPolicy(null, false));
+      const claim = await unset.createClaim();
+      // The operator sets OWNERS and restarts: the old link is worth nothing.
+      const named = new OwnerRepository(old.db, ownerPolicy([999], false));
+      expect(await named.redeem("claim", claim.token, { id: 42 })).toEqual({ result: "already_claimed" });
+      expect(await named.roleOf(42)).toBeNull();
+      expect(await named.lacksAdministrator()).toBe(false);
+      // Under OWNERS=* too.
+      const open = new OwnerRepository(old.db, ownerPolicy("anyone", false));
+      expect(await open.redeem("claim", claim.token, { id: 43 })).toEqual({ result: "already_claimed" });
+      expect((await unset.list()).filter((o) => o.role === "admin")).toEqual([]);
+      // A new claim link retires the one before.
+      const newer = await unset.createClaim();
+      expect((await unset.linkState("claim", claim.token)).state).toBe("revoked");
+      expect(await unset.redeem("claim", newer.token, { id: 44 })).toEqual({ result: "admin" });
+    } finally {
+      await old.close();
+    }
+  });
+
+  it("one administrator always stays: two removing each other at once, or one made an owner", async () => {
+    const db = await databaseAt(dialect, "0012-chat-titles");
+    try {
+      await migrate(db.db);
+      const owners = new OwnerRepository(db.db, ownerPolicy(null, false));
+      await owners.add(10, "admin");
+      await owners.add(11, "admin");
+      const outcomes = await Promise.all([owners.remove(10), owners.remove(11)]);
+      expect(outcomes.sort()).toEqual(["last_admin", "removed"]);
+      const [last] = (await owners.list()).filter((o) => o.role === "admin");
+      expect(last).toBeDefined();
+      expect(await owners.add(last?.id as number, "owner")).toBe("last_admin");
+      expect(await owners.setRole(last?.id as number, "owner")).toBe("last_admin");
+      expect(await owners.roleOf(last?.id as number)).toBe("admin");
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("a removed administrator's open invitations are withdrawn; invitations expire and are pruned", async () => {
+    const db = await databaseAt(dialect, "0012-chat-titles");
+    try {
+      await migrate(db.db);
+      let clock = Date.now();
+      const owners = new OwnerRepository(db.db, ownerPolicy(null, false), () => clock);
+      await owners.add(20, "admin");
+      await owners.add(21, "admin");
+      const fromLeaver = await owners.createInvite(21);
+      const lasting = await owners.createInvite(20);
+      expect(await owners.remove(21)).toBe("removed");
+      expect((await owners.linkState("invite", fromLeaver.token)).state).toBe("revoked");
+      expect(await owners.redeem("invite", fromLeaver.token, { id: 30 })).toEqual({ result: "revoked" });
+      expect((await owners.pendingInvites()).map((i) => i.id)).toEqual([lasting.invite.id]);
+
+      clock += 7 * 24 * 60 * 60 * 1000 + 1;
+      expect(await owners.pendingInvites()).toEqual([]);
+      expect(await owners.redeem("invite", lasting.token, { id: 31 })).toEqual({ result: "expired" });
+      expect(await owners.roleOf(31)).toBeNull();
+      clock += 24 * 60 * 60 * 1000;
+      expect(await owners.prune()).toBe(2);
+      expect((await owners.linkState("invite", lasting.token)).state).toBe("unknown");
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("a session of someone no longer allowed in ends for good", async () => {
+    const db = await databaseAt(dialect, "0012-chat-titles");
+    try {
+      await migrate(db.db);
+      const open = new SessionRepository(db.db, ownerPolicy("anyone", false));
+      const { token } = await open.create({ id: 77 }, 60_000);
+      expect((await open.get(token))?.user.role).toBe("owner");
+      // The operator closes the instance: 77 owns no Dock and was never invited.
+      const closed = new SessionRepository(db.db, ownerPolicy(null, false));
+      expect(await closed.get(token)).toBeNull();
+      // Let in again later, the old session stays ended.
+      await new OwnerRepository(db.db, ownerPolicy(null, false)).add(77, "owner");
+      expect(await closed.get(token)).toBeNull();
+    } finally {
+      await db.close();
+    }
+  });
+
   it("of two claims confirmed at once exactly one makes an administrator", async () => {
     const fresh = await databaseAt(dialect, "0012-chat-titles");
     try {
@@ -263,7 +383,10 @@ describe.each(DIALECTS)("owners in the store on %s", (dialect) => {
       await migrate(fresh.db);
       const owners = new OwnerRepository(fresh.db, ownerPolicy(null, false));
       expect(await owners.awaitsClaim()).toBe(true);
+      // Six instances' links, each made before the next retired it: redeemed as if still valid
+      // (rows made directly), six people pressing Yes at the same moment.
       const links = await Promise.all(Array.from({ length: 6 }, () => owners.createClaim()));
+      await sql`update owner_invites set revoked_at = null`.execute(fresh.db.kysely);
       const outcomes = await Promise.all(
         links.map((link, i) => owners.redeem("claim", link.token, { id: 500 + i, first_name: `P${i}` })),
       );

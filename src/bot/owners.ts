@@ -1,5 +1,6 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
 import type { User } from "grammy/types";
+import { personName } from "../domain/telegram-identity.ts";
 import type { InviteState } from "../store/owners.ts";
 import type { OwnerInviteKind } from "../store/schema.ts";
 import { answer, type BotDeps, edit, say } from "./context.ts";
@@ -9,24 +10,13 @@ import { texts } from "./texts.ts";
 const BUTTON = /^own:([yn]):([ci]):([A-Za-z0-9]{1,40})$/;
 const KIND_CODE: Record<OwnerInviteKind, string> = { claim: "c", invite: "i" };
 
-/** How a person is named to others (an inviter, say): first and last name, and @username. */
-function nameOf(
-  names: { first_name: string | null; username: string | null } | undefined,
-  id: number,
-): string {
-  if (!names || (!names.first_name && !names.username)) return String(id);
-  return names.username
-    ? `${names.first_name ?? ""} (@${names.username})`.trim()
-    : (names.first_name ?? String(id));
-}
-
 /** What to say about a link that cannot be used (any longer). */
-function refusal(state: InviteState): string {
+function refusal(state: InviteState, kind: OwnerInviteKind): string {
   switch (state) {
     case "used":
       return texts.ownerLinkUsed;
     case "revoked":
-      return texts.ownerLinkRevoked;
+      return kind === "claim" ? texts.claimReplaced : texts.ownerLinkRevoked;
     case "expired":
       return texts.ownerLinkExpired;
     case "already_claimed":
@@ -58,7 +48,7 @@ export async function askOwnerLink(
   }
   const { state, createdBy } = await deps.owners.linkState(kind, token);
   if (state !== "pending") {
-    await say(ctx, refusal(state));
+    await say(ctx, refusal(state, kind));
     return;
   }
   const buttons = new InlineKeyboard()
@@ -68,7 +58,7 @@ export async function askOwnerLink(
     await say(ctx, texts.claimPrompt(consoleUrl(deps)), { reply_markup: buttons });
     return;
   }
-  const inviter = createdBy === null ? null : nameOf(await deps.owners.namesOf(createdBy), createdBy);
+  const inviter = createdBy === null ? null : personName(await deps.owners.namesOf(createdBy), createdBy);
   await say(ctx, texts.invitePrompt(inviter, consoleUrl(deps)), { reply_markup: buttons });
 }
 
@@ -100,7 +90,7 @@ export function ownerLinks(deps: BotDeps): Composer<Context> {
         await edit(ctx, texts.alreadyOwner(outcome.role, consoleUrl(deps)));
         return;
       default:
-        await edit(ctx, refusal(outcome.result));
+        await edit(ctx, refusal(outcome.result, kind));
     }
   });
   return composer;

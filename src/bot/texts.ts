@@ -169,6 +169,8 @@ export const texts = {
   ownerLinkExpired:
     "This link has expired. Ask the administrator for a new invitation (or, for the claim link, restart the service to print a new one).",
   ownerLinkUnknown: "This link is not valid. Ask the administrator for a new invitation.",
+  claimReplaced:
+    "A newer claim link replaced this one: open the link the service printed when it last started.",
   alreadyClaimed: "This Dock Notify already has an administrator. Ask them for an invitation.",
   ownerLinkPrivateOnly: "Open this link in a private chat with me.",
 

@@ -83,10 +83,14 @@ export class Retention {
     const pass = async () => {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
-      const tokens = (await this.#o.loginTokens.prune()) + ((await this.#o.owners?.prune()) ?? 0);
+      const tokens = await this.#o.loginTokens.prune();
+      const ownerLinks = (await this.#o.owners?.prune()) ?? 0;
       const activityDays = await this.#o.activity.prune();
-      if (messages + events + tokens + activityDays > 0) {
-        this.#o.log.info({ messages, events, loginTokens: tokens, activityDays }, "pruned old records");
+      if (messages + events + tokens + ownerLinks + activityDays > 0) {
+        this.#o.log.info(
+          { messages, events, loginTokens: tokens, ownerLinks, activityDays },
+          "pruned old records",
+        );
       }
       return messages;
     };

@@ -58,12 +58,17 @@ export const ERRORS = {
   },
   last_administrator: {
     status: 409,
-    message: "The last administrator cannot be removed: make someone else an administrator first.",
+    message:
+      "This is the last administrator: make someone else an administrator first (on the Owners page, or `dock-notify owners add <telegram_user_id> --admin`).",
   },
   owner_configured: {
     status: 409,
     message:
       "This administrator is named by the OWNERS setting: only a change of the configuration removes them.",
+  },
+  instance_open: {
+    status: 409,
+    message: "Anyone may sign in to this Dock Notify (OWNERS=*): removing an owner would change nothing.",
   },
   no_template: {
     status: 409,

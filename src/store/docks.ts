@@ -1,4 +1,4 @@
-import type { ExpressionBuilder } from "kysely";
+import type { ExpressionBuilder, Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
@@ -42,6 +42,15 @@ export interface IntegrationSettings {
 const watched = (eb: ExpressionBuilder<Database, "docks">) =>
   eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched");
 
+/** Lets the owner of a Dock into the console (a row of `owners`, unless they have one). */
+async function ensureOwner(db: Kysely<Database>, ownerId: number, now: number): Promise<void> {
+  await db
+    .insertInto("owners")
+    .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })
+    .onConflict((oc) => oc.column("telegram_id").doNothing())
+    .execute();
+}
+
 /** An authenticated Dock from the columns the credential lookups read. */
 function credentialsOf(row: {
   id: string;
@@ -80,14 +89,9 @@ export class DockRepository {
         .onConflict((oc) => oc.column("telegram_id").doNothing())
         .execute();
       // Whoever owns a Dock may sign in to see it, whatever OWNERS says of strangers (a Dock made
-      // by the CLI for someone new, or under OWNERS=* before the instance was closed), and an
-      // instance with Docks counts as claimed.
-      await tx
-        .insertInto("owners")
-        .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doNothing())
-        .execute();
-      await tx.updateTable("instance").set({ claimed_at: now }).where("claimed_at", "is", null).execute();
+      // by the CLI for someone new, or under OWNERS=* before the instance was closed). It does not
+      // claim the instance: that takes an administrator.
+      await ensureOwner(tx, ownerId, now);
       await tx
         .insertInto("docks")
         .values({
@@ -194,6 +198,28 @@ export class DockRepository {
   async get(id: string): Promise<DockWithSecret | undefined> {
     const row = await this.#select().where("docks.id", "=", id).executeTakeFirst();
     return row && this.#toDock(row);
+  }
+
+  /**
+   * Gives the Dock to another owner (the operator's `docks update --owner`, e.g. once its owner
+   * left), who may then sign in to see it; false when there is no such Dock.
+   */
+  async transfer(id: string, ownerId: number): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      await tx
+        .insertInto("users")
+        .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
+        .onConflict((oc) => oc.column("telegram_id").doNothing())
+        .execute();
+      await ensureOwner(tx, ownerId, now);
+      const result = await tx
+        .updateTable("docks")
+        .set({ owner_id: ownerId, updated_at: now })
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    });
   }
 
   /** How many Docks `ownerId` owns (MAX_DOCKS_PER_OWNER). */

@@ -1,15 +1,22 @@
+import type { Kysely, Transaction } from "kysely";
 import { randomBase62 } from "../domain/ids.ts";
 import { type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
-import type { OwnerInviteKind } from "./schema.ts";
+import type { Database, OwnerInviteKind } from "./schema.ts";
 import { rememberName } from "./users.ts";
 
 /** How long an invitation to become an owner can be used. */
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a claim link printed at start can be used (a restart prints a new one). */
 export const CLAIM_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A person's names as the bot last saw them. */
+export interface PersonNames {
+  first_name: string | null;
+  username: string | null;
+}
 
 /** Someone allowed into the console, as the administrators' list shows them. */
 export interface Owner {
@@ -42,7 +49,7 @@ export type RedeemOutcome =
   | { result: InviteState };
 
 /** Why removing an owner did nothing. */
-export type RemoveOutcome = "removed" | "not_found" | "configured" | "last_admin";
+export type RemoveOutcome = "removed" | "not_found" | "configured" | "last_admin" | "open";
 
 /**
  * Who may own Docks, as the store knows it: the owners (with their role), the instance's claim,
@@ -72,12 +79,27 @@ export class OwnerRepository {
 
   /**
    * Whether the instance waits for its first administrator: OWNERS unset with a real bot, and
-   * nobody has claimed it (an instance upgraded with Docks counts as claimed).
+   * nobody has claimed it (an instance upgraded with Docks counts as claimed; an administrator
+   * added with the CLI claims it).
    */
-  async awaitsClaim(): Promise<boolean> {
+  async awaitsClaim(db: Kysely<Database> = this.#db.kysely): Promise<boolean> {
     if (!this.policy.claimable) return false;
-    const row = await this.#db.kysely.selectFrom("instance").select("claimed_at").executeTakeFirst();
+    const row = await db.selectFrom("instance").select("claimed_at").executeTakeFirst();
     return row?.claimed_at == null;
+  }
+
+  /**
+   * Whether a closed instance has nobody to manage its owners: no administrator by OWNERS or in
+   * the store, and no claim to come (an upgraded instance, until the operator names one).
+   */
+  async lacksAdministrator(): Promise<boolean> {
+    if (this.policy.open || this.policy.admins.size > 0 || (await this.awaitsClaim())) return false;
+    const row = await this.#db.kysely
+      .selectFrom("owners")
+      .select("telegram_id")
+      .where("role", "=", "admin")
+      .executeTakeFirst();
+    return row === undefined;
   }
 
   /** Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows. */
@@ -85,39 +107,35 @@ export class OwnerRepository {
     const rows = await this.#db.kysely
       .selectFrom("owners")
       .leftJoin("users", "users.telegram_id", "owners.telegram_id")
-      .select((eb) => [
+      .select([
         "owners.telegram_id",
         "owners.role",
         "owners.added_at",
         "owners.added_by",
         "users.first_name",
         "users.username",
-        eb
-          .selectFrom("docks")
-          .select((d) => d.fn.countAll<number>().as("n"))
-          .whereRef("docks.owner_id", "=", "owners.telegram_id")
-          .as("docks"),
       ])
       .orderBy("owners.added_at")
       .orderBy("owners.telegram_id")
       .execute();
-    const stored = new Map(rows.map((row) => [row.telegram_id, row]));
-    const configured = [...this.policy.admins].map(async (id): Promise<Owner> => {
-      const row = stored.get(id);
-      const names = row ?? (await this.#names(id));
-      return {
-        id,
-        firstName: names?.first_name ?? null,
-        username: names?.username ?? null,
-        role: "admin",
-        source: "config",
-        addedAt: null,
-        addedBy: null,
-        docks: row ? Number(row.docks) : await this.#dockCount(id),
-      };
-    });
+    const configured = [...this.policy.admins];
+    const [counts, names] = await Promise.all([
+      this.#dockCounts([...configured, ...rows.map((row) => row.telegram_id)]),
+      this.#names(configured),
+    ]);
     return [
-      ...(await Promise.all(configured)),
+      ...configured.map(
+        (id): Owner => ({
+          id,
+          firstName: names.get(id)?.first_name ?? null,
+          username: names.get(id)?.username ?? null,
+          role: "admin",
+          source: "config",
+          addedAt: null,
+          addedBy: null,
+          docks: counts.get(id) ?? 0,
+        }),
+      ),
       ...rows
         .filter((row) => !this.policy.admins.has(row.telegram_id))
         .map(
@@ -129,41 +147,77 @@ export class OwnerRepository {
             source: "store",
             addedAt: row.added_at,
             addedBy: row.added_by,
-            docks: Number(row.docks ?? 0),
+            docks: counts.get(row.telegram_id) ?? 0,
           }),
         ),
     ];
   }
 
-  /** A person's names as the bot last saw them (an inviter named in the bot's question). */
-  namesOf(id: number): Promise<{ first_name: string | null; username: string | null } | undefined> {
-    return this.#names(id);
-  }
-
-  #names(id: number) {
-    return this.#db.kysely
-      .selectFrom("users")
-      .select(["first_name", "username"])
-      .where("telegram_id", "=", id)
-      .executeTakeFirst();
-  }
-
-  async #dockCount(ownerId: number): Promise<number> {
-    const row = await this.#db.kysely
+  /** How many Docks each of these people owns (absent: none). */
+  async #dockCounts(ids: number[]): Promise<Map<number, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.#db.kysely
       .selectFrom("docks")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("owner_id", "=", ownerId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+      .select((eb) => ["owner_id", eb.fn.countAll<number>().as("n")])
+      .where("owner_id", "in", ids)
+      .groupBy("owner_id")
+      .execute();
+    return new Map(rows.map((row) => [row.owner_id, Number(row.n)]));
+  }
+
+  async #names(ids: number[]): Promise<Map<number, PersonNames>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.#db.kysely
+      .selectFrom("users")
+      .select(["telegram_id", "first_name", "username"])
+      .where("telegram_id", "in", ids)
+      .execute();
+    return new Map(rows.map((row) => [row.telegram_id, row]));
+  }
+
+  /** A person's names as the bot last saw them (an inviter named in the bot's question). */
+  async namesOf(id: number): Promise<PersonNames | undefined> {
+    return (await this.#names([id])).get(id);
   }
 
   /**
-   * Makes `userId` an owner (or changes their role): the operator's `owners add`, and whoever
-   * becomes a Dock's owner through the CLI. Adding an administrator claims the instance.
+   * Takes the instance's row lock first thing in a transaction that changes who administers: on
+   * PostgreSQL two of them (two administrators removing each other) then run one after the other,
+   * so "an administrator stays" cannot pass in both. SQLite's transactions run one at a time anyway.
    */
-  async add(userId: number, role: OwnerRole, addedBy: number | null = null): Promise<void> {
+  async #serialize(tx: Transaction<Database>): Promise<void> {
+    await tx.updateTable("instance").set({ id: 1 }).where("id", "=", 1).execute();
+  }
+
+  /** Whether an administrator is left once `userId` is not one (OWNERS' count too). */
+  async #anotherAdmin(tx: Transaction<Database>, userId: number): Promise<boolean> {
+    if (this.policy.admins.size > 0) return true;
+    const row = await tx
+      .selectFrom("owners")
+      .select("telegram_id")
+      .where("role", "=", "admin")
+      .where("telegram_id", "!=", userId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Makes `userId` an owner or an administrator (the operator's `owners add`), or changes their
+   * role. Adding an administrator claims the instance; making the last administrator an owner is
+   * refused.
+   */
+  async add(userId: number, role: OwnerRole, addedBy: number | null = null): Promise<"added" | "last_admin"> {
     const now = this.#now();
-    await this.#db.kysely.transaction().execute(async (tx) => {
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#serialize(tx);
+      if (role === "owner" && !(await this.#anotherAdmin(tx, userId))) {
+        const current = await tx
+          .selectFrom("owners")
+          .select("role")
+          .where("telegram_id", "=", userId)
+          .executeTakeFirst();
+        if (current?.role === "admin") return "last_admin";
+      }
       await tx
         .insertInto("users")
         .values({ telegram_id: userId, first_name: null, username: null, created_at: now })
@@ -177,37 +231,59 @@ export class OwnerRepository {
       if (role === "admin") {
         await tx.updateTable("instance").set({ claimed_at: now }).where("claimed_at", "is", null).execute();
       }
+      return "added";
     });
   }
 
   /**
-   * Takes `userId`'s right to the console away and ends their sessions at once. Their Docks stay
-   * (they keep sending; the operator can move or delete them with the CLI). OWNERS' administrators
-   * cannot be removed here, nor the last administrator.
+   * An administrator changes someone's role in the console: only people the store holds (OWNERS'
+   * administrators are the configuration's), and never the last administrator's away.
+   */
+  async setRole(
+    userId: number,
+    role: OwnerRole,
+  ): Promise<"changed" | "not_found" | "configured" | "last_admin"> {
+    if (this.policy.admins.has(userId)) return "configured";
+    const row = await this.#db.kysely
+      .selectFrom("owners")
+      .select("role")
+      .where("telegram_id", "=", userId)
+      .executeTakeFirst();
+    if (!row) return "not_found";
+    return (await this.add(userId, role)) === "added" ? "changed" : "last_admin";
+  }
+
+  /**
+   * Takes `userId`'s right to the console away: their sessions end and the invitations they made
+   * are withdrawn, at once. Their Docks stay (they keep sending; `dock-notify docks update <id>
+   * --owner <another>` gives one to someone else). Refused for OWNERS' administrators, the last
+   * administrator, and anyone on an open instance (they could sign in again at once).
    */
   async remove(userId: number): Promise<RemoveOutcome> {
     if (this.policy.admins.has(userId)) return "configured";
+    if (this.policy.open) return "open";
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#serialize(tx);
       const row = await tx
         .selectFrom("owners")
         .select("role")
         .where("telegram_id", "=", userId)
         .executeTakeFirst();
       if (!row) return "not_found";
-      if (row.role === "admin" && this.policy.admins.size === 0) {
-        const admins = await tx
-          .selectFrom("owners")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("role", "=", "admin")
-          .executeTakeFirstOrThrow();
-        if (Number(admins.n) <= 1) return "last_admin";
-      }
+      if (row.role === "admin" && !(await this.#anotherAdmin(tx, userId))) return "last_admin";
       await tx.deleteFrom("owners").where("telegram_id", "=", userId).execute();
       await tx
         .updateTable("sessions")
         .set({ revoked_at: now })
         .where("user_id", "=", userId)
+        .where("revoked_at", "is", null)
+        .execute();
+      await tx
+        .updateTable("owner_invites")
+        .set({ revoked_at: now })
+        .where("created_by", "=", userId)
+        .where("used_at", "is", null)
         .where("revoked_at", "is", null)
         .execute();
       return "removed";
@@ -219,31 +295,47 @@ export class OwnerRepository {
     const token = randomBase62(128);
     const id = `inv_${randomBase62(64)}`;
     const now = this.#now();
-    const expiresAt = now + ttlMs;
-    await this.#db.kysely
-      .insertInto("owner_invites")
-      .values({
-        id,
-        token_hash: sha256Hex(token),
-        kind,
-        created_by: createdBy,
-        created_at: now,
-        expires_at: expiresAt,
-        used_by: null,
-        used_at: null,
-        revoked_at: null,
-      })
-      .execute();
-    return { id, token, expiresAt };
+    const invite: PendingInvite = { id, createdBy, createdAt: now, expiresAt: now + ttlMs };
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      // One claim link at a time: each start prints a new one, and the ones before stop working
+      // (a log kept for months holds no administrator's key; a crash loop leaves one, not many).
+      if (kind === "claim") {
+        await tx
+          .updateTable("owner_invites")
+          .set({ revoked_at: now })
+          .where("kind", "=", "claim")
+          .where("used_at", "is", null)
+          .where("revoked_at", "is", null)
+          .execute();
+      }
+      await tx
+        .insertInto("owner_invites")
+        .values({
+          id,
+          token_hash: sha256Hex(token),
+          kind,
+          created_by: createdBy,
+          created_at: now,
+          expires_at: invite.expiresAt,
+          used_by: null,
+          used_at: null,
+          revoked_at: null,
+        })
+        .execute();
+    });
+    return { invite, token };
   }
 
-  /** A claim link's token, for an instance that awaits its claim (see awaitsClaim). */
-  createClaim(): Promise<{ id: string; token: string; expiresAt: number }> {
+  /**
+   * A claim link's token, for an instance that awaits its claim (see awaitsClaim). Any earlier
+   * claim link stops working.
+   */
+  createClaim(): Promise<{ invite: PendingInvite; token: string }> {
     return this.#createLink("claim", null, CLAIM_TTL_MS);
   }
 
   /** An invitation made by administrator `createdBy`: its token goes in a link into the bot. */
-  createInvite(createdBy: number): Promise<{ id: string; token: string; expiresAt: number }> {
+  createInvite(createdBy: number): Promise<{ invite: PendingInvite; token: string }> {
     return this.#createLink("invite", createdBy, INVITE_TTL_MS);
   }
 
@@ -279,34 +371,42 @@ export class OwnerRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** What a link's token stands for now, before the person answers the bot's question. */
+  /**
+   * What a link's token stands for now, before the person answers the bot's question (or, read in
+   * `db`, the transaction that found it could not be used, why not).
+   */
   async linkState(
     kind: OwnerInviteKind,
     token: string,
+    db: Kysely<Database> = this.#db.kysely,
   ): Promise<{ state: InviteState; createdBy: number | null }> {
-    const row = await this.#db.kysely
+    const row = await db
       .selectFrom("owner_invites")
       .select(["used_at", "revoked_at", "expires_at", "created_by"])
       .where("token_hash", "=", sha256Hex(token))
       .where("kind", "=", kind)
       .executeTakeFirst();
     if (!row) return { state: "unknown", createdBy: null };
+    // Once anyone claimed the instance, that is what every claim link's opener needs to hear.
+    if (kind === "claim" && !(await this.awaitsClaim(db)))
+      return { state: "already_claimed", createdBy: null };
     if (row.used_at !== null) return { state: "used", createdBy: row.created_by };
     if (row.revoked_at !== null) return { state: "revoked", createdBy: row.created_by };
     if (row.expires_at <= this.#now()) return { state: "expired", createdBy: row.created_by };
-    if (kind === "claim" && !(await this.awaitsClaim())) {
+    if (kind === "claim" && !(await this.awaitsClaim(db)))
       return { state: "already_claimed", createdBy: null };
-    }
     return { state: "pending", createdBy: row.created_by };
   }
 
   /**
    * `user` pressed Yes on a claim link or an invitation. A claim makes exactly one administrator
    * (the instance's row is claimed by a conditional update, so of two people pressing Yes at once
-   * one wins); an invitation makes an owner. Either link works once. Someone who already may use
-   * the console keeps their role and leaves the invitation for whoever it was meant for.
+   * one wins) and only while the instance may be claimed at all (OWNERS unset); an invitation makes
+   * an owner. Either link works once. Someone who already may use the console keeps their role and
+   * leaves the invitation for whoever it was meant for.
    */
   async redeem(kind: OwnerInviteKind, token: string, user: TelegramIdentity): Promise<RedeemOutcome> {
+    if (kind === "claim" && !this.policy.claimable) return { result: "already_claimed" };
     const now = this.#now();
     const current = await this.roleOf(user.id);
     if (current !== null && kind === "invite") return { result: "already_owner", role: current };
@@ -321,7 +421,8 @@ export class OwnerRepository {
         .where("expires_at", ">", now)
         .returning("created_by")
         .executeTakeFirst();
-      if (!used) return { result: (await this.linkState(kind, token)).state };
+      // Read in this transaction: on SQLite it holds the only connection.
+      if (!used) return { result: (await this.linkState(kind, token, tx)).state };
       if (kind === "claim") {
         const claimed = await tx
           .updateTable("instance")

@@ -1,5 +1,5 @@
 import { randomBase62 } from "../domain/ids.ts";
-import { OPEN_POLICY, type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
+import { type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
@@ -34,7 +34,8 @@ export class SessionRepository {
   readonly #now: () => number;
   readonly #policy: OwnerPolicy;
 
-  constructor(db: Db, now: () => number = Date.now, policy: OwnerPolicy = OPEN_POLICY) {
+  /** `policy`: who may use the console (OwnerRepository's); a session of anyone else is none. */
+  constructor(db: Db, policy: OwnerPolicy, now: () => number = Date.now) {
     this.#db = db;
     this.#now = now;
     this.#policy = policy;
@@ -97,7 +98,12 @@ export class SessionRepository {
       .executeTakeFirst();
     if (!row) return null;
     const role = roleOf(this.#policy, row.user_id, row.role ?? null);
-    if (role === null) return null;
+    if (role === null) {
+      // No longer allowed (removed, or the configuration changed): the session ends for good, so
+      // that being let in again later does not bring old sessions back.
+      await this.revoke(token);
+      return null;
+    }
     if (now - row.last_seen_at >= SEEN_PRECISION_MS) {
       await this.#db.kysely
         .updateTable("sessions")

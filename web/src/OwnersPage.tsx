@@ -65,12 +65,18 @@ export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: numb
       const who = ownerName(owner);
       const note =
         owner.docks > 0
-          ? ` Their ${owner.docks} Dock(s) keep sending; only the CLI can move or delete them.`
+          ? ` Their ${owner.docks === 1 ? "Dock keeps" : `${owner.docks} Docks keep`} sending (dock-notify docks update <id> --owner gives one to someone else).`
           : "";
       if (!window.confirm(`Remove ${who}? They are signed out at once and can no longer sign in.${note}`))
         return;
       await guarded(() => api("DELETE", `/owners/${owner.id}`));
       announce(`${who} removed.`);
+    });
+
+  const setRole = (owner: OwnerView, role: "admin" | "owner") =>
+    act(async () => {
+      await guarded(() => api("PUT", `/owners/${owner.id}/role`, { role }));
+      announce(`${ownerName(owner)} is now ${role === "admin" ? "an administrator" : "an owner"}.`);
     });
 
   const copy = async (link: string) => {
@@ -161,14 +167,25 @@ export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: numb
                     {owner.source === "config" ? (
                       <span className="muted small">named by OWNERS</span>
                     ) : (
-                      <button
-                        type="button"
-                        className="secondary"
-                        onClick={() => remove(owner)}
-                        disabled={busy}
-                      >
-                        Remove<span className="offscreen"> {ownerName(owner)}</span>
-                      </button>
+                      <span className="actions">
+                        <button
+                          type="button"
+                          className="secondary"
+                          onClick={() => setRole(owner, owner.role === "admin" ? "owner" : "admin")}
+                          disabled={busy}
+                        >
+                          {owner.role === "admin" ? "Make owner" : "Make administrator"}
+                          <span className="offscreen"> {ownerName(owner)}</span>
+                        </button>
+                        <button
+                          type="button"
+                          className="secondary"
+                          onClick={() => remove(owner)}
+                          disabled={busy}
+                        >
+                          Remove<span className="offscreen"> {ownerName(owner)}</span>
+                        </button>
+                      </span>
                     )}
                   </td>
                 </tr>

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { INVITE_PAYLOAD_PREFIX } from "../../domain/owners.ts";
+import { telegramUserId } from "../../domain/telegram-identity.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { OwnerRepository, PendingInvite } from "../../store/owners.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
@@ -12,6 +13,7 @@ import {
   type OkAnswer,
   type OwnersAnswer,
   ownerParams,
+  ownerRoleBody,
 } from "./schemas.ts";
 
 export interface OwnersOptions {
@@ -34,8 +36,8 @@ function inviteView(invite: PendingInvite): InviteView {
 
 /**
  * Who may own Docks, for administrators: the owners (and OWNERS' administrators), invitations into
- * the bot (single-use, shown once), withdrawing one, and removing an owner (whose sessions end at
- * once). Every route needs an administrator's session; others get `403 admin_only`.
+ * the bot (single-use, shown once), withdrawing one, changing a role, and removing an owner (whose
+ * sessions end at once). Every route needs an administrator's session; others get `403 admin_only`.
  */
 export async function owners(app: FastifyInstance, options: OwnersOptions): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -66,15 +68,14 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
   routes.post("/owners/invites", async (request, reply) => {
     const username = await options.botUsername();
     const invite = await options.owners.createInvite(admin(request.signedIn));
+    // The token is in the link alone: it is shown this once and kept only as a hash.
     const link = telegramLink(
       options.publicUrl,
       username,
       `${INVITE_PAYLOAD_PREFIX}${invite.token}`,
       options.sandbox,
     );
-    const [view] = (await options.owners.pendingInvites()).filter((pending) => pending.id === invite.id);
-    if (!view) throw new ApiError("not_found", "The invitation just made is gone.");
-    return reply.code(201).send({ ok: true, invite: inviteView(view), link } satisfies InviteAnswer);
+    return reply.code(201).send({ ok: true, invite: inviteView(invite.invite), link } satisfies InviteAnswer);
   });
 
   routes.delete(
@@ -88,19 +89,31 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
     },
   );
 
+  /** The owner a route's `:id` names; 404 for anything that is no Telegram user id. */
+  const ownerId = (raw: string): number => {
+    const id = telegramUserId(raw);
+    if (id === null) throw new ApiError("not_found", "No such owner.");
+    return id;
+  };
+
+  routes.put(
+    "/owners/:id/role",
+    { schema: { params: ownerParams, body: ownerRoleBody } },
+    async (request): Promise<OkAnswer> => {
+      const outcome = await options.owners.setRole(ownerId(request.params.id), request.body.role);
+      if (outcome === "not_found") throw new ApiError("not_found", "No such owner.");
+      if (outcome === "configured") throw new ApiError("owner_configured");
+      if (outcome === "last_admin") throw new ApiError("last_administrator");
+      return { ok: true };
+    },
+  );
+
   routes.delete("/owners/:id", { schema: { params: ownerParams } }, async (request): Promise<OkAnswer> => {
-    const id = /^[1-9]\d{0,15}$/.test(request.params.id) ? Number(request.params.id) : Number.NaN;
-    if (!Number.isSafeInteger(id)) throw new ApiError("not_found", "No such owner.");
-    const outcome = await options.owners.remove(id);
-    switch (outcome) {
-      case "removed":
-        return { ok: true };
-      case "not_found":
-        throw new ApiError("not_found", "No such owner.");
-      case "configured":
-        throw new ApiError("owner_configured");
-      case "last_admin":
-        throw new ApiError("last_administrator");
-    }
+    const outcome = await options.owners.remove(ownerId(request.params.id));
+    if (outcome === "not_found") throw new ApiError("not_found", "No such owner.");
+    if (outcome === "configured") throw new ApiError("owner_configured");
+    if (outcome === "last_admin") throw new ApiError("last_administrator");
+    if (outcome === "open") throw new ApiError("instance_open");
+    return { ok: true };
   });
 }

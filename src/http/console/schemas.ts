@@ -441,6 +441,7 @@ export const inviteAnswer = Type.Object({ ok, invite: inviteSchema, link: Type.S
 export type InviteAnswer = Static<typeof inviteAnswer>;
 
 export const ownerParams = Type.Object({ id: Type.String() });
+export const ownerRoleBody = Type.Object({ role: ownerRole });
 
 /** `POST /sign-in`: the single-use link to the bot, also as a QR code. */
 export const signInStartAnswer = Type.Object({
