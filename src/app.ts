@@ -3,10 +3,12 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
 import { type Config, trustProxyOption } from "./config.ts";
+import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { CallbackTargets } from "./domain/callback-target.ts";
 import { LiveHub } from "./http/console/live.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
@@ -53,6 +55,11 @@ export interface AppDeps {
   pace?: Partial<PacerLimits>;
   /** How often the activity counts' rows are folded (Retention's default when omitted); tests that watch the rows set their own. */
   foldIntervalMs?: number;
+  /**
+   * Resolves the host names of callback URLs; the system's resolver when omitted. Tests give
+   * names that resolve where they choose (a public-looking name to 127.0.0.1, say).
+   */
+  resolveHost?: HostResolver;
 }
 
 export interface App {
@@ -123,6 +130,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const sessions = new SessionRepository(db, now);
   const activity = new ActivityRepository(db, now);
   const telegram = telegramTarget(config);
+  const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -231,6 +239,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginWidgetDomain: config.telegramLoginDomain,
     sessionTtlMs: config.sessionTtlMs,
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
+    callbackTargets,
     now,
   });
   await server.register(consolePage, {});
@@ -255,6 +264,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxAgeMs: config.deliveryMaxAgeMs,
     timeoutMs: 10_000,
     concurrency: 4,
+    targets: callbackTargets,
+    ...(deps.resolveHost ? { resolve: deps.resolveHost } : {}),
     sweepMs: 5000,
     userAgent: `dock-notify/${pkg.version}`,
     now,

@@ -1,9 +1,11 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { CallbackTargets } from "../domain/callback-target.ts";
 import { SIGNATURE_HEADER, signEvent } from "../domain/event-signature.ts";
 import { decryptSecret } from "../domain/secrets.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { BackgroundWorker } from "../worker.ts";
+import { type HostResolver, type PostOutcome, postCallback, systemResolver } from "./callback-post.ts";
 import { backoffMs } from "./retry-policy.ts";
 
 /** The least time between two looks for work (see wake). */
@@ -20,23 +22,53 @@ export interface EventSenderOptions {
   timeoutMs: number;
   /** Posts in flight at once. */
   concurrency: number;
+  /** Which addresses a callback may reach (CALLBACK_ALLOWED_NETWORKS). */
+  targets: CallbackTargets;
+  /** Resolves callback hosts; the system's resolver when omitted (tests give their own names). */
+  resolve?: HostResolver;
   /** Look for work this often even when nothing woke us (another instance's events, retries). */
   sweepMs: number;
   userAgent: string;
   now?: () => number;
 }
 
+/** What an event's last error says when a receiver at an internal address did not take it. */
+export const INTERNAL_FAILURE =
+  "not taken by the receiver (an address in CALLBACK_ALLOWED_NETWORKS: the reason is only in the service's log)";
+
 /**
- * Why a post failed, as stored in the event's last error and logged: fixed phrases only, never an
- * error's own message, which may quote the URL (and a token in it).
+ * Why a post failed, as the log says it (for the operator): fixed phrases only, never an error's
+ * own message, which may quote the URL (and a token in it). Null: the receiver took the event.
  */
-function failureOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown } })?.cause;
-  if (error instanceof Error && error.name === "TimeoutError") return "no answer in time";
-  if (typeof cause?.code === "string" && /^[A-Z_]{2,40}$/.test(cause.code)) {
-    return `could not connect (${cause.code})`;
+function failureOf(outcome: PostOutcome): string | null {
+  switch (outcome.kind) {
+    case "answered":
+      return outcome.status >= 200 && outcome.status < 300 ? null : `HTTP ${outcome.status}`;
+    case "timeout":
+      return "no answer in time";
+    case "unreachable":
+      return outcome.code === null ? "the request failed" : `could not connect (${outcome.code})`;
+    case "refused":
+      return `callback address ${outcome.address} is not allowed (${outcome.reason}); see CALLBACK_ALLOWED_NETWORKS`;
   }
-  return "the request failed";
+}
+
+/**
+ * Why a post failed, as the event's last error says it (for the Dock's owner, through the API
+ * and the console). For a public receiver, the log's phrase: an HTTP status, a connection error,
+ * a timeout — nothing a scan of the internet would not tell. For an internal address the operator
+ * allowed, one phrase whatever happened, so that a Dock's owner cannot tell a closed port from a
+ * filtered one or from another service there. For a host name resolving to a refused address, the
+ * reason without the address (an internal name's address is not the owner's to learn).
+ */
+function lastErrorOf(outcome: PostOutcome, failure: string): string {
+  if (outcome.kind === "refused") {
+    return outcome.named
+      ? `the callback URL's host resolves to an address that is not allowed (${outcome.reason}); see CALLBACK_ALLOWED_NETWORKS`
+      : failure;
+  }
+  if (outcome.internal) return INTERNAL_FAILURE;
+  return failure;
 }
 
 /**
@@ -164,15 +196,16 @@ export class EventSender implements BackgroundWorker {
       await this.#settle(() => this.#o.events.failed(event, "the Dock has no callback URL any more"));
       return;
     }
-    let failure: string | null = null;
+    let outcome: PostOutcome;
     try {
       const secret = decryptSecret(event.secretSealed, this.#o.encryptionKey);
       const body = event.payload;
-      const response = await fetch(event.callbackUrl, {
-        method: "POST",
+      outcome = await postCallback({
+        url: event.callbackUrl,
         body,
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.#o.timeoutMs),
+        timeoutMs: this.#o.timeoutMs,
+        targets: this.#o.targets,
+        resolve: this.#o.resolve ?? systemResolver,
         headers: {
           "content-type": "application/json",
           "user-agent": this.#o.userAgent,
@@ -180,24 +213,24 @@ export class EventSender implements BackgroundWorker {
           [SIGNATURE_HEADER]: signEvent(secret, Math.floor(this.#now() / 1000), body),
         },
       });
-      // The answer's body is not read beyond what frees the connection.
-      await response.body?.cancel();
-      if (response.status < 200 || response.status >= 300) failure = `HTTP ${response.status}`;
-    } catch (error) {
-      failure = failureOf(error);
+    } catch {
+      // A URL stored before it was checked as it is now, or a key that no longer opens.
+      outcome = { kind: "unreachable", code: null, internal: false };
     }
+    const failure = failureOf(outcome);
     if (failure === null) {
       await this.#settle(() => this.#o.events.sent(event));
       this.#o.log.debug(context, "event posted");
       return;
     }
+    const lastError = lastErrorOf(outcome, failure);
     if (this.#now() - event.createdAt >= this.#o.maxAgeMs) {
-      await this.#settle(() => this.#o.events.failed(event, failure));
+      await this.#settle(() => this.#o.events.failed(event, lastError));
       this.#o.log.warn({ ...context, reason: failure }, "gave up on a callback event");
       return;
     }
     const at = this.#now() + backoffMs(event.attempts);
-    await this.#settle(() => this.#o.events.retry(event, at, failure));
+    await this.#settle(() => this.#o.events.retry(event, at, lastError));
     this.#o.log.info({ ...context, reason: failure }, "callback event will be retried");
   }
 
