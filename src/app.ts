@@ -5,7 +5,7 @@ import { BotWorker } from "./bot/bot.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
-import { EventSender } from "./delivery/event-sender.ts";
+import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
@@ -263,7 +263,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     log: server.log.child({ worker: "events" }),
     maxAgeMs: config.deliveryMaxAgeMs,
     timeoutMs: 10_000,
-    concurrency: 4,
+    concurrency: EVENT_POSTS_AT_ONCE,
     targets: callbackTargets,
     ...(deps.resolveHost ? { resolve: deps.resolveHost } : {}),
     sweepMs: 5000,

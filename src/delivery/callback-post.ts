@@ -17,7 +17,9 @@ export type PostOutcome =
   | { kind: "refused"; address: string; reason: string; named: boolean }
   /** The name did not resolve, or no connection (or no HTTP answer) came of it; `code` is Node's. */
   | { kind: "unreachable"; code: string | null; internal: boolean }
-  | { kind: "timeout"; internal: boolean };
+  | { kind: "timeout"; internal: boolean }
+  /** `stop` was aborted first: nobody knows whether the receiver took it. */
+  | { kind: "stopped" };
 
 export interface CallbackPost {
   url: string;
@@ -27,6 +29,8 @@ export interface CallbackPost {
   timeoutMs: number;
   targets: CallbackTargets;
   resolve: HostResolver;
+  /** Aborted when the service stops: a receiver that hangs must not hold up a shutdown. */
+  stop: AbortSignal;
 }
 
 /** A lookup that answers with the addresses already checked, whatever it is asked. */
@@ -52,7 +56,9 @@ function codeOf(error: unknown): string | null {
 export async function postCallback(post: CallbackPost): Promise<PostOutcome> {
   const url = new URL(post.url);
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
-  const deadline = AbortSignal.timeout(post.timeoutMs);
+  const deadline = AbortSignal.any([AbortSignal.timeout(post.timeoutMs), post.stop]);
+  const ended = (internal: boolean): PostOutcome =>
+    post.stop.aborted ? { kind: "stopped" } : { kind: "timeout", internal };
   let addresses: { address: string; family: number }[];
   if (isIP(host) !== 0) {
     addresses = [{ address: host, family: isIP(host) }];
@@ -65,7 +71,7 @@ export async function postCallback(post: CallbackPost): Promise<PostOutcome> {
         ),
       ]);
     } catch (error) {
-      if (deadline.aborted) return { kind: "timeout", internal: false };
+      if (deadline.aborted) return ended(false);
       return { kind: "unreachable", code: codeOf(error) ?? "ENOTFOUND", internal: false };
     }
     if (addresses.length === 0) return { kind: "unreachable", code: "ENOTFOUND", internal: false };
@@ -101,9 +107,7 @@ export async function postCallback(post: CallbackPost): Promise<PostOutcome> {
       },
     );
     request.on("error", (error) => {
-      resolve(
-        deadline.aborted ? { kind: "timeout", internal } : { kind: "unreachable", code: codeOf(error), internal },
-      );
+      resolve(deadline.aborted ? ended(internal) : { kind: "unreachable", code: codeOf(error), internal });
     });
     request.end(post.body);
   });

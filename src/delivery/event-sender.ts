@@ -11,6 +11,12 @@ import { backoffMs } from "./retry-policy.ts";
 /** The least time between two looks for work (see wake). */
 const WAKE_GAP_MS = 250;
 
+/**
+ * Posts in flight at once, by default. A post is a socket waiting on a receiver, cheap; enough
+ * of them that a few receivers that hang leave room for everyone else.
+ */
+export const EVENT_POSTS_AT_ONCE = 16;
+
 export interface EventSenderOptions {
   events: EventOutbox;
   /** Opens the Docks' sealed secret keys, which sign the events. */
@@ -20,7 +26,10 @@ export interface EventSenderOptions {
   maxAgeMs: number;
   /** A receiver that has not answered by then counts as failed (and is tried again). */
   timeoutMs: number;
-  /** Posts in flight at once. */
+  /**
+   * Posts in flight at once. Docks whose receiver failed an event (one waits for another try)
+   * share at most half of them, so working receivers always have the other half.
+   */
   concurrency: number;
   /** Which addresses a callback may reach (CALLBACK_ALLOWED_NETWORKS). */
   targets: CallbackTargets;
@@ -50,6 +59,8 @@ function failureOf(outcome: PostOutcome): string | null {
       return outcome.code === null ? "the request failed" : `could not connect (${outcome.code})`;
     case "refused":
       return `callback address ${outcome.address} is not allowed (${outcome.reason}); see CALLBACK_ALLOWED_NETWORKS`;
+    case "stopped":
+      return "the service stopped before the receiver answered";
   }
 }
 
@@ -67,7 +78,7 @@ function lastErrorOf(outcome: PostOutcome, failure: string): string {
       ? `the callback URL's host resolves to an address that is not allowed (${outcome.reason}); see CALLBACK_ALLOWED_NETWORKS`
       : failure;
   }
-  if (outcome.internal) return INTERNAL_FAILURE;
+  if (outcome.kind !== "stopped" && outcome.internal) return INTERNAL_FAILURE;
   return failure;
 }
 
@@ -77,27 +88,41 @@ function lastErrorOf(outcome: PostOutcome, failure: string): string {
  * 2xx or the event is older than `maxAgeMs`. Also notices messages that have settled and queues
  * their `message.delivered`/`message.failed` (EventOutbox.reportSettled). Runs on every instance:
  * claims are conditional, so two never post the same event at once.
+ *
+ * Fair between Docks: one post per Dock at a time, Docks taken in turn, and Docks whose receiver
+ * fails share at most half the posts in flight — four receivers that hang must not hold up every
+ * other Dock's events (they did, for minutes, when the oldest due events went first).
  */
 export class EventSender implements BackgroundWorker {
   readonly name = "events";
   readonly #o: EventSenderOptions;
   readonly #now: () => number;
   #running = false;
+  /** Aborts the posts in flight when the sender stops. */
+  #stopping = new AbortController();
   #sweep: NodeJS.Timeout | null = null;
   #soon: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
   #again = false;
   readonly #inFlight = new Set<Promise<void>>();
+  /** The Docks with a post in flight: one each. */
   readonly #busyDocks = new Set<string>();
+  /** Posts in flight to Docks whose receiver failed, at most #failingShare. */
+  #failingInFlight = 0;
+  readonly #failingShare: number;
+  /** The last Dock given a post: the turn goes on after it. */
+  #lastDock = "";
   #lastTick = Number.NEGATIVE_INFINITY;
 
   constructor(options: EventSenderOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#failingShare = Math.max(1, Math.floor(options.concurrency / 2));
   }
 
   async start(): Promise<void> {
     this.#running = true;
+    this.#stopping = new AbortController();
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs);
     this.#sweep.unref();
     this.wake();
@@ -108,6 +133,8 @@ export class EventSender implements BackgroundWorker {
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#soon) clearTimeout(this.#soon);
     await this.#ticking;
+    // Posts under way end now and are queued again for the next start (at least once).
+    this.#stopping.abort();
     await Promise.all(this.#inFlight);
   }
 
@@ -147,21 +174,28 @@ export class EventSender implements BackgroundWorker {
     try {
       await this.#o.events.requeueExpired();
       await this.#o.events.reportAllSettled();
-      let room = this.#o.concurrency - this.#inFlight.size;
-      if (room <= 0) return;
-      // One post per Dock at a time, Docks taken in turn: a receiver that hangs or refuses holds
-      // up its own Dock's events, not everyone's.
-      for (const { id, dock_id: dockId } of await this.#o.events.due(room * 8)) {
-        if (!this.#running || room === 0) break;
-        if (this.#busyDocks.has(dockId)) continue;
-        this.#busyDocks.add(dockId);
-        room--;
-        const post = this.#post(id).finally(() => {
-          this.#inFlight.delete(post);
-          this.#busyDocks.delete(dockId);
-          this.wake();
+      // Docks in turn, each Dock's oldest due event; a second look when failing Docks filled
+      // their share and working ones may still be waiting.
+      for (const workingOnly of [false, true]) {
+        const room = this.#o.concurrency - this.#inFlight.size;
+        if (!this.#running || room <= 0) break;
+        const due = await this.#o.events.dueByDock({
+          limit: room,
+          after: this.#lastDock,
+          busy: [...this.#busyDocks],
+          workingOnly: workingOnly || this.#failingInFlight >= this.#failingShare,
         });
-        this.#inFlight.add(post);
+        let skipped = false;
+        for (const { id, dockId, failing } of due) {
+          if (!this.#running || this.#inFlight.size >= this.#o.concurrency) break;
+          if (this.#busyDocks.has(dockId)) continue;
+          if (failing && this.#failingInFlight >= this.#failingShare) {
+            skipped = true;
+            continue;
+          }
+          this.#start(id, dockId, failing);
+        }
+        if (!skipped) break;
       }
       // A retry due before the next sweep is taken when it is due.
       const next = await this.#o.events.nextDue();
@@ -179,6 +213,19 @@ export class EventSender implements BackgroundWorker {
     } catch (error) {
       logDatabaseFailure(this.#o.log, error, "could not read the callback events; trying again shortly");
     }
+  }
+
+  #start(id: number, dockId: string, failing: boolean): void {
+    this.#busyDocks.add(dockId);
+    this.#lastDock = dockId;
+    if (failing) this.#failingInFlight++;
+    const post = this.#post(id).finally(() => {
+      this.#inFlight.delete(post);
+      this.#busyDocks.delete(dockId);
+      if (failing) this.#failingInFlight--;
+      this.wake();
+    });
+    this.#inFlight.add(post);
   }
 
   async #post(id: number): Promise<void> {
@@ -206,6 +253,7 @@ export class EventSender implements BackgroundWorker {
         timeoutMs: this.#o.timeoutMs,
         targets: this.#o.targets,
         resolve: this.#o.resolve ?? systemResolver,
+        stop: this.#stopping.signal,
         headers: {
           "content-type": "application/json",
           "user-agent": this.#o.userAgent,
@@ -224,6 +272,10 @@ export class EventSender implements BackgroundWorker {
       return;
     }
     const lastError = lastErrorOf(outcome, failure);
+    if (outcome.kind === "stopped") {
+      await this.#settle(() => this.#o.events.retry(event, this.#now(), lastError));
+      return;
+    }
     if (this.#now() - event.createdAt >= this.#o.maxAgeMs) {
       await this.#settle(() => this.#o.events.failed(event, lastError));
       this.#o.log.warn({ ...context, reason: failure }, "gave up on a callback event");
