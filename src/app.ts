@@ -3,10 +3,12 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
 import { type Config, trustProxyOption } from "./config.ts";
+import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
-import { EventSender } from "./delivery/event-sender.ts";
+import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { CallbackTargets } from "./domain/callback-target.ts";
 import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
 import { telegramLink } from "./domain/telegram-link.ts";
 import { LiveHub } from "./http/console/live.ts";
@@ -56,6 +58,11 @@ export interface AppDeps {
   pace?: Partial<PacerLimits>;
   /** How often the activity counts' rows are folded (Retention's default when omitted); tests that watch the rows set their own. */
   foldIntervalMs?: number;
+  /**
+   * Resolves the host names of callback URLs; the system's resolver when omitted. Tests give
+   * names that resolve where they choose (a public-looking name to 127.0.0.1, say).
+   */
+  resolveHost?: HostResolver;
 }
 
 export interface App {
@@ -135,6 +142,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
   const sessions = new SessionRepository(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
+  const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -245,6 +253,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginWidgetDomain: config.telegramLoginDomain,
     sessionTtlMs: config.sessionTtlMs,
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
+    callbackTargets,
     now,
   });
   await server.register(consolePage, {});
@@ -268,7 +277,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     log: server.log.child({ worker: "events" }),
     maxAgeMs: config.deliveryMaxAgeMs,
     timeoutMs: 10_000,
-    concurrency: 4,
+    concurrency: EVENT_POSTS_AT_ONCE,
+    targets: callbackTargets,
+    ...(deps.resolveHost ? { resolve: deps.resolveHost } : {}),
     sweepMs: 5000,
     userAgent: `dock-notify/${pkg.version}`,
     now,

@@ -5,6 +5,7 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
+import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
@@ -209,8 +210,12 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         json?: boolean;
       }) => {
         const owner = parseOwner(opts.owner);
-        const fields = validateDockFields({ ...opts, callback_url: opts.callbackUrl });
-        if (!fields.ok) throw new UsageError(fields.errors.map((e) => `--${e.message}`).join("; "));
+        const fields = validateDockFields(
+          { ...opts, callback_url: opts.callbackUrl },
+          new CallbackTargets(loadConfig(io.env).callbackAllowedNetworks),
+        );
+        if (!fields.ok)
+          throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
         await withDocks(io, async (repo, config) => {
           const dock = await repo.create(owner, fields.value);
           if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
@@ -292,12 +297,16 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         const owner = opts.owner === undefined ? undefined : parseOwner(opts.owner);
         await withDocks(io, async (repo, config) => {
           const dock = await requireDock(repo, id);
-          const fields = validateDockFields({
-            name: opts.name ?? dock.name,
-            link: opts.link ?? dock.link,
-            description: opts.description ?? dock.description,
-            callback_url: opts.callbackUrl ?? dock.callback_url,
-          });
+          const fields = validateDockFields(
+            {
+              name: opts.name ?? dock.name,
+              link: opts.link ?? dock.link,
+              description: opts.description ?? dock.description,
+              callback_url: opts.callbackUrl ?? dock.callback_url,
+            },
+            new CallbackTargets(config.callbackAllowedNetworks),
+            dock.callback_url,
+          );
           if (!fields.ok)
             throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
           await repo.update(id, fields.value);

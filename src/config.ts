@@ -51,6 +51,11 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** How long SIGTERM waits for in-flight work before closing anyway. */
   shutdownTimeoutMs: number;
+  /**
+   * Networks (CIDRs) a Dock's callback URL may reach though they are private, loopback or
+   * otherwise not public: where the operator's own receivers live. Empty: public addresses only.
+   */
+  callbackAllowedNetworks: string[];
   /** When set, `/metrics` answers only `Authorization: Bearer <this>`. */
   metricsToken: string | null;
   /** A request (headers and body) must have arrived within this long, or the connection is closed. */
@@ -199,8 +204,8 @@ function encryptionKey(raw: string | undefined): Buffer | null {
 /** proxy-addr's names for ranges of addresses. */
 const PROXY_RANGES = new Set(["loopback", "linklocal", "uniquelocal"]);
 
-/** An IPv4 or IPv6 address, optionally with a /prefix that fits it (what proxy-addr takes). */
-function proxyAddress(entry: string): boolean {
+/** An IPv4 or IPv6 address, optionally with a /prefix that fits it (what proxy-addr and BlockList take). */
+function addressOrNetwork(entry: string): boolean {
   const [address = "", prefix, extra] = entry.split("/");
   if (extra !== undefined) return false;
   const family = isIP(address);
@@ -243,6 +248,23 @@ function allowedHosts(raw: string | undefined): string[] | "any" {
   return names;
 }
 
+/** CALLBACK_ALLOWED_NETWORKS: comma-separated CIDRs (or single addresses); unset, none. */
+function callbackAllowedNetworks(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  const entries = raw
+    .split(",")
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== "");
+  for (const entry of entries) {
+    if (!addressOrNetwork(entry)) {
+      throw new ConfigError(
+        `CALLBACK_ALLOWED_NETWORKS must be IP networks in CIDR notation separated by commas (10.1.2.0/24,fd00::/8); "${entry}" is not one`,
+      );
+    }
+  }
+  return entries;
+}
+
 /**
  * TRUST_PROXY: `false`/unset, a hop count (`1`: one proxy in front, its entry is the client), a
  * comma-separated list of the proxies' addresses, CIDRs or `loopback`/`linklocal`/`uniquelocal`,
@@ -260,7 +282,7 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
   }
   const entries = raw.split(",").map((entry) => entry.trim().toLowerCase());
   for (const entry of entries) {
-    if (!PROXY_RANGES.has(entry) && !proxyAddress(entry)) {
+    if (!PROXY_RANGES.has(entry) && !addressOrNetwork(entry)) {
       throw new ConfigError(
         `TRUST_PROXY must be false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDRs; "${entry}" is none of those`,
       );
@@ -380,6 +402,7 @@ export function loadConfig(env: Env = process.env): Config {
     dockRatePerSecond: positiveNumber(env, "DOCK_RATE_PER_SECOND", 1),
     trustProxy: trustProxy(text(env, "TRUST_PROXY")),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    callbackAllowedNetworks: callbackAllowedNetworks(text(env, "CALLBACK_ALLOWED_NETWORKS")),
     metricsToken: metricsToken(text(env, "METRICS_TOKEN")),
     requestTimeoutMs: integer(env, "REQUEST_TIMEOUT_SECONDS", 30, 1, 3600) * 1000,
     keepAliveTimeoutMs: integer(env, "KEEP_ALIVE_TIMEOUT_SECONDS", 72, 1, 3600) * 1000,

@@ -175,6 +175,49 @@ describe("dock-notify CLI", () => {
     expect(missing.err).toMatch(/no Dock with ID/);
   });
 
+  it("a callback URL to an address the operator did not allow is refused on create and update; an allowed one is taken", async () => {
+    const refused =
+      /^dock-notify: --callback-url must not point to 10\.0\.0\.5 \(private network\): .*CALLBACK_ALLOWED_NETWORKS$/;
+    const create = await run(
+      "docks",
+      "create",
+      "--owner",
+      "7",
+      "--name",
+      "Hooked",
+      "--callback-url",
+      "http://10.0.0.5/events",
+    );
+    expect(create.code).toBe(2);
+    expect(create.err.trim()).toMatch(refused);
+    const dock = await runJson("docks", "create", "--owner", "7", "--name", "Hooked");
+    const update = await run("docks", "update", dock.id, "--callback-url", "http://2130706433/events");
+    expect(update.code).toBe(2);
+    expect(update.err.trim()).toMatch(
+      /^dock-notify: --callback-url must not point to 127\.0\.0\.1 \(loopback\)/,
+    );
+    const allowed = await cli(
+      { DATA_DIR: dataDir, LOG_LEVEL: "silent", CALLBACK_ALLOWED_NETWORKS: "10.0.0.0/8" },
+      "docks",
+      "update",
+      dock.id,
+      "--callback-url",
+      "http://10.0.0.5/events",
+      "--json",
+    );
+    expect(allowed.code).toBe(0);
+    expect(JSON.parse(allowed.out).callback_url).toBe("http://10.0.0.5/events");
+    // Kept while another field changes, though this configuration would not take it now.
+    expect((await runJson("docks", "update", dock.id, "--name", "Renamed")).callback_url).toBe(
+      "http://10.0.0.5/events",
+    );
+    const bad = await cli({ DATA_DIR: dataDir, CALLBACK_ALLOWED_NETWORKS: "10.0.0.0/33" }, "docks", "list");
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(
+      /CALLBACK_ALLOWED_NETWORKS must be IP networks in CIDR notation .*"10\.0\.0\.0\/33" is not one/,
+    );
+  });
+
   it("refuses invalid input with one clear line", async () => {
     const cases: [string[], RegExp][] = [
       [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],

@@ -829,7 +829,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
             field: "callback_url",
             message:
               typeof bad === "string"
-                ? "callback_url must be an absolute http:// or https:// URL (http://localhost:3000/events, say)"
+                ? "callback_url must be an absolute http:// or https:// URL (https://hooks.example.com/events, say)"
                 : "callback_url must be a string",
           },
         ]);
@@ -847,8 +847,8 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       ]);
       expect((await alice.call("GET", path)).body.dock.callback_url).toBe("https://hooks.example.com/dock");
       for (const cleared of ["", null]) {
-        const set = await alice.call("PATCH", path, { callback_url: "http://10.0.0.5:8080/events" });
-        expect(set.body.dock.callback_url).toBe("http://10.0.0.5:8080/events");
+        const set = await alice.call("PATCH", path, { callback_url: "http://hooks.example.com:8080/events" });
+        expect(set.body.dock.callback_url).toBe("http://hooks.example.com:8080/events");
         const answer = await alice.call("PATCH", path, { callback_url: cleared });
         expect(answer.status).toBe(200);
         expect(answer.body.dock.callback_url).toBeNull();

@@ -105,7 +105,12 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
 
   beforeAll(async () => {
     const port = await freePort();
-    service = await startService("sqlite", { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+    service = await startService("sqlite", {
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // The Callback URL test's receiver listens on this machine.
+      CALLBACK_ALLOWED_NETWORKS: "127.0.0.1/32",
+    });
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });
@@ -628,6 +633,11 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       await page.getByText("Callback URL must be an absolute http:// or https:// URL").waitFor();
       expect(await callbackField.getAttribute("aria-invalid")).toBe("true");
       expect(await focused(callbackField)).toBe(true);
+      // An address outside the allowed networks is refused by the server, next to the field.
+      await callbackField.fill("http://10.0.0.5:8080/events");
+      await page.getByRole("button", { name: "Create" }).click();
+      await page.getByText("must not point to 10.0.0.5 (private network)").waitFor();
+      expect(await callbackField.getAttribute("aria-invalid")).toBe("true");
       await callbackField.fill(hookUrl);
       await page.getByRole("button", { name: "Create" }).click();
       const card = page.getByRole("article", { name: "Releases" });

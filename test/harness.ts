@@ -7,6 +7,7 @@ import { sql } from "kysely";
 import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
+import type { HostResolver } from "../src/delivery/callback-post.ts";
 import type { PacerLimits } from "../src/delivery/pacer.ts";
 import { openMigratedDb } from "../src/main.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
@@ -145,6 +146,8 @@ export interface ServiceOptions {
   pace?: "telegram" | "unpaced";
   /** How often the activity counts' rows are folded: a test that watches the rows makes it rare. */
   foldIntervalMs?: number;
+  /** Resolves callback URLs' host names instead of the system (names chosen by the test). */
+  resolveHost?: HostResolver;
 }
 
 /** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
@@ -203,6 +206,7 @@ export async function startServiceOver(
     logStream: logs,
     ...(unpaced ? { pace: UNPACED } : {}),
     ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
+    ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
   });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();

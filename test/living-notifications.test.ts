@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INTERNAL_FAILURE } from "../src/delivery/event-sender.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { MessageChanges } from "../src/store/message-changes.ts";
 import { chromiumPath, launchChromium } from "./browser.ts";
@@ -224,6 +225,9 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
   });
 });
 
+/** The receivers below listen on this machine: a network the operator must allow for callbacks. */
+const RECEIVERS_HERE = { CALLBACK_ALLOWED_NETWORKS: "127.0.0.1/32" };
+
 /** A callback receiver: records each POST (body, headers), answers with `status()` (500 while failing). */
 async function receiver(): Promise<{
   url: string;
@@ -395,7 +399,11 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
 
   beforeAll(async () => {
     hook = await receiver();
-    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    service = await startService(dialect, {
+      AUTH_FAILURES_PER_MINUTE: "0",
+      DOCK_RATE_BURST: "0",
+      ...RECEIVERS_HERE,
+    });
     dock = await service.app.docks.create(1, {
       name: "On call",
       link: null,
@@ -562,11 +570,19 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
       const event = (await status(id)).events[0];
       return event?.state === "queued" ? event : undefined;
     });
+    // The receiver is at an internal address: its owner is told it did not take the event, the
+    // operator's log says why.
     expect(failing).toMatchObject({
       type: "message.delivered",
       state: "queued",
-      last_error: "HTTP 500",
+      last_error: INTERNAL_FAILURE,
     });
+    expect(
+      service.logs.lines.some((line) => {
+        const entry = JSON.parse(line);
+        return entry.msg === "callback event will be retried" && entry.reason === "HTTP 500";
+      }),
+    ).toBe(true);
     hook.status.code = 200;
     await waitFor("the event taken", async () =>
       (await status(id)).events[0]?.state === "sent" ? true : undefined,
@@ -590,7 +606,11 @@ describe.each(DIALECTS)("what the sender is told, and replays, on %s", (dialect)
 
   beforeAll(async () => {
     hook = await receiver();
-    service = await startService(dialect, { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+    service = await startService(dialect, {
+      AUTH_FAILURES_PER_MINUTE: "0",
+      DOCK_RATE_BURST: "0",
+      ...RECEIVERS_HERE,
+    });
   });
   afterAll(async () => {
     await service?.close();
@@ -744,7 +764,7 @@ describe.each(DIALECTS)("events survive a restart on %s", (dialect) => {
     const key = randomBytes(32);
     const hook = await receiver();
     hook.status.code = 503;
-    const env = { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" };
+    const env = { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0", ...RECEIVERS_HERE };
     let service = await startServiceOver(database, env, key);
     try {
       const dock = await service.app.docks.create(1, {
@@ -791,7 +811,11 @@ describe("an alert's life in the sandbox, in Chromium", () => {
     "firing turns into resolved in place, acknowledged by a person pressing the button; the sender hears of both",
     async () => {
       const hook = await receiver();
-      const service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+      const service = await startService("sqlite", {
+        AUTH_FAILURES_PER_MINUTE: "0",
+        DOCK_RATE_BURST: "0",
+        ...RECEIVERS_HERE,
+      });
       const browser = await launchChromium();
       try {
         const dock = await service.app.docks.create(1, {

@@ -1,3 +1,4 @@
+import type { CallbackTargets } from "./callback-target.ts";
 import { isButtonUrl } from "./telegram-format.ts";
 
 /** Bounds of a Dock's fields, documented in docs/api.md. */
@@ -34,14 +35,22 @@ function length(value: string): number {
 
 /**
  * Validates and normalises a Dock's editable fields: trims, turns empty optional fields into null,
- * accepts only absolute http(s) links (a bare host name, `ci.example.com`, gets https://).
+ * accepts only absolute http(s) links (a bare host name, `ci.example.com`, gets https://). A
+ * callback URL whose host is an address `callbackTargets` refuses (or `localhost`) is refused
+ * here, unless it is `storedCallbackUrl` (the Dock's own, kept while another field changes: the
+ * sender refuses it anyway, and says so in its events' last error); a host name is judged by the
+ * sender on every address it resolves to.
  */
-export function validateDockFields(input: {
-  name?: unknown;
-  link?: unknown;
-  description?: unknown;
-  callback_url?: unknown;
-}): DockValidation {
+export function validateDockFields(
+  input: {
+    name?: unknown;
+    link?: unknown;
+    description?: unknown;
+    callback_url?: unknown;
+  },
+  callbackTargets: CallbackTargets,
+  storedCallbackUrl: string | null = null,
+): DockValidation {
   const errors: FieldError[] = [];
   const str = (field: keyof DockFields, value: unknown): string | null => {
     if (value === undefined || value === null) return null;
@@ -99,7 +108,7 @@ export function validateDockFields(input: {
   }
 
   const givenCallback = str("callback_url", input.callback_url);
-  // A dotted host name means https:// here too; a local one (`localhost:3000`) must say which scheme.
+  // A dotted host name means https:// here too; another (`receiver:3000`) must say which scheme.
   const callbackUrl =
     givenCallback !== null && BARE_HOST.test(givenCallback) ? `https://${givenCallback}` : givenCallback;
   if (callbackUrl !== null) {
@@ -113,7 +122,7 @@ export function validateDockFields(input: {
       errors.push({
         field: "callback_url",
         message:
-          "callback_url must be an absolute http:// or https:// URL (http://localhost:3000/events, say)",
+          "callback_url must be an absolute http:// or https:// URL (https://hooks.example.com/events, say)",
       });
     } else if (url.username !== "" || url.password !== "") {
       // fetch refuses such a URL, and its refusal quotes it: a token there would reach the errors.
@@ -126,6 +135,14 @@ export function validateDockFields(input: {
         field: "callback_url",
         message: `callback_url must be at most ${DOCK_LINK_MAX} characters`,
       });
+    } else if (callbackUrl !== storedCallbackUrl) {
+      const verdict = callbackTargets.judgeHost(url.hostname);
+      if (verdict !== null && !verdict.allowed) {
+        errors.push({
+          field: "callback_url",
+          message: `callback_url must not point to ${url.hostname} (${verdict.reason}): events go only to public addresses unless the operator allows the network with CALLBACK_ALLOWED_NETWORKS`,
+        });
+      }
     }
   }
 

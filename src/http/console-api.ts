@@ -61,6 +61,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     sessions: options.sessions,
     report: options.report,
     activity: options.activity,
+    callbackTargets: options.callbackTargets,
     maxDocksPerOwner: options.maxDocksPerOwner,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
@@ -72,6 +73,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
+    callbackTargets: options.callbackTargets,
   });
   await app.register(stream, { hub: options.live, sessions: options.sessions });
 }

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from "fastify";
+import { SIGNATURE_HEADER } from "../domain/event-signature.ts";
+import { ApiError } from "../http/errors.ts";
 import { botApi } from "./bot-api.ts";
 import { callMethod } from "./bot-methods.ts";
 import { chatPage } from "./chat-page.ts";
@@ -47,6 +49,20 @@ export async function sandbox(app: FastifyInstance, options: SandboxOptions): Pr
     // After preClose has ended long polls and the webhook: nothing changes any more.
     app.addHook("onClose", () => file.close());
   }
+
+  // A Dock's callback URL can point here (a receiver on this machine, loopback in
+  // CALLBACK_ALLOWED_NETWORKS): the request then comes from this machine, and would pass for a
+  // local person's. Every event carries the sender's signature header, which no person's request
+  // does: the sandbox never acts on one, whatever the network settings.
+  const eventHeader = SIGNATURE_HEADER.toLowerCase();
+  app.addHook("onRequest", async (request) => {
+    if (request.headers[eventHeader] !== undefined) {
+      throw new ApiError(
+        "sandbox_not_local",
+        "The Telegram sandbox does not act on the service's own callback events.",
+      );
+    }
+  });
 
   // The sandbox is not part of the service's API: keep it out of the OpenAPI document.
   app.addHook("onRoute", (route) => {

@@ -15,6 +15,7 @@ import type { Database } from "./schema.ts";
  *   queued    sending   claim           the sender posts it (a lease is taken)
  *   sending   sent      sent            the receiver answered 2xx
  *   sending   queued    retry           any other answer, or none: tried again after a backoff
+ *                                       (at once after the service stopped mid-post)
  *   sending   failed    failed          still refused when it grew too old, or the URL is gone
  *   sending   queued    requeueExpired  its sender died mid-post (the lease expired)
  */
@@ -198,17 +199,52 @@ export class EventOutbox {
     return reported;
   }
 
-  /** Events due now, oldest first (at most `limit`). */
-  async due(limit: number): Promise<{ id: number; dock_id: string }[]> {
-    return this.#db.kysely
+  /**
+   * The oldest due event of each Dock with one, at most `limit` Docks, taken in turn: the Docks
+   * after `after` (by ID) first, then from the start. `failing`: some event of the Dock waits for
+   * another try (its receiver failed it). `busy` Docks are left out, and with `workingOnly` the
+   * failing ones too.
+   */
+  async dueByDock(options: {
+    limit: number;
+    after: string;
+    busy: readonly string[];
+    workingOnly: boolean;
+  }): Promise<{ id: number; dockId: string; failing: boolean }[]> {
+    const now = this.#now();
+    let query = this.#db.kysely
       .selectFrom("events")
-      .select(["id", "dock_id"])
-      .where("state", "=", "queued")
-      .where("next_attempt_at", "<=", this.#now())
-      .orderBy("next_attempt_at")
-      .orderBy("id")
-      .limit(limit)
+      .select((eb) => [
+        "dock_id",
+        eb.fn.min(eb.case().when("next_attempt_at", "<=", now).then(eb.ref("id")).end()).as("due_id"),
+        eb.fn.max(eb.case().when("last_error", "is not", null).then(1).else(0).end()).as("failing"),
+      ])
+      .where("state", "=", "queued");
+    if (options.busy.length > 0) query = query.where("dock_id", "not in", options.busy);
+    query = query
+      .groupBy("dock_id")
+      .having(
+        (eb) => eb.fn.min(eb.case().when("next_attempt_at", "<=", now).then(eb.ref("id")).end()),
+        "is not",
+        null,
+      );
+    if (options.workingOnly) {
+      query = query.having(
+        (eb) => eb.fn.max(eb.case().when("last_error", "is not", null).then(1).else(0).end()),
+        "=",
+        0,
+      );
+    }
+    const rows = await query
+      .orderBy(sql`case when dock_id > ${options.after} then 0 else 1 end`)
+      .orderBy("dock_id")
+      .limit(options.limit)
       .execute();
+    return rows.map((row) => ({
+      id: Number(row.due_id),
+      dockId: row.dock_id,
+      failing: Number(row.failing) === 1,
+    }));
   }
 
   /** When the next queued event is due (ms), or null when none waits. */

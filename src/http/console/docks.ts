@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { CallbackTargets } from "../../domain/callback-target.ts";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
 import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
@@ -59,6 +60,8 @@ export interface DocksOptions {
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
   botUsername: () => Promise<string>;
+  /** Which addresses a callback URL may point to (CALLBACK_ALLOWED_NETWORKS). */
+  callbackTargets: CallbackTargets;
 }
 
 /** What "Send test message" sends. */
@@ -118,8 +121,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     };
   };
 
-  const validFields = (input: Record<string, unknown>) => {
-    const result = validateDockFields(input);
+  /** `stored`: the Dock's callback URL, which an edit of another field keeps as it is. */
+  const validFields = (input: Record<string, unknown>, stored: string | null = null) => {
+    const result = validateDockFields(input, options.callbackTargets, stored);
     if (!result.ok) throw new ApiError("invalid_fields", undefined, {}, result.errors);
     return result.value;
   };
@@ -184,13 +188,16 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     { schema: { params: dockParams, body: dockFieldsBody } },
     async (request): Promise<DockAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const fields = validFields({
-        name: dock.name,
-        link: dock.link,
-        description: dock.description,
-        callback_url: dock.callback_url,
-        ...request.body,
-      });
+      const fields = validFields(
+        {
+          name: dock.name,
+          link: dock.link,
+          description: dock.description,
+          callback_url: dock.callback_url,
+          ...request.body,
+        },
+        dock.callback_url,
+      );
       await options.docks.update(dock.id, fields);
       return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
     },
