@@ -73,7 +73,6 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
-    callbackTargets: options.callbackTargets,
   });
   await app.register(stream, { hub: options.live, sessions: options.sessions });
 }
