@@ -1331,6 +1331,16 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
         expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
         expect(cookieFrom(bad.response, "dn_session")).toBeUndefined();
       }
+      // A state of as many characters as the cookie's but more bytes (é is two in UTF-8), and a
+      // long one beside a cookie of its length: refused like any other, not a 500.
+      for (const [s, cookie] of [
+        ["é".repeat(state.length), widgetCookie],
+        ["é".repeat(128), `dn_widget=${"A".repeat(128)}`],
+      ] as const) {
+        const bad = await client.call("GET", query(signed, s), undefined, { cookie });
+        expect(bad.status).toBe(303);
+        expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
+      }
     } finally {
       services = services.filter((s) => s !== service);
       await service.close();

@@ -1,5 +1,6 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import {
   gatherOptions,
   type MessageOptions,
@@ -262,7 +263,7 @@ export function signatureMatches(raw: RawBody, header: string, secretKey: string
     .update(raw ?? Buffer.alloc(0))
     .digest();
   const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
-  return timingSafeEqual(expected, given) && match !== null && secretKey !== undefined;
+  return constantTimeEqual(expected, given) && match !== null && secretKey !== undefined;
 }
 
 /**
