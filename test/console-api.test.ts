@@ -671,6 +671,31 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(broken.body.error.code).toBe("invalid_json");
     });
 
+    it("a body that is not UTF-8 is a 400 in the error format, and nothing is stored", async () => {
+      const count = async () => (await alice.call("GET", "/docks")).body.docks.length as number;
+      const before = await count();
+      const headers = {
+        cookie: `dn_session=${alice.session}`,
+        "x-csrf-token": alice.csrf as string,
+      };
+      for (const bad of [Buffer.from([0xc3, 0x28]), Buffer.from([0xff])]) {
+        for (const contentType of ["application/json", "text/plain"]) {
+          const body = Buffer.concat([Buffer.from('{"name":"Bad '), bad, Buffer.from('"}')]);
+          const response = await fetch(`${service.url}/console/api/docks`, {
+            method: "POST",
+            headers: { ...headers, "content-type": contentType },
+            body,
+          });
+          expect(response.status, `${bad.toString("hex")} as ${contentType}`).toBe(400);
+          expect(await response.json()).toEqual({
+            ok: false,
+            error: { code: "invalid_request", message: "The request body is not valid UTF-8." },
+          });
+        }
+      }
+      expect(await count()).toBe(before);
+    });
+
     it("edit changes only the fields sent; bad values change nothing", async () => {
       const dock = await createDock(alice, "Editable");
       const edited = await alice.call("PATCH", `/docks/${dock.id}`, { name: "Edited", link: "" });
