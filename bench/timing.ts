@@ -1,16 +1,18 @@
 /**
  * bench:timing — does the time of a refused send tell whether the Dock exists?
  *
- *   npm run bench:timing [-- --samples 3000 --database sqlite|postgres://…]
+ *   npm run bench:timing [-- --samples 3000 --database sqlite|postgres://… --door /ping]
  *
  * Sends, one at a time and alternating, requests with an unknown (well-formed) Dock ID and
- * requests with an existing Dock ID and a wrong key, to /ping and to /webhook, and compares the
- * two latency distributions with a Mann–Whitney U test (no assumption about their shape). Exits 1
- * when the difference is significant (p < 0.001): then an attacker could tell existing Docks from
- * unknown ones by timing alone.
+ * requests with an existing Dock ID and a wrong credential, to every door that authenticates:
+ * /ping, /webhook, /webhook/<format>/<DOCK_ID> with HTTP Basic, with GitHub's signature and with
+ * GitLab's token, and /hook/<token> (there: an unknown token against the Dock's own with its last
+ * character changed). Compares the two latency distributions with a Mann–Whitney U test (no
+ * assumption about their shape). Exits 1 when a difference is significant (p < 0.001): then an
+ * attacker could tell existing Docks from unknown ones by timing alone.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -25,6 +27,7 @@ const { values } = parseArgs({
   options: {
     samples: { type: "string", default: "3000" },
     database: { type: "string", default: "sqlite" },
+    door: { type: "string", multiple: true },
   },
 });
 const samples = Number(values.samples);
@@ -35,7 +38,9 @@ const key = randomBytes(32);
 
 const db = await openDb(databaseUrl);
 await migrate(db);
-const dock = await new DockRepository(db, key).create(1, { name: "Timing", link: null, description: null });
+const docks = new DockRepository(db, key);
+const dock = await docks.create(1, { name: "Timing", link: null, description: null });
+const hookToken = (await docks.rotateHookToken(dock.id)) as string;
 await db.close();
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
@@ -154,7 +159,16 @@ function time(path: string, body: string, headers: Record<string, string>): Prom
 
 const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
-const cases = {
+/** A push as GitHub signs it, with a key that is not the Dock's. */
+const push = JSON.stringify({ ref: "refs/heads/main", repository: { full_name: "octo/app" } });
+const wrongSignature = {
+  "x-github-event": "push",
+  "x-hub-signature-256": `sha256=${createHmac("sha256", "dnsk_wrong").update(push).digest("hex")}`,
+};
+const gitlab = JSON.stringify({ object_kind: "push", project: { path_with_namespace: "octo/app" } });
+/** A hook token of the right shape that no Dock has: the Dock's own with its last character changed. */
+const nearToken = `${hookToken.slice(0, -1)}${hookToken.endsWith("A") ? "B" : "A"}`;
+const cases: Record<string, { unknown: () => Promise<number>; wrongKey: () => Promise<number> }> = {
   "/ping": {
     unknown: () =>
       time("/ping", JSON.stringify({ dock_id: unknownId, secret_key: "dnsk_wrong", msg: "m" }), {}),
@@ -165,10 +179,32 @@ const cases = {
     unknown: () => time("/webhook", '{"msg":"m"}', { authorization: basic(unknownId, "dnsk_wrong") }),
     wrongKey: () => time("/webhook", '{"msg":"m"}', { authorization: basic(dock.id, "dnsk_wrong") }),
   },
+  "/webhook/<format>/<DOCK_ID>, Basic": {
+    unknown: () =>
+      time(`/webhook/slack/${unknownId}`, '{"text":"m"}', { authorization: basic(unknownId, "dnsk_wrong") }),
+    wrongKey: () =>
+      time(`/webhook/slack/${dock.id}`, '{"text":"m"}', { authorization: basic(dock.id, "dnsk_wrong") }),
+  },
+  "/webhook/github/<DOCK_ID>, signature": {
+    unknown: () => time(`/webhook/github/${unknownId}`, push, wrongSignature),
+    wrongKey: () => time(`/webhook/github/${dock.id}`, push, wrongSignature),
+  },
+  "/webhook/gitlab/<DOCK_ID>, token": {
+    unknown: () => time(`/webhook/gitlab/${unknownId}`, gitlab, { "x-gitlab-token": "dnsk_wrong" }),
+    wrongKey: () => time(`/webhook/gitlab/${dock.id}`, gitlab, { "x-gitlab-token": "dnsk_wrong" }),
+  },
+  "/hook/<token>": {
+    unknown: () => time(`/hook/dnhk_${"0".repeat(hookToken.length - 5)}`, '{"msg":"m"}', {}),
+    wrongKey: () => time(`/hook/${nearToken}`, '{"msg":"m"}', {}),
+  },
 };
+const doors = values.door ?? Object.keys(cases);
 
 const results: { endpoint: string; unknown: number; wrongKey: number; p: number; z: number }[] = [];
-for (const [endpoint, probe] of Object.entries(cases)) {
+for (const endpoint of doors) {
+  const probe = cases[endpoint];
+  if (probe === undefined)
+    throw new Error(`no such door: ${endpoint} (doors: ${Object.keys(cases).join(", ")})`);
   // Warm up (JIT, prepared statements, connection).
   for (let i = 0; i < 500; i++) {
     await probe.unknown();

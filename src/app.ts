@@ -18,6 +18,7 @@ import { docs } from "./http/docs.ts";
 import { clientErrorHandler, errorBoundary, frameworkErrors } from "./http/error-boundary.ts";
 import { ApiError } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { utf8Parsers } from "./http/request-body.ts";
 import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
@@ -172,6 +173,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
 
   decorateRequestLog(server);
+  // Before any route: every plugin without parsers of its own reads JSON and text through these.
+  utf8Parsers(server);
   server.server.maxConnections = config.maxConnections;
   // At the cap, kept-alive connections that sit idle make room (a client holding many open
   // without a request would otherwise lock everyone else out); their clients simply reconnect.

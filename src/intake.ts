@@ -32,6 +32,8 @@ export class Intake {
     text: string;
     content?: MessageContent | null;
     idempotencyKey?: string | undefined;
+    /** What a repeat must match, when the caller knows better than the text and options (see AcceptInput). */
+    requestHash?: string | undefined;
     key?: string | null | undefined;
     /** The key's last message (see AcceptItem.final). */
     final?: boolean | undefined;

@@ -37,15 +37,19 @@ const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk)_[A-Za-z0-9]+/g;
 /** A start payload that carries a token: a console sign-in, the claim link, an invitation. */
 const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite)_)[^&#]*/g;
 
+/** A bot token anywhere (`123456:AAE…`, Telegram's shape), in a path, a query string or a value. */
+const BOT_TOKEN = /(?<!\d)\d{1,20}:[A-Za-z0-9_-]{30,}/g;
+
 /**
  * A URL as it may be logged. Bot API paths carry the token (`/bot<token>/method`), hook URLs the
  * Dock's hook token (`/hook/<token>`): keep the shape, drop the secret. A credential in the query string (a client putting `secret_key` in the URL of
  * `/ping`, the Login Widget's signature, which works as one for a few minutes) loses its value.
  */
 export function maskUrl(raw: string): string {
-  // Percent-encoded, a path still reaches its route (`/%68ook/…`): masked as it is read.
+  // Percent-encoded, a path still reaches its route (`/%68ook/…`, `/bot123%3AAAE…`): masked as it is read.
   const url = raw.includes("%") ? decodedUrl(raw) : raw;
   let masked = url.includes("/bot") ? url.replace(/\/bot\d+:[A-Za-z0-9_-]+/g, "/bot<redacted>") : url;
+  if (masked.includes(":")) masked = masked.replace(BOT_TOKEN, "<redacted>");
   // A Dock's hook URL (`/hook/<token>`) is its credential; a secret key pasted into a path is one too.
   if (masked.includes("/hook/") || masked.includes("dn"))
     masked = masked.replace(HOOK_OR_KEY, "$1<redacted>");
@@ -58,13 +62,33 @@ export function maskUrl(raw: string): string {
   return masked;
 }
 
+/** What a credential is spelled with: letters, digits, `_`, `-`, and the colon of a bot token. */
+const CREDENTIAL_CHARACTER = /^[A-Za-z0-9_:-]$/;
+
+/**
+ * An escape of a credential's character, escaped again any number of times (`%3A`, `%3a`,
+ * `%253A`, `%41` for `A`): its `%25`s, then the character's own two hex digits.
+ */
+const ESCAPED = /%(?:25)*([0-9A-Fa-f]{2})/g;
+
+/**
+ * The URL with every spelling of a credential's characters undone, so that the patterns above see
+ * a token however a client escaped it: decodeURI leaves reserved characters escaped (`%3A` stays
+ * `%3A`), and a route decodes them. Other escapes stay as they were (an `&` or `=` decoded would
+ * cut a query value in two, and the masking would then keep its second half).
+ */
 function decodedUrl(url: string): string {
+  let readable: string;
   try {
-    return decodeURI(url);
+    readable = decodeURI(url);
   } catch {
-    // Not valid percent-encoding: no route reads it either; masked as written.
-    return url;
+    // Not valid percent-encoding (as a whole): no route reads it, but its escapes are still undone.
+    readable = url;
   }
+  return readable.replace(ESCAPED, (written, hex: string) => {
+    const character = String.fromCharCode(Number.parseInt(hex, 16));
+    return CREDENTIAL_CHARACTER.test(character) ? character : written;
+  });
 }
 
 /**

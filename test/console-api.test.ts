@@ -675,6 +675,31 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(broken.body.error.code).toBe("invalid_json");
     });
 
+    it("a body that is not UTF-8 is a 400 in the error format, and nothing is stored", async () => {
+      const count = async () => (await alice.call("GET", "/docks")).body.docks.length as number;
+      const before = await count();
+      const headers = {
+        cookie: `dn_session=${alice.session}`,
+        "x-csrf-token": alice.csrf as string,
+      };
+      for (const bad of [Buffer.from([0xc3, 0x28]), Buffer.from([0xff])]) {
+        for (const contentType of ["application/json", "text/plain"]) {
+          const body = Buffer.concat([Buffer.from('{"name":"Bad '), bad, Buffer.from('"}')]);
+          const response = await fetch(`${service.url}/console/api/docks`, {
+            method: "POST",
+            headers: { ...headers, "content-type": contentType },
+            body,
+          });
+          expect(response.status, `${bad.toString("hex")} as ${contentType}`).toBe(400);
+          expect(await response.json()).toEqual({
+            ok: false,
+            error: { code: "invalid_request", message: "The request body is not valid UTF-8." },
+          });
+        }
+      }
+      expect(await count()).toBe(before);
+    });
+
     it("edit changes only the fields sent; bad values change nothing", async () => {
       const dock = await createDock(alice, "Editable");
       const edited = await alice.call("PATCH", `/docks/${dock.id}`, { name: "Edited", link: "" });
@@ -1349,6 +1374,16 @@ describe("console sign-in limits, cookies and the Login Widget", () => {
         expect(bad.status).toBe(303);
         expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
         expect(cookieFrom(bad.response, "dn_session")).toBeUndefined();
+      }
+      // A state of as many characters as the cookie's but more bytes (é is two in UTF-8), and a
+      // long one beside a cookie of its length: refused like any other, not a 500.
+      for (const [s, cookie] of [
+        ["é".repeat(state.length), widgetCookie],
+        ["é".repeat(128), `dn_widget=${"A".repeat(128)}`],
+      ] as const) {
+        const bad = await client.call("GET", query(signed, s), undefined, { cookie });
+        expect(bad.status).toBe(303);
+        expect(bad.response.headers.get("location")).toBe("http://127.0.0.1:8080/console/?sign_in=failed");
       }
     } finally {
       services = services.filter((s) => s !== service);

@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDockId } from "../src/domain/ids.ts";
-import { checkCredentials, credentialsQuery } from "../src/store/credentials.ts";
+import { encryptSecret, newSecretKey } from "../src/domain/secrets.ts";
+import { checkCredentials, credentialsQuery, signingQuery } from "../src/store/credentials.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -45,5 +47,21 @@ describe.each(DIALECTS)("credentials on %s", (dialect) => {
         "x",
       ),
     ).toBeUndefined();
+  });
+
+  it("a signature's lookup answers exactly one row, with a sealed secret, for a Dock that exists and for one that does not", async () => {
+    const dock = await service.app.docks.create(1, { name: "Signed", link: null, description: null });
+    const standIn = encryptSecret(newSecretKey(), randomBytes(32));
+    const query = signingQuery(service.db.kysely);
+    const found = (await service.db.kysely.executeQuery(query({ id: dock.id, standIn }))).rows;
+    const missing = (await service.db.kysely.executeQuery(query({ id: newDockId(), standIn }))).rows;
+    expect(found).toHaveLength(1);
+    expect(missing).toHaveLength(1);
+    expect(found[0]).toMatchObject({ id: dock.id, name: "Signed", absent: 0, watched: 0 });
+    expect(missing[0]).toMatchObject({ absent: 1, secret_sealed: standIn });
+    // Both are unsealed alike (a secret of the same length); the unknown Dock is then answered with nothing.
+    expect((found[0] as { secret_sealed: string }).secret_sealed).toHaveLength(standIn.length);
+    expect((await service.app.docks.secretOf(dock.id))?.secretKey).toBe(dock.secretKey);
+    expect(await service.app.docks.secretOf(newDockId())).toBeUndefined();
   });
 });

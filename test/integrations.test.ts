@@ -230,6 +230,54 @@ describe.each(DIALECTS)("integrations on %s", (dialect) => {
       expect(otherDock.status).toBe(401);
     });
 
+    it("a signed delivery posted again answers the first's 202 and is not delivered again, whatever X-GitHub-Delivery says", async () => {
+      const title = `Replayed once on ${dialect}`;
+      const body = JSON.stringify({
+        ...push,
+        after: "b".repeat(40),
+        commits: [{ ...push.commits[0], id: "b".repeat(40), message: title }],
+      });
+      const send = (delivery: string, extra: Record<string, string> = {}) =>
+        fetch(`${service.url}/webhook/github/${dock.id}`, {
+          method: "POST",
+          body,
+          headers: {
+            "Content-Type": "application/json",
+            "X-GitHub-Event": "push",
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(body, dock.secretKey),
+            ...extra,
+          },
+        });
+      const delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+      const first = await send(delivery);
+      expect(first.status).toBe(202);
+      expect(first.headers.get("idempotent-replayed")).toBeNull();
+      const answer = (await first.json()) as Json;
+      await delivered(answer.message_id, "the push delivered");
+      // GitHub's Redeliver (the same delivery), then a replay by someone who saw the request, who
+      // can change the headers GitHub does not sign.
+      for (const [again, extra] of [
+        [delivery, {}],
+        ["0b989ba4-242f-11e5-81e1-c7b6966d2516", {}],
+        ["0b989ba4-242f-11e5-81e1-c7b6966d2517", { "Idempotency-Key": "something-new" }],
+      ] as const) {
+        const replay = await send(again, extra);
+        expect(replay.status).toBe(202);
+        expect(replay.headers.get("idempotent-replayed")).toBe("true");
+        expect(await replay.json()).toEqual(answer);
+      }
+      const stored = await service.db.kysely
+        .selectFrom("messages")
+        .select("id")
+        .where("dock_id", "=", dock.id)
+        .where("text", "like", `%${title}%`)
+        .execute();
+      expect(stored.map((row) => row.id)).toEqual([answer.message_id]);
+      const shown = (await sandbox.botMessages(person)).filter((m: Json) => m.text.includes(title));
+      expect(shown).toHaveLength(1);
+    });
+
     it("GitHub's ping is answered and stores nothing; GitHub's form content type works too", async () => {
       const body = JSON.stringify({
         zen: "Keep it logically awesome.",

@@ -202,6 +202,47 @@ describe("the standalone sandbox's logs", () => {
       await server.close();
     }
   });
+
+  it("mask its bot token however a client escapes it, in the path and in the query", async () => {
+    const logs = new LogCapture();
+    const server = await sandboxServer(loadConfig({ LOG_LEVEL: "info", PORT: "0" }), logs);
+    try {
+      const root = await server.listen({ port: 0, host: "127.0.0.1" });
+      const [id, secret] = SANDBOX_BOT_TOKEN.split(":") as [string, string];
+      /** Every character of `text` as a percent-escape, in lower case. */
+      const escapedAll = (text: string) =>
+        [...text].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join("");
+      const spellings: [string, string][] = [
+        // The colon escaped is still the token to the sandbox: it answers getMe.
+        [`/sandbox/bot${id}%3A${secret}/getMe`, "/sandbox/bot<redacted>/getMe"],
+        [`/sandbox/bot${id}%3a${secret}/getMe`, "/sandbox/bot<redacted>/getMe"],
+        [`/sandbox/bot${escapedAll(id)}%3A${escapedAll(secret)}/getMe`, "/sandbox/bot<redacted>/getMe"],
+        [
+          `/sandbox/bot${id}%3A${secret.slice(0, 3)}%2D${secret.slice(4)}/getMe`,
+          "/sandbox/bot<redacted>/getMe",
+        ],
+        // Escaped twice: no route reads it, but the log line must not give it away either.
+        [`/sandbox/bot${id}%253A${secret}/getMe`, "/sandbox/bot<redacted>/getMe"],
+        [`/anywhere?bot=${id}%3A${secret}&x=1`, "/anywhere?bot=<redacted>&x=1"],
+        [`/anywhere?chat=${id}:${secret}`, "/anywhere?chat=<redacted>"],
+        [`/anywhere?t=${escapedAll(SANDBOX_BOT_TOKEN)}`, "/anywhere?t=<redacted>"],
+      ];
+      const statuses: number[] = [];
+      for (const [path] of spellings) statuses.push((await fetch(`${root}${path}`)).status);
+      expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 200]);
+      await waitFor("a line per request", async () => logs.lines.length >= spellings.length || undefined);
+      const urls = logs.lines.map((line) => (JSON.parse(line) as { url?: string }).url).filter(Boolean);
+      expect(urls).toEqual(spellings.map(([, masked]) => masked));
+      // Nor in any other spelling: the whole log, every escape undone, holds no part of the secret.
+      const decoded = decodeURIComponent(
+        decodeURIComponent(logs.text.replaceAll(/%(?![0-9a-f]{2})/gi, "%25")),
+      );
+      expect(decoded).not.toContain(secret.slice(0, 12));
+      expect(decoded).not.toContain(secret.slice(-12));
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe("redaction", () => {

@@ -176,6 +176,51 @@ describe.each(DIALECTS)("rich notifications accepted and stored on %s", (dialect
     expect(await storedCount()).toBe(before);
   });
 
+  it("400 for a link whose text is an address on another host, and for tg: buttons other than resolve", async () => {
+    const before = await storedCount();
+    const deceptive = {
+      markdown: "Your account is locked: [https://bank.example/login](https://evil.example/login)",
+      html: 'Your account is locked: <a href="https://evil.example/login">bank.example</a>',
+      telegram_markdownv2: "Your account is locked: [www\\.bank\\.example](https://evil.example/login)",
+    };
+    for (const [format, msg] of Object.entries(deceptive)) {
+      const answer = await ping({ msg, format });
+      expect(answer.status, format).toBe(400);
+      expect(answer.body.error.code).toBe("invalid_fields");
+      expect(answer.body.error.fields).toEqual([
+        {
+          field: "msg",
+          message: expect.stringMatching(
+            /^has a link where the text ".*" names .*bank\.example but the link goes to evil\.example/,
+          ),
+        },
+      ]);
+    }
+    const proxyLink = await ping({
+      msg: "[Faster](tg://proxy?server=proxy.evil.example&port=443&secret=00)",
+      format: "markdown",
+    });
+    expect(proxyLink.body.error.fields?.[0]?.message).toMatch(
+      /^has a link to tg:\/\/proxy: the only tg: links/,
+    );
+    const proxy = "tg://proxy?server=proxy.evil.example&port=443&secret=00";
+    const button = await ping({ msg: "x", buttons: [{ text: "Connect", url: proxy }] });
+    expect(button.status).toBe(400);
+    expect(button.body.error.fields).toEqual([{ field: "buttons[0][0].url", message: URL_RULE }]);
+    const click = await webhook("x", { "Content-Type": "text/plain", Click: proxy });
+    expect(click.body.error.fields).toEqual([{ field: "the Click header", message: URL_RULE }]);
+    const label = await ping({ msg: "x", buttons: [{ text: "bank.example", url: "https://evil.example" }] });
+    expect(label.body.error.fields?.[0]?.field).toBe("buttons[0][0].text");
+    expect(await storedCount()).toBe(before);
+    // An honest link, a mention of the chat it opens and a tg://resolve button are taken.
+    const honest = await ping({
+      msg: "[https://bank.example/login](https://www.bank.example/login) and [@DockNotifyBot](https://t.me/DockNotifyBot)",
+      format: "markdown",
+      buttons: [{ text: "Chat", url: "tg://resolve?domain=DockNotifyBot" }],
+    });
+    expect(honest.status).toBe(202);
+  });
+
   it("an Idempotency-Key replays the same message and options, and refuses other options", async () => {
     const key = { ...json, "Idempotency-Key": `rich-${dialect}` };
     const first = await ping(EXAMPLE, key);

@@ -264,6 +264,48 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
       expect(answer.body.error?.message).toMatch(/UTF-8/);
     });
 
+    it("invalid UTF-8 on every door, raw or percent-escaped in a form: 400, nothing stored", async () => {
+      const before = await messageCount();
+      const auth = { Authorization: basic(dock.id, dock.secretKey) };
+      const form = { ...auth, "Content-Type": "application/x-www-form-urlencoded" };
+      const token = await service.app.docks.rotateHookToken(dock.id);
+      for (const bad of [Buffer.from([0xc3, 0x28]), Buffer.from([0xff])]) {
+        const wrapped = (head: string, tail: string) =>
+          Buffer.concat([Buffer.from(head), bad, Buffer.from(tail)]);
+        const escaped = [...bad].map((byte) => `%${byte.toString(16).toUpperCase()}`).join("");
+        const creds = `"dock_id":"${dock.id}","secret_key":"${dock.secretKey}"`;
+        const refused = [
+          await post(`${service.url}/ping`, wrapped(`{${creds},"msg":"a`, '"}'), json),
+          await webhook(wrapped('{"msg":"a', '"}'), { ...auth, ...json }),
+          await webhook(wrapped("a", ""), { ...auth, "Content-Type": "text/plain" }),
+          await webhook(`msg=a${escaped}&title=t`, form),
+          await webhook(`a${escaped}`, form),
+          await post(
+            `${service.url}/ping`,
+            `dock_id=${dock.id}&secret_key=${dock.secretKey}&msg=a${escaped}`,
+            {
+              "Content-Type": "application/x-www-form-urlencoded",
+            },
+          ),
+          await post(`${service.url}/webhook/slack`, wrapped('{"text":"a', '"}'), { ...auth, ...json }),
+          await post(
+            `${service.url}/webhook/slack`,
+            `payload=${encodeURIComponent('{"text":"a')}${escaped}%22%7D`,
+            form,
+          ),
+          await post(`${service.url}/hook/${token}`, wrapped('{"msg":"a', '"}'), json),
+        ];
+        for (const [n, answer] of refused.entries()) {
+          expect(answer.status, `${bad.toString("hex")}, request ${n}`).toBe(400);
+          expect(answer.body.error?.code).toBe("invalid_request");
+          expect(answer.body.error?.message).toMatch(/UTF-8/);
+        }
+      }
+      // A lone % in a form is text, as before.
+      expect((await webhook("msg=100%&title=t", form)).status).toBe(202);
+      expect(await messageCount()).toBe(before + 1);
+    });
+
     it("the same rules hold on /webhook", async () => {
       const auth = { ...json, Authorization: basic(dock.id, dock.secretKey) };
       expect((await webhook("{nope", auth)).body.error?.code).toBe("invalid_json");

@@ -41,6 +41,35 @@ export function markdownParser(): Promise<MarkdownParser> {
   return parser;
 }
 
+/** ASCII punctuation: CommonMark lets a backslash make any of it literal. */
+const PUNCTUATION = /[!-/:-@[-`{-~]/g;
+
+/** Whitespace that a paragraph loses at its ends (markdown-it trims lines and paragraphs with `trim`). */
+const EDGE_SPACE = /^\s+|\s+$/g;
+
+/**
+ * A character as a numeric character reference, which markdown-it reads back as that character;
+ * U+000B as it is (a reference to it would read as U+FFFD, and a paragraph keeps it but at its ends).
+ */
+const reference = (c: string) => (c === "\v" ? c : `&#${c.codePointAt(0)};`);
+
+/**
+ * A text as Markdown that reads back as exactly that text and nothing else — no emphasis, heading,
+ * list, quote, code, table, link, autolink or entity — wherever a template puts it: every ASCII
+ * punctuation character backslash-escaped (`=` and `-` of a setext underline, `#`, `>`, `+`, `*`,
+ * `1.`, `|`, backticks, `~`, `<`, `&`, brackets, `!`, `_`, `\`, and the `.` and `:` that linkify
+ * would find a link with); line breaks and the whitespace at its ends as character references, so
+ * a value stays inline: it never starts a block, an indented code block or a hard break, and keeps
+ * its spaces and blank lines. The exceptions: U+0000, which CommonMark replaces with U+FFFD (no
+ * message may hold it anyway), and U+000B at the very ends of a message, trimmed as all whitespace is.
+ */
+export function escapeMarkdown(text: string): string {
+  return text
+    .replace(PUNCTUATION, "\\$&")
+    .replace(/[\r\n]/g, reference)
+    .replace(EDGE_SPACE, (run) => [...run].map(reference).join(""));
+}
+
 /** Entities that Telegram shows as one piece: none of them may hold another of them. */
 const OPAQUE = new Set(["code", "pre", "text_link"]);
 

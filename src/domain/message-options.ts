@@ -1,9 +1,11 @@
 import { isUtf8 } from "node:buffer";
+import { deceptiveLink } from "./deceptive-links.ts";
 import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
   EntityParseError,
   type FormattedText,
   hasControlCharacter,
+  isAllowedAppLink,
   isButtonUrl,
   parseHtml,
   parseMarkdownV2,
@@ -230,7 +232,7 @@ function isButtonLink(raw: string): boolean {
 }
 
 /** What a URL must be, said where one is refused. */
-export const URL_RULE = `must be a URL Telegram can open, at most ${MAX_URL} characters: https:// or http:// with a dotted host name or an IP address (not localhost), no user name or password, or tg://.`;
+export const URL_RULE = `must be a URL Telegram can open, at most ${MAX_URL} characters: https:// or http:// with a dotted host name or an IP address (not localhost), no user name or password, or tg://resolve?domain=… (no other tg: link).`;
 /** What a button's label must be. */
 export const LABEL_RULE = `must be 1 to ${MAX_BUTTON_TEXT} characters of text, without control characters.`;
 
@@ -269,6 +271,11 @@ function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Bu
   }
   if (typeof url !== "string" || !isButtonLink(url.trim())) {
     problems.push({ field: `${where}.url`, message: URL_RULE });
+    return undefined;
+  }
+  const lie = deceptiveLink(text, url.trim());
+  if (lie !== undefined) {
+    problems.push({ field: `${where}.text`, message: lie });
     return undefined;
   }
   return { text: text.trim(), url: url.trim() };
@@ -549,6 +556,28 @@ function hashtag(tag: string): string {
 }
 
 /**
+ * What is wrong with the links of a message's text: one whose text is an address but goes
+ * elsewhere (see deceptiveLink), or an app link other than tg://resolve (see isAllowedAppLink).
+ * Telegram would show both; a reader would be misled by the first, acted upon by the second.
+ */
+function linkProblems(body: FormattedText): string[] {
+  const problems: string[] = [];
+  for (const entity of body.entities) {
+    if (entity.type !== "text_link" || entity.url === undefined) continue;
+    const url = entity.url;
+    if (/^(tg|ton):/i.test(url) && !isAllowedAppLink(url)) {
+      problems.push(
+        `has a link to ${url.split(/[?#]/)[0]?.slice(0, 64)}: the only tg: links a message may carry are tg://resolve?domain=… (a chat by its username).`,
+      );
+      continue;
+    }
+    const lie = deceptiveLink(body.text.slice(entity.offset, entity.offset + entity.length), url);
+    if (lie !== undefined) problems.push(`has a link where ${lie}`);
+  }
+  return problems;
+}
+
+/**
  * Everything needed to show the message, decided now: the body parsed in its format (an error
  * names `msg`), tags split into emoji and hashtags. Null for a plain message with no options.
  */
@@ -577,6 +606,8 @@ export async function prepareContent(msg: string, options: MessageOptions): Prom
     // has not met.
     const entities = body.entities.filter((entity) => entity.type !== "text_mention");
     content.body = body.text === "" ? { text: msg.trim(), entities: [] } : { text: body.text, entities };
+    const problems = linkProblems(content.body);
+    if (problems.length > 0) throw new OptionsError(problems.map((message) => ({ field: "msg", message })));
   }
   if (options.tags) {
     const codes = await emojiShortcodes();

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createCipheriv, createDecipheriv, hash, randomBytes } from "node:crypto";
+import { constantTimeEqual } from "./constant-time.ts";
 import { randomBase62 } from "./ids.ts";
 
 /**
@@ -36,8 +37,7 @@ export function sha256Hex(value: string): string {
 
 /** Constant-time check of a presented secret against a stored hash. */
 export function secretMatches(presented: string, storedHash: Buffer): boolean {
-  const hash = hashSecret(presented);
-  return hash.length === storedHash.length && timingSafeEqual(hash, storedHash);
+  return constantTimeEqual(hashSecret(presented), storedHash);
 }
 
 /**

@@ -107,12 +107,32 @@ export function isUserLink(url: string): boolean {
   return USER_LINK.test(url.trim());
 }
 
+/** Telegram's link to a chat by its username: `tg://resolve?domain=…` (also `tg:resolve`, `tg://resolve/?…`). */
+const RESOLVE_LINK = /^tg:(\/\/)?resolve\/?(?:[?#]|$)/i;
+
 /**
- * Whether Telegram takes `url` for a URL button: http(s) or tg, written out, as checkLink has it,
- * and not a link to a user (Telegram may refuse to show one to people who do not know them).
+ * Whether an app link (`tg:`, `ton:`) is one a message of ours may carry: `tg://resolve` (open a
+ * user's, bot's, group's or channel's chat). Telegram takes others, but they act on the reader's
+ * app when pressed — `tg://proxy` and `tg://socks` switch its connection to someone's server,
+ * `tg://login` and `tg://join`, `ton://transfer` … — so we refuse them (`tg://user` becomes a
+ * mention or stays text: see linkEntity).
+ */
+export function isAllowedAppLink(url: string): boolean {
+  return RESOLVE_LINK.test(url.trim());
+}
+
+/**
+ * Whether a URL may be a URL button's: http(s) written out as checkLink has it, or
+ * `tg://resolve` (see isAllowedAppLink) — not a link to a user (Telegram may refuse to show one to
+ * people who do not know them), nor any other app link.
  */
 export function isButtonUrl(url: string): boolean {
-  return /^(https?|tg):/i.test(url) && checkLink(url) === url && !isUserLink(url);
+  return (
+    /^(https?|tg):/i.test(url) &&
+    checkLink(url) === url &&
+    !isUserLink(url) &&
+    (!/^tg:/i.test(url) || isAllowedAppLink(url))
+  );
 }
 
 /** Either a text_link or, for `tg://user?id=N`, a text_mention; undefined when the link is invalid. */

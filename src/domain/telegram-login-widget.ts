@@ -1,4 +1,5 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
+import { constantTimeEqual } from "./constant-time.ts";
 import type { TelegramIdentity } from "./telegram-identity.ts";
 
 /** How old a widget sign-in may be: the browser posts it right after the person pressed the button. */
@@ -26,7 +27,7 @@ export function verifyLoginWidget(
     .join("\n");
   const secret = createHash("sha256").update(botToken).digest();
   const expected = createHmac("sha256", secret).update(checkString).digest();
-  if (!timingSafeEqual(expected, Buffer.from(hash, "hex"))) return null;
+  if (!constantTimeEqual(expected, Buffer.from(hash, "hex"))) return null;
 
   const id = Number(rest.id);
   const authDate = Number(rest.auth_date);

@@ -1,5 +1,5 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import type { Metrics } from "../metrics.ts";
 import type { DatabaseProbe } from "../store/readiness.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
@@ -22,10 +22,7 @@ export interface HealthOptions {
 /** `Authorization: Bearer <token>`, compared in constant time. */
 function bearerMatches(header: string | undefined, token: string): boolean {
   const given = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
-  if (given === undefined) return false;
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(token).digest();
-  return timingSafeEqual(a, b);
+  return given !== undefined && constantTimeEqual(given, token);
 }
 
 /** Liveness, readiness and Prometheus metrics: what orchestrators and scrapers ask for. */

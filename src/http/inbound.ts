@@ -1,5 +1,6 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import {
   gatherOptions,
   type MessageOptions,
@@ -19,7 +20,7 @@ import {
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { ApiError, fieldsRefused } from "./errors.ts";
-import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { decode, formParams, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 
 /*
  * The integrations' door (docs/integrations.md): a payload another tool sends — to /webhook (its
@@ -71,7 +72,7 @@ export function readInbound(request: FastifyRequest): Inbound {
 export function inboundOf(text: string, mediaType: string, headers: Inbound["headers"]): Inbound {
   if (text.trim() === "") throw new ApiError("invalid_json", "The request body is empty.");
   if (mediaType === "application/x-www-form-urlencoded" && !text.trimStart().startsWith("{")) {
-    const params = new URLSearchParams(text);
+    const params = formParams(text);
     const payload = params.get("payload");
     if (payload !== null && [...params.keys()].length === 1 && payload.trimStart().startsWith("{")) {
       return { body: parseJson(payload), text: payload, mediaType: "application/json", headers };
@@ -262,7 +263,7 @@ export function signatureMatches(raw: RawBody, header: string, secretKey: string
     .update(raw ?? Buffer.alloc(0))
     .digest();
   const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
-  return timingSafeEqual(expected, given) && match !== null && secretKey !== undefined;
+  return constantTimeEqual(expected, given) && match !== null && secretKey !== undefined;
 }
 
 /**

@@ -1,11 +1,14 @@
 import { isUtf8 } from "node:buffer";
-import type { FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "./errors.ts";
 
 /*
- * Reading a send request's body: the send API takes every body raw (whatever its Content-Type)
- * and reads it itself, so one set of rules and error messages serves /ping, /webhook and the
- * integration doors.
+ * Reading a request's body. Every body the service reads must be UTF-8: one with an invalid byte
+ * sequence is refused (400 invalid_request), never read with U+FFFD in place of its bad bytes,
+ * which would store or act on a text the client never sent. The send API takes every body raw
+ * (whatever its Content-Type) and reads it itself with `decode`, so one set of rules and error
+ * messages serves /ping, /webhook and the integration doors; every other route (the console API,
+ * the Telegram webhook, the sandbox's pages) reads JSON and text through `utf8Parsers`.
  */
 
 /** The body as a client sent it, before we know which form it takes. */
@@ -23,6 +26,52 @@ export function decode(raw: RawBody): string {
   const text = raw.toString("utf8");
   // A byte order mark is not part of the text (as TextDecoder has it).
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
+ * A form's fields (`application/x-www-form-urlencoded`), refused as a whole when a percent-escape
+ * spells an invalid UTF-8 sequence (`%C3%28`, `%FF`): URLSearchParams would read those as U+FFFD.
+ */
+export function formParams(text: string): URLSearchParams {
+  if (text.includes("%")) {
+    for (const part of text.split(/[&=]/)) {
+      // A `%` not followed by two hex digits is kept as written (as URLSearchParams does).
+      const escaped = part.replaceAll("+", " ").replace(/%(?![0-9A-Fa-f]{2})/g, "%25");
+      try {
+        decodeURIComponent(escaped);
+      } catch {
+        throw new ApiError("invalid_request", "The form's percent-escapes are not valid UTF-8.");
+      }
+    }
+  }
+  return new URLSearchParams(text);
+}
+
+/**
+ * Fastify's JSON and text parsers, strict about UTF-8 (theirs decode leniently). Registered on the
+ * root before the routes, so that every plugin without parsers of its own inherits them.
+ */
+export function utf8Parsers(app: FastifyInstance): void {
+  // What Fastify's own JSON parser does with the text (`__proto__` and `constructor` refused).
+  const json = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser(["application/json", "text/plain"]);
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    let text: string;
+    try {
+      text = decode(body as Buffer);
+    } catch (error) {
+      done(error as Error, undefined);
+      return;
+    }
+    json(request, text, done);
+  });
+  app.addContentTypeParser("text/plain", { parseAs: "buffer" }, (_request, body, done) => {
+    try {
+      done(null, decode(body as Buffer));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
 }
 
 /** Media types read as JSON (`curl -d '{…}'` labels JSON as a form; some clients send none). */

@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
@@ -37,7 +38,7 @@ import {
   templateTime,
   XML_TYPES,
 } from "./inbound.ts";
-import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { decode, formParams, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import {
   accepted,
   checkedPatchBody,
@@ -104,7 +105,7 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     throw new ApiError("invalid_json", `The request body is empty; send a JSON object.${inUrl}`);
   }
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
-    const params = new URLSearchParams(text);
+    const params = formParams(text);
     // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
     // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
     if (allowText && !params.has("msg")) return { msg: text };
@@ -226,7 +227,24 @@ declare module "fastify" {
     inboundSkip: InboundSkip | null;
     /** The integration format the body was read as, if any. */
     inboundFormat: string | null;
+    /**
+     * SHA-256 (hex) of a body whose X-Hub-Signature-256 matched: such a delivery is accepted once
+     * (see signedDeliveryKey), null for any other request.
+     */
+    signedBody: string | null;
   }
+}
+
+/**
+ * The idempotency key of a signed delivery (GitHub's, Gitea's, Forgejo's): its body's digest. Its
+ * signature never expires and covers only the body, so whoever sees a delivery once (a proxy's
+ * log, a leaked request) could post it again, even with another X-GitHub-Delivery (which is not
+ * signed): a repeat within the idempotency window (24 h) answers what the first did and sends
+ * nothing. GitHub's own redelivery sends the same body, so it is caught too. A client's
+ * Idempotency-Key on such a request is not read: it would let a repeat through.
+ */
+function signedDeliveryKey(digest: string): string {
+  return `signed-body:${digest}`;
 }
 
 const OPTION_NAMES = Object.keys(OPTION_SOURCES);
@@ -403,6 +421,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   app.decorateRequest("messageFinal", false);
   app.decorateRequest("inboundSkip", null);
   app.decorateRequest("inboundFormat", null);
+  app.decorateRequest("signedBody", null);
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {
@@ -653,7 +672,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ...credentials,
         text: msg,
         content,
-        idempotencyKey: idempotencyKeyOf(request),
+        ...(request.signedBody === null
+          ? { idempotencyKey: idempotencyKeyOf(request) }
+          : { idempotencyKey: signedDeliveryKey(request.signedBody), requestHash: request.signedBody }),
         key: request.messageKey,
         final: request.messageFinal,
         ...(request.dock ? { watched: request.dock.watched } : {}),
@@ -815,6 +836,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           return undefined;
         // (Thrown inside the lookup: a right signature is no failed guess.)
         if (!isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
+        request.signedBody = hash("sha256", request.body as Buffer, "hex");
         return found?.dock;
       },
       () =>

@@ -1,5 +1,6 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import type { Session, SessionRepository } from "../store/sessions.ts";
 import { ApiError } from "./errors.ts";
 
@@ -26,10 +27,7 @@ export function csrfToken(sessionToken: string): string {
 }
 
 function csrfMatches(sessionToken: string, presented: string | string[] | undefined): boolean {
-  if (typeof presented !== "string") return false;
-  const expected = Buffer.from(csrfToken(sessionToken));
-  const given = Buffer.from(presented);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return typeof presented === "string" && constantTimeEqual(presented, csrfToken(sessionToken));
 }
 
 /** A signed-in request: who it is, and the token that proves it. */

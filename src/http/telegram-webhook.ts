@@ -1,6 +1,6 @@
-import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Update } from "grammy/types";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import { ApiError } from "./errors.ts";
 
 /** Where Telegram posts the bot's updates in webhook mode; TELEGRAM_WEBHOOK_URL must reach it. */
@@ -12,12 +12,6 @@ export interface TelegramWebhookOptions {
   secret: string;
   /** Handles one update; false when the bot is not running (Telegram then retries later). */
   handle(update: Update): Promise<boolean>;
-}
-
-function matches(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**
@@ -41,7 +35,7 @@ export async function telegramWebhook(app: FastifyInstance, options: TelegramWeb
       // The secret is checked before the body is parsed or validated.
       onRequest: async (request) => {
         const given = request.headers["x-telegram-bot-api-secret-token"];
-        if (typeof given !== "string" || !matches(given, options.secret)) {
+        if (typeof given !== "string" || !constantTimeEqual(given, options.secret)) {
           throw new ApiError("unauthorized", "Wrong or missing X-Telegram-Bot-Api-Secret-Token.");
         }
       },

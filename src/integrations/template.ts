@@ -1,4 +1,5 @@
 import type { Context, Emitter, Liquid, LiquidOptions, Template } from "liquidjs";
+import { escapeMarkdown } from "../domain/markdown.ts";
 import {
   type Button,
   gatherOptions,
@@ -142,13 +143,8 @@ export const TEMPLATE_LIMITS = {
   cachedTemplates: 200,
 } as const;
 
-/**
- * A payload value as literal Markdown text: every ASCII punctuation character Markdown may read
- * as syntax is backslash-escaped (CommonMark lets any be), so `[x](https://…)` stays text.
- */
-function escapeMarkdown(value: unknown): string {
-  return String(value ?? "").replace(/[\\`*_{}[\]()#+\-.!<>|~&]/g, "\\$&");
-}
+/** A payload value as literal Markdown text (see escapeMarkdown): `[x](https://…)` and `===` stay text. */
+const markdownText = (value: unknown): string => escapeMarkdown(String(value ?? ""));
 
 /** LiquidJS, loaded on first use: most installations never use templates. */
 interface Engine {
@@ -186,7 +182,7 @@ function engine(): Promise<Engine> {
     return {
       plain: make({}),
       html: make({ outputEscape: "escape" }),
-      markdown: make({ outputEscape: escapeMarkdown }),
+      markdown: make({ outputEscape: markdownText }),
       liquidjs,
     };
   });

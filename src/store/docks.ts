@@ -10,7 +10,7 @@ import {
   newSecretKey,
   sha256Hex,
 } from "../domain/secrets.ts";
-import { checkCredentials, credentialsQuery, type DockCredentials } from "./credentials.ts";
+import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
 import type { Database } from "./schema.ts";
 
@@ -68,14 +68,17 @@ export class DockRepository {
   readonly #now: () => number;
   /** Runs for every message sent: compiled once. */
   readonly #credentialsOf;
-  /** A sealed secret no Dock has, unsealed for an unknown Dock (see secretOf). */
-  #standIn: string | undefined;
+  readonly #signingOf;
+  /** A sealed secret no Dock has, read and unsealed for an unknown Dock (see secretOf). */
+  readonly #standIn: string;
 
   constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
     this.#db = db;
     this.#key = encryptionKey;
     this.#now = now;
     this.#credentialsOf = credentialsQuery(db.kysely);
+    this.#signingOf = signingQuery(db.kysely);
+    this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -283,27 +286,16 @@ export class DockRepository {
 
   /**
    * The Dock and its secret key, for a signature made with it (GitHub's X-Hub-Signature-256); never
-   * shown or logged. Undefined for an unknown Dock, after the same work.
+   * shown or logged. Undefined for an unknown Dock, after the same work: one row read (a stand-in's,
+   * see signingQuery) and one secret unsealed; the caller then checks the signature with a
+   * stand-in key. Anything that cannot be a Dock ID never reaches the database (as for /ping).
    */
   async secretOf(id: string): Promise<{ dock: DockCredentials; secretKey: string } | undefined> {
     const row = DOCK_ID_PATTERN.test(id)
-      ? await this.#db.kysely
-          .selectFrom("docks")
-          .select(["id", "name", "secret_sealed", "inbound_format", watched])
-          .where("id", "=", id)
-          .executeTakeFirst()
+      ? (await this.#db.kysely.executeQuery(this.#signingOf({ id, standIn: this.#standIn }))).rows[0]
       : undefined;
-    if (row === undefined) {
-      // An unknown Dock costs what a known one does: a secret unsealed (the caller then checks the
-      // signature with a stand-in key).
-      this.#standIn ??= encryptSecret(newSecretKey(), this.#key);
-      decryptSecret(this.#standIn, this.#key);
-      return undefined;
-    }
-    return {
-      dock: credentialsOf(row),
-      secretKey: decryptSecret(row.secret_sealed, this.#key),
-    };
+    const secretKey = decryptSecret(row?.secret_sealed ?? this.#standIn, this.#key);
+    return row === undefined || row.absent === 1 ? undefined : { dock: credentialsOf(row), secretKey };
   }
 
   /** A new hook token for the Dock (the old one, if any, stops working with this commit). */

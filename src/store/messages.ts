@@ -13,6 +13,12 @@ export interface AcceptInput {
   /** How the message is shown beyond its text; null or omitted for plain text. */
   content?: MessageContent | null;
   idempotencyKey?: string | undefined;
+  /**
+   * What a repeat with the same idempotency key must have sent, when the caller knows it better
+   * than the text and options: a signed delivery's body digest (a template changed between the
+   * two still makes the same message of it, as far as a repeat is concerned).
+   */
+  requestHash?: string | undefined;
   /** The sender's key for the message: a live message of the Dock with the same key is replaced. */
   key?: string | null | undefined;
   /** The key's last message: the message holding it takes this one and lets the key go (AcceptItem.final). */
@@ -77,7 +83,7 @@ export class MessageRepository {
       key: input.key ?? null,
       final: input.final === true,
       watched: input.watched ?? null,
-      hash: idempotencyKey === null ? null : sha256Hex(sent),
+      hash: idempotencyKey === null ? null : (input.requestHash ?? sha256Hex(sent)),
       secretKey: input.secretKey ?? null,
     };
     return new Promise((resolve, reject) => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { markdownParser, markdownToEntities } from "../../src/domain/markdown.ts";
+import { escapeMarkdown, markdownParser, markdownToEntities } from "../../src/domain/markdown.ts";
 import { entityProblems, type MessageEntity } from "../../src/domain/telegram-format.ts";
 
 const md = await markdownParser();
@@ -206,5 +206,89 @@ describe("Markdown to Telegram entities", () => {
       ),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe("escapeMarkdown", () => {
+  /** Strings made of what Markdown reads as syntax, and of what linkify reads as a link. */
+  const syntax = fc.string({
+    unit: fc.constantFrom(
+      ..."!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+      "\n",
+      "\r",
+      "\r\n",
+      " ",
+      "  ",
+      "    ",
+      "\t",
+      "\u00a0",
+      "\u2028",
+      "\ufeff",
+      "\u3000",
+      "===",
+      "---",
+      "1. ",
+      "1) ",
+      "> ",
+      "# ",
+      "```",
+      "~~~",
+      "&amp;",
+      "&#42;",
+      "<b>",
+      "<https://a.example>",
+      "https://a.example/x",
+      "www.a.example",
+      "a@b.example",
+      "mailto:a@b.example",
+      "例え。テスト",
+      "ｅｘａｍｐｌｅ．ｃｏｍ",
+      "|a|b|",
+      "word",
+      "😀",
+    ),
+    maxLength: 60,
+  });
+  const anything = fc.oneof(
+    syntax,
+    fc.string({ unit: "grapheme", maxLength: 120 }),
+    fc.string({ unit: "binary" }),
+  );
+  /** U+0000 is the one character Markdown cannot carry (CommonMark makes it U+FFFD). */
+  const text = anything.filter((s) => !s.includes("\u0000"));
+
+  it("gives back exactly the text, with no formatting, wherever it is put (property)", () => {
+    fc.assert(
+      fc.property(text, (value) => {
+        const escaped = escapeMarkdown(value);
+        // Inside a line, as a line of its own between others, and as the whole message (which is trimmed).
+        for (const [source, expected] of [
+          [`a${escaped}b`, `a${value}b`],
+          [`Title\n${escaped}\nEnd`, `Title\n${value}\nEnd`],
+          [escaped, value.trim()],
+        ]) {
+          expect(markdownToEntities(md, source as string)).toEqual({ text: expected, entities: [] });
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it.each([
+    ["a setext heading's underline", "Build\n===", "Build\n==="],
+    ["a list item", "- one\n+ two\n* three\n1. four", "- one\n+ two\n* three\n1. four"],
+    ["indentation that would be code", "    code", "    code"],
+    ["blank lines", "a\n\n\nb", "a\n\n\nb"],
+    ["an entity", "&lt; &#42;", "&lt; &#42;"],
+    [
+      "a bare link",
+      "see www.evil.example or https://evil.example",
+      "see www.evil.example or https://evil.example",
+    ],
+  ])("keeps %s as text", (_name, value, expected) => {
+    expect(markdownToEntities(md, `Alert:\n${escapeMarkdown(value)}`)).toEqual({
+      text: `Alert:\n${expected}`,
+      entities: [],
+    });
   });
 });

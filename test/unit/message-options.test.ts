@@ -179,7 +179,13 @@ describe("message options from a JSON body", () => {
     "tg://user?id=42",
     "tg:user?id=42",
     "tg://user/?foo=1&id=42",
-  ])("refuses a button URL Telegram refuses: %j", (url) => {
+    // Telegram takes these, but pressing one acts on the reader's app: refused like the others.
+    "tg://proxy?server=proxy.evil.example&port=443&secret=00",
+    "tg://socks?server=evil.example&port=1080",
+    "tg://login?token=abc",
+    "tg://join?invite=abc",
+    "TG://PROXY?server=evil.example",
+  ])("refuses a button URL Telegram refuses, or an app link other than tg://resolve: %j", (url) => {
     expect(problems(() => fromBody({ buttons: [{ text: "x", url }] }))).toEqual([
       `buttons[0][0].url: ${URL_RULE}`,
     ]);
@@ -352,6 +358,71 @@ describe("preparing a message's content on arrival", () => {
         { type: "text_link", offset: 14, length: 2, url: "https://a.example" },
       ]);
     }
+  });
+
+  /** The problems prepareContent reports for `msg` in `format`, as `field: message`. */
+  async function contentProblems(msg: string, format: MessageOptions["format"]): Promise<string[]> {
+    try {
+      await prepareContent(msg, { format });
+    } catch (error) {
+      if (error instanceof OptionsError) return error.problems.map((p) => `${p.field}: ${p.message}`);
+      throw error;
+    }
+    return [];
+  }
+
+  /** A link in each format that has them. */
+  const linkIn = {
+    markdown: (text: string, url: string) => `See [${text.replace(/[[\]]/g, "\\$&")}](${url})`,
+    html: (text: string, url: string) => `See <a href="${url.replaceAll("&", "&amp;")}">${text}</a>`,
+    telegram_markdownv2: (text: string, url: string) =>
+      `See [${text.replace(/[_*[\]()~`>#+\-=|{}.!\\]/g, "\\$&")}](${url.replace(/[)\\]/g, "\\$&")})`,
+  } as const;
+
+  it.each(Object.keys(linkIn) as (keyof typeof linkIn)[])(
+    "%s: refuses a link whose text is an address on another host, or a tg: link other than resolve",
+    async (format) => {
+      const refused: [string, string][] = [
+        ["https://bank.example/login", "https://evil.example/login"],
+        ["bank.example", "https://evil.example"],
+        ["www.bank.example", "https://bank.example.evil.example/"],
+        ["Log in at https://bank.example now", "https://evil.example"],
+        ["https://bank.example@evil.example", "https://evil.example"],
+        ["bank\u200b.example", "https://evil.example"],
+        ["@DockNotifyBot", "https://evil.example"],
+        ["Use this proxy", "tg://proxy?server=proxy.evil.example&port=443&secret=00"],
+      ];
+      for (const [text, url] of refused) {
+        const found = await contentProblems(linkIn[format](text, url), format);
+        expect(found, `${text} → ${url}`).toHaveLength(1);
+        expect(found[0]).toMatch(/^msg: has a link (where|to tg:\/\/proxy)/);
+      }
+      const taken: [string, string][] = [
+        ["https://bank.example/login", "https://bank.example/"],
+        ["bank.example", "https://www.bank.example/login"],
+        ["the logs", "https://evil.example"],
+        ["README.md", "https://github.com/owner/repo/blob/main/README.md"],
+        ["Build 1.2.3", "https://ci.example/1"],
+        ["@DockNotifyBot", "https://t.me/docknotifybot"],
+        ["our bot", "tg://resolve?domain=DockNotifyBot"],
+      ];
+      for (const [text, url] of taken) {
+        expect(await contentProblems(linkIn[format](text, url), format), `${text} → ${url}`).toEqual([]);
+      }
+    },
+  );
+
+  it("refuses a button whose label is an address on another host", () => {
+    expect(
+      problems(() => fromBody({ buttons: [{ text: "https://bank.example", url: "https://evil.example" }] })),
+    ).toEqual([
+      expect.stringMatching(
+        /^buttons\[0\]\[0\]\.text: the text "https:\/\/bank\.example" names bank\.example but the link goes to evil\.example/,
+      ),
+    ]);
+    expect(fromBody({ buttons: [{ text: "ci.example", url: "https://ci.example/42" }] }).buttons).toEqual([
+      [{ text: "ci.example", url: "https://ci.example/42" }],
+    ]);
   });
 
   it("shows the source when formatting leaves no text", async () => {

@@ -1,6 +1,6 @@
-import { timingSafeEqual } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { constantTimeEqual } from "../../domain/constant-time.ts";
 import { randomBase62 } from "../../domain/ids.ts";
 import type { TelegramIdentity } from "../../domain/telegram-identity.ts";
 import { botLink, telegramLink } from "../../domain/telegram-link.ts";
@@ -230,8 +230,7 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
     const stateMatches =
       typeof state === "string" &&
       typeof expectedState === "string" &&
-      state.length === expectedState.length &&
-      timingSafeEqual(Buffer.from(state), Buffer.from(expectedState));
+      constantTimeEqual(state, expectedState);
     const user = stateMatches ? verifyLoginWidget(fields, options.botToken, options.now()) : null;
     if (!user) {
       // The browser arrives here from Telegram: answer with the console, which says what went wrong.

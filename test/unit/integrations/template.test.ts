@@ -452,6 +452,26 @@ describe("output limits: a template cannot make what a sender could not send", (
     expect(linked?.body?.entities.map((e) => e.type)).toContain("text_link");
   });
 
+  it("in a markdown template no payload value makes a block: setext underlines, lists, code, quotes", async () => {
+    for (const detail of [
+      "===",
+      "---",
+      "- a\n+ b\n1. c",
+      "    indented",
+      "> quoted",
+      "# no",
+      "a\n\n\n  b  \n===",
+      "x: www.evil.example",
+    ]) {
+      const rendered = await render({ text: "**Alert**\n{{ detail }}\nEnd", format: "markdown" }, { detail });
+      const content = await prepareContent(rendered.msg, { format: "markdown" });
+      expect(content?.body?.text, JSON.stringify(detail)).toBe(`Alert\n${detail}\nEnd`);
+      expect(content?.body?.entities, JSON.stringify(detail)).toEqual([
+        { type: "bold", offset: 0, length: 5 },
+      ]);
+    }
+  });
+
   it("leaves out a button whose URL the payload does not have, as built-in formats do", async () => {
     const notification = await render(
       { text: "x", buttons: "Dashboard | {{ dashboard_url }}\nRunbook | https://wiki.example.com/runbook" },
