@@ -42,8 +42,16 @@ export interface IntegrationSettings {
 const watched = (eb: ExpressionBuilder<Database, "docks">) =>
   eb.case().when("callback_url", "is", null).then(0).else(1).end().as("watched");
 
-/** Lets the owner of a Dock into the console (a row of `owners`, unless they have one). */
+/**
+ * Makes sure a Dock's owner is known (a row of `users`, whose names the bot fills in later) and
+ * may use the console (a row of `owners`, unless they have one). `db` is the Dock's transaction.
+ */
 async function ensureOwner(db: Kysely<Database>, ownerId: number, now: number): Promise<void> {
+  await db
+    .insertInto("users")
+    .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
+    .onConflict((oc) => oc.column("telegram_id").doNothing())
+    .execute();
   await db
     .insertInto("owners")
     .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })
@@ -86,11 +94,6 @@ export class DockRepository {
     const id = newDockId();
     const secretKey = newSecretKey();
     await this.#db.kysely.transaction().execute(async (tx) => {
-      await tx
-        .insertInto("users")
-        .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doNothing())
-        .execute();
       // Whoever owns a Dock may sign in to see it, whatever OWNERS says of strangers (a Dock made
       // by the CLI for someone new, or under OWNERS=* before the instance was closed). It does not
       // claim the instance: that takes an administrator.
@@ -210,11 +213,6 @@ export class DockRepository {
   async transfer(id: string, ownerId: number): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
-      await tx
-        .insertInto("users")
-        .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doNothing())
-        .execute();
       await ensureOwner(tx, ownerId, now);
       const result = await tx
         .updateTable("docks")
