@@ -35,6 +35,9 @@ export function banner(
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
   }
   rows.push(["API docs", `${url}/docs`], ["Data", databaseLocation(config.databaseUrl)]);
+  if (config.owners === "anyone") {
+    rows.push(["Owners", "anyone with Telegram may sign in and create Docks (OWNERS=*)"]);
+  }
   if (claim !== null) {
     rows.push(
       ["Claim", claim.link ?? `send ${claim.command} to your bot in Telegram`],

@@ -379,7 +379,18 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
       await withDocks(io, async (_docks, config, repo) => {
         const list = await repo.list();
         if (opts.json) {
-          out(JSON.stringify({ anyone: repo.policy.open, owners: list.map(ownerJson) }, null, 2));
+          out(
+            JSON.stringify(
+              {
+                anyone: repo.policy.open,
+                awaits_claim: await repo.awaitsClaim(),
+                lacks_administrator: await repo.lacksAdministrator(),
+                owners: list.map(ownerJson),
+              },
+              null,
+              2,
+            ),
+          );
           return;
         }
         if (repo.policy.open) {
@@ -411,13 +422,21 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
 
   owners
     .command("add <telegram_user_id>")
-    .description("let a person sign in and own Docks (--admin: also manage the owners; claims the instance)")
-    .option("--admin", "make them an administrator")
+    .description(
+      "let a person sign in and own Docks; --admin makes them an administrator (claims the instance), --role owner takes that back",
+    )
+    .option("--admin", "make them an administrator (same as --role admin)")
+    .addOption(new Option("--role <role>", "their role").choices(["admin", "owner"]))
     .addOption(json)
-    .action(async (raw: string, opts: { admin?: boolean; json?: boolean }) => {
+    .action(async (raw: string, opts: { admin?: boolean; role?: "admin" | "owner"; json?: boolean }) => {
       const id = parseOwner(raw, "telegram_user_id");
-      const role = opts.admin ? "admin" : "owner";
+      if (opts.admin && opts.role === "owner")
+        throw new UsageError("--admin and --role owner contradict each other");
       await withDocks(io, async (_docks, _config, repo) => {
+        // Without a role, someone who is an administrator already stays one.
+        const role = opts.admin
+          ? "admin"
+          : (opts.role ?? ((await repo.roleOf(id)) === "admin" ? "admin" : "owner"));
         if ((await repo.add(id, role)) === "last_admin") {
           throw new UsageError(
             `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
@@ -426,7 +445,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (opts.json) out(JSON.stringify({ id, role }));
         else
           out(
-            `${id} is now ${role === "admin" ? "an administrator" : "an owner"}: they can sign in to the console.`,
+            `${id} is ${role === "admin" ? "an administrator" : "an owner"}: they can sign in to the console.`,
           );
       });
     });

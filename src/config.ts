@@ -324,10 +324,9 @@ function owners(raw: string | undefined): OwnersSetting {
   if (raw === undefined) return null;
   if (raw === "*") return "anyone";
   const ids = raw.split(",").map((part) => part.trim());
-  const bad = ids.find((id) => telegramUserId(id) === null);
-  if (bad !== undefined) {
+  if (ids.some((id) => telegramUserId(id) === null)) {
     throw new ConfigError(
-      `OWNERS must be * or Telegram user ids separated by commas (e.g. 123456789,987654321), got "${bad}"`,
+      `OWNERS must be * alone or Telegram user ids separated by commas (e.g. 123456789,987654321), got "${raw}"`,
     );
   }
   return [...new Set(ids.map(Number))];

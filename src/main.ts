@@ -198,6 +198,7 @@ export async function serve(
     {
       database: describeDatabase(config.databaseUrl),
       telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
+      owners: app.owners.policy.open ? "anyone" : "invited",
       port,
     },
     `Dock Notify is ready: console ${url}/console/ · API ${url}/ping · reference ${url}/docs${

@@ -82,7 +82,7 @@ describe.each(DIALECTS)("who may own Docks, with a real bot on %s", (dialect) =>
     // Before the claim nobody gets in, and the bot says why.
     const ann = await people.person("Ann", "ann_ops");
     const early = await signInThroughBot(service, people, ann);
-    expect(early.said).toContain("You are not an owner of this Dock Notify");
+    expect(early.said).toContain("This Dock Notify has no administrator yet, so nobody can sign in");
     expect(early.checked).toMatchObject({ state: "confirmed", may_sign_in: false });
     expect(early.finished.status).toBe(403);
     expect(early.finished.body.error.code).toBe("not_an_owner");

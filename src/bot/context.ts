@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from "fastify";
 import { type Context, GrammyError, Keyboard } from "grammy";
 import type { BotStateRepository } from "../store/bot-states.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -18,6 +19,8 @@ export interface BotDeps {
   owners: OwnerRepository;
   /** The console's address, for the bot's "sign in at …" answers. */
   publicUrl: string;
+  /** Where changes of who may own Docks are logged (the bot worker's logger). */
+  log?: FastifyBaseLogger;
 }
 
 /** The persistent main menu of a private chat: Subscribe, My subscriptions, Help. */

@@ -71,7 +71,10 @@ export function login(deps: BotDeps): Composer<Context> {
     }
     // Confirmed all the same: the console shows who confirmed and says why it cannot go on.
     const mayOwn = (await deps.owners.roleOf(id)) !== null;
-    await edit(ctx, mayOwn ? texts.loginConfirmed(id) : texts.loginNotOwner(id));
+    await edit(
+      ctx,
+      mayOwn ? texts.loginConfirmed(id) : texts.loginNotOwner(id, await deps.owners.awaitsClaim()),
+    );
   });
 
   composer.callbackQuery(new RegExp(`^${NO}(?::(.+))?$`), async (ctx) => {

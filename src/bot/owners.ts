@@ -23,7 +23,7 @@ function refusal(state: InviteState, kind: OwnerInviteKind): string {
       return texts.alreadyClaimed;
     case "pending":
     case "unknown":
-      return texts.ownerLinkUnknown;
+      return kind === "claim" ? texts.claimLinkUnknown : texts.ownerLinkUnknown;
   }
 }
 
@@ -79,6 +79,13 @@ export function ownerLinks(deps: BotDeps): Composer<Context> {
       first_name: from.first_name,
       username: from.username,
     });
+    if (outcome.result === "admin" || outcome.result === "owner") {
+      // Who may own Docks changed: the operator's log says so (the link's token never appears).
+      deps.log?.info(
+        { telegram_id: from.id, role: outcome.result },
+        kind === "claim" ? "instance claimed" : "invitation accepted",
+      );
+    }
     switch (outcome.result) {
       case "admin":
         await edit(ctx, texts.claimed(consoleUrl(deps)));

@@ -140,8 +140,10 @@ export const texts = {
     "Someone else already confirmed this sign-in link, so it cannot sign you in. If you started this sign-in, press “That's not me” in the console and start again.",
   loginUnknown: "This sign-in link is not valid. Start again from the console's sign-in page.",
   // Confirmed, but OWNERS (or the administrator) does not let this person in: the console says the same.
-  loginNotOwner: (userId: number) =>
-    `You are not an owner of this Dock Notify, so this sign-in cannot go on. Ask its administrator for an invitation (your Telegram ID is ${userId}).`,
+  loginNotOwner: (userId: number, unclaimed: boolean) =>
+    unclaimed
+      ? `This Dock Notify has no administrator yet, so nobody can sign in. Whoever runs it first opens the claim link the service printed when it started (your Telegram ID is ${userId}).`
+      : `You are not an owner of this Dock Notify, so this sign-in cannot go on. Ask its administrator for an invitation (your Telegram ID is ${userId}).`,
 
   claimPrompt: (consoleUrl: string) =>
     [
@@ -169,6 +171,7 @@ export const texts = {
   ownerLinkExpired:
     "This link has expired. Ask the administrator for a new invitation (or, for the claim link, restart the service to print a new one).",
   ownerLinkUnknown: "This link is not valid. Ask the administrator for a new invitation.",
+  claimLinkUnknown: "This claim link is not valid. Use the link the service printed when it last started.",
   claimReplaced:
     "A newer claim link replaced this one: open the link the service printed when it last started.",
   alreadyClaimed: "This Dock Notify already has an administrator. Ask them for an invitation.",

@@ -58,8 +58,7 @@ export const ERRORS = {
   },
   last_administrator: {
     status: 409,
-    message:
-      "This is the last administrator: make someone else an administrator first (on the Owners page, or `dock-notify owners add <telegram_user_id> --admin`).",
+    message: "This is the last administrator: make someone else an administrator first.",
   },
   owner_configured: {
     status: 409,

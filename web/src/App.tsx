@@ -127,7 +127,7 @@ export function App() {
             {route.page === "help" && <HelpPage info={info} />}
             {route.page === "owners" &&
               (session.role === "admin" ? (
-                <OwnersPage guarded={guarded} selfId={session.user.id} />
+                <OwnersPage guarded={guarded} selfId={session.user.id} anyone={info.owners === "anyone"} />
               ) : (
                 <p className="muted">Only an administrator manages who may own Docks.</p>
               ))}

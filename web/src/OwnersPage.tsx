@@ -15,7 +15,15 @@ const day = (at: number) => new Date(at).toLocaleDateString();
  * For administrators: who may sign in and own Docks, invitations into the bot (single-use, shown
  * once), and removing an owner (their sessions end at once; their Docks keep sending).
  */
-export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: number }) {
+export function OwnersPage({
+  guarded,
+  selfId,
+  anyone,
+}: {
+  guarded: Guarded;
+  selfId: number;
+  anyone: boolean;
+}) {
   const announce = useAnnounce();
   const [data, setData] = useState<OwnersAnswer | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -79,6 +87,11 @@ export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: numb
       announce(`${ownerName(owner)} is now ${role === "admin" ? "an administrator" : "an owner"}.`);
     });
 
+  // The last administrator can be neither made an owner nor removed: no button that always fails.
+  const admins = data?.owners.filter((owner) => owner.role === "admin").length ?? 0;
+  const changeable = (owner: OwnerView) =>
+    owner.source === "store" && !(owner.role === "admin" && admins <= 1);
+
   const copy = async (link: string) => {
     announce(
       (await copyText(link)) ? "Invitation link copied." : "Could not copy: select the link and copy it.",
@@ -88,20 +101,30 @@ export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: numb
   return (
     <section className="panel" aria-labelledby="owners-title">
       <h1 id="owners-title">Owners</h1>
-      <p className="muted">
-        Owners sign in here and create Docks. Invite someone with a link: they open it in Telegram and press{" "}
-        <strong>Yes</strong>, then sign in. Each link works once, for 7 days.
-      </p>
       {error && (
         <p className="error" role="alert">
           {error}
         </p>
       )}
-      <p>
-        <button type="button" className="primary" onClick={invite} disabled={busy}>
-          Invite an owner
-        </button>
-      </p>
+      {anyone ? (
+        <p className="muted">
+          Anyone with Telegram may sign in here and create Docks (<code>OWNERS=*</code>): there is nobody to
+          invite or remove. Set <code>OWNERS</code> to administrators' Telegram IDs, or unset it with a real
+          bot, to choose who may.
+        </p>
+      ) : (
+        <>
+          <p className="muted">
+            Owners sign in here and create Docks. Invite someone with a link: they open it in Telegram and
+            press <strong>Yes</strong>, then sign in. Each link works once, for 7 days.
+          </p>
+          <p>
+            <button type="button" className="primary" onClick={invite} disabled={busy}>
+              Invite an owner
+            </button>
+          </p>
+        </>
+      )}
       {fresh && (
         <div className="note" role="status">
           <p>
@@ -166,7 +189,9 @@ export function OwnersPage({ guarded, selfId }: { guarded: Guarded; selfId: numb
                   <td>
                     {owner.source === "config" ? (
                       <span className="muted small">named by OWNERS</span>
-                    ) : (
+                    ) : !changeable(owner) ? (
+                      <span className="muted small">the only administrator</span>
+                    ) : anyone ? null : (
                       <span className="actions">
                         <button
                           type="button"

@@ -68,6 +68,7 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
   routes.post("/owners/invites", async (request, reply) => {
     const username = await options.botUsername();
     const invite = await options.owners.createInvite(admin(request.signedIn));
+    request.log.info({ invite: invite.invite.id, by: admin(request.signedIn) }, "owner invitation made");
     // The token is in the link alone: it is shown this once and kept only as a hash.
     const link = telegramLink(
       options.publicUrl,
@@ -85,6 +86,10 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
       if (!(await options.owners.revokeInvite(request.params.id))) {
         throw new ApiError("not_found", "No such invitation: it was used, withdrawn or has expired.");
       }
+      request.log.info(
+        { invite: request.params.id, by: admin(request.signedIn) },
+        "owner invitation withdrawn",
+      );
       return { ok: true };
     },
   );
@@ -100,20 +105,27 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
     "/owners/:id/role",
     { schema: { params: ownerParams, body: ownerRoleBody } },
     async (request): Promise<OkAnswer> => {
-      const outcome = await options.owners.setRole(ownerId(request.params.id), request.body.role);
+      const id = ownerId(request.params.id);
+      const outcome = await options.owners.setRole(id, request.body.role);
       if (outcome === "not_found") throw new ApiError("not_found", "No such owner.");
       if (outcome === "configured") throw new ApiError("owner_configured");
       if (outcome === "last_admin") throw new ApiError("last_administrator");
+      request.log.info(
+        { telegram_id: id, role: request.body.role, by: admin(request.signedIn) },
+        "owner's role changed",
+      );
       return { ok: true };
     },
   );
 
   routes.delete("/owners/:id", { schema: { params: ownerParams } }, async (request): Promise<OkAnswer> => {
-    const outcome = await options.owners.remove(ownerId(request.params.id));
+    const id = ownerId(request.params.id);
+    const outcome = await options.owners.remove(id);
     if (outcome === "not_found") throw new ApiError("not_found", "No such owner.");
     if (outcome === "configured") throw new ApiError("owner_configured");
     if (outcome === "last_admin") throw new ApiError("last_administrator");
     if (outcome === "open") throw new ApiError("instance_open");
+    request.log.info({ telegram_id: id, by: admin(request.signedIn) }, "owner removed");
     return { ok: true };
   });
 }
