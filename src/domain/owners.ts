@@ -1,6 +1,5 @@
-import type { OwnerRole } from "../store/schema.ts";
-
-export type { OwnerRole };
+/** What a person allowed into the console may do there: `admin` also manages the owners. */
+export type OwnerRole = "admin" | "owner";
 
 /**
  * OWNERS as configured: `anyone` (`*`, and the sandbox's default: it is local), a list of Telegram

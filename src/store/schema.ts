@@ -1,4 +1,5 @@
 import type { Generated } from "kysely";
+import type { OwnerRole } from "../domain/owners.ts";
 
 /** Times are milliseconds since the Unix epoch, stored as 64-bit integers in both dialects. */
 type Millis = number;
@@ -235,8 +236,7 @@ export interface ReplaysTable {
   edits: number;
 }
 
-/** What a person allowed into the console may do there: `admin` also manages the owners. */
-export type OwnerRole = "admin" | "owner";
+export type { OwnerRole };
 
 /** People allowed to own Docks beside those OWNERS names (migration 0013). */
 export interface OwnersTable {
