@@ -54,7 +54,12 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     created_at: new Date(dock.createdAt).toISOString(),
     updated_at: new Date(dock.updatedAt).toISOString(),
     ...(withSecret && "secretKey" in dock
-      ? { secret_key: dock.secretKey, hook_token: dock.hookToken, inbound_format: dock.inboundFormat }
+      ? {
+          secret_key: dock.secretKey,
+          signing_secret: dock.signingSecret,
+          hook_token: dock.hookToken,
+          inbound_format: dock.inboundFormat,
+        }
       : {}),
   };
 }
@@ -68,6 +73,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
     `  Callback URL: ${dock.callback_url ?? "-"}`,
+    `  Signing secret: ${dock.signingSecret} (verifies the callback events)`,
     `  Hook URL:     ${dock.hookToken === null ? "- (dock-notify docks hook-token makes one)" : `${config.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
     `  Created:      ${new Date(dock.createdAt).toISOString()}`,
@@ -328,6 +334,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (secretKey === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, secret_key: secretKey }, null, 2));
         else out(`New secret key for ${id}: ${secretKey}\nThe old key no longer works.`);
+      });
+    });
+
+  docks
+    .command("rotate-signing-secret <id>")
+    .description("replace the signing secret of the callback events; the secret key stays as it is")
+    .addOption(json)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo) => {
+        const signingSecret = await repo.rotateSigningSecret(id);
+        if (signingSecret === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
+        if (opts.json) out(JSON.stringify({ id, signing_secret: signingSecret }, null, 2));
+        else out(`New signing secret for ${id}: ${signingSecret}\nEvents are signed with it from now on.`);
       });
     });
 

@@ -153,6 +153,14 @@ describe("dock-notify CLI", () => {
     expect(await sendWith(created.id, rotated.secret_key)).toBe(202);
     expect((await runJson("docks", "show", created.id)).secret_key).toBe(rotated.secret_key);
 
+    // The signing secret of the events: its own, kept by a new secret key, replaced on its own.
+    expect(shown.signing_secret).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+    expect((await run("docks", "show", created.id)).out).toContain(`Signing secret: ${shown.signing_secret}`);
+    const signing = await runJson("docks", "rotate-signing-secret", created.id);
+    expect(signing.signing_secret).toMatch(/^dnss_/);
+    expect(signing.signing_secret).not.toBe(shown.signing_secret);
+    expect((await runJson("docks", "show", created.id)).signing_secret).toBe(signing.signing_secret);
+
     // A hook URL: made, shown, replaced, revoked; it sends as long as it is the Dock's.
     const hooked = await runJson("docks", "hook-token", created.id);
     expect(hooked.hook_token).toMatch(/^dnhk_/);
@@ -226,6 +234,7 @@ describe("dock-notify CLI", () => {
       [["docks", "create", "--owner", "1", "--name", "x", "--link", "ftp://example.com"], /absolute http/],
       [["docks", "create", "--owner", "1", "--name", "x", "--description", "d".repeat(513)], /at most 512/],
       [["docks", "rotate-secret", "nope"], /no Dock with ID/],
+      [["docks", "rotate-signing-secret", "nope"], /no Dock with ID/],
       [["docks", "delete", "nope"], /no Dock with ID/],
     ];
     for (const [args, message] of cases) {

@@ -62,7 +62,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       description: "CI results",
     });
     expect(created.status).toBe(201);
-    return created.body.dock as { id: string; secret_key: string; name: string };
+    return created.body.dock as { id: string; secret_key: string; signing_secret: string; name: string };
   };
 
   describe("sign-in through the bot", () => {
@@ -409,6 +409,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["PATCH", `/docks/${id}`],
           ["DELETE", `/docks/${id}`],
           ["POST", `/docks/${id}/rotate-secret`],
+          ["POST", `/docks/${id}/rotate-signing-secret`],
           ["GET", `/docks/${id}/subscribers`],
           ["DELETE", `/docks/${id}/subscribers/5`],
           ["GET", `/docks/${id}/messages`],
@@ -540,6 +541,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["GET", `/docks/${id}`, undefined],
           ["PATCH", `/docks/${id}`, { name: "Stolen" }],
           ["POST", `/docks/${id}/rotate-secret`, undefined],
+          ["POST", `/docks/${id}/rotate-signing-secret`, undefined],
           ["GET", `/docks/${id}/subscribers`, undefined],
           ["DELETE", `/docks/${id}/subscribers/555`, undefined],
           ["GET", `/docks/${id}/messages`, undefined],
@@ -723,6 +725,19 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(rotated.examples.ping).toContain(rotated.secret_key);
       expect(await ping(service, dock.id, dock.secret_key)).toBe(401);
       expect(await ping(service, dock.id, rotated.secret_key)).toBe(202);
+      // The events' signing secret is not the key, and a new key leaves it as it was.
+      expect(dock.signing_secret).toMatch(/^dnss_/);
+      expect(rotated.signing_secret).toBe(dock.signing_secret);
+    });
+
+    it("rotating the signing secret keeps the secret key", async () => {
+      const dock = await createDock(alice, "Signing");
+      const rotated = (await alice.call("POST", `/docks/${dock.id}/rotate-signing-secret`)).body.dock;
+      expect(rotated.signing_secret).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+      expect(rotated.signing_secret).not.toBe(dock.signing_secret);
+      expect(rotated.secret_key).toBe(dock.secret_key);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+      expect(await ping(service, dock.id, rotated.signing_secret)).toBe(401);
     });
 
     it("delete removes the Dock, its subscribers and its key", async () => {

@@ -8,6 +8,7 @@ import {
   hashSecret,
   newHookToken,
   newSecretKey,
+  newSigningSecret,
   sha256Hex,
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
@@ -24,6 +25,8 @@ export interface Dock extends DockFields {
 
 export interface DockWithSecret extends Dock {
   secretKey: string;
+  /** The key of the signatures on the Dock's callback events (`dnss_…`), apart from the secret key. */
+  signingSecret: string;
   /** The hook token (`/hook/<token>`), null when the Dock has none. */
   hookToken: string | null;
   /** How a body without `msg` is read: a format's name, or `template`; null: detected. */
@@ -85,6 +88,7 @@ export class DockRepository {
     const now = this.#now();
     const id = newDockId();
     const secretKey = newSecretKey();
+    const signingSecret = newSigningSecret();
     await this.#db.kysely.transaction().execute(async (tx) => {
       await tx
         .insertInto("users")
@@ -103,6 +107,7 @@ export class DockRepository {
           ...fields,
           secret_hash: hashSecret(secretKey).toString("hex"),
           secret_sealed: encryptSecret(secretKey, this.#key),
+          signing_sealed: encryptSecret(signingSecret, this.#key),
           created_at: now,
           updated_at: now,
         })
@@ -116,6 +121,7 @@ export class DockRepository {
       updatedAt: now,
       activeSubscribers: 0,
       secretKey,
+      signingSecret,
       hookToken: null,
       inboundFormat: null,
       template: null,
@@ -131,6 +137,7 @@ export class DockRepository {
       "docks.description",
       "docks.callback_url",
       "docks.secret_sealed",
+      "docks.signing_sealed",
       "docks.hook_sealed",
       "docks.inbound_format",
       "docks.template",
@@ -153,6 +160,7 @@ export class DockRepository {
     description: string | null;
     callback_url: string | null;
     secret_sealed: string;
+    signing_sealed: string;
     hook_sealed: string | null;
     inbound_format: string | null;
     template: string | null;
@@ -171,6 +179,7 @@ export class DockRepository {
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
+      signingSecret: decryptSecret(row.signing_sealed, this.#key),
       hookToken: row.hook_sealed === null ? null : decryptSecret(row.hook_sealed, this.#key),
       inboundFormat: row.inbound_format,
       template: row.template === null ? null : (JSON.parse(row.template) as unknown),
@@ -255,7 +264,21 @@ export class DockRepository {
     return checkCredentials(row, secretKey);
   }
 
-  /** Replaces the secret key; the old one stops working with this commit. */
+  /**
+   * Replaces the signing secret: events posted from now on are signed with the new one (an event
+   * being posted at this moment may still carry the old). The secret key stays as it is.
+   */
+  async rotateSigningSecret(id: string): Promise<string | undefined> {
+    const signingSecret = newSigningSecret();
+    const result = await this.#db.kysely
+      .updateTable("docks")
+      .set({ signing_sealed: encryptSecret(signingSecret, this.#key), updated_at: this.#now() })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n ? signingSecret : undefined;
+  }
+
+  /** Replaces the secret key; the old one stops working with this commit. The signing secret stays. */
   async rotateSecret(id: string): Promise<string | undefined> {
     const secretKey = newSecretKey();
     const result = await this.#db.kysely

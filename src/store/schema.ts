@@ -20,8 +20,13 @@ export interface DocksTable {
   secret_hash: string;
   /** The secret key sealed with the server's encryption key (AES-256-GCM). */
   secret_sealed: string;
-  /** Where the Dock's events are posted (signed with its secret key); null: none. */
+  /** Where the Dock's events are posted (signed with its signing secret); null: none. */
   callback_url: string | null;
+  /**
+   * The signing secret (`dnss_…`, the HMAC key of the Dock's events) sealed like the secret key.
+   * Set for every Dock (migration 0014 gave each existing one its secret key of the time).
+   */
+  signing_sealed: string;
   /** Hex SHA-256 of the hook token (`/hook/<token>`); null: the Dock has none. */
   hook_hash: string | null;
   /** The hook token sealed like the secret key, so the console can show it again. */

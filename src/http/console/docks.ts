@@ -69,7 +69,7 @@ export const TEST_MESSAGE =
   "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 /**
- * Everything an owner does with their Docks: create, edit, delete, rotate the secret, see and
+ * Everything an owner does with their Docks: create, edit, delete, rotate the secrets, see and
  * remove subscribers, watch deliveries, send a test message. Every route needs a session (and, to
  * change anything, its CSRF token) and answers `404` for another owner's Dock exactly as for a
  * missing one. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
@@ -101,6 +101,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       description: dock.description,
       callback_url: dock.callback_url ?? null,
       secret_key: dock.secretKey,
+      signing_secret: dock.signingSecret,
       hook_token: dock.hookToken,
       hook_url:
         dock.hookToken === null ? null : `${options.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`,
@@ -215,6 +216,16 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     async (request): Promise<DockAnswer> => {
       const dock = await ownedDock(request, request.params.id);
       await options.docks.rotateSecret(dock.id);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.post(
+    "/docks/:id/rotate-signing-secret",
+    { schema: { params: dockParams } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      await options.docks.rotateSigningSecret(dock.id);
       return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
     },
   );

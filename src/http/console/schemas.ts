@@ -164,9 +164,12 @@ export const dock = Type.Object({
   link: stringOrNull,
   description: stringOrNull,
   callback_url: Type.Union([Type.String(), Type.Null()], {
-    description: "Where the Dock's events are posted (signed with its secret key); null: none.",
+    description: "Where the Dock's events are posted (signed with its signing secret); null: none.",
   }),
   secret_key: Type.String(),
+  signing_secret: Type.String({
+    description: "The key of the Dock-Signature on its callback events (dnss_…), apart from the secret key.",
+  }),
   hook_token: Type.Union([Type.String(), Type.Null()], {
     description: "The hook token (POST /hook/<token>), a URL-only credential; null: none.",
   }),
