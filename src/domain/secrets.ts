@@ -34,6 +34,16 @@ export function newSigningSecret(): string {
 }
 
 /**
+ * A named credential of a Dock (`send` or `manage`, domain/principal.ts), presented where the
+ * secret key is. Its prefix tells it from the secret key before any lookup.
+ */
+export const CREDENTIAL_PREFIX = "dnsc_";
+
+export function newCredentialSecret(): string {
+  return CREDENTIAL_PREFIX + randomBase62(192);
+}
+
+/**
  * Lookup hash of a secret key. Plain SHA-256 is enough: the key is high-entropy random, so there is
  * nothing to brute-force that a slow hash would protect.
  */

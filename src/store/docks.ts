@@ -2,6 +2,7 @@ import type { ExpressionBuilder, Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
+  CREDENTIAL_PREFIX,
   decryptSecret,
   encryptSecret,
   HOOK_TOKEN_PREFIX,
@@ -13,6 +14,7 @@ import {
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
+import { DockCredentialRepository } from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
 
 export interface Dock extends DockFields {
@@ -74,6 +76,8 @@ export class DockRepository {
   readonly #signingOf;
   /** A sealed secret no Dock has, read and unsealed for an unknown Dock (see secretOf). */
   readonly #standIn: string;
+  /** The Dock's named credentials (send, manage), presented where the secret key is. */
+  readonly credentials: DockCredentialRepository;
 
   constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
     this.#db = db;
@@ -82,6 +86,7 @@ export class DockRepository {
     this.#credentialsOf = credentialsQuery(db.kysely);
     this.#signingOf = signingQuery(db.kysely);
     this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
+    this.credentials = new DockCredentialRepository(db, now);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -256,6 +261,8 @@ export class DockRepository {
    * the same path, so neither the answer nor its timing tells whether a Dock exists.
    */
   async authenticate(id: string, secretKey: string): Promise<DockCredentials | undefined> {
+    // A named credential (its prefix says so, whatever the Dock): looked up by its hash instead.
+    if (secretKey.startsWith(CREDENTIAL_PREFIX)) return this.credentials.authenticate(id, secretKey);
     // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
     // characters, such as NUL, with an error rather than "no row").
     const row = DOCK_ID_PATTERN.test(id)
@@ -304,7 +311,7 @@ export class DockRepository {
       .select(["id", "name", "inbound_format", watched])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return row && credentialsOf(row);
+    return row && { ...credentialsOf(row), principal: { kind: "hook" } };
   }
 
   /**

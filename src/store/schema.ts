@@ -97,6 +97,27 @@ export interface MessagesTable {
   acked_at: Millis | null;
   /** 1 while the Dock's callback URL is still to be told that the message was delivered (or failed). */
   report_pending: Generated<number>;
+  /**
+   * Which credential sent it: a dock_credentials id, `hook` (the hook URL), or null (the secret
+   * key, the console). A send-only sender replaces by key only its own messages.
+   */
+  sender: string | null;
+}
+
+/** A named credential of a Dock (migration 0015): what it may do is its scope. */
+export interface DockCredentialsTable {
+  id: string;
+  dock_id: string;
+  name: string;
+  /** `send` or `manage` (domain/principal.ts). */
+  scope: string;
+  /** Hex SHA-256 of the credential's secret (the secret itself is shown once, never stored). */
+  secret_hash: string;
+  /** The secret's first characters, to tell credentials apart in a list. */
+  prefix: string;
+  created_at: Millis;
+  /** When it last authenticated a request, to the minute (written at most once a minute). */
+  last_used_at: Millis | null;
 }
 
 /**
@@ -296,4 +317,5 @@ export interface Database {
   owners: OwnersTable;
   owner_invites: OwnerInvitesTable;
   instance: InstanceTable;
+  dock_credentials: DockCredentialsTable;
 }
