@@ -226,6 +226,28 @@ describe("dock-notify CLI", () => {
     );
   });
 
+  it("makes, lists and revokes a Dock's credentials; the secret is printed once", async () => {
+    const dock = await runJson("docks", "create", "--owner", "4242", "--name", "Scoped");
+    expect(await runJson("docks", "credentials", "list", dock.id)).toEqual([]);
+    const made = await runJson("docks", "credentials", "create", dock.id, "--name", "ci");
+    expect(made).toMatchObject({ name: "ci", scope: "send", last_used_at: null });
+    expect(made.secret).toMatch(/^dnsc_[A-Za-z0-9]{33}$/);
+    const listed = await runJson("docks", "credentials", "list", dock.id);
+    const { secret: _secret, ...shown } = made;
+    expect(listed).toEqual([shown]);
+    expect((await run("docks", "credentials", "list", dock.id)).out).not.toContain(made.secret);
+    expect(await sendWith(dock.id, made.secret)).toBe(202);
+    expect(await runJson("docks", "credentials", "revoke", dock.id, made.id)).toEqual({
+      id: made.id,
+      revoked: true,
+    });
+    expect(await sendWith(dock.id, made.secret)).toBe(401);
+    const again = await run("docks", "credentials", "revoke", dock.id, made.id);
+    expect(again.code).toBe(1);
+    const wrongScope = await run("docks", "credentials", "create", dock.id, "--name", "x", "--scope", "all");
+    expect(wrongScope.code).not.toBe(0);
+  });
+
   it("refuses invalid input with one clear line", async () => {
     const cases: [string[], RegExp][] = [
       [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],
