@@ -138,6 +138,42 @@ describe.each(DIALECTS)("named credentials of a Dock on %s", (dialect) => {
     expect(await ping(other.id, mine)).toEqual(unknownDock);
   });
 
+  it("a send credential is GitLab's token too, and Basic auth at the integration doors", async () => {
+    const { credential: made, secret } = await credential("gitlab", "send");
+    const mergeRequest = {
+      object_kind: "merge_request",
+      user: { name: "Ada", username: "ada" },
+      project: { path_with_namespace: "group/app", web_url: "https://gitlab.example.com/group/app" },
+      object_attributes: {
+        iid: 7,
+        title: "Add credentials",
+        action: "open",
+        state: "opened",
+        url: "https://gitlab.example.com/group/app/-/merge_requests/7",
+      },
+    };
+    const gitlab = (token: string) =>
+      fetch(`${service.url}/webhook/gitlab/${dock.id}`, {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          "X-Gitlab-Event": "Merge Request Hook",
+          "X-Gitlab-Token": token,
+        },
+        body: JSON.stringify(mergeRequest),
+      });
+    expect((await gitlab(secret)).status).toBe(202);
+    const alertmanager = await call("POST", "/webhook/alertmanager", secret, {
+      version: "4",
+      status: "firing",
+      groupKey: '{}:{alertname="Disk"}',
+      alerts: [{ status: "firing", labels: { alertname: "Disk" }, annotations: {} }],
+    });
+    expect(alertmanager.status).toBe(202);
+    await service.app.docks.credentials.revoke(dock.id, made.id);
+    expect((await gitlab(secret)).status).toBe(401);
+  });
+
   it("last used is written at most once a minute, not on every send", async () => {
     const { credential: made, secret } = await credential("counted", "send");
     expect(made.lastUsedAt).toBeNull();

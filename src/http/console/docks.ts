@@ -269,13 +269,11 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         problems.push({ field: "scope", message: `scope must be one of ${SCOPES.join(", ")}` });
       if (problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
       const made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope);
-      return reply
-        .code(201)
-        .send({
-          ok: true,
-          credential: credentialJson(made.credential),
-          secret: made.secret,
-        } satisfies CredentialAnswer);
+      return reply.code(201).send({
+        ok: true,
+        credential: credentialJson(made.credential),
+        secret: made.secret,
+      } satisfies CredentialAnswer);
     },
   );
 

@@ -3,6 +3,7 @@ import { useAnnounce } from "../announce.tsx";
 import type { DockAnswer } from "../api.ts";
 import { DockForm } from "../DockForm.tsx";
 import type { DockEditorProps } from "./actions.ts";
+import { Credentials } from "./Credentials.tsx";
 import { mask } from "./secret.ts";
 
 /**
@@ -118,6 +119,7 @@ export function SettingsTab({
         />
       </section>
       <SigningSecret dock={dock} actions={actions} onChanged={onChanged} />
+      <Credentials dock={dock} actions={actions} />
       <section aria-labelledby="rotate-title">
         <h3 id="rotate-title">Secret key</h3>
         <p className="muted small">
