@@ -127,6 +127,10 @@ export class DockCredentialRepository {
         .updateTable("dock_credentials")
         .set({ last_used_at: now })
         .where("id", "=", row.id)
+        // Requests that read the same stale time at once (or on other instances) write it once.
+        .where((eb) =>
+          eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<=", now - LAST_USED_RESOLUTION_MS)]),
+        )
         .execute();
     }
     const principal: Principal = { kind: "credential", id: row.id, scope: row.scope as Scope };
