@@ -375,7 +375,7 @@ const dockIdField = Type.String({
 });
 
 const secretKeyField = Type.String({
-  description: `The Dock's secret key, \`dnsk_\` and 33 letters and digits. ${EXAMPLE.secretKey} is a placeholder: put the Dock's own key there.`,
+  description: `The Dock's secret key, \`dnsk_\` and 33 letters and digits, or one of its named credentials (\`dnsc_…\`: a send credential may only send). ${EXAMPLE.secretKey} is a placeholder: put the Dock's own key there.`,
   examples: [EXAMPLE.secretKey],
 });
 
