@@ -6,7 +6,8 @@
  * Sends, one at a time and alternating, requests with an unknown (well-formed) Dock ID and
  * requests with an existing Dock ID and a wrong credential, to every door that authenticates:
  * /ping, /webhook, /webhook/<format>/<DOCK_ID> with HTTP Basic, with GitHub's signature and with
- * GitLab's token, and /hook/<token> (there: an unknown token against the Dock's own with its last
+ * GitLab's token, named credentials (a wrong one against the Dock's own with its last character
+ * changed), and /hook/<token> (there: an unknown token against the Dock's own with its last
  * character changed). Compares the two latency distributions with a Mann–Whitney U test (no
  * assumption about their shape). Exits 1 when a difference is significant (p < 0.001): then an
  * attacker could tell existing Docks from unknown ones by timing alone.
@@ -41,6 +42,8 @@ await migrate(db);
 const docks = new DockRepository(db, key);
 const dock = await docks.create(1, { name: "Timing", link: null, description: null });
 const hookToken = (await docks.rotateHookToken(dock.id)) as string;
+// A named credential of the Dock: a wrong one is looked up by its hash, as an unknown Dock's is.
+const { secret: credential } = await docks.credentials.create(dock.id, "timing", "send");
 await db.close();
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
@@ -168,6 +171,8 @@ const wrongSignature = {
 const gitlab = JSON.stringify({ object_kind: "push", project: { path_with_namespace: "octo/app" } });
 /** A hook token of the right shape that no Dock has: the Dock's own with its last character changed. */
 const nearToken = `${hookToken.slice(0, -1)}${hookToken.endsWith("A") ? "B" : "A"}`;
+/** A credential of the right shape that no Dock has: the Dock's own with its last character changed. */
+const wrongCredential = `${credential.slice(0, -1)}${credential.endsWith("A") ? "B" : "A"}`;
 const cases: Record<string, { unknown: () => Promise<number>; wrongKey: () => Promise<number> }> = {
   "/ping": {
     unknown: () =>
@@ -192,6 +197,16 @@ const cases: Record<string, { unknown: () => Promise<number>; wrongKey: () => Pr
   "/webhook/gitlab/<DOCK_ID>, token": {
     unknown: () => time(`/webhook/gitlab/${unknownId}`, gitlab, { "x-gitlab-token": "dnsk_wrong" }),
     wrongKey: () => time(`/webhook/gitlab/${dock.id}`, gitlab, { "x-gitlab-token": "dnsk_wrong" }),
+  },
+  "/ping, named credential": {
+    unknown: () =>
+      time("/ping", JSON.stringify({ dock_id: unknownId, secret_key: wrongCredential, msg: "m" }), {}),
+    wrongKey: () =>
+      time("/ping", JSON.stringify({ dock_id: dock.id, secret_key: wrongCredential, msg: "m" }), {}),
+  },
+  "/webhook, named credential": {
+    unknown: () => time("/webhook", '{"msg":"m"}', { authorization: basic(unknownId, wrongCredential) }),
+    wrongKey: () => time("/webhook", '{"msg":"m"}', { authorization: basic(dock.id, wrongCredential) }),
   },
   "/hook/<token>": {
     unknown: () => time(`/hook/dnhk_${"0".repeat(hookToken.length - 5)}`, '{"msg":"m"}', {}),

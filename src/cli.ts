@@ -7,8 +7,10 @@ import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
+import { SCOPES, type Scope } from "./domain/principal.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
+import type { DockCredential } from "./store/dock-credentials.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
 
@@ -54,7 +56,12 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     created_at: new Date(dock.createdAt).toISOString(),
     updated_at: new Date(dock.updatedAt).toISOString(),
     ...(withSecret && "secretKey" in dock
-      ? { secret_key: dock.secretKey, hook_token: dock.hookToken, inbound_format: dock.inboundFormat }
+      ? {
+          secret_key: dock.secretKey,
+          signing_secret: dock.signingSecret,
+          hook_token: dock.hookToken,
+          inbound_format: dock.inboundFormat,
+        }
       : {}),
   };
 }
@@ -68,6 +75,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
     `  Callback URL: ${dock.callback_url ?? "-"}`,
+    `  Signing secret: ${dock.signingSecret} (verifies the callback events)`,
     `  Hook URL:     ${dock.hookToken === null ? "- (dock-notify docks hook-token makes one)" : `${config.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
     `  Created:      ${new Date(dock.createdAt).toISOString()}`,
@@ -332,6 +340,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     });
 
   docks
+    .command("rotate-signing-secret <id>")
+    .description("replace the signing secret of the callback events; the secret key stays as it is")
+    .addOption(json)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo) => {
+        const signingSecret = await repo.rotateSigningSecret(id);
+        if (signingSecret === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
+        if (opts.json) out(JSON.stringify({ id, signing_secret: signingSecret }, null, 2));
+        else out(`New signing secret for ${id}: ${signingSecret}\nEvents are signed with it from now on.`);
+      });
+    });
+
+  docks
     .command("hook-token <id>")
     .description(
       "make a new hook URL (POST /hook/<token>) for tools that can only be given a URL; the old one stops working",
@@ -364,6 +385,82 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, deleted: true }));
         else out(`Deleted Dock ${id}.`);
+      });
+    });
+
+  const credentials = docks
+    .command("credentials")
+    .description("a Dock's named credentials (send or manage), presented where the secret key is");
+
+  const credentialJson = (c: DockCredential) => ({
+    id: c.id,
+    name: c.name,
+    scope: c.scope,
+    prefix: c.prefix,
+    created_at: new Date(c.createdAt).toISOString(),
+    last_used_at: c.lastUsedAt === null ? null : new Date(c.lastUsedAt).toISOString(),
+  });
+
+  credentials
+    .command("list <dock_id>")
+    .description("list the Dock's credentials (never their secrets)")
+    .addOption(json)
+    .action(async (dockId: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo) => {
+        await requireDock(repo, dockId);
+        const list = await repo.credentials.list(dockId);
+        if (opts.json) {
+          out(JSON.stringify(list.map(credentialJson), null, 2));
+          return;
+        }
+        if (list.length === 0) {
+          out(`Dock ${dockId} has no credentials besides its secret key.`);
+          return;
+        }
+        out(["ID".padEnd(20), "SCOPE ", "PREFIX".padEnd(10), "LAST USED".padEnd(24), "NAME"].join("  "));
+        for (const c of list) {
+          const used = c.lastUsedAt === null ? "never" : new Date(c.lastUsedAt).toISOString();
+          out([c.id.padEnd(20), c.scope.padEnd(6), c.prefix.padEnd(10), used.padEnd(24), c.name].join("  "));
+        }
+      });
+    });
+
+  credentials
+    .command("create <dock_id>")
+    .description("make a credential; its secret is printed this once")
+    .requiredOption("--name <name>", "what it is for (1-64 characters)")
+    .addOption(
+      new Option("--scope <scope>", "send: send only; manage: also edit, delete, status")
+        .choices(SCOPES)
+        .default("send"),
+    )
+    .addOption(json)
+    .action(async (dockId: string, opts: { name: string; scope: Scope; json?: boolean }) => {
+      await withDocks(io, async (repo) => {
+        await requireDock(repo, dockId);
+        const name = opts.name.trim();
+        if (name.length === 0 || [...name].length > 64)
+          throw new UsageError("--name is required, at most 64 characters");
+        const made = await repo.credentials.create(dockId, name, opts.scope);
+        if (opts.json)
+          out(JSON.stringify({ ...credentialJson(made.credential), secret: made.secret }, null, 2));
+        else
+          out(
+            `Credential "${name}" (${opts.scope}) for ${dockId}: ${made.secret}\nIt is not shown again: give it to the application now. Use it where the secret key goes.`,
+          );
+      });
+    });
+
+  credentials
+    .command("revoke <dock_id> <credential_id>")
+    .description("revoke a credential: its next request is refused")
+    .addOption(json)
+    .action(async (dockId: string, id: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo) => {
+        if (!(await repo.credentials.revoke(dockId, id)))
+          throw new UsageError(`Dock "${dockId}" has no credential "${id}"`, "not_found");
+        if (opts.json) out(JSON.stringify({ id, revoked: true }));
+        else out(`Revoked ${id}: it no longer works.`);
       });
     });
 

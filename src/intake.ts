@@ -39,11 +39,15 @@ export class Intake {
     final?: boolean | undefined;
     /** Whether the Dock has a callback URL, when the caller authenticated it (else read with the key). */
     watched?: boolean | undefined;
+    /** Which credential sends it, and whether it replaces by key only its own messages. */
+    sender?: string | null | undefined;
+    ownKeysOnly?: boolean | undefined;
     source: Source;
   }): Promise<Extract<AcceptResult, { kind: "accepted" | "replaced" | "replayed" | "unauthorized" }>> {
     const result = await this.#messages.accept(input);
     if (result.kind === "refused") throw new Refusal("rate_limited", result.retryAfterSeconds);
     if (result.kind === "conflict") throw new Refusal("idempotency_conflict");
+    if (result.kind === "not_your_message") throw new Refusal("not_your_message");
     if (result.kind === "accepted") {
       this.#metrics.messagesAccepted.inc({ endpoint: input.source });
       this.#metrics.deliveriesQueued.inc(result.subscribers);

@@ -242,6 +242,7 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
           description: null,
           secret_hash: "00",
           secret_sealed: "00",
+          signing_sealed: "00",
           created_at: 0,
           updated_at: 0,
         })

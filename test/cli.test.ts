@@ -157,6 +157,14 @@ describe("dock-notify CLI", () => {
     expect(await sendWith(created.id, rotated.secret_key)).toBe(202);
     expect((await runJson("docks", "show", created.id)).secret_key).toBe(rotated.secret_key);
 
+    // The signing secret of the events: its own, kept by a new secret key, replaced on its own.
+    expect(shown.signing_secret).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+    expect((await run("docks", "show", created.id)).out).toContain(`Signing secret: ${shown.signing_secret}`);
+    const signing = await runJson("docks", "rotate-signing-secret", created.id);
+    expect(signing.signing_secret).toMatch(/^dnss_/);
+    expect(signing.signing_secret).not.toBe(shown.signing_secret);
+    expect((await runJson("docks", "show", created.id)).signing_secret).toBe(signing.signing_secret);
+
     // A hook URL: made, shown, replaced, revoked; it sends as long as it is the Dock's.
     const hooked = await runJson("docks", "hook-token", created.id);
     expect(hooked.hook_token).toMatch(/^dnhk_/);
@@ -222,6 +230,28 @@ describe("dock-notify CLI", () => {
     );
   });
 
+  it("makes, lists and revokes a Dock's credentials; the secret is printed once", async () => {
+    const dock = await runJson("docks", "create", "--owner", "4242", "--name", "Scoped");
+    expect(await runJson("docks", "credentials", "list", dock.id)).toEqual([]);
+    const made = await runJson("docks", "credentials", "create", dock.id, "--name", "ci");
+    expect(made).toMatchObject({ name: "ci", scope: "send", last_used_at: null });
+    expect(made.secret).toMatch(/^dnsc_[A-Za-z0-9]{33}$/);
+    const listed = await runJson("docks", "credentials", "list", dock.id);
+    const { secret: _secret, ...shown } = made;
+    expect(listed).toEqual([shown]);
+    expect((await run("docks", "credentials", "list", dock.id)).out).not.toContain(made.secret);
+    expect(await sendWith(dock.id, made.secret)).toBe(202);
+    expect(await runJson("docks", "credentials", "revoke", dock.id, made.id)).toEqual({
+      id: made.id,
+      revoked: true,
+    });
+    expect(await sendWith(dock.id, made.secret)).toBe(401);
+    const again = await run("docks", "credentials", "revoke", dock.id, made.id);
+    expect(again.code).toBe(1);
+    const wrongScope = await run("docks", "credentials", "create", dock.id, "--name", "x", "--scope", "all");
+    expect(wrongScope.code).not.toBe(0);
+  });
+
   it("refuses invalid input with one clear line", async () => {
     const cases: [string[], RegExp][] = [
       [["docks", "create", "--owner", "abc", "--name", "x"], /--owner must be a Telegram user id/],
@@ -230,6 +260,7 @@ describe("dock-notify CLI", () => {
       [["docks", "create", "--owner", "1", "--name", "x", "--link", "ftp://example.com"], /absolute http/],
       [["docks", "create", "--owner", "1", "--name", "x", "--description", "d".repeat(513)], /at most 512/],
       [["docks", "rotate-secret", "nope"], /no Dock with ID/],
+      [["docks", "rotate-signing-secret", "nope"], /no Dock with ID/],
       [["docks", "delete", "nope"], /no Dock with ID/],
     ];
     for (const [args, message] of cases) {

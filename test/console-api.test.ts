@@ -62,7 +62,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       description: "CI results",
     });
     expect(created.status).toBe(201);
-    return created.body.dock as { id: string; secret_key: string; name: string };
+    return created.body.dock as { id: string; secret_key: string; signing_secret: string; name: string };
   };
 
   describe("sign-in through the bot", () => {
@@ -409,6 +409,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["PATCH", `/docks/${id}`],
           ["DELETE", `/docks/${id}`],
           ["POST", `/docks/${id}/rotate-secret`],
+          ["POST", `/docks/${id}/rotate-signing-secret`],
           ["GET", `/docks/${id}/subscribers`],
           ["DELETE", `/docks/${id}/subscribers/5`],
           ["GET", `/docks/${id}/messages`],
@@ -540,6 +541,10 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
           ["GET", `/docks/${id}`, undefined],
           ["PATCH", `/docks/${id}`, { name: "Stolen" }],
           ["POST", `/docks/${id}/rotate-secret`, undefined],
+          ["POST", `/docks/${id}/rotate-signing-secret`, undefined],
+          ["GET", `/docks/${id}/credentials`, undefined],
+          ["POST", `/docks/${id}/credentials`, { name: "stolen", scope: "manage" }],
+          ["DELETE", `/docks/${id}/credentials/crd_AAAAAAAAAAAAAAAA`, undefined],
           ["GET", `/docks/${id}/subscribers`, undefined],
           ["DELETE", `/docks/${id}/subscribers/555`, undefined],
           ["GET", `/docks/${id}/messages`, undefined],
@@ -723,6 +728,50 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(rotated.examples.ping).toContain(rotated.secret_key);
       expect(await ping(service, dock.id, dock.secret_key)).toBe(401);
       expect(await ping(service, dock.id, rotated.secret_key)).toBe(202);
+      // The events' signing secret is not the key, and a new key leaves it as it was.
+      expect(dock.signing_secret).toMatch(/^dnss_/);
+      expect(rotated.signing_secret).toBe(dock.signing_secret);
+    });
+
+    it("credentials: made with their secret shown once, listed without it, revoked at once", async () => {
+      const dock = await createDock(alice, "Credentials");
+      const made = await alice.call("POST", `/docks/${dock.id}/credentials`, { name: " CI ", scope: "send" });
+      expect(made.status).toBe(201);
+      expect(made.body.secret).toMatch(/^dnsc_[A-Za-z0-9]{33}$/);
+      expect(made.body.credential).toMatchObject({
+        name: "CI",
+        scope: "send",
+        prefix: made.body.secret.slice(0, 9),
+        last_used_at: null,
+      });
+      expect(await ping(service, dock.id, made.body.secret)).toBe(202);
+      const listed = await alice.call("GET", `/docks/${dock.id}/credentials`);
+      expect(listed.body.credentials).toHaveLength(1);
+      expect(listed.body.credentials[0].last_used_at).toEqual(expect.any(Number));
+      expect(JSON.stringify(listed.body)).not.toContain(made.body.secret);
+      expect(JSON.stringify((await alice.call("GET", `/docks/${dock.id}`)).body)).not.toContain(
+        made.body.secret,
+      );
+
+      const refused = await alice.call("POST", `/docks/${dock.id}/credentials`, { name: "", scope: "all" });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.fields.map((f: { field: string }) => f.field)).toEqual(["name", "scope"]);
+
+      const id = made.body.credential.id;
+      expect((await alice.call("DELETE", `/docks/${dock.id}/credentials/${id}`)).status).toBe(200);
+      expect(await ping(service, dock.id, made.body.secret)).toBe(401);
+      expect((await alice.call("DELETE", `/docks/${dock.id}/credentials/${id}`)).status).toBe(404);
+      expect((await alice.call("GET", `/docks/${dock.id}/credentials`)).body.credentials).toEqual([]);
+    });
+
+    it("rotating the signing secret keeps the secret key", async () => {
+      const dock = await createDock(alice, "Signing");
+      const rotated = (await alice.call("POST", `/docks/${dock.id}/rotate-signing-secret`)).body.dock;
+      expect(rotated.signing_secret).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+      expect(rotated.signing_secret).not.toBe(dock.signing_secret);
+      expect(rotated.secret_key).toBe(dock.secret_key);
+      expect(await ping(service, dock.id, dock.secret_key)).toBe(202);
+      expect(await ping(service, dock.id, rotated.signing_secret)).toBe(401);
     });
 
     it("delete removes the Dock, its subscribers and its key", async () => {

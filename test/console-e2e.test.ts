@@ -389,6 +389,30 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     expect((await ping(service.url, dockId, secretKey, "old key")).status).toBe(401);
     expect((await ping(service.url, dockId, rotated, "new key")).status).toBe(202);
 
+    // A credential for one application (Settings): its secret shown once, sending where the key
+    // goes; listed by its first characters; revoked, it is refused at once.
+    await card.getByLabel("Credential name").fill("deploy script");
+    await card.getByLabel("Credential scope").selectOption("send");
+    await card.getByRole("button", { name: "Create credential" }).click();
+    await page.getByRole("status").filter({ hasText: "it is not shown again" }).waitFor();
+    const credential = (await card.getByTestId("new-credential-secret").textContent()) as string;
+    expect(credential).toMatch(/^dnsc_[A-Za-z0-9]{33}$/);
+    expect((await ping(service.url, dockId, credential, "by a credential")).status).toBe(202);
+    const listed = card.getByTestId("credentials").locator("li", { hasText: "deploy script" });
+    await listed.getByText(`${credential.slice(0, 9)}…`).waitFor();
+    page.once("dialog", (dialog) => void dialog.accept());
+    await listed.getByRole("button", { name: "Revoke deploy script" }).click();
+    await page.getByRole("status").filter({ hasText: "revoked" }).waitFor();
+    expect((await ping(service.url, dockId, credential, "revoked")).status).toBe(401);
+
+    // The signing secret of the events sits beside the callback URL, masked, and rotates alone.
+    expect(await card.getByTestId("signing-secret").textContent()).toMatch(/^dnss_•+$/);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await card.getByRole("button", { name: "Rotate signing secret" }).click();
+    await page.getByRole("status").filter({ hasText: "New signing secret made." }).waitFor();
+    expect(await card.getByTestId("signing-secret").textContent()).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+    expect((await ping(service.url, dockId, rotated, "key kept")).status).toBe(202);
+
     // Settings saves the Dock's fields.
     await card.getByLabel("Description").fill("CI deploy results, all branches");
     await card.getByRole("button", { name: "Save" }).click();

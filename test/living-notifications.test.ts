@@ -265,9 +265,9 @@ async function receiver(): Promise<{
 }
 
 /** The signature check a receiver writes with nothing but an HMAC (as docs/api.md shows). */
-function verifies(secretKey: string, header: string, body: string): boolean {
+function verifies(signingSecret: string, header: string, body: string): boolean {
   const fields = Object.fromEntries(header.split(",").map((part) => part.split("=")));
-  const expected = createHmac("sha256", secretKey).update(`${fields.t}.${body}`).digest("hex");
+  const expected = createHmac("sha256", signingSecret).update(`${fields.t}.${body}`).digest("hex");
   return fields.v1 === expected && Math.abs(Date.now() / 1000 - Number(fields.t)) < 300;
 }
 
@@ -498,7 +498,7 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
       eventsOf(id).find((post) => post.json.type === "message.acknowledged"),
     );
     expect(event.json.acknowledged.by.name).toBe(acknowledged.acknowledged.by.name);
-    expect(verifies(dock.secretKey, String(event.headers["dock-signature"]), event.body)).toBe(true);
+    expect(verifies(dock.signingSecret, String(event.headers["dock-signature"]), event.body)).toBe(true);
   });
 
   it("an alert firing anew under its key asks for an acknowledgement again; resolving keeps who took it", async () => {
@@ -593,10 +593,35 @@ describe.each(DIALECTS)("acknowledgements and the sender's events on %s", (diale
     expect(posts.every((post) => post.json.type === "message.delivered")).toBe(true);
     expect(posts.at(-1)?.json.message.copies).toEqual({ sent: 3, failed: 0, gone: 0 });
     for (const post of posts)
-      expect(verifies(dock.secretKey, String(post.headers["dock-signature"]), post.body)).toBe(true);
-    expect(
-      verifies("dnsk_not_the_key", String(posts[0]?.headers["dock-signature"]), posts[0]?.body ?? ""),
-    ).toBe(false);
+      expect(verifies(dock.signingSecret, String(post.headers["dock-signature"]), post.body)).toBe(true);
+    // Signed with the signing secret, not with the secret key (which can send: review D1).
+    expect(dock.signingSecret).toMatch(/^dnss_[A-Za-z0-9]{33}$/);
+    expect(verifies(dock.secretKey, String(posts[0]?.headers["dock-signature"]), posts[0]?.body ?? "")).toBe(
+      false,
+    );
+  });
+
+  it("a new signing secret signs the events from then on; a new secret key changes no signature", async () => {
+    const signedWith = async (msg: string) => {
+      const id = await send({ msg });
+      const post = await waitFor(`the event of "${msg}" posted`, async () =>
+        eventsOf(id).find((p) => p.json.type === "message.delivered"),
+      );
+      return (secret: string) => verifies(secret, String(post.headers["dock-signature"]), post.body);
+    };
+    const old = dock.signingSecret;
+    const rotated = await service.app.docks.rotateSigningSecret(dock.id);
+    expect(rotated).toMatch(/^dnss_/);
+    expect(rotated).not.toBe(old);
+    const newSecret = await signedWith("after the signing secret rotated");
+    expect([newSecret(rotated as string), newSecret(old)]).toEqual([true, false]);
+
+    await service.app.docks.rotateSecret(dock.id);
+    const reread = (await service.app.docks.get(dock.id)) as DockWithSecret;
+    expect(reread.signingSecret).toBe(rotated);
+    dock = reread;
+    const afterKey = await signedWith("after the secret key rotated");
+    expect([afterKey(rotated as string), afterKey(dock.secretKey)]).toEqual([true, false]);
   });
 });
 
@@ -871,7 +896,7 @@ describe("an alert's life in the sandbox, in Chromium", () => {
             : undefined;
         });
         for (const post of events) {
-          expect(verifies(dock.secretKey, String(post.headers["dock-signature"]), post.body)).toBe(true);
+          expect(verifies(dock.signingSecret, String(post.headers["dock-signature"]), post.body)).toBe(true);
         }
         const acknowledged = JSON.parse(
           events.find((post) => JSON.parse(post.body).type === "message.acknowledged")?.body ?? "{}",

@@ -19,7 +19,7 @@ export const EVENT_POSTS_AT_ONCE = 16;
 
 export interface EventSenderOptions {
   events: EventOutbox;
-  /** Opens the Docks' sealed secret keys, which sign the events. */
+  /** Opens the Docks' sealed signing secrets, which sign the events. */
   encryptionKey: Buffer;
   log: FastifyBaseLogger;
   /** Give up on an event its receiver keeps refusing once it is this old. */
@@ -84,7 +84,7 @@ function lastErrorOf(outcome: PostOutcome, failure: string): string {
 
 /**
  * Posts the events of the callback outbox (store/events.ts) to each Dock's callback URL, signed
- * with its secret key (domain/event-signature.ts); retries with backoff until the receiver answers
+ * with its signing secret (domain/event-signature.ts); retries with backoff until the receiver answers
  * 2xx or the event is older than `maxAgeMs`. Also notices messages that have settled and queues
  * their `message.delivered`/`message.failed` (EventOutbox.reportSettled). Runs on every instance:
  * claims are conditional, so two never post the same event at once.
@@ -245,7 +245,7 @@ export class EventSender implements BackgroundWorker {
     }
     let outcome: PostOutcome;
     try {
-      const secret = decryptSecret(event.secretSealed, this.#o.encryptionKey);
+      const secret = decryptSecret(event.signingSealed, this.#o.encryptionKey);
       const body = event.payload;
       outcome = await postCallback({
         url: event.callbackUrl,

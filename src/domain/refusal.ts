@@ -3,7 +3,7 @@
  * is over its rate, an Idempotency-Key was used for another text. Code below the HTTP edge throws
  * one; the edge (src/http/error-boundary.ts) gives each reason its catalogue code and status.
  */
-export type RefusalReason = "rate_limited" | "idempotency_conflict";
+export type RefusalReason = "rate_limited" | "idempotency_conflict" | "not_your_message";
 
 export class Refusal extends Error {
   readonly reason: RefusalReason;

@@ -23,6 +23,27 @@ export function newHookToken(): string {
 }
 
 /**
+ * A Dock's signing secret: the HMAC key of the events posted to its callback URL
+ * (domain/event-signature.ts). Its own secret, not the secret key, so that a receiver that verifies
+ * events holds nothing that can send (review D1), and rotating either leaves the other as it is.
+ */
+export const SIGNING_SECRET_PREFIX = "dnss_";
+
+export function newSigningSecret(): string {
+  return SIGNING_SECRET_PREFIX + randomBase62(192);
+}
+
+/**
+ * A named credential of a Dock (`send` or `manage`, domain/principal.ts), presented where the
+ * secret key is. Its prefix tells it from the secret key before any lookup.
+ */
+export const CREDENTIAL_PREFIX = "dnsc_";
+
+export function newCredentialSecret(): string {
+  return CREDENTIAL_PREFIX + randomBase62(192);
+}
+
+/**
  * Lookup hash of a secret key. Plain SHA-256 is enough: the key is high-entropy random, so there is
  * nothing to brute-force that a slow hash would protect.
  */

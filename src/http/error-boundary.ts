@@ -54,6 +54,7 @@ const STATUS_CODES_BY_NUMBER: Record<number, ErrorCode> = {
 const REFUSALS: Record<RefusalReason, ErrorCode> = {
   rate_limited: "rate_limited",
   idempotency_conflict: "idempotency_conflict",
+  not_your_message: "not_your_message",
 };
 
 /** Maps anything thrown while handling a request to the catalogue's error format. */

@@ -32,6 +32,16 @@ export const ERRORS = {
       "You are not an owner of this Dock Notify: ask its administrator for an invitation (see docs/deployment.md, Owners).",
   },
   admin_only: { status: 403, message: "Only an administrator of this Dock Notify can do this." },
+  insufficient_scope: {
+    status: 403,
+    message:
+      "This credential can only send: editing, deleting and reading messages takes the secret key or a manage credential.",
+  },
+  not_your_message: {
+    status: 403,
+    message:
+      "Another sender's message holds this key: a send credential or the hook URL replaces only the messages it sent.",
+  },
   too_many_docks: {
     status: 403,
     message:

@@ -15,6 +15,8 @@ import {
   prepareContent,
   readOptions,
 } from "../domain/message-options.ts";
+import { may, replacesOnlyOwn, SECRET_KEY, senderOf } from "../domain/principal.ts";
+import { CREDENTIAL_PREFIX } from "../domain/secrets.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import { type CopyChange, changeState } from "../store/copy-changes.ts";
@@ -639,6 +641,18 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     );
   };
 
+  /**
+   * The messages' routes (status, edit, delete, the list): Basic authentication, by the secret key
+   * or a credential whose scope allows it — a send credential is refused (`403`), and so never
+   * sees subscribers' chat ids.
+   */
+  const manageAuth = async (request: FastifyRequest) => {
+    await basicAuth(request);
+    if (!may((request.dock as DockCredentials).principal ?? SECRET_KEY, "manage_messages")) {
+      throw new ApiError("insufficient_scope");
+    }
+  };
+
   /** Stores the message (checking the secret key too when given) and answers 202. */
   const accept = async (
     request: FastifyRequest,
@@ -678,6 +692,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         key: request.messageKey,
         final: request.messageFinal,
         ...(request.dock ? { watched: request.dock.watched } : {}),
+        ...(request.dock?.principal
+          ? { sender: senderOf(request.dock.principal), ownKeysOnly: replacesOnlyOwn(request.dock.principal) }
+          : {}),
         source: endpoint,
       });
     } catch (error) {
@@ -736,6 +753,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     async (request, reply) => {
       const { dock_id, secret_key, msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
+      if (secret_key.startsWith(CREDENTIAL_PREFIX)) {
+        // A named credential: looked up by its hash before storing (the secret key's path, the
+        // hot one, stays as it was).
+        await judge(
+          request,
+          () => options.docks.authenticate(dock_id, secret_key),
+          () => new ApiError("unauthorized"),
+        );
+        return accept(request, reply, { dockId: dock_id }, msg, "ping");
+      }
       // The key is checked in the transaction that stores the message.
       return accept(request, reply, { dockId: dock_id, secretKey: secret_key }, msg, "ping");
     },
@@ -935,7 +962,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         summary: url.endsWith(":format")
           ? "Send another tool's payload with the Dock's hook URL, in the format named"
           : "Send with the Dock's hook URL (a message, or a payload read as the Dock's inbound format or detected)",
-        description: `The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send, and is rotated on its own in the console. Treat the URL as a secret. PUT works as POST (\`curl -T report.txt\` sends PUT).${
+        description: `The hook token in the path is the credential, for tools that can only be given a URL (Slack-style clients, Uptime Kuma, Home Assistant). It is not the secret key: it can only send (a \`key\` replaces only a message sent through the hook URL), and is rotated on its own in the console. Treat the URL as a secret. PUT works as POST (\`curl -T report.txt\` sends PUT).${
           url.endsWith(":format")
             ? ""
             : " The body is a message as for `/webhook` (JSON, text, a form), or a tool's payload: read as the Dock's inbound format when it has one, else as the format detected."
@@ -1000,7 +1027,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         documented: { response: { 200: messageStatus, ...statusErrors } },
       },
       config: { securityHeaders: "api" },
-      onRequest: basicAuth,
+      onRequest: manageAuth,
     },
     async (request) => statusOf(request, request.params.message_id),
   );
@@ -1026,7 +1053,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         },
       },
       config: { securityHeaders: "api" },
-      onRequest: basicAuth,
+      onRequest: manageAuth,
     },
     async (request) => {
       // PostgreSQL text cannot hold NUL: no message holds such a key.
@@ -1053,7 +1080,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         response: { 202: edited, ...editErrors },
       },
       config: { securityHeaders: "api" },
-      onRequest: basicAuth,
+      onRequest: manageAuth,
       preValidation: parsePatch,
     },
     async (request, reply) => {
@@ -1102,7 +1129,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         response: { 202: deleted, ...deleteErrors },
       },
       config: { securityHeaders: "api" },
-      onRequest: basicAuth,
+      onRequest: manageAuth,
     },
     async (request, reply) => {
       const messageId = request.params.message_id;

@@ -119,6 +119,10 @@ export const sendErrors = {
     "invalid_request",
   ),
   401: unauthorized,
+  403: errorAnswer(
+    "A send credential (or the hook URL) sent a key that another sender's message holds.",
+    "not_your_message",
+  ),
   413: errorAnswer(
     "The body, or the message's text, is over its limit.",
     "payload_too_large",
@@ -156,8 +160,14 @@ export const inboundAnswers = (format?: string) => ({
 });
 
 /** GET /messages/… answers. */
+const sendOnly = errorAnswer(
+  "A send credential: editing, deleting and reading messages takes the secret key or a manage credential.",
+  "insufficient_scope",
+);
+
 export const statusErrors = {
   401: unauthorized,
+  403: sendOnly,
   404: noSuchMessage,
   429: throttled,
   503: databaseDown,
@@ -167,6 +177,7 @@ export const statusErrors = {
 export const editErrors = {
   400: sendErrors[400],
   401: unauthorized,
+  403: sendOnly,
   404: noSuchMessage,
   409: errorAnswer("The message was deleted: it can no longer be changed.", "message_deleted"),
   413: sendErrors[413],
@@ -364,7 +375,7 @@ const dockIdField = Type.String({
 });
 
 const secretKeyField = Type.String({
-  description: `The Dock's secret key, \`dnsk_\` and 33 letters and digits. ${EXAMPLE.secretKey} is a placeholder: put the Dock's own key there.`,
+  description: `The Dock's secret key, \`dnsk_\` and 33 letters and digits, or one of its named credentials (\`dnsc_…\`: a send credential may only send). ${EXAMPLE.secretKey} is a placeholder: put the Dock's own key there.`,
   examples: [EXAMPLE.secretKey],
 });
 

@@ -229,6 +229,7 @@ export class AcceptBatch {
 
     if (item.key != null) {
       const replaced = await this.#replace(tx, item, now, writes);
+      if (replaced?.kind === "not_your_message") return replaced;
       if (replaced !== undefined) {
         if (keyed !== null && item.idempotencyKey !== null) {
           // The message row holds its first send's key: this send's is kept beside it.
@@ -274,6 +275,7 @@ export class AcceptBatch {
       item.content,
       item.final ? null : (item.key ?? null),
       watched ? 1 : 0,
+      item.sender ?? null,
     ];
     writes.messages.push(row);
     if (item.key != null && !item.final) writes.named.set(`${item.dockId}\n${item.key}`, row);
@@ -292,9 +294,11 @@ export class AcceptBatch {
     item: AcceptItem,
     now: number,
     writes: Writes,
-  ): Promise<Extract<AcceptResult, { kind: "replaced" }> | undefined> {
+  ): Promise<Extract<AcceptResult, { kind: "replaced" | "not_your_message" }> | undefined> {
     const pending = writes.named.get(`${item.dockId}\n${item.key}`);
+    const mine = (sender: unknown) => !item.ownKeysOnly || sender === (item.sender ?? null);
     if (pending !== undefined) {
+      if (!mine(pending[10])) return { kind: "not_your_message" };
       // Added earlier in this very batch: it is written with the last text given.
       pending[2] = item.text;
       pending[7] = item.content;
@@ -312,12 +316,13 @@ export class AcceptBatch {
     }
     const held = await tx
       .selectFrom("messages")
-      .select(["id", "subscribers"])
+      .select(["id", "subscribers", "sender"])
       .where("dock_id", "=", item.dockId)
       .where("key", "=", item.key as string)
       .where("deleted_at", "is", null)
       .executeTakeFirst();
     if (held === undefined) return undefined;
+    if (!mine(held.sender)) return { kind: "not_your_message" };
     const revised = await reviseMessage(
       tx,
       {
@@ -427,6 +432,7 @@ function acceptQueries(kysely: Kysely<Database>) {
       "content",
       "key",
       "report_pending",
+      "sender",
     ]),
     insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at", "subscribers"]),
   };

@@ -18,6 +18,8 @@ export type AcceptResult =
       replaced?: { revision: number; edits: number };
     }
   | { kind: "conflict" }
+  /** The key is held by a message another sender sent, and this sender may replace only its own. */
+  | { kind: "not_your_message" }
   | { kind: "unauthorized" }
   | { kind: "refused"; retryAfterSeconds: number };
 
@@ -55,6 +57,10 @@ export interface AcceptItem {
    * already authenticated the Dock.
    */
   secretKey: string | null;
+  /** Which credential sends it (messages.sender: a credential's id, `hook`, null: the secret key). */
+  sender?: string | null;
+  /** The sender may replace by key only the messages it sent (a send credential, the hook URL). */
+  ownKeysOnly?: boolean;
 }
 
 export interface AcceptBatchRequest {

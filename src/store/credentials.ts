@@ -1,4 +1,5 @@
 import { type Kysely, sql } from "kysely";
+import type { Principal } from "../domain/principal.ts";
 import { secretMatches } from "../domain/secrets.ts";
 import { prepare, type Slots } from "./prepared.ts";
 import type { Database } from "./schema.ts";
@@ -23,6 +24,8 @@ export interface DockCredentials {
   name: string;
   watched: boolean;
   inbound: string | null;
+  /** Who is acting (domain/principal.ts); absent: the secret key. */
+  principal?: Principal;
 }
 
 /**

@@ -2,16 +2,19 @@ import type { ExpressionBuilder, Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
+  CREDENTIAL_PREFIX,
   decryptSecret,
   encryptSecret,
   HOOK_TOKEN_PREFIX,
   hashSecret,
   newHookToken,
   newSecretKey,
+  newSigningSecret,
   sha256Hex,
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
+import { DockCredentialRepository } from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
 
 export interface Dock extends DockFields {
@@ -24,6 +27,8 @@ export interface Dock extends DockFields {
 
 export interface DockWithSecret extends Dock {
   secretKey: string;
+  /** The key of the signatures on the Dock's callback events (`dnss_…`), apart from the secret key. */
+  signingSecret: string;
   /** The hook token (`/hook/<token>`), null when the Dock has none. */
   hookToken: string | null;
   /** How a body without `msg` is read: a format's name, or `template`; null: detected. */
@@ -79,6 +84,8 @@ export class DockRepository {
   readonly #signingOf;
   /** A sealed secret no Dock has, read and unsealed for an unknown Dock (see secretOf). */
   readonly #standIn: string;
+  /** The Dock's named credentials (send, manage), presented where the secret key is. */
+  readonly credentials: DockCredentialRepository;
 
   constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
     this.#db = db;
@@ -87,12 +94,14 @@ export class DockRepository {
     this.#credentialsOf = credentialsQuery(db.kysely);
     this.#signingOf = signingQuery(db.kysely);
     this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
+    this.credentials = new DockCredentialRepository(db, now);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
     const now = this.#now();
     const id = newDockId();
     const secretKey = newSecretKey();
+    const signingSecret = newSigningSecret();
     await this.#db.kysely.transaction().execute(async (tx) => {
       // Whoever owns a Dock may sign in to see it, whatever OWNERS says of strangers (a Dock made
       // by the CLI for someone new, or under OWNERS=* before the instance was closed). It does not
@@ -106,6 +115,7 @@ export class DockRepository {
           ...fields,
           secret_hash: hashSecret(secretKey).toString("hex"),
           secret_sealed: encryptSecret(secretKey, this.#key),
+          signing_sealed: encryptSecret(signingSecret, this.#key),
           created_at: now,
           updated_at: now,
         })
@@ -119,6 +129,7 @@ export class DockRepository {
       updatedAt: now,
       activeSubscribers: 0,
       secretKey,
+      signingSecret,
       hookToken: null,
       inboundFormat: null,
       template: null,
@@ -134,6 +145,7 @@ export class DockRepository {
       "docks.description",
       "docks.callback_url",
       "docks.secret_sealed",
+      "docks.signing_sealed",
       "docks.hook_sealed",
       "docks.inbound_format",
       "docks.template",
@@ -156,6 +168,7 @@ export class DockRepository {
     description: string | null;
     callback_url: string | null;
     secret_sealed: string;
+    signing_sealed: string;
     hook_sealed: string | null;
     inbound_format: string | null;
     template: string | null;
@@ -174,6 +187,7 @@ export class DockRepository {
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
+      signingSecret: decryptSecret(row.signing_sealed, this.#key),
       hookToken: row.hook_sealed === null ? null : decryptSecret(row.hook_sealed, this.#key),
       inboundFormat: row.inbound_format,
       template: row.template === null ? null : (JSON.parse(row.template) as unknown),
@@ -245,6 +259,8 @@ export class DockRepository {
    * the same path, so neither the answer nor its timing tells whether a Dock exists.
    */
   async authenticate(id: string, secretKey: string): Promise<DockCredentials | undefined> {
+    // A named credential (its prefix says so, whatever the Dock): looked up by its hash instead.
+    if (secretKey.startsWith(CREDENTIAL_PREFIX)) return this.credentials.authenticate(id, secretKey);
     // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
     // characters, such as NUL, with an error rather than "no row").
     const row = DOCK_ID_PATTERN.test(id)
@@ -253,7 +269,21 @@ export class DockRepository {
     return checkCredentials(row, secretKey);
   }
 
-  /** Replaces the secret key; the old one stops working with this commit. */
+  /**
+   * Replaces the signing secret: events posted from now on are signed with the new one (an event
+   * being posted at this moment may still carry the old). The secret key stays as it is.
+   */
+  async rotateSigningSecret(id: string): Promise<string | undefined> {
+    const signingSecret = newSigningSecret();
+    const result = await this.#db.kysely
+      .updateTable("docks")
+      .set({ signing_sealed: encryptSecret(signingSecret, this.#key), updated_at: this.#now() })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n ? signingSecret : undefined;
+  }
+
+  /** Replaces the secret key; the old one stops working with this commit. The signing secret stays. */
   async rotateSecret(id: string): Promise<string | undefined> {
     const secretKey = newSecretKey();
     const result = await this.#db.kysely
@@ -279,7 +309,7 @@ export class DockRepository {
       .select(["id", "name", "inbound_format", watched])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return row && credentialsOf(row);
+    return row && { ...credentialsOf(row), principal: { kind: "hook" } };
   }
 
   /**

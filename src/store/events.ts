@@ -257,11 +257,11 @@ export class EventOutbox {
     return row?.at == null ? null : Number(row.at);
   }
 
-  /** Takes an event for posting, with a lease; with where it goes and the key to sign it with (sealed). */
+  /** Takes an event for posting, with a lease; with where it goes and the secret to sign it with (sealed). */
   async claim(
     id: number,
     lease: number,
-  ): Promise<(PendingEvent & { callbackUrl: string | null; secretSealed: string }) | undefined> {
+  ): Promise<(PendingEvent & { callbackUrl: string | null; signingSealed: string }) | undefined> {
     const now = this.#now();
     const claimed = await this.#db.kysely
       .updateTable("events")
@@ -278,7 +278,7 @@ export class EventOutbox {
     if (claimed === undefined) return undefined;
     const dock = await this.#db.kysely
       .selectFrom("docks")
-      .select(["callback_url", "secret_sealed"])
+      .select(["callback_url", "signing_sealed"])
       .where("id", "=", claimed.dock_id)
       .executeTakeFirst();
     return {
@@ -290,7 +290,7 @@ export class EventOutbox {
       createdAt: claimed.created_at,
       lease,
       callbackUrl: dock?.callback_url ?? null,
-      secretSealed: dock?.secret_sealed ?? "",
+      signingSealed: dock?.signing_sealed ?? "",
     };
   }
 

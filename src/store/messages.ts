@@ -30,6 +30,10 @@ export interface AcceptInput {
    * the message. Omitted when the caller has already authenticated the Dock.
    */
   secretKey?: string | undefined;
+  /** Which credential sends it (AcceptItem.sender); omitted: the secret key. */
+  sender?: string | null | undefined;
+  /** The sender replaces by key only its own messages (AcceptItem.ownKeysOnly). */
+  ownKeysOnly?: boolean | undefined;
 }
 
 /** Batches handed to the database and not yet committed, at most. */
@@ -85,6 +89,8 @@ export class MessageRepository {
       watched: input.watched ?? null,
       hash: idempotencyKey === null ? null : (input.requestHash ?? sha256Hex(sent)),
       secretKey: input.secretKey ?? null,
+      sender: input.sender ?? null,
+      ownKeysOnly: input.ownKeysOnly === true,
     };
     return new Promise((resolve, reject) => {
       this.#pending.push({ item, resolve, reject });

@@ -21,8 +21,13 @@ export interface DocksTable {
   secret_hash: string;
   /** The secret key sealed with the server's encryption key (AES-256-GCM). */
   secret_sealed: string;
-  /** Where the Dock's events are posted (signed with its secret key); null: none. */
+  /** Where the Dock's events are posted (signed with its signing secret); null: none. */
   callback_url: string | null;
+  /**
+   * The signing secret (`dnss_…`, the HMAC key of the Dock's events) sealed like the secret key.
+   * Set for every Dock (migration 0014 gave each existing one its secret key of the time).
+   */
+  signing_sealed: string;
   /** Hex SHA-256 of the hook token (`/hook/<token>`); null: the Dock has none. */
   hook_hash: string | null;
   /** The hook token sealed like the secret key, so the console can show it again. */
@@ -93,6 +98,27 @@ export interface MessagesTable {
   acked_at: Millis | null;
   /** 1 while the Dock's callback URL is still to be told that the message was delivered (or failed). */
   report_pending: Generated<number>;
+  /**
+   * Which credential sent it: a dock_credentials id, `hook` (the hook URL), or null (the secret
+   * key, the console). A send-only sender replaces by key only its own messages.
+   */
+  sender: string | null;
+}
+
+/** A named credential of a Dock (migration 0015): what it may do is its scope. */
+export interface DockCredentialsTable {
+  id: string;
+  dock_id: string;
+  name: string;
+  /** `send` or `manage` (domain/principal.ts). */
+  scope: string;
+  /** Hex SHA-256 of the credential's secret (the secret itself is shown once, never stored). */
+  secret_hash: string;
+  /** The secret's first characters, to tell credentials apart in a list. */
+  prefix: string;
+  created_at: Millis;
+  /** When it last authenticated a request, to the minute (written at most once a minute). */
+  last_used_at: Millis | null;
 }
 
 /**
@@ -291,4 +317,5 @@ export interface Database {
   owners: OwnersTable;
   owner_invites: OwnerInvitesTable;
   instance: InstanceTable;
+  dock_credentials: DockCredentialsTable;
 }

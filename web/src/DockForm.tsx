@@ -104,7 +104,7 @@ export function DockForm({
       {field(
         "callback_url",
         "Callback URL",
-        "Optional. Events (delivered, failed, acknowledged) are POSTed here, signed with the secret key — see the API docs.",
+        "Optional. Events (delivered, failed, acknowledged) are POSTed here, signed with the signing secret (below) — see the API docs.",
       )}
       {error && (
         <p className="error" role="alert">

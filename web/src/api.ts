@@ -9,6 +9,9 @@ import type { ErrorBody, FieldProblem } from "../../src/http/errors.ts";
 export type {
   ActivityAnswer,
   CopyChange,
+  Credential,
+  CredentialAnswer,
+  CredentialListAnswer,
   DeliveryLine,
   DeliveryState,
   Dock,

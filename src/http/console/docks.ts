@@ -5,6 +5,7 @@ import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
 import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
 import { OptionsError, prepareContent } from "../../domain/message-options.ts";
+import { SCOPES, type Scope } from "../../domain/principal.ts";
 import { notificationBody } from "../../domain/render.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { Intake } from "../../intake.ts";
@@ -13,6 +14,7 @@ import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
 import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
+import type { DockCredential } from "../../store/dock-credentials.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
@@ -24,6 +26,10 @@ import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./mess
 import {
   type ActivityAnswer,
   activityQuery,
+  type CredentialAnswer,
+  type CredentialListAnswer,
+  credentialBody,
+  credentialParams,
   type Dock,
   type DockAnswer,
   type DockListAnswer,
@@ -69,7 +75,7 @@ export const TEST_MESSAGE =
   "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 /**
- * Everything an owner does with their Docks: create, edit, delete, rotate the secret, see and
+ * Everything an owner does with their Docks: create, edit, delete, rotate the secrets, see and
  * remove subscribers, watch deliveries, send a test message. Every route needs a session (and, to
  * change anything, its CSRF token) and answers `404` for another owner's Dock exactly as for a
  * missing one. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
@@ -101,6 +107,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       description: dock.description,
       callback_url: dock.callback_url ?? null,
       secret_key: dock.secretKey,
+      signing_secret: dock.signingSecret,
       hook_token: dock.hookToken,
       hook_url:
         dock.hookToken === null ? null : `${options.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`,
@@ -216,6 +223,69 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       const dock = await ownedDock(request, request.params.id);
       await options.docks.rotateSecret(dock.id);
       return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  routes.post(
+    "/docks/:id/rotate-signing-secret",
+    { schema: { params: dockParams } },
+    async (request): Promise<DockAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      await options.docks.rotateSigningSecret(dock.id);
+      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+    },
+  );
+
+  const credentialJson = (c: DockCredential) => ({
+    id: c.id,
+    name: c.name,
+    scope: c.scope,
+    prefix: c.prefix,
+    created_at: c.createdAt,
+    last_used_at: c.lastUsedAt,
+  });
+
+  routes.get(
+    "/docks/:id/credentials",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<CredentialListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      return { ok: true, credentials: (await options.docks.credentials.list(dock.id)).map(credentialJson) };
+    },
+  );
+
+  /** A new credential; its secret is in this answer only (stored as a hash, never shown again). */
+  routes.post(
+    "/docks/:id/credentials",
+    { schema: { params: dockParams, body: credentialBody } },
+    async (request, reply) => {
+      const dock = await ownedDock(request, request.params.id);
+      const { name, scope } = request.body;
+      const problems: { field: string; message: string }[] = [];
+      const trimmed = typeof name === "string" ? name.trim() : "";
+      if (trimmed.length === 0 || [...trimmed].length > 64)
+        problems.push({ field: "name", message: "name is required, at most 64 characters" });
+      if (!(SCOPES as readonly unknown[]).includes(scope))
+        problems.push({ field: "scope", message: `scope must be one of ${SCOPES.join(", ")}` });
+      if (problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
+      const made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope);
+      return reply.code(201).send({
+        ok: true,
+        credential: credentialJson(made.credential),
+        secret: made.secret,
+      } satisfies CredentialAnswer);
+    },
+  );
+
+  /** Revokes the credential: its next request is refused. */
+  routes.delete(
+    "/docks/:id/credentials/:credentialId",
+    { schema: { params: credentialParams } },
+    async (request): Promise<OkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      if (!(await options.docks.credentials.revoke(dock.id, request.params.credentialId)))
+        throw new ApiError("not_found", "This Dock has no such credential.");
+      return { ok: true };
     },
   );
 

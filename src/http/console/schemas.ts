@@ -53,6 +53,13 @@ export const dockParams = Type.Object({ id: Type.String() });
 export const activityQuery = Type.Object({ days: Type.Optional(Type.String()) });
 export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
 export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
+export const credentialParams = Type.Object({ id: Type.String(), credentialId: Type.String() });
+
+/** `POST /docks/{id}/credentials`: checked by the route, which names the field at fault. */
+export const credentialBody = Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  scope: Type.Optional(Type.Unknown()),
+});
 
 /** `GET /docks/{id}/messages`: strings, checked by the route so that its answer names the parameter. */
 export const messageHistoryQuery = Type.Object({
@@ -164,9 +171,12 @@ export const dock = Type.Object({
   link: stringOrNull,
   description: stringOrNull,
   callback_url: Type.Union([Type.String(), Type.Null()], {
-    description: "Where the Dock's events are posted (signed with its secret key); null: none.",
+    description: "Where the Dock's events are posted (signed with its signing secret); null: none.",
   }),
   secret_key: Type.String(),
+  signing_secret: Type.String({
+    description: "The key of the Dock-Signature on its callback events (dnss_…), apart from the secret key.",
+  }),
   hook_token: Type.Union([Type.String(), Type.Null()], {
     description: "The hook token (POST /hook/<token>), a URL-only credential; null: none.",
   }),
@@ -484,6 +494,31 @@ export type DockListAnswer = Static<typeof dockListAnswer>;
 /** One Dock: created, read, edited, or with its new secret key. */
 export const dockAnswer = Type.Object({ ok, dock });
 export type DockAnswer = Static<typeof dockAnswer>;
+
+/** A named credential of a Dock, as its owner sees it: never its secret. */
+export const credential = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scope: Type.Union([Type.Literal("send"), Type.Literal("manage")]),
+  prefix: Type.String({ description: "The secret's first characters (dnsc_AbCd), to tell it apart." }),
+  created_at: time,
+  last_used_at: Type.Union([time, Type.Null()], {
+    description: "When it last authenticated a request, to the minute; null: never.",
+  }),
+});
+export type Credential = Static<typeof credential>;
+
+/** `GET /docks/{id}/credentials`. */
+export const credentialListAnswer = Type.Object({ ok, credentials: Type.Array(credential) });
+export type CredentialListAnswer = Static<typeof credentialListAnswer>;
+
+/** `POST /docks/{id}/credentials`: the credential and its secret, shown this once. */
+export const credentialAnswer = Type.Object({
+  ok,
+  credential,
+  secret: Type.String({ description: "The credential's secret (dnsc_…): shown only in this answer." }),
+});
+export type CredentialAnswer = Static<typeof credentialAnswer>;
 
 /** `GET /docks/{id}/subscribers`. */
 export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });

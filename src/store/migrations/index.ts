@@ -13,6 +13,8 @@ import { integrations } from "./0010-integrations.ts";
 import { activityRollups } from "./0011-activity-rollups.ts";
 import { chatTitles } from "./0012-chat-titles.ts";
 import { owners } from "./0013-owners.ts";
+import { signingSecrets } from "./0014-signing-secrets.ts";
+import { dockCredentials } from "./0015-dock-credentials.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -29,6 +31,8 @@ function migrations(db: Db): Record<string, Migration> {
     "0011-activity-rollups": activityRollups(db.spelling),
     "0012-chat-titles": chatTitles(),
     "0013-owners": owners(),
+    "0014-signing-secrets": signingSecrets(),
+    "0015-dock-credentials": dockCredentials(),
   };
 }
 

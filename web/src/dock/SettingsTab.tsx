@@ -3,9 +3,54 @@ import { useAnnounce } from "../announce.tsx";
 import type { DockAnswer } from "../api.ts";
 import { DockForm } from "../DockForm.tsx";
 import type { DockEditorProps } from "./actions.ts";
+import { Credentials } from "./Credentials.tsx";
+import { mask } from "./secret.ts";
 
 /**
- * The Dock's fields, its secret key's rotation and its deletion. The two that break something
+ * The signing secret of the Dock's callback events, beside the callback URL it goes with: masked
+ * until revealed, copied by its button, rotated when a receiver may have leaked it (which changes
+ * nothing for the applications that send).
+ */
+function SigningSecret({ dock, actions, onChanged }: DockEditorProps) {
+  const announce = useAnnounce();
+  const [revealed, setRevealed] = useState(false);
+  const rotate = () =>
+    actions.act(async () => {
+      const sure = window.confirm(
+        `Rotate the signing secret of “${dock.name}”? Events are signed with the new one from now on: your receiver must verify with it.`,
+      );
+      if (!sure) return;
+      const answer = await actions.call<DockAnswer>("POST", "/rotate-signing-secret");
+      onChanged(answer.dock);
+      setRevealed(true);
+      announce("New signing secret made. Events are signed with it from now on.");
+    });
+  return (
+    <section aria-labelledby="signing-title">
+      <h3 id="signing-title">Signing secret</h3>
+      <p className="muted small">
+        Events posted to the callback URL carry a Dock-Signature made with this secret (not with the secret
+        key, which can send): give it to the receiver that verifies them.
+      </p>
+      <p>
+        <code data-testid="signing-secret">{revealed ? dock.signing_secret : mask(dock.signing_secret)}</code>
+        {!revealed && <span className="offscreen"> (hidden)</span>}
+      </p>
+      <button type="button" aria-pressed={revealed} onClick={() => setRevealed(!revealed)}>
+        {revealed ? "Hide signing secret" : "Reveal signing secret"}
+      </button>{" "}
+      <button type="button" onClick={() => actions.copy(dock.signing_secret, "Signing secret")}>
+        Copy signing secret
+      </button>{" "}
+      <button type="button" className="secondary" onClick={rotate}>
+        Rotate signing secret
+      </button>
+    </section>
+  );
+}
+
+/**
+ * The Dock's fields, its secret keys' rotation and its deletion. The two that break something
  * (every application's key, every subscription) ask first and say what they break; a new key is
  * shown right here once, with its copy button, since every application needs it next.
  */
@@ -73,6 +118,8 @@ export function SettingsTab({
           onSubmit={save}
         />
       </section>
+      <SigningSecret dock={dock} actions={actions} onChanged={onChanged} />
+      <Credentials dock={dock} actions={actions} />
       <section aria-labelledby="rotate-title">
         <h3 id="rotate-title">Secret key</h3>
         <p className="muted small">
