@@ -18,6 +18,7 @@ import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { telegramWebhook } from "./http/telegram-webhook.ts";
+import { TemplateRenderer } from "./http/template-renderer.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
 import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
@@ -82,6 +83,8 @@ export interface App {
   activity: ActivityRepository;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
+  /** Where Docks' templates are rendered: a thread of its own, with a hard deadline. */
+  templates: TemplateRenderer;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.
@@ -192,6 +195,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     databaseWritable: async () => (await probe.check()).state === "ok",
   });
   const intake = new Intake({ messages, metrics });
+  const templates = new TemplateRenderer();
+  server.addHook("onClose", async () => templates.close());
   await server.register(sendApi, {
     docks,
     intake,
@@ -201,6 +206,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxInboundBodyBytes: Math.max(config.maxBodyBytes, config.maxInboundBodyBytes),
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
+    templates,
   });
 
   const live = new LiveHub({
@@ -231,6 +237,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginWidgetDomain: config.telegramLoginDomain,
     sessionTtlMs: config.sessionTtlMs,
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
+    templates,
     now,
   });
   await server.register(consolePage, {});
@@ -347,6 +354,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sessions,
     activity,
     live,
+    templates,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

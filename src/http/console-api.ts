@@ -60,6 +60,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
+    templates: options.templates,
   });
   await app.register(stream, { hub: options.live, sessions: options.sessions });
 }

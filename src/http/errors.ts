@@ -102,6 +102,11 @@ export const ERRORS = {
     status: 503,
     message: "Telegram cannot be reached to look up the bot; try again shortly.",
   },
+  busy: {
+    status: 503,
+    message:
+      "The service has as much of this work in hand as it takes at once; try again after Retry-After seconds.",
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -158,7 +163,7 @@ export class ApiError extends Error {
     return this.status;
   }
 
-  /** A 429 telling the client how many whole seconds to wait (`Retry-After`). */
+  /** A 429 or 503 telling the client how many whole seconds to wait (`Retry-After`). */
   static retryAfter(code: ErrorCode, waitSeconds: number): ApiError {
     return new ApiError(code, undefined, { "Retry-After": String(Math.ceil(waitSeconds)) });
   }

@@ -66,6 +66,7 @@ import {
   webhookHeaders,
   webhookQuery,
 } from "./send-schemas.ts";
+import type { TemplateRenderer } from "./template-renderer.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -77,6 +78,8 @@ export interface SendApiOptions {
   maxInboundBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
+  /** Where Docks' templates are rendered (off the event loop). */
+  templates: TemplateRenderer;
 }
 
 /**
@@ -438,6 +441,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       dock: request.dock as DockCredentials,
       docks: options.docks,
       query: (request.query ?? {}) as Record<string, unknown>,
+      templates: options.templates,
       renderBudget,
     });
     request.inboundFormat = result.format;

@@ -146,6 +146,12 @@ export const inboundErrors = {
     "template_failed",
     "idempotency_conflict",
   ),
+  503: errorAnswer(
+    "The database cannot take the request now, or the service has as many templates to render as it takes at once: retry after `Retry-After` seconds.",
+    "database_unavailable",
+    "storage_unavailable",
+    "busy",
+  ),
 };
 
 /** The answers of a send that may be a tool's payload; the 202's example read as `format`. */

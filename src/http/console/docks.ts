@@ -19,6 +19,7 @@ import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
+import type { TemplateRenderer } from "../template-renderer.ts";
 import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
 import {
   type ActivityAnswer,
@@ -57,6 +58,8 @@ export interface DocksOptions {
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
   botUsername: () => Promise<string>;
+  /** Where Docks' templates are rendered (off the event loop): the preview's too. */
+  templates: TemplateRenderer;
 }
 
 /** What "Send test message" sends. */
@@ -286,6 +289,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock: { id: dock.id, name: dock.name, watched: false, inbound: dock.inboundFormat },
         docks: options.docks,
         query: {},
+        templates: options.templates,
         renderBudget: previewTime,
         ...(format === "template" && template !== undefined
           ? { template: await checkedTemplate(template) }
