@@ -58,6 +58,11 @@ export const ERRORS = {
     message: "The sandbox cannot do that in its current state (it exists already, or is full).",
   },
   payload_too_large: { status: 413, message: "The request body is too large." },
+  payload_too_complex: {
+    status: 413,
+    message:
+      "The body is within the size limit but too complex to read (too many elements, attributes, fields or levels); see docs/integrations.md.",
+  },
   host_not_allowed: { status: 421, message: "This service does not answer for that host name." },
   message_too_long: { status: 413, message: "The message is too long." },
   unsupported_media_type: { status: 415, message: "The Content-Type is not accepted here." },

@@ -9,7 +9,13 @@ import {
 } from "../domain/message-options.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
-import { type Conversion, type Inbound, isRecord, PayloadError } from "../integrations/inbound.ts";
+import {
+  type Conversion,
+  type Inbound,
+  isRecord,
+  PayloadError,
+  TooComplexError,
+} from "../integrations/inbound.ts";
 import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -175,6 +181,12 @@ export async function inboundMessage(input: {
   } catch (error) {
     if (error instanceof PayloadError) {
       throw new ApiError("invalid_payload", `This body is not a valid ${name} payload: ${error.message}`);
+    }
+    if (error instanceof TooComplexError) {
+      throw new ApiError(
+        "payload_too_complex",
+        `This body is too complex to read as a ${name} payload: ${error.message} (see docs/integrations.md).`,
+      );
     }
     if (error instanceof TemplateError) {
       throw new ApiError(

@@ -141,6 +141,12 @@ export const inboundErrors = {
     "invalid_json",
   ),
   409: errorAnswer("The Dock reads its payloads with a template, and has none.", "no_template"),
+  413: errorAnswer(
+    "The body, or the message's text, is over its limit, or the payload is too complex to read (XML of too many elements, attributes or levels).",
+    "payload_too_large",
+    "message_too_long",
+    "payload_too_complex",
+  ),
   422: errorAnswer(
     "The Dock's template could not turn this payload into a message, or the Idempotency-Key was used with another message.",
     "template_failed",

@@ -9,6 +9,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { checkXmlShape, type XmlLimits } from "./xml-shape.ts";
 
 /*
  * Apprise's generic notifications (Apprise 1.x): json:// posts `{version, title, message, type,
@@ -56,9 +57,22 @@ function findNotification(node: unknown, depth = 0): Record<string, unknown> | u
   return undefined;
 }
 
+/**
+ * What an xml:// body may hold: Apprise's envelope is about ten elements, four attributes and five
+ * levels, and two elements and two attributes more per attachment. Within these the parser's work
+ * is a few milliseconds; the text (a message, an attachment's base64) may take the whole body.
+ */
+export const APPRISE_XML_LIMITS: XmlLimits = {
+  elements: 1000,
+  attributes: 1000,
+  depth: 32,
+  references: 10_000,
+};
+
 async function fromXml(xml: string): Promise<Fields> {
   // Apprise never sends a DOCTYPE; refusing one keeps entity definitions out altogether.
   if (/<!DOCTYPE/i.test(xml)) throw new PayloadError("XML with a DOCTYPE is not accepted");
+  checkXmlShape(xml, APPRISE_XML_LIMITS);
   const { XMLParser, XMLValidator } = await import("fast-xml-parser");
   if (XMLValidator.validate(xml) !== true) throw new PayloadError("the body is not well-formed XML");
   let document: unknown;
