@@ -111,13 +111,15 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
     // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
     if (allowText && !params.has("msg")) return { msg: text };
-    const fields = Object.fromEntries(params);
-    // `msg=first&msg=second` would keep one and drop the other without a word.
-    for (const name of Object.keys(fields)) {
-      if (params.getAll(name).length > 1) {
+    // `msg=first&msg=second` would keep one and drop the other without a word. One pass: asking
+    // getAll for each name scans every field for each (9,500 names in 64 KiB held the loop 1.5 s).
+    const names = new Set<string>();
+    for (const name of params.keys()) {
+      if (names.has(name))
         throw new ApiError("invalid_request", `${name.slice(0, 64)} is given more than once.`);
-      }
+      names.add(name);
     }
+    const fields = Object.fromEntries(params);
     // `curl -d 'hello'` to /ping is a form with one nameless field: say what to send instead.
     if (Object.values(fields).every((value) => value === "") && !("msg" in fields)) {
       throw new ApiError(
