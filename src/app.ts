@@ -7,6 +7,7 @@ import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { BodyBudget } from "./http/body-budget.ts";
 import { LiveHub } from "./http/console/live.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
@@ -21,7 +22,13 @@ import { telegramWebhook } from "./http/telegram-webhook.ts";
 import { TemplateRenderer } from "./http/template-renderer.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
-import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
+import {
+  createMetrics,
+  type Metrics,
+  registerBacklogGauges,
+  registerHeldBodiesGauge,
+  registerStateGauges,
+} from "./metrics.ts";
 import { ActivityRepository } from "./store/activity.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
@@ -197,16 +204,23 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const intake = new Intake({ messages, metrics });
   const templates = new TemplateRenderer();
   server.addHook("onClose", async () => templates.close());
+  const maxInboundBodyBytes = Math.max(config.maxBodyBytes, config.maxInboundBodyBytes);
+  const unauthenticatedBodies = new BodyBudget({
+    totalBytes: config.unauthenticatedBodiesMaxBytes,
+    perAddressBytes: Math.max(maxInboundBodyBytes, Math.floor(config.unauthenticatedBodiesMaxBytes / 4)),
+  });
+  registerHeldBodiesGauge(metrics, () => unauthenticatedBodies.held);
   await server.register(sendApi, {
     docks,
     intake,
     views: outboxViews,
     changes: messageChanges,
     maxBodyBytes: config.maxBodyBytes,
-    maxInboundBodyBytes: Math.max(config.maxBodyBytes, config.maxInboundBodyBytes),
+    maxInboundBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
     templates,
+    unauthenticatedBodies,
   });
 
   const live = new LiveHub({

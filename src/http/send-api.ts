@@ -22,6 +22,7 @@ import type { DockRepository } from "../store/docks.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import type { MessageStatus, OutboxViews } from "../store/outbox-views.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
+import type { BodyBudget } from "./body-budget.ts";
 import { ApiError, errorAnswer, fieldsRefused } from "./errors.ts";
 import {
   detectedFormat,
@@ -80,6 +81,8 @@ export interface SendApiOptions {
   authFailuresPerMinute: number;
   /** Where Docks' templates are rendered (off the event loop). */
   templates: TemplateRenderer;
+  /** What holds the bodies read before their sender is known (GitHub's signed deliveries). */
+  unauthenticatedBodies: BodyBudget;
 }
 
 /**
@@ -904,6 +907,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
       onRequest: pathAuth,
+      // A signed body is read before its signature tells who sent it (pathAuth let it through).
+      preParsing: options.unauthenticatedBodies.hook((request) => request.dock === null),
       preValidation: [signedAuth, integrated(formatParam)],
     },
     async (request, reply) => sendWebhook(request, reply, "webhook"),

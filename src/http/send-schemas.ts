@@ -153,7 +153,7 @@ export const inboundErrors = {
     "idempotency_conflict",
   ),
   503: errorAnswer(
-    "The database cannot take the request now, or the service has as many templates to render as it takes at once: retry after `Retry-After` seconds.",
+    "The database cannot take the request now, or the service has as many templates to render or signed bodies to check as it takes at once: retry after `Retry-After` seconds.",
     "database_unavailable",
     "storage_unavailable",
     "busy",
