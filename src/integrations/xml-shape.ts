@@ -73,10 +73,8 @@ export function checkXmlShape(xml: string, limits: XmlLimits): void {
       }
       if (attributes > limits.attributes) throw over("attributes", limits.attributes);
       if (references > limits.references) throw over("entity or character references", limits.references);
-      if (xml[end - 1] !== "/") {
-        depth++;
-        if (depth > limits.depth) throw over("levels of nested elements", limits.depth);
-      }
+      if (depth + 1 > limits.depth) throw over("levels of nested elements", limits.depth);
+      if (xml[end - 1] !== "/") depth++;
       at = end + 1;
     }
   }
