@@ -20,7 +20,7 @@ import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { ApiError, fieldsRefused } from "./errors.ts";
-import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import { RENDER_DEADLINE_MS, type TemplatePayload, type TemplateRenderer } from "./template-renderer.ts";
 
 /*
@@ -77,7 +77,7 @@ const isFormFields = (text: string, mediaType: string) =>
 export function inboundOf(text: string, mediaType: string, headers: Inbound["headers"]): Inbound {
   if (text.trim() === "") throw new ApiError("invalid_json", "The request body is empty.");
   if (isFormFields(text, mediaType)) {
-    const params = new URLSearchParams(text);
+    const params = formFields(text);
     const payload = params.get("payload");
     if (payload !== null && [...params.keys()].length === 1 && payload.trimStart().startsWith("{")) {
       return { body: parseJson(payload), text: payload, mediaType: "application/json", headers };

@@ -38,7 +38,7 @@ import {
   templateTime,
   XML_TYPES,
 } from "./inbound.ts";
-import { decode, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import {
   accepted,
   checkedPatchBody,
@@ -110,7 +110,7 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
     throw new ApiError("invalid_json", `The request body is empty; send a JSON object.${inUrl}`);
   }
   if (mediaType === "application/x-www-form-urlencoded" && !text.startsWith("{")) {
-    const params = new URLSearchParams(text);
+    const params = formFields(text);
     // `curl -d 'Backup done'` is a form with no msg field: on /webhook that is the text itself (as
     // ntfy takes it, so ntfy scripts port unchanged); /ping says what to send instead.
     if (allowText && !params.has("msg")) return { msg: text };

@@ -120,9 +120,10 @@ export const sendErrors = {
   ),
   401: unauthorized,
   413: errorAnswer(
-    "The body, or the message's text, is over its limit.",
+    "The body, or the message's text, is over its limit, or a form body has more than 1,000 fields.",
     "payload_too_large",
     "message_too_long",
+    "payload_too_complex",
   ),
   415: errorAnswer("The Content-Type is not one this route reads.", "unsupported_media_type"),
   422: errorAnswer("This Idempotency-Key was already used with another message.", "idempotency_conflict"),
@@ -142,7 +143,7 @@ export const inboundErrors = {
   ),
   409: errorAnswer("The Dock reads its payloads with a template, and has none.", "no_template"),
   413: errorAnswer(
-    "The body, or the message's text, is over its limit, or the payload is too complex to read (XML of too many elements, attributes or levels).",
+    "The body, or the message's text, is over its limit, or the payload is too complex to read (XML of too many elements, attributes or levels, a form of more than 1,000 fields).",
     "payload_too_large",
     "message_too_long",
     "payload_too_complex",

@@ -68,10 +68,10 @@ export function checkXmlShape(xml: string, limits: XmlLimits): void {
           if (char === quote) quote = "";
           else if (char === "&") references++;
         } else if (char === '"' || char === "'") quote = char;
-        else if (char === "=") attributes++;
+        else if (char === "=" && ++attributes > limits.attributes)
+          throw over("attributes", limits.attributes);
         else if (char === ">") break;
       }
-      if (attributes > limits.attributes) throw over("attributes", limits.attributes);
       if (references > limits.references) throw over("entity or character references", limits.references);
       if (depth + 1 > limits.depth) throw over("levels of nested elements", limits.depth);
       if (xml[end - 1] !== "/") depth++;
