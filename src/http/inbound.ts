@@ -66,7 +66,31 @@ function parseJson(text: string): unknown {
  * carry the JSON in one `payload` field: that JSON), XML and text as text.
  */
 export function readInbound(request: FastifyRequest): Inbound {
-  return inboundOf(decode(request.body as RawBody), mediaTypeOf(request), request.headers);
+  let inbound = bodiesRead.get(request);
+  if (inbound === undefined) {
+    inbound = inboundOf(decode(request.body as RawBody), mediaTypeOf(request), request.headers);
+    bodiesRead.set(request, inbound);
+  }
+  return inbound;
+}
+
+/**
+ * Bodies already read, by request: a megabyte of JSON costs the event loop 10–50 ms to parse, and
+ * a signed body is read to check its shape, then again for its format.
+ */
+const bodiesRead = new WeakMap<FastifyRequest, Inbound>();
+
+/**
+ * The body a /webhook or hook URL request carries, already parsed as a JSON object by the message
+ * path, as readInbound would read it (so it is not parsed again); undefined for a form's fields.
+ */
+export function parsedInbound(request: FastifyRequest, body: Record<string, unknown>): Inbound | undefined {
+  const text = decode(request.body as RawBody);
+  const mediaType = mediaTypeOf(request);
+  if (isFormFields(text, mediaType)) return undefined;
+  const inbound = { body, text, mediaType, headers: request.headers };
+  bodiesRead.set(request, inbound);
+  return inbound;
 }
 
 /** Whether inboundOf reads a body as form fields (not JSON sent as a form, as `curl -d '{…}'` does). */

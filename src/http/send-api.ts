@@ -33,6 +33,7 @@ import {
   isPlainMessage,
   isSignedPayload,
   noSuchFormat,
+  parsedInbound,
   readInbound,
   signatureMatches,
   templateTime,
@@ -529,7 +530,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       return;
     }
     if (!isPlainMessage(body)) {
-      integrate(request, null).then(() => done(), done);
+      integrate(request, null, parsedInbound(request, body)).then(() => done(), done);
       return;
     }
     try {
