@@ -11,6 +11,7 @@ import { Retention } from "./delivery/retention.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
 import { telegramLink } from "./domain/telegram-link.ts";
+import { BodyBudget } from "./http/body-budget.ts";
 import { LiveHub } from "./http/console/live.ts";
 import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
@@ -23,9 +24,16 @@ import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { telegramWebhook } from "./http/telegram-webhook.ts";
+import { TemplateRenderer } from "./http/template-renderer.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
-import { createMetrics, type Metrics, registerBacklogGauges, registerStateGauges } from "./metrics.ts";
+import {
+  createMetrics,
+  type Metrics,
+  registerBacklogGauges,
+  registerHeldBodiesGauge,
+  registerStateGauges,
+} from "./metrics.ts";
 import { ActivityRepository } from "./store/activity.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
@@ -95,6 +103,8 @@ export interface App {
   activity: ActivityRepository;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
+  /** Where Docks' templates are rendered: a thread of its own, with a hard deadline. */
+  templates: TemplateRenderer;
   /**
    * While the instance awaits its first administrator (OWNERS unset with a real bot, nobody has
    * claimed it): a new single-use claim link into the bot, or — while the bot's username is not
@@ -215,15 +225,25 @@ export async function createApp(deps: AppDeps): Promise<App> {
     databaseWritable: async () => (await probe.check()).state === "ok",
   });
   const intake = new Intake({ messages, metrics });
+  const templates = new TemplateRenderer();
+  server.addHook("onClose", async () => templates.close());
+  const maxInboundBodyBytes = Math.max(config.maxBodyBytes, config.maxInboundBodyBytes);
+  const unauthenticatedBodies = new BodyBudget({
+    totalBytes: config.unauthenticatedBodiesMaxBytes,
+    perAddressBytes: Math.max(maxInboundBodyBytes, Math.floor(config.unauthenticatedBodiesMaxBytes / 4)),
+  });
+  registerHeldBodiesGauge(metrics, () => unauthenticatedBodies.held);
   await server.register(sendApi, {
     docks,
     intake,
     views: outboxViews,
     changes: messageChanges,
     maxBodyBytes: config.maxBodyBytes,
-    maxInboundBodyBytes: Math.max(config.maxBodyBytes, config.maxInboundBodyBytes),
+    maxInboundBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
+    templates,
+    unauthenticatedBodies,
   });
 
   const live = new LiveHub({
@@ -257,6 +277,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sessionTtlMs: config.sessionTtlMs,
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
     callbackTargets,
+    templates,
     now,
   });
   await server.register(consolePage, {});
@@ -389,6 +410,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
         command: `/start ${payload}`,
       };
     },
+    templates,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

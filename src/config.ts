@@ -35,6 +35,12 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest body the integration doors take (a tool's payload: a GitHub push, an alert group). */
   maxInboundBodyBytes: number;
+  /**
+   * Bytes of bodies read before their sender is authenticated (GitHub's signed deliveries) that the
+   * service holds at once, across all connections; one client address may hold a quarter of it
+   * (at least INBOUND_MAX_BODY_BYTES). More waits for a 503.
+   */
+  unauthenticatedBodiesMaxBytes: number;
   /** Longest accepted `msg`, in UTF-16 code units (the unit Telegram counts in). */
   maxMessageLength: number;
   /** Failed authentications allowed per client address per minute; 0 switches the limit off. */
@@ -350,6 +356,21 @@ function telegramLoginDomain(
   return domain;
 }
 
+/**
+ * UNAUTHENTICATED_BODIES_MAX_BYTES: 8 MiB, or INBOUND_MAX_BODY_BYTES when that is larger (one
+ * delivery of the largest size must always fit).
+ */
+function unauthenticatedBodies(env: Env, maxInboundBodyBytes: number): number {
+  const fallback = Math.max(8 * 1024 * 1024, maxInboundBodyBytes);
+  const value = integer(env, "UNAUTHENTICATED_BODIES_MAX_BYTES", fallback, 1024, 2 ** 30);
+  if (value < maxInboundBodyBytes) {
+    throw new ConfigError(
+      `UNAUTHENTICATED_BODIES_MAX_BYTES must be at least INBOUND_MAX_BODY_BYTES (${maxInboundBodyBytes}): a signed delivery of that size could never be read, got "${value}"`,
+    );
+  }
+  return value;
+}
+
 /** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
@@ -377,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
       `HOST is ${host} but TELEGRAM_BOT_TOKEN is not set: the sandbox would let anyone who reaches this address act as any simulated person (and so sign in to the console). Set TELEGRAM_BOT_TOKEN, listen on 127.0.0.1, or set SANDBOX_ALLOW_REMOTE=true to accept that.`,
     );
   }
+  const maxInboundBodyBytes = integer(env, "INBOUND_MAX_BODY_BYTES", 1024 * 1024, 1024, 16 * 1024 * 1024);
   return {
     port,
     host,
@@ -394,7 +416,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     logFormat: oneOf(env, "LOG_FORMAT", ["auto", "json", "pretty"] as const, "auto"),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
-    maxInboundBodyBytes: integer(env, "INBOUND_MAX_BODY_BYTES", 1024 * 1024, 1024, 16 * 1024 * 1024),
+    maxInboundBodyBytes,
+    unauthenticatedBodiesMaxBytes: unauthenticatedBodies(env, maxInboundBodyBytes),
     maxMessageLength: integer(env, "MAX_MESSAGE_LENGTH", 16_384, 1, 1_000_000),
     authFailuresPerMinute: integer(env, "AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
     dockRateBurst: integer(env, "DOCK_RATE_BURST", 60, 0, 1_000_000),

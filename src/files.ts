@@ -17,6 +17,8 @@ export function ownFile(path: string): URL {
 }
 
 /** A module the service runs as a thread, by its path below src/ without extension. */
-export function threadModule(path: "store/sqlite/worker" | "store/sqlite/checkpointer"): URL {
+export function threadModule(
+  path: "store/sqlite/worker" | "store/sqlite/checkpointer" | "http/template-thread",
+): URL {
   return new URL(`${path}${EXTENSION}`, CODE_ROOT);
 }

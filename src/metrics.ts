@@ -112,6 +112,18 @@ export function registerBacklogGauges(
  * running (polling, or its webhook registered), whether Telegram answers the dispatcher, whether
  * the database takes writes (a full disk or a read-only database reads 0 while `database_up` reads 1).
  */
+/** The bytes of not-yet-authenticated bodies held now (see http/body-budget.ts), read at each scrape. */
+export function registerHeldBodiesGauge(metrics: Metrics, held: () => number): void {
+  new Gauge({
+    name: "dock_notify_unauthenticated_body_bytes",
+    help: "Bytes of request bodies held before their sender is authenticated (GitHub's signed deliveries); at UNAUTHENTICATED_BODIES_MAX_BYTES more are answered 503.",
+    registers: [metrics.registry],
+    collect() {
+      this.set(held());
+    },
+  });
+}
+
 export function registerStateGauges(
   metrics: Metrics,
   states: { botUp: () => boolean; telegramUp: () => boolean; databaseWritable: () => Promise<boolean> },

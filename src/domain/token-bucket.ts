@@ -27,32 +27,26 @@ export class TokenBuckets {
     return level >= 1 ? 0 : (1 - level) / this.refillPerSecond;
   }
 
-  /** Takes one token if available; otherwise returns the seconds to wait and takes nothing. */
-  take(key: string): number {
+  /**
+   * Takes `amount` tokens (one by default) if available; otherwise returns the seconds to wait and
+   * takes nothing. A cost known only once paid (the time a template takes) is taken at its most
+   * beforehand and the rest given back (refund), so concurrent uses cannot outrun the bucket.
+   */
+  take(key: string, amount = 1): number {
     const now = this.#now();
     this.#sweep(now);
     const level = this.#level(key, now);
-    if (level < 1) return (1 - level) / this.refillPerSecond;
-    this.#buckets.set(key, { tokens: level - 1, at: now });
+    if (level < amount) return (amount - level) / this.refillPerSecond;
+    this.#buckets.set(key, { tokens: level - amount, at: now });
     return 0;
   }
 
-  /**
-   * Takes `amount` tokens whatever the level, for a cost known only once paid (the time a template
-   * took): the bucket may go below zero, and waitSeconds then covers the debt.
-   */
-  spend(key: string, amount: number): void {
-    const now = this.#now();
-    this.#sweep(now);
-    this.#buckets.set(key, { tokens: this.#level(key, now) - amount, at: now });
-  }
-
-  /** Gives back a token taken for something that turned out not to count (up to the capacity). */
-  refund(key: string): void {
+  /** Gives back tokens taken for something that turned out not to count, or not so much (up to the capacity). */
+  refund(key: string, amount = 1): void {
     const now = this.#now();
     const level = this.#level(key, now);
-    if (level >= this.capacity) return;
-    this.#buckets.set(key, { tokens: Math.min(this.capacity, level + 1), at: now });
+    if (level >= this.capacity || amount <= 0) return;
+    this.#buckets.set(key, { tokens: Math.min(this.capacity, level + amount), at: now });
   }
 
   get size(): number {

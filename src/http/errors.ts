@@ -92,6 +92,11 @@ export const ERRORS = {
     message: "The sandbox cannot do that in its current state (it exists already, or is full).",
   },
   payload_too_large: { status: 413, message: "The request body is too large." },
+  payload_too_complex: {
+    status: 413,
+    message:
+      "The body is within the size limit but too complex to read (too many elements, attributes, fields or levels); see docs/integrations.md.",
+  },
   host_not_allowed: { status: 421, message: "This service does not answer for that host name." },
   message_too_long: { status: 413, message: "The message is too long." },
   unsupported_media_type: { status: 415, message: "The Content-Type is not accepted here." },
@@ -135,6 +140,11 @@ export const ERRORS = {
   telegram_unavailable: {
     status: 503,
     message: "Telegram cannot be reached to look up the bot; try again shortly.",
+  },
+  busy: {
+    status: 503,
+    message:
+      "The service has as much of this work in hand as it takes at once; try again after Retry-After seconds.",
   },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -192,7 +202,7 @@ export class ApiError extends Error {
     return this.status;
   }
 
-  /** A 429 telling the client how many whole seconds to wait (`Retry-After`). */
+  /** A 429 or 503 telling the client how many whole seconds to wait (`Retry-After`). */
   static retryAfter(code: ErrorCode, waitSeconds: number): ApiError {
     return new ApiError(code, undefined, { "Retry-After": String(Math.ceil(waitSeconds)) });
   }

@@ -10,17 +10,19 @@ import {
 } from "../domain/message-options.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
-import { type Conversion, type Inbound, isRecord, PayloadError } from "../integrations/inbound.ts";
 import {
-  type DockTemplate,
-  renderTemplate,
-  TemplateError,
-  validateTemplate,
-} from "../integrations/template.ts";
+  type Conversion,
+  type Inbound,
+  isRecord,
+  PayloadError,
+  TooComplexError,
+} from "../integrations/inbound.ts";
+import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { ApiError, fieldsRefused } from "./errors.ts";
-import { decode, formParams, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
+import { RENDER_DEADLINE_MS, type TemplatePayload, type TemplateRenderer } from "./template-renderer.ts";
 
 /*
  * The integrations' door (docs/integrations.md): a payload another tool sends — to /webhook (its
@@ -65,14 +67,42 @@ function parseJson(text: string): unknown {
  * carry the JSON in one `payload` field: that JSON), XML and text as text.
  */
 export function readInbound(request: FastifyRequest): Inbound {
-  return inboundOf(decode(request.body as RawBody), mediaTypeOf(request), request.headers);
+  let inbound = bodiesRead.get(request);
+  if (inbound === undefined) {
+    inbound = inboundOf(decode(request.body as RawBody), mediaTypeOf(request), request.headers);
+    bodiesRead.set(request, inbound);
+  }
+  return inbound;
 }
+
+/**
+ * Bodies already read, by request: a megabyte of JSON costs the event loop 10–50 ms to parse, and
+ * a signed body is read to check its shape, then again for its format.
+ */
+const bodiesRead = new WeakMap<FastifyRequest, Inbound>();
+
+/**
+ * The body a /webhook or hook URL request carries, already parsed as a JSON object by the message
+ * path, as readInbound would read it (so it is not parsed again); undefined for a form's fields.
+ */
+export function parsedInbound(request: FastifyRequest, body: Record<string, unknown>): Inbound | undefined {
+  const text = decode(request.body as RawBody);
+  const mediaType = mediaTypeOf(request);
+  if (isFormFields(text, mediaType)) return undefined;
+  const inbound = { body, text, mediaType, headers: request.headers };
+  bodiesRead.set(request, inbound);
+  return inbound;
+}
+
+/** Whether inboundOf reads a body as form fields (not JSON sent as a form, as `curl -d '{…}'` does). */
+const isFormFields = (text: string, mediaType: string) =>
+  mediaType === "application/x-www-form-urlencoded" && !text.trimStart().startsWith("{");
 
 /** readInbound's rules for a body already decoded (the console's pasted samples too). */
 export function inboundOf(text: string, mediaType: string, headers: Inbound["headers"]): Inbound {
   if (text.trim() === "") throw new ApiError("invalid_json", "The request body is empty.");
-  if (mediaType === "application/x-www-form-urlencoded" && !text.trimStart().startsWith("{")) {
-    const params = formParams(text);
+  if (isFormFields(text, mediaType)) {
+    const params = formFields(text);
     const payload = params.get("payload");
     if (payload !== null && [...params.keys()].length === 1 && payload.trimStart().startsWith("{")) {
       return { body: parseJson(payload), text: payload, mediaType: "application/json", headers };
@@ -143,6 +173,8 @@ export async function inboundMessage(input: {
   query: Record<string, unknown>;
   /** A template to use instead of the Dock's saved one (the console's preview of one being edited). */
   template?: DockTemplate;
+  /** Where templates are rendered (off the event loop, with a hard deadline). */
+  templates: TemplateRenderer;
   /** Template rendering time (ms) each Dock may use (see templateTime). */
   renderBudget: TokenBuckets;
 }): Promise<InboundMessage | InboundSkip> {
@@ -157,25 +189,13 @@ export async function inboundMessage(input: {
   let conversion: Conversion;
   try {
     if (name === "template") {
-      let template = input.template;
+      let template: unknown = input.template;
       if (template === undefined) {
         const settings = await input.docks.integrationSettings(dock.id);
         if (settings?.template == null) throw new ApiError("no_template");
-        // Checked when it was saved; a template an older version took and this one does not fails here.
-        const checked = await validateTemplate(settings.template);
-        if (!checked.ok) throw new TemplateError(checked.errors);
-        template = checked.value;
+        template = settings.template;
       }
-      // Rendering holds the event loop (up to its 100 ms limit): a Dock may use only so much of it,
-      // failed renders included, or one Dock's hook could slow every request of the service.
-      const wait = input.renderBudget.waitSeconds(dock.id);
-      if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
-      const started = performance.now();
-      try {
-        conversion = await renderTemplate(template, inbound.body === undefined ? inbound.text : inbound.body);
-      } finally {
-        input.renderBudget.spend(dock.id, performance.now() - started);
-      }
+      conversion = await renderTemplate(input, template);
     } else {
       const format = formatNamed(name);
       if (format === undefined) {
@@ -187,12 +207,21 @@ export async function inboundMessage(input: {
     if (error instanceof PayloadError) {
       throw new ApiError("invalid_payload", `This body is not a valid ${name} payload: ${error.message}`);
     }
+    if (error instanceof TooComplexError) {
+      throw new ApiError(
+        "payload_too_complex",
+        `This body is too complex to read as a ${name} payload: ${error.message} (see docs/integrations.md).`,
+      );
+    }
     if (error instanceof TemplateError) {
       throw new ApiError(
         "template_failed",
         `The Dock's template failed on this body: ${error.problems.map((p) => `${p.field}: ${p.message}`).join(" ")}`,
         {},
-        error.problems.map((p) => ({ field: `template.${p.field}`, message: p.message })),
+        error.problems.map((p) => ({
+          field: p.field === "template" ? "template" : `template.${p.field}`,
+          message: p.message,
+        })),
       );
     }
     throw error;
@@ -235,6 +264,34 @@ export async function inboundMessage(input: {
   };
 }
 
+/**
+ * A Dock's template (as stored, or the one being edited) rendered on the payload in the template
+ * thread. The Dock's template time is taken before the render starts — the most a render may hold
+ * the thread — and what it did not use given back: concurrent renders of one Dock cannot outrun
+ * its allowance, failed and stopped renders included.
+ */
+async function renderTemplate(
+  input: { inbound: Inbound; dock: DockCredentials; templates: TemplateRenderer; renderBudget: TokenBuckets },
+  template: unknown,
+): Promise<Conversion> {
+  const { inbound, dock } = input;
+  const wait = input.renderBudget.take(dock.id, RENDER_DEADLINE_MS);
+  if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
+  const payload: TemplatePayload = {
+    text: inbound.text,
+    as: inbound.body === undefined ? "text" : isFormFields(inbound.text, inbound.mediaType) ? "form" : "json",
+  };
+  let used = 0;
+  try {
+    const rendered = await input.templates.render(template, payload);
+    used = rendered.threadMs;
+    if (rendered.result instanceof Error) throw rendered.result;
+    return rendered.result;
+  } finally {
+    input.renderBudget.refund(dock.id, RENDER_DEADLINE_MS - used);
+  }
+}
+
 /** A key as a message may hold it: at most 128 characters (a longer one by its SHA-256), never empty. */
 function boundedKey(key: string | undefined): string | null {
   if (key === undefined || key.trim() === "") return null;
@@ -244,7 +301,7 @@ function boundedKey(key: string | undefined): string | null {
 
 /**
  * Template rendering time a Dock may use, in milliseconds: a second at once, then a tenth of a
- * second each second (a tenth of a core), whether its renders succeed or fail.
+ * second each second (a tenth of the template thread), whether its renders succeed or fail.
  */
 export function templateTime(): TokenBuckets {
   return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });

@@ -124,9 +124,10 @@ export const sendErrors = {
     "not_your_message",
   ),
   413: errorAnswer(
-    "The body, or the message's text, is over its limit.",
+    "The body, or the message's text, is over its limit, or a form body has more than 1,000 fields.",
     "payload_too_large",
     "message_too_long",
+    "payload_too_complex",
   ),
   415: errorAnswer("The Content-Type is not one this route reads.", "unsupported_media_type"),
   422: errorAnswer("This Idempotency-Key was already used with another message.", "idempotency_conflict"),
@@ -145,10 +146,22 @@ export const inboundErrors = {
     "invalid_json",
   ),
   409: errorAnswer("The Dock reads its payloads with a template, and has none.", "no_template"),
+  413: errorAnswer(
+    "The body, or the message's text, is over its limit, or the payload is too complex to read (XML of too many elements, attributes or levels, a form of more than 1,000 fields).",
+    "payload_too_large",
+    "message_too_long",
+    "payload_too_complex",
+  ),
   422: errorAnswer(
     "The Dock's template could not turn this payload into a message, or the Idempotency-Key was used with another message.",
     "template_failed",
     "idempotency_conflict",
+  ),
+  503: errorAnswer(
+    "The database cannot take the request now, or the service has as many templates to render or signed bodies to check as it takes at once: retry after `Retry-After` seconds.",
+    "database_unavailable",
+    "storage_unavailable",
+    "busy",
   ),
 };
 

@@ -44,10 +44,22 @@ export interface AlertGroup {
   commonLabels: Record<string, string>;
   commonAnnotations: Record<string, string>;
   externalURL: unknown;
+  /** The alerts read: the payload's first MAX_ALERTS_READ. */
   alerts: Alert[];
+  /** Alerts in the payload beyond those read (counted, not shown). */
+  unread: number;
+  /** Every alert of the payload by status, read or not. */
+  counts: Record<"firing" | "resolved", number>;
   /** Alerts the sender left out of the payload (its max_alerts). */
   truncatedAlerts: number;
 }
+
+/**
+ * Alerts read in full from one payload: a message shows a few dozen at most, and a megabyte of
+ * alerts read whole held the event loop for 130 ms. The rest are counted ("… and N more") by status;
+ * the group's priority is that of the alerts read.
+ */
+export const MAX_ALERTS_READ = 500;
 
 /** A label or annotation map; values that are not scalars are left out. */
 function stringMap(value: unknown): Record<string, string> {
@@ -75,21 +87,26 @@ export function readAlertGroup(body: unknown): AlertGroup {
   if (!Array.isArray(alerts)) throw new PayloadError("alerts must be an array");
   if (alerts.length === 0) throw new PayloadError("alerts must hold at least one alert");
   const groupStatus = statusOf(body.status);
-  const read = alerts.map((alert, i): Alert => {
+  const counts = { firing: 0, resolved: 0 };
+  const read: Alert[] = [];
+  for (const [i, alert] of alerts.entries()) {
     if (!isRecord(alert)) throw new PayloadError(`alerts[${i}] must be an object`);
-    return {
-      status: statusOf(alert.status) ?? groupStatus ?? "firing",
+    const status = statusOf(alert.status) ?? groupStatus ?? "firing";
+    counts[status]++;
+    if (i >= MAX_ALERTS_READ) continue;
+    read.push({
+      status,
       labels: stringMap(alert.labels),
       annotations: stringMap(alert.annotations),
       startsAt: textOf(alert.startsAt),
       endsAt: textOf(alert.endsAt),
       generatorURL: alert.generatorURL,
       raw: alert,
-    };
-  });
+    });
+  }
   const truncated = typeof body.truncatedAlerts === "number" ? body.truncatedAlerts : 0;
   return {
-    status: groupStatus ?? (read.some((alert) => alert.status === "firing") ? "firing" : "resolved"),
+    status: groupStatus ?? (counts.firing > 0 ? "firing" : "resolved"),
     receiver: textOf(body.receiver),
     groupKey: textOf(body.groupKey),
     groupLabels: stringMap(body.groupLabels),
@@ -97,6 +114,8 @@ export function readAlertGroup(body: unknown): AlertGroup {
     commonAnnotations: stringMap(body.commonAnnotations),
     externalURL: body.externalURL,
     alerts: read,
+    unread: alerts.length - read.length,
+    counts,
     truncatedAlerts: Number.isSafeInteger(truncated) && truncated > 0 ? truncated : 0,
   };
 }
@@ -164,7 +183,7 @@ function groupName(group: AlertGroup): string {
 
 /** "🔥 FIRING: HighLatency", "🔥 3 firing: HighLatency", "✅ RESOLVED: HighLatency". */
 export function groupTitle(group: AlertGroup): string {
-  const count = group.alerts.filter((alert) => alert.status === group.status).length;
+  const count = group.counts[group.status];
   const marker = group.status === "firing" ? "🔥" : "✅";
   const word = group.status === "firing" ? "FIRING" : "RESOLVED";
   const title =
@@ -191,7 +210,7 @@ const MORE_LINE = 80;
 
 /** One alert: its name (in a group of several), annotations, the format's lines, labels and time. */
 function alertBlock(alert: Alert, group: AlertGroup, layout: GroupLayout): string {
-  const single = group.alerts.length === 1;
+  const single = group.alerts.length === 1 && group.unread === 0;
   const lines: string[] = [];
   const severity = alert.labels.severity;
   if (!single) {
@@ -251,7 +270,7 @@ export function alertGroupConversion(group: AlertGroup, layout: GroupLayout): Co
     entities += blockEntities;
     shown++;
   }
-  const left = group.alerts.length - shown + group.truncatedAlerts;
+  const left = group.alerts.length - shown + group.unread + group.truncatedAlerts;
   if (left > 0) {
     const outside = group.truncatedAlerts > 0 ? ` (${group.truncatedAlerts} not in the payload)` : "";
     msg += `${msg === "" ? "" : "\n\n"}… and ${left} more${outside}`;

@@ -69,6 +69,14 @@ export class PayloadError extends Error {
   override name = "PayloadError";
 }
 
+/**
+ * The body holds more than a format reads at once (XML of 78,000 attributes): refused before the
+ * work that would hold the service, the message naming the limit.
+ */
+export class TooComplexError extends Error {
+  override name = "TooComplexError";
+}
+
 /** One inbound format, chosen by path (`/webhook/<name>`), `?format=<name>` or detection. */
 export interface InboundFormat {
   /** As in URLs: alertmanager, grafana, github, gitlab, uptime-kuma, apprise, slack, ntfy. */

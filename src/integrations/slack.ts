@@ -40,6 +40,16 @@ const SLACK_FIELDS = new Set([
   "response_type",
 ]);
 
+/**
+ * How many items of each list are read: Slack's own limits (it refuses a message with more), and
+ * 100 for lists it sets none for. Every item is rendered several times while the message is fitted
+ * (fitPieces): a megabyte of section fields, read whole, held the event loop for two seconds.
+ */
+const READ = { blocks: 50, attachments: 100, fields: 10, elements: 25, other: 100 } as const;
+
+/** A payload's list, or its first `max` items (nothing when it is not a list). */
+const first = (value: unknown, max: number): unknown[] => (Array.isArray(value) ? value.slice(0, max) : []);
+
 const SLACK_ESCAPES: Record<string, string> = { "&amp;": "&", "&lt;": "<", "&gt;": ">" };
 
 /** Slack's three escapes undone: the text as its author wrote it. */
@@ -231,19 +241,21 @@ function richElement(element: unknown, r: Render): string {
 }
 
 const richElements = (value: unknown, r: Render) =>
-  (Array.isArray(value) ? value : []).map((element) => richElement(element, r)).join("");
+  first(value, READ.other)
+    .map((element) => richElement(element, r))
+    .join("");
 
 /** A rich_text block: sections, lists, preformatted text and quotes. */
 function richText(block: Record<string, unknown>, r: Render): string {
   const out: string[] = [];
-  for (const part of Array.isArray(block.elements) ? block.elements : []) {
+  for (const part of first(block.elements, READ.other)) {
     if (!isRecord(part)) continue;
     switch (part.type) {
       case "rich_text_section":
         out.push(richElements(part.elements, r));
         break;
       case "rich_text_list": {
-        const items = (Array.isArray(part.elements) ? part.elements : []).filter(isRecord);
+        const items = first(part.elements, READ.other).filter(isRecord);
         const indent = "  ".repeat(Math.min(4, typeof part.indent === "number" ? part.indent : 0));
         for (const [n, item] of items.entries()) {
           const bullet = part.style === "ordered" ? `${n + 1}.` : "•";
@@ -252,7 +264,7 @@ function richText(block: Record<string, unknown>, r: Render): string {
         break;
       }
       case "rich_text_preformatted": {
-        const code = (Array.isArray(part.elements) ? part.elements : [])
+        const code = first(part.elements, READ.other)
           .map((element) => (isRecord(element) ? textOf(element.text) || textOf(element.url) : ""))
           .join("");
         if (code.trim() !== "") out.push(`<pre>${escapeHtml(clip(code, r.limit))}</pre>`);
@@ -271,7 +283,7 @@ function block(value: unknown, r: Render): string {
   if (!isRecord(value)) return "";
   switch (value.type) {
     case "section": {
-      const fields = (Array.isArray(value.fields) ? value.fields : []).map((f) => textObject(f, r));
+      const fields = first(value.fields, READ.fields).map((f) => textObject(f, r));
       return [textObject(value.text, r), ...fields].filter((part) => part !== "").join("\n");
     }
     case "header": {
@@ -282,7 +294,7 @@ function block(value: unknown, r: Render): string {
       return title === "" ? "" : `<b>${title}</b>`;
     }
     case "context":
-      return (Array.isArray(value.elements) ? value.elements : [])
+      return first(value.elements, READ.elements)
         .map((element) => (isRecord(element) && element.type !== "image" ? textObject(element, r) : ""))
         .filter((part) => part !== "")
         .join(" · ");
@@ -302,8 +314,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/g;
 function actionButtons(blocks: unknown[]): (Button | undefined)[] {
   const buttons: (Button | undefined)[] = [];
   for (const value of blocks) {
-    if (!isRecord(value) || value.type !== "actions" || !Array.isArray(value.elements)) continue;
-    for (const element of value.elements) {
+    if (!isRecord(value) || value.type !== "actions") continue;
+    for (const element of first(value.elements, READ.elements)) {
       if (!isRecord(element) || element.type !== "button") continue;
       const label = textOf(isRecord(element.text) ? element.text.text : element.text).replace(CONTROL, "");
       buttons.push(linkButton(label.trim() === "" ? "Open" : label, element.url));
@@ -319,13 +331,13 @@ function attachment(value: Record<string, unknown>, r: Render): string {
   const title = textOf(value.title);
   if (title.trim() !== "") parts.push(`<b>${link(textOf(value.title_link), clip(title, 300, true))}</b>`);
   if (value.text !== undefined) parts.push(textObject(textOf(value.text), r));
-  for (const f of Array.isArray(value.fields) ? value.fields : []) {
+  for (const f of first(value.fields, READ.other)) {
     if (!isRecord(f)) continue;
     const name = clip(textOf(f.title), 200, true);
     const shown = textObject(textOf(f.value), r);
     parts.push(name === "" ? shown : `<b>${escapeHtml(name)}</b>${shown === "" ? "" : `\n${shown}`}`);
   }
-  for (const inner of Array.isArray(value.blocks) ? value.blocks : []) parts.push(block(inner, r));
+  for (const inner of first(value.blocks, READ.blocks)) parts.push(block(inner, r));
   const shown = parts.filter((part) => part !== "");
   if (shown.length === 0 && textOf(value.fallback).trim() !== "")
     shown.push(escapeHtml(clip(textOf(value.fallback), r.limit)));
@@ -411,8 +423,8 @@ export const slack: InboundFormat = {
     if (!isRecord(body)) throw new PayloadError("the body must be a JSON object");
     if (body.text !== undefined && body.text !== null && typeof body.text !== "string")
       throw new PayloadError("text must be a string");
-    const blocks = arrayOrNothing(body, "blocks");
-    const attachments = arrayOrNothing(body, "attachments").filter(isRecord);
+    const blocks = arrayOrNothing(body, "blocks").slice(0, READ.blocks);
+    const attachments = arrayOrNothing(body, "attachments").slice(0, READ.attachments).filter(isRecord);
     const buttons = buttonRows(actionButtons(blocks));
     const emoji = await emojiShortcodes();
     const pieces: Piece[] = blocks.map((value) => ({

@@ -22,6 +22,7 @@ import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
+import type { TemplateRenderer } from "../template-renderer.ts";
 import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
 import {
   type ActivityAnswer,
@@ -68,6 +69,8 @@ export interface DocksOptions {
   botUsername: () => Promise<string>;
   /** Which addresses a callback URL may point to (CALLBACK_ALLOWED_NETWORKS). */
   callbackTargets: CallbackTargets;
+  /** Where Docks' templates are rendered (off the event loop): the preview's too. */
+  templates: TemplateRenderer;
 }
 
 /** What "Send test message" sends. */
@@ -374,6 +377,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock: { id: dock.id, name: dock.name, watched: false, inbound: dock.inboundFormat },
         docks: options.docks,
         query: {},
+        templates: options.templates,
         renderBudget: previewTime,
         ...(format === "template" && template !== undefined
           ? { template: await checkedTemplate(template) }

@@ -1,0 +1,230 @@
+import { createHmac } from "node:crypto";
+import { connect, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RENDER_DEADLINE_MS } from "../src/http/template-renderer.ts";
+import type { DockWithSecret } from "../src/store/docks.ts";
+import { signIn } from "./console-client.ts";
+import { basic, type RunningService, startService } from "./harness.ts";
+import { waitFor } from "./wait.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON the service answered.
+type Json = any;
+
+/*
+ * No single request stalls the service (issue 35): what a payload can make expensive is stopped by
+ * a limit that really holds. Each test names the limit and asserts that it held, never how fast
+ * anything was: a loaded machine stretches every time (bench:hostile measures them).
+ */
+
+/** The review's payload: 250,000 numbers (972 KB), and a filter LiquidJS cannot stop inside. */
+const NUMBERS = JSON.stringify({ alerts: Array.from({ length: 250_000 }, (_, i) => i % 1000) });
+const WHERE_EXP = '{{ payload.alerts | where_exp: "a", "a > 1 and a < 998" | size }}';
+
+/** An Apprise xml:// body of 78,000 attributes (847 KB), as the review sent it. */
+const ATTRIBUTES = `<?xml version="1.0"?><Notification ${Array.from({ length: 78_000 }, (_, i) => `a${i}="x"`).join(" ")}><Message>hi</Message></Notification>`;
+
+describe("untrusted input is bounded", () => {
+  let service: RunningService;
+
+  beforeAll(async () => {
+    service = await startService("sqlite", {
+      AUTH_FAILURES_PER_MINUTE: "0",
+      DOCK_RATE_BURST: "0",
+      // Two bodies of the largest size fill the budget of unauthenticated bodies.
+      INBOUND_MAX_BODY_BYTES: String(1024 * 1024),
+      UNAUTHENTICATED_BODIES_MAX_BYTES: String(2 * 1024 * 1024),
+      // Tells the budget's senders apart by X-Forwarded-For (one address may hold a quarter).
+      TRUST_PROXY: "true",
+    });
+  });
+  afterAll(async () => service?.close());
+
+  const dockWithTemplate = async (text: string): Promise<DockWithSecret> => {
+    const dock = await service.app.docks.create(1, { name: "Hostile", link: null, description: null });
+    await service.app.docks.updateIntegrations(dock.id, { template: { text } });
+    return dock;
+  };
+  const post = async (path: string, body: string, headers: Record<string, string>) => {
+    const response = await fetch(`${service.url}${path}`, { method: "POST", headers, body });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
+  };
+  const asJson = (dock: DockWithSecret) => ({
+    "content-type": "application/json",
+    authorization: basic(dock.id, dock.secretKey),
+  });
+
+  it("a template's where_exp over 250,000 numbers is stopped at its deadline, while the event loop answers /healthz", async () => {
+    const dock = await dockWithTemplate(WHERE_EXP);
+    const answer = post("/webhook/template", NUMBERS, asJson(dock));
+    // Seen from the event loop while the thread renders: the loop was free to look (a render on
+    // the loop itself would have held it until the render ended).
+    await waitFor("the render to run in its thread", () => service.app.templates.rendering, 30_000, 5);
+    const health = await fetch(`${service.url}/healthz`);
+    expect(health.status).toBe(200);
+    const stopped = await answer;
+    expect(stopped.status).toBe(422);
+    expect(stopped.body.error.code).toBe("template_failed");
+    expect(stopped.body.error.fields).toEqual([
+      {
+        field: "template",
+        message: `took too long: stopped after ${RENDER_DEADLINE_MS} ms; a template may render for at most 100 ms, all fields together.`,
+      },
+    ]);
+    // A new thread renders the next payload.
+    await service.app.docks.updateIntegrations(dock.id, {
+      template: { text: "{{ alerts | size }} numbers" },
+    });
+    const next = await post("/webhook/template", '{"alerts":[1,2,3]}', asJson(dock));
+    expect(next.status).toBe(202);
+  });
+
+  it("takes a Dock's template time before each render starts: of five at once, the fifth is refused", async () => {
+    // A second of template time; a render takes its deadline's worth first, and a stopped render
+    // keeps it: four fit, the fifth is refused before it renders (charged after the render, all
+    // five would start).
+    const dock = await dockWithTemplate(WHERE_EXP);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => post("/webhook/template", NUMBERS, asJson(dock))),
+    );
+    const codes = answers.map((a) => a.body.error?.code).sort();
+    expect(codes).toEqual([
+      "rate_limited",
+      "template_failed",
+      "template_failed",
+      "template_failed",
+      "template_failed",
+    ]);
+    const refused = answers.find((a) => a.status === 429);
+    expect(Number(refused?.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  });
+
+  it("the console's preview renders in the same thread, with the same deadline", async () => {
+    const console = await signIn(service, { id: 35, first_name: "Ada" });
+    const created = await console.call("POST", "/docks", { name: "Preview" });
+    expect(created.status).toBe(201);
+    // Forty filters in one output: LiquidJS checks its time only between outputs.
+    const chained = `{{ payload.alerts${' | where_exp: "a", "a >= 0"'.repeat(40)} | size }}`;
+    const sample = JSON.stringify({ alerts: Array.from({ length: 16_000 }, (_, i) => i % 10) });
+    const preview = await console.call("POST", `/docks/${created.body.dock.id}/integrations/preview`, {
+      format: "template",
+      template: { text: chained },
+      sample,
+    });
+    expect(preview.status).toBe(422);
+    expect(preview.body.error.fields[0].message).toMatch(/^took too long: stopped after/);
+  });
+
+  it("an Apprise XML body of 78,000 attributes is refused before it is parsed: 413 payload_too_complex", async () => {
+    const dock = await service.app.docks.create(1, { name: "Apprise", link: null, description: null });
+    const refused = await post("/webhook/apprise", ATTRIBUTES, {
+      "content-type": "application/xml",
+      authorization: basic(dock.id, dock.secretKey),
+    });
+    expect(refused.status).toBe(413);
+    expect(refused.body).toEqual({
+      ok: false,
+      error: {
+        code: "payload_too_complex",
+        message:
+          "This body is too complex to read as a apprise payload: the XML has more than 1,000 attributes (see docs/integrations.md).",
+      },
+    });
+  });
+
+  it("a form of more than 1,000 fields is refused before it is parsed (413 payload_too_complex), even before the key is checked", async () => {
+    // A form's fields cost far more than their bytes: 9,500 names in 64 KiB to /ping took 1.5 s
+    // to check for repeats, and a megabyte to a hook URL minutes.
+    const dock = await service.app.docks.create(1, { name: "Form", link: null, description: null });
+    const names = (count: number) => Array.from({ length: count }, (_, i) => `k${i}=`).join("&");
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    const refused = await post("/ping", `dock_id=${dock.id}&secret_key=wrong&msg=x&${names(9500)}`, form);
+    expect(refused.status).toBe(413);
+    expect(refused.body.error).toEqual({
+      code: "payload_too_complex",
+      message: "The form has more than 1,000 fields; send JSON instead.",
+    });
+    const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    const read = await post(`/hook/${token}`, `msg=Backup+done&${names(999)}`, form);
+    expect(read.status).toBe(202);
+  });
+
+  describe("bodies read before their sender is known", () => {
+    const MiB = 1024 * 1024;
+    const open: Socket[] = [];
+    afterAll(() => {
+      for (const socket of open) socket.destroy();
+    });
+
+    /** A signed GitHub delivery's head (from `address`), declaring a body of `bytes`; its first answer line. */
+    const signedHead = (dockId: string, address: string, bytes: number, body = "") => {
+      const socket = connect(Number(new URL(service.url).port), "127.0.0.1");
+      open.push(socket);
+      const answer = new Promise<string>((resolve) => {
+        let text = "";
+        socket.on("data", (data: Buffer) => {
+          text += data.toString("latin1");
+          if (text.includes("\r\n\r\n")) resolve(text);
+        });
+        socket.on("error", () => resolve(text));
+        socket.on("close", () => resolve(text));
+      });
+      socket.write(
+        [
+          `POST /webhook/github/${dockId} HTTP/1.1`,
+          "Host: 127.0.0.1",
+          "Content-Type: application/json",
+          "X-GitHub-Event: ping",
+          `X-Forwarded-For: ${address}`,
+          `X-Hub-Signature-256: sha256=${"0".repeat(64)}`,
+          `Content-Length: ${bytes}`,
+          "",
+          body,
+        ].join("\r\n"),
+      );
+      return { socket, answer };
+    };
+    const held = async () => {
+      const text = await (await fetch(`${service.url}/metrics`)).text();
+      return Number(/^dock_notify_unauthenticated_body_bytes (\d+)/m.exec(text)?.[1]);
+    };
+
+    it("are held against one budget: past it, a delivery is answered 503 with Retry-After before its body is read", async () => {
+      const dock = await service.app.docks.create(1, { name: "Signed", link: null, description: null });
+      // Two unfinished deliveries of the largest size from two addresses fill the budget (2 MiB).
+      const first = signedHead(dock.id, "203.0.113.1", MiB, "{");
+      signedHead(dock.id, "203.0.113.2", MiB, "{");
+      await waitFor("both bodies to be held", async () => (await held()) === 2 * MiB);
+      // A third is refused at once: it has sent nothing of its body.
+      const third = await signedHead(dock.id, "203.0.113.3", 100).answer;
+      expect(third).toMatch(/^HTTP\/1\.1 503 /);
+      expect(third).toMatch(/\r\nretry-after: 5\r\n/i);
+      expect(third).toMatch(/\r\nconnection: close\r\n/i);
+      expect(third).toContain('"code":"busy"');
+      // A sender ending its body gets its answer, and gives its share back.
+      first.socket.destroy();
+      await waitFor("the first body to be let go", async () => (await held()) === MiB);
+      const body = '{"zen":"Keep it logically awesome.","hook_id":1}';
+      const signature = createHmac("sha256", dock.secretKey).update(body).digest("hex");
+      const signed = await post(`/webhook/github/${dock.id}`, body, {
+        "content-type": "application/json",
+        "x-github-event": "ping",
+        "x-forwarded-for": "203.0.113.3",
+        "x-hub-signature-256": `sha256=${signature}`,
+      });
+      expect(signed.status).toBe(200);
+      for (const socket of open.splice(0)) socket.destroy();
+      await waitFor("every body to be let go", async () => (await held()) === 0);
+    });
+
+    it("one address holds at most a quarter of the budget (or one body of the largest size)", async () => {
+      const dock = await service.app.docks.create(1, { name: "Signed 2", link: null, description: null });
+      signedHead(dock.id, "198.51.100.7", MiB, "{");
+      await waitFor("the body to be held", async () => (await held()) === MiB);
+      // The budget has another MiB free, but not for this address.
+      const again = await signedHead(dock.id, "198.51.100.7", 100).answer;
+      expect(again).toMatch(/^HTTP\/1\.1 503 /);
+      const other = await signedHead(dock.id, "198.51.100.8", 2, "{}").answer;
+      expect(other).toMatch(/^HTTP\/1\.1 401 /);
+    });
+  });
+});
