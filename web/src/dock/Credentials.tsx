@@ -78,7 +78,7 @@ export function Credentials({ dock, actions }: { dock: Dock; actions: CardAction
         </ul>
       )}
       {list !== null && list.length === 0 && <p className="muted small">None yet: only the secret key.</p>}
-      <form onSubmit={create}>
+      <form className="credential-form" onSubmit={create}>
         <label>
           Credential name
           <input value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required />
