@@ -74,6 +74,12 @@ export interface AppDeps {
   resolveHost?: HostResolver;
 }
 
+/** A claim link into the bot, or — while the bot's username is unknown — the command to send it. */
+export interface ClaimLink {
+  link: string | null;
+  command: string;
+}
+
 export interface App {
   server: FastifyInstance;
   docks: DockRepository;
@@ -110,7 +116,7 @@ export interface App {
    * claimed it): a new single-use claim link into the bot, or — while the bot's username is not
    * known yet (Telegram unreachable at start) — the command to send the bot. Null otherwise.
    */
-  claimLink(): Promise<{ link: string | null; command: string } | null>;
+  claimLink(): Promise<ClaimLink | null>;
   /**
    * Starts the background workers (bot, delivery). Call once the server listens: in sandbox mode
    * they reach the sandbox through the server's own address.

@@ -1,3 +1,4 @@
+import type { ClaimLink } from "./app.ts";
 import type { Config } from "./config.ts";
 
 /**
@@ -24,12 +25,7 @@ export function databaseLocation(databaseUrl: string): string {
  * the console, the sandbox and the API reference, where the data is, how to stop. For people only;
  * machines read the "Dock Notify is ready" log line, which says the same.
  */
-export function banner(
-  config: Config,
-  url: string,
-  version: string,
-  claim: { link: string | null; command: string } | null = null,
-): string {
+export function banner(config: Config, url: string, version: string, claim: ClaimLink | null = null): string {
   const rows: [string, string][] = [["Console", `${url}/console/`]];
   if (config.telegramBotToken === null) {
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);

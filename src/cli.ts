@@ -535,9 +535,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           ? "admin"
           : (opts.role ?? ((await repo.roleOf(id)) === "admin" ? "admin" : "owner"));
         if ((await repo.add(id, role)) === "last_admin") {
-          throw new UsageError(
-            `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
-          );
+          throw new UsageError(lastAdministrator(id));
         }
         if (opts.json) out(JSON.stringify({ id, role }));
         else
@@ -565,9 +563,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           );
         }
         if (outcome === "last_admin") {
-          throw new UsageError(
-            `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`,
-          );
+          throw new UsageError(lastAdministrator(id));
         }
         if (opts.json) out(JSON.stringify({ id, removed: true }));
         else
@@ -578,6 +574,11 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     });
 
   return program;
+}
+
+/** Why the last administrator keeps their role, and how to go on. */
+function lastAdministrator(id: number): string {
+  return `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`;
 }
 
 /** How runCli reports a failure: exit code, stable code (for `--json`), and the one line to print. */

@@ -16,6 +16,7 @@ import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery 
 import type { Db } from "./db.ts";
 import { DockCredentialRepository } from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
+import { knowUser } from "./users.ts";
 
 export interface Dock extends DockFields {
   id: string;
@@ -52,11 +53,7 @@ const watched = (eb: ExpressionBuilder<Database, "docks">) =>
  * may use the console (a row of `owners`, unless they have one). `db` is the Dock's transaction.
  */
 async function ensureOwner(db: Kysely<Database>, ownerId: number, now: number): Promise<void> {
-  await db
-    .insertInto("users")
-    .values({ telegram_id: ownerId, first_name: null, username: null, created_at: now })
-    .onConflict((oc) => oc.column("telegram_id").doNothing())
-    .execute();
+  await knowUser(db, ownerId, now);
   await db
     .insertInto("owners")
     .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })

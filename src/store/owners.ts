@@ -5,7 +5,7 @@ import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
 import type { Database, OwnerInviteKind } from "./schema.ts";
-import { rememberName } from "./users.ts";
+import { knowUser, rememberName } from "./users.ts";
 
 /** How long an invitation to become an owner can be used. */
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
@@ -218,11 +218,7 @@ export class OwnerRepository {
           .executeTakeFirst();
         if (current?.role === "admin") return "last_admin";
       }
-      await tx
-        .insertInto("users")
-        .values({ telegram_id: userId, first_name: null, username: null, created_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doNothing())
-        .execute();
+      await knowUser(tx, userId, now);
       await tx
         .insertInto("owners")
         .values({ telegram_id: userId, role, added_by: addedBy, added_at: now })
@@ -393,8 +389,6 @@ export class OwnerRepository {
     if (row.used_at !== null) return { state: "used", createdBy: row.created_by };
     if (row.revoked_at !== null) return { state: "revoked", createdBy: row.created_by };
     if (row.expires_at <= this.#now()) return { state: "expired", createdBy: row.created_by };
-    if (kind === "claim" && !(await this.awaitsClaim(db)))
-      return { state: "already_claimed", createdBy: null };
     return { state: "pending", createdBy: row.created_by };
   }
 

@@ -18,3 +18,15 @@ export async function rememberName(
     .onConflict((oc) => oc.column("telegram_id").doUpdateSet(names))
     .execute();
 }
+
+/**
+ * Makes sure a Telegram person has a row (their names unknown until the bot hears from them),
+ * keeping the one they have: a Dock's owner, someone the operator lets in. `db` may be a transaction.
+ */
+export async function knowUser(db: Kysely<Database>, id: number, now: number): Promise<void> {
+  await db
+    .insertInto("users")
+    .values({ telegram_id: id, first_name: null, username: null, created_at: now })
+    .onConflict((oc) => oc.column("telegram_id").doNothing())
+    .execute();
+}

@@ -89,8 +89,7 @@ export function OwnersPage({
 
   // The last administrator can be neither made an owner nor removed: no button that always fails.
   const admins = data?.owners.filter((owner) => owner.role === "admin").length ?? 0;
-  const changeable = (owner: OwnerView) =>
-    owner.source === "store" && !(owner.role === "admin" && admins <= 1);
+  const changeable = (owner: OwnerView) => !(owner.role === "admin" && admins <= 1);
 
   const copy = async (link: string) => {
     announce(
