@@ -254,6 +254,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   const live = new LiveHub({
     stamps: new DockStamps(db, now),
+    owners,
     sessions,
     log: server.log.child({ worker: "live" }),
     now,

@@ -338,6 +338,53 @@ async function fetchStatus(client: ConsoleClient): Promise<number> {
   return stream.status;
 }
 
+describe.each(DIALECTS)("the console's live stream of who may sign in on %s", (dialect) => {
+  it("tells administrators, and only them, when owners or invitations change", async () => {
+    // OWNERS closes even the sandbox: 3301 is its administrator; 3302 an owner the CLI added.
+    const service = await startService(dialect, { OWNERS: "3301" }, { pace: "unpaced" });
+    try {
+      expect(await service.app.owners.add(3302, "owner")).toBe("added");
+      const boss = await signIn(service, { id: 3301, first_name: "Boss" });
+      const owner = await signIn(service, { id: 3302, first_name: "Olga" });
+      const bosses = await EventStream.open(boss);
+      const owners = await EventStream.open(owner);
+      const isOwners = (e: ServerEvent) => e.event === "owners";
+      const told = async (what: string, change: () => Promise<unknown>) => {
+        const mark = bosses.mark();
+        await change();
+        await bosses.after(mark, isOwners, `owners, after ${what}`);
+      };
+      try {
+        let invite = "";
+        await told("an invitation made", async () => {
+          const made = await boss.call("POST", "/owners/invites");
+          expect(made.status).toBe(201);
+          invite = made.body.invite.id;
+        });
+        await told("an invitation withdrawn", async () => {
+          expect((await boss.call("DELETE", `/owners/invites/${invite}`)).status).toBe(200);
+        });
+        // Changes made elsewhere (the CLI, another instance) are read from the database.
+        await told("an owner added outside the console", () => service.app.owners.add(3303, "owner"));
+        await told("a role changed", async () => {
+          expect((await boss.call("PUT", "/owners/3303/role", { role: "admin" })).status).toBe(200);
+        });
+        await told("an owner's new Dock", async () => {
+          expect((await owner.call("POST", "/docks", { name: "Olga's" })).status).toBe(201);
+        });
+        // The owner's stream heard its own Dock's list change, and nothing of the owners.
+        await owners.after(0, (e) => e.event === "docks", "the owner's list changed");
+        expect(owners.events.filter(isOwners)).toEqual([]);
+      } finally {
+        bosses.close();
+        owners.close();
+      }
+    } finally {
+      await service.close();
+    }
+  });
+});
+
 describe("the console's live stream as the service stops", () => {
   it("ends at once: stopping does not wait for the browsers to close them", async () => {
     const service = await startService("sqlite");

@@ -75,7 +75,8 @@ describe.skipIf(!chromiumPath)("owners in the console, in Chromium", () => {
     await chatLog(chat).getByText("you are an owner of this Dock Notify").waitFor();
     await chat.close();
 
-    await page.reload();
+    // No reload: the page hears from the live stream that who may sign in changed.
+    await page.getByRole("heading", { name: "Open invitations" }).waitFor({ state: "detached" });
     const invited = rows.filter({ hasText: "Alice" });
     const roleOfAlice = invited.getByRole("cell").nth(2);
     await invited.waitFor();

@@ -102,6 +102,41 @@ export class OwnerRepository {
     return row === undefined;
   }
 
+  /**
+   * For the console's live stream (http/console/live.ts): a stamp of what the Owners page shows,
+   * which changes when an owner is added, removed or changes role, an invitation is made, used or
+   * withdrawn, or a Dock is made or deleted anywhere (the page counts each owner's Docks); and who
+   * may see that page (the administrators, OWNERS' included). Three small reads: owners are a team.
+   */
+  async liveStamp(): Promise<{ stamp: string; admins: ReadonlySet<number> }> {
+    const owners = await this.#db.kysely
+      .selectFrom("owners")
+      .select(["telegram_id", "role", "added_at"])
+      .orderBy("telegram_id")
+      .execute();
+    const invites = await this.#db.kysely
+      .selectFrom("owner_invites")
+      .select((eb) => [
+        eb.fn.countAll<number>().as("n"),
+        eb.fn.max("created_at").as("made"),
+        eb.fn.max("used_at").as("used"),
+        eb.fn.max("revoked_at").as("revoked"),
+      ])
+      .where("kind", "=", "invite")
+      .executeTakeFirstOrThrow();
+    const docks = await this.#db.kysely
+      .selectFrom("docks")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    const admins = new Set(this.policy.admins);
+    for (const owner of owners) if (owner.role === "admin") admins.add(Number(owner.telegram_id));
+    const people = owners.map((owner) => `${owner.telegram_id}:${owner.role}:${owner.added_at}`).join(",");
+    return {
+      stamp: `${people}/${invites.n}:${invites.made}:${invites.used}:${invites.revoked}/${docks.n}`,
+      admins,
+    };
+  }
+
   /** Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows. */
   async list(): Promise<Owner[]> {
     const rows = await this.#db.kysely

@@ -1,8 +1,9 @@
-import { useCallback, useEffect, useState } from "react";
+import { useState } from "react";
 import { useAnnounce } from "./announce.tsx";
 import { api, type InviteAnswer, type OwnersAnswer, type OwnerView } from "./api.ts";
 import { copyText } from "./clipboard.ts";
 import type { Guarded } from "./dock/actions.ts";
+import { useLiveRead, useOwnersVersion } from "./live.tsx";
 
 function ownerName(owner: OwnerView): string {
   const name = [owner.first_name, owner.username ? `@${owner.username}` : null].filter(Boolean).join(" ");
@@ -13,7 +14,9 @@ const day = (at: number) => new Date(at).toLocaleDateString();
 
 /**
  * For administrators: who may sign in and own Docks, invitations into the bot (single-use, shown
- * once), and removing an owner (their sessions end at once; their Docks keep sending).
+ * once), and removing an owner (their sessions end at once; their Docks keep sending). Read again
+ * whenever the live stream says who may sign in changed (another administrator, the CLI, an
+ * invitation used in the bot).
  */
 export function OwnersPage({
   guarded,
@@ -25,28 +28,20 @@ export function OwnersPage({
   anyone: boolean;
 }) {
   const announce = useAnnounce();
-  const [data, setData] = useState<OwnersAnswer | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const read = useLiveRead(() => guarded(() => api<OwnersAnswer>("GET", "/owners")), useOwnersVersion());
+  const data = read.value;
+  // An action's failure, shown until the next action; a failed read shows until a read succeeds.
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? (read.error === null ? null : (read.error as Error).message);
   const [fresh, setFresh] = useState<InviteAnswer | null>(null);
   const [busy, setBusy] = useState(false);
-
-  const load = useCallback(async () => {
-    try {
-      setData(await guarded(() => api<OwnersAnswer>("GET", "/owners")));
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  }, [guarded]);
-  useEffect(() => {
-    void load();
-  }, [load]);
 
   const act = async (call: () => Promise<void>) => {
     setBusy(true);
     setError(null);
     try {
       await call();
-      await load();
+      read.set(await guarded(() => api<OwnersAnswer>("GET", "/owners")));
     } catch (e) {
       setError((e as Error).message);
     } finally {

@@ -16,13 +16,15 @@ interface Versions {
   epoch: number;
   /** Goes up whenever the set of the person's Docks may have changed. */
   list: number;
+  /** Goes up whenever who may sign in may have changed (told to administrators only). */
+  owners: number;
   /** Per Dock and part of it: goes up whenever that part may have changed. */
   docks: ReadonlyMap<string, PartVersions>;
   /** The stream broke and is not open again yet: what the pages show may be old. */
   paused: boolean;
 }
 
-const START: Versions = { epoch: 0, list: 0, docks: new Map(), paused: false };
+const START: Versions = { epoch: 0, list: 0, owners: 0, docks: new Map(), paused: false };
 const LiveContext = createContext<Versions>(START);
 
 /**
@@ -42,13 +44,16 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
     let stopped = false;
     let refusals = 0;
     let pendingList = false;
+    let pendingOwners = false;
     const pendingDocks = new Map<string, Set<DockPart>>();
 
     const flush = () => {
       gather = undefined;
       const list = pendingList;
+      const owners = pendingOwners;
       const changed = [...pendingDocks];
       pendingList = false;
+      pendingOwners = false;
       pendingDocks.clear();
       setVersions((v) => {
         const docks = new Map(v.docks);
@@ -57,7 +62,7 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
           for (const part of parts) next[part] += 1;
           docks.set(id, next);
         }
-        return { ...v, list: v.list + (list ? 1 : 0), docks };
+        return { ...v, list: v.list + (list ? 1 : 0), owners: v.owners + (owners ? 1 : 0), docks };
       });
     };
     const later = () => {
@@ -75,6 +80,10 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
       });
       source.addEventListener("docks", () => {
         pendingList = true;
+        later();
+      });
+      source.addEventListener("owners", () => {
+        pendingOwners = true;
         later();
       });
       source.addEventListener("dock", (event) => {
@@ -141,6 +150,12 @@ export function useListVersion(): string {
   let events = 0;
   for (const versions of docks.values()) for (const part of ALL_PARTS) events += versions[part];
   return `${epoch}.${list}.${events}`;
+}
+
+/** A value that changes whenever who may sign in (owners, invitations, their Docks) may have changed. */
+export function useOwnersVersion(): string {
+  const { owners, epoch } = useContext(LiveContext);
+  return `${epoch}.${owners}`;
 }
 
 /** Whether the live stream is broken for now (the pages say what they show may be old). */

@@ -20,8 +20,15 @@ export interface OpenStream {
   close(): void;
 }
 
+/** What the Owners page shows, as a stamp, and who may see it (store/owners.ts `liveStamp`). */
+export interface OwnersStamp {
+  liveStamp(): Promise<{ stamp: string; admins: ReadonlySet<number> }>;
+}
+
 export interface LiveHubOptions {
   stamps: DockStamps;
+  /** Without it, nobody hears `owners`. */
+  owners?: OwnersStamp;
   sessions: SessionRepository;
   log: FastifyBaseLogger;
   /** How often the shared ticker reads the stamps (ms). */
@@ -62,8 +69,9 @@ const RECONNECT_MS = 3000;
  * Dock of every person with a stream open (DockStamps: counts and times kept in the database, so
  * changes made by other instances and by the dispatcher anywhere are seen) and, in one more, which
  * of their sessions are still on. A stream hears `dock` when a stamp of its person's Docks
- * changed, `docks` when the set of their Docks did, and `signed_out` (then the end) when its
- * session ended. Nothing runs while no stream is open.
+ * changed, `docks` when the set of their Docks did, `owners` (administrators only) when who may
+ * sign in did, and `signed_out` (then the end) when its session ended. Nothing runs while no stream
+ * is open.
  *
  * A person's first stream reads the stamps before saying `hello`, on which the console reads
  * everything (again: its pages may have read before the stream opened): whatever changes after
@@ -71,11 +79,14 @@ const RECONNECT_MS = 3000;
  * database is back after an outage.
  */
 export class LiveHub {
-  readonly #o: Required<Omit<LiveHubOptions, "now">> & { now: () => number };
+  readonly #o: Required<Omit<LiveHubOptions, "now" | "owners">> &
+    Pick<LiveHubOptions, "owners"> & { now: () => number };
   readonly #owners = new Map<number, Owner>();
   /** Open streams per session (by the hash of its token). */
   readonly #sessions = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
+  /** The Owners page's stamp as last read; null until a stream opens (and again after the last). */
+  #ownersStamp: string | null = null;
   #ticking = false;
   #failing = false;
   #closed = false;
@@ -117,6 +128,8 @@ export class LiveHub {
     owner.streams.add(stream);
     try {
       await this.#prime(ownerId, owner);
+      // Read before `hello` like the Docks' stamps: a change after the page's read is told.
+      if (this.#ownersStamp === null) await this.#readOwners();
     } catch (error) {
       this.#leave(stream, false);
       throw error;
@@ -171,6 +184,7 @@ export class LiveHub {
             this.#tell(owner, event("dock", { id, changed: changedParts(was, stamp) } satisfies DockEvent));
         }
       }
+      await this.#readOwners();
       if (this.#failing) {
         this.#o.log.info("the console's live stream reads the database again");
         // Reads the pages made while it was away failed, and nothing else would tell them to try
@@ -187,6 +201,16 @@ export class LiveHub {
       this.#ticking = false;
     }
     this.#keepAlive();
+  }
+
+  /** Reads the Owners page's stamp; when it moved, tells the administrators watching. */
+  async #readOwners(): Promise<void> {
+    if (this.#o.owners === undefined) return;
+    const { stamp, admins } = await this.#o.owners.liveStamp();
+    const was = this.#ownersStamp;
+    this.#ownersStamp = stamp;
+    if (was === null || was === stamp) return;
+    for (const [id, owner] of this.#owners) if (admins.has(id)) this.#tell(owner, event("owners", {}));
   }
 
   /** Reads the person's stamps once, shared by their streams opening at the same moment. */
@@ -252,6 +276,7 @@ export class LiveHub {
     if (this.#owners.size === 0 && this.#timer !== null) {
       clearInterval(this.#timer);
       this.#timer = null;
+      this.#ownersStamp = null;
     }
   }
 }
