@@ -16,22 +16,29 @@
  * load from VmHWM after resetting it through /proc/<pid>/clear_refs, so a spike between two
  * samples still counts. The V8 heap of each server's main thread comes from bench/memory-probe.js.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import pg from "pg";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import type { AcceptItem } from "../src/store/accept-batch.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import {
+  createDatabase,
+  killAll,
+  memoryUsage,
+  resetPeak,
+  rss,
+  type Server,
+  sandbox,
+  startServer,
+  statusMb,
+  stop,
+} from "./processes.ts";
 import { serviceNodeOptions as shippedOr } from "./shipped.ts";
 
 const { values } = parseArgs({
@@ -64,99 +71,6 @@ const BACKLOG_SUBSCRIBERS = 4;
 /** Subscribers of the loaded Dock, as in bench:ingest: the delivery engine works under the load. */
 const LOAD_SUBSCRIBERS = 3;
 const SAMPLE_MS = 250;
-const root = join(import.meta.dirname, "..");
-const probe = new URL("./memory-probe.js", import.meta.url).href;
-
-interface Server {
-  name: string;
-  child: ChildProcess;
-  pid: number;
-  url: string;
-}
-
-/** A server as a child process with the memory probe loaded, resolved once it says it listens. */
-async function startServer(
-  name: string,
-  args: string[],
-  env: Record<string, string>,
-  ready: (line: string) => number | undefined,
-): Promise<Server> {
-  const child = spawn(process.execPath, ["--import", probe, ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
-  children.add(child);
-  child.once("exit", () => children.delete(child));
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} was not ready within 60 s`)), 60_000);
-    lines.on("line", (line) => {
-      let port: number | undefined;
-      try {
-        port = ready(line);
-      } catch {
-        return; // not a log line
-      }
-      if (port !== undefined && child.pid !== undefined) {
-        clearTimeout(timer);
-        resolve({ name, child, pid: child.pid, url: `http://127.0.0.1:${port}` });
-      }
-    });
-    lines.on("close", () => reject(new Error(`${name} exited before it was ready`)));
-  });
-}
-
-const children = new Set<ChildProcess>();
-
-async function stop(server: Server) {
-  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-  const exited = new Promise((resolve) => server.child.once("exit", resolve));
-  server.child.kill("SIGTERM");
-  // The service stops its dispatcher gracefully; never wait on it for ever.
-  const timer = setTimeout(() => server.child.kill("SIGKILL"), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** A field of /proc/<pid>/status in MB (VmRSS, VmHWM, RssAnon, RssFile); throws once the process is gone. */
-function statusMb(server: Server, field: string): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(
-    readFileSync(`/proc/${server.pid}/status`, "utf8"),
-  );
-  if (match === null) throw new Error(`no ${field} in /proc/${server.pid}/status`);
-  return Number(match[1]) / 1024;
-}
-
-const rss = (server: Server) => {
-  try {
-    return statusMb(server, "VmRSS");
-  } catch {
-    throw new Error(`${server.name} is gone (exit code ${server.child.exitCode})`);
-  }
-};
-
-/** Resets the process's peak RSS (VmHWM) to its current RSS; false where the kernel does not allow it. */
-function resetPeak(server: Server): boolean {
-  try {
-    writeFileSync(`/proc/${server.pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The server's own process.memoryUsage(), through the probe. */
-async function memoryUsage(server: Server): Promise<NodeJS.MemoryUsage> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${server.name} did not report its memory`)), 10_000);
-    server.child.once("message", (usage) => {
-      clearTimeout(timer);
-      resolve(usage as NodeJS.MemoryUsage);
-    });
-    server.child.send("memory");
-  });
-}
 
 /** RSS samples of each server, every SAMPLE_MS for `until` seconds or until that promise settles. */
 async function sampleRss(servers: Server[], until: number | PromiseLike<unknown>): Promise<number[][]> {
@@ -197,46 +111,13 @@ const median = (numbers: number[]) => {
 };
 const mb = (n: number) => n.toFixed(0);
 
-/** A fresh database of the chosen kind: a SQLite file in `dataDir`, or a new PostgreSQL database. */
-async function createDatabase(): Promise<{ url: string; dataDir: string; drop(): Promise<void> }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-memory-"));
-  if (values.database === "sqlite") {
-    return {
-      url: `sqlite:${join(dataDir, "bench.db")}`,
-      dataDir,
-      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
-    };
-  }
-  const name = `dock_notify_memory_${randomBytes(6).toString("hex")}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: values.database });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`create database ${name}`);
-  const url = new URL(values.database);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    dataDir,
-    drop: async () => {
-      await admin(`drop database if exists ${name} with (force)`);
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 /**
  * The service on a fresh database with one Dock whose `subscribers` are people of its Telegram (the
  * sandbox) who pressed Start: what a delivery needs to reach someone. `telegram` is the server that
  * plays Telegram: a `dock-notify sandbox` of its own, or with `--sandbox in-process` the service.
  */
 async function startService(subscribers: number) {
-  const database = await createDatabase();
+  const database = await createDatabase(values.database, "memory");
   cleanups.push(() => database.drop());
   const db = await openDb(database.url);
   await migrate(db);
@@ -284,18 +165,6 @@ async function startService(subscribers: number) {
     await subscriptions.subscribe(dock.id, person.id, "private");
   }
   return { server, telegram: telegram ?? server, db, dock };
-}
-
-/** A call to the sandbox's control API; throws unless it succeeds. */
-async function sandbox(server: Server, path: string, init: { method: string; body?: unknown }) {
-  const response = await fetch(`${server.url}/sandbox/api/${path}`, {
-    method: init.method,
-    ...(init.body === undefined
-      ? {}
-      : { headers: { "content-type": "application/json" }, body: JSON.stringify(init.body) }),
-  });
-  if (!response.ok) throw new Error(`sandbox ${path}: ${response.status} ${await response.text()}`);
-  return response;
 }
 
 /** Deliveries waiting, as the service's own /metrics gauge counts them. */
@@ -441,6 +310,6 @@ try {
     `\nidle ${mb(idle.service)} MB (target ≤ 120 MB) · peak under ${thousands(rate)} req/s ${mb(serviceLoad.peak)} MB (target ≤ 200 MB) · bare Fastify idle ${mb(idle.bare)} MB`,
   );
 } finally {
-  for (const child of children) child.kill("SIGKILL");
+  killAll();
   for (const cleanup of cleanups) await cleanup().catch((error) => console.error(error));
 }
