@@ -26,7 +26,17 @@ import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
-import { createDatabase, killAll, rss, type Server, sandbox, startServer, stop } from "./processes.ts";
+import {
+  createDatabase,
+  killAll,
+  memoryUsage,
+  rss,
+  type Server,
+  sandbox,
+  startServer,
+  statusMb,
+  stop,
+} from "./processes.ts";
 import { serviceNodeOptions } from "./shipped.ts";
 
 const { values } = parseArgs({
@@ -117,6 +127,7 @@ try {
       LOG_LEVEL: "info",
       DOCK_RATE_BURST: "0",
       AUTH_FAILURES_PER_MINUTE: "0",
+      OWNERS: String(OWNER),
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: `${telegram.url}/sandbox`,
     },
@@ -309,9 +320,11 @@ try {
       const sorted = [...minute.latencies].sort((a, b) => a - b);
       const at = (q: number) =>
         (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(1);
+      const heap = (await memoryUsage(service)).heapUsed / 2 ** 20;
+      const split = `${statusMb(service, "RssAnon").toFixed(0)} + ${statusMb(service, "RssFile").toFixed(0)}; heap ${heap.toFixed(0)}`;
       const answers = [...minute.answers].map(([code, n]) => `${code}×${n}`).join(" ");
       rows.push(
-        `| ${(second + 1) / 60} | ${Math.min(...minute.rss).toFixed(0)}–${Math.max(...minute.rss).toFixed(0)} | ${answers} | ${at(0.5)} / ${at(0.99)} / ${at(1)} | ${now.send_message - told.send_message} / ${now.edit_message - told.edit_message} / ${now.delete_message - told.delete_message} | ${now.too_many_requests - told.too_many_requests} | ${minute.errors} / ${minute.warnings} | ${await queueDepth()} | ${streams.length} |`,
+        `| ${(second + 1) / 60} | ${Math.min(...minute.rss).toFixed(0)}–${Math.max(...minute.rss).toFixed(0)} | ${split} | ${answers} | ${at(0.5)} / ${at(0.99)} / ${at(1)} | ${now.send_message - told.send_message} / ${now.edit_message - told.edit_message} / ${now.delete_message - told.delete_message} | ${now.too_many_requests - told.too_many_requests} | ${minute.errors} / ${minute.warnings} | ${await queueDepth()} | ${streams.length} |`,
       );
       console.error(rows.at(-1));
       told = now;
@@ -341,9 +354,9 @@ try {
     `\nbench:soak on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}; ${minutes} min; every second ${rate} sends to a Dock without subscribers and ${livingRate} changes on each of ${LIVING_DOCKS} Docks of ${SUBSCRIBERS} subscribers (send, send, replace by key, edit, delete, acknowledge); ${STREAMS} console streams open; load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after\n`,
   );
   console.log(
-    "| minute | RSS MB (min–max) | answers | latency ms p50 / p99 / max | Telegram: sent / edited / deleted | 429s | log errors / warnings | queue at the end | streams open |",
+    "| minute | RSS MB (min–max) | at the end: anonymous + file-backed; V8 heap used (MB) | answers | latency ms p50 / p99 / max | Telegram: sent / edited / deleted | 429s | log errors / warnings | queue at the end | streams open |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const row of rows) console.log(row);
   const errors = minutesSeen.reduce((n, m) => n + m.errors, 0);
   console.log(
