@@ -84,8 +84,8 @@ export function credentialsQuery(kysely: Kysely<Database>) {
 }
 
 /**
- * The columns a signature check reads (GitHub's X-Hub-Signature-256 is made with the secret key,
- * so the key itself, sealed): the Dock's row, or else a stand-in of the same shape whose sealed
+ * The columns a signature check reads (GitHub's X-Hub-Signature-256 may be made with the secret
+ * key, deprecated there, so the key itself, sealed; the GitHub credentials are read apart): the Dock's row, or else a stand-in of the same shape whose sealed
  * secret is `standIn` (`absent` 1). Always exactly one row to read and one secret to unseal, so an
  * unknown Dock costs what a known one does: with a row for a known Dock only, the answer came
  * measurably later for one (`npm run bench:timing`).

@@ -1,6 +1,7 @@
 import type { ExpressionBuilder, Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
+import { MAX_GITHUB_CREDENTIALS } from "../domain/principal.ts";
 import {
   CREDENTIAL_PREFIX,
   decryptSecret,
@@ -14,7 +15,7 @@ import {
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
-import { DockCredentialRepository } from "./dock-credentials.ts";
+import { DockCredentialRepository, type SealedGithubCredential } from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
@@ -42,6 +43,23 @@ export interface DockWithSecret extends Dock {
 export interface IntegrationSettings {
   inboundFormat: string | null;
   template: unknown;
+}
+
+/**
+ * What a signed delivery's signature is checked with (GitHub's X-Hub-Signature-256): always
+ * 1 + MAX_GITHUB_CREDENTIALS secrets, whichever Dock is named and however many GitHub credentials
+ * it has, so that the work (and so the time) of a refusal tells neither.
+ */
+export interface Signers {
+  /** The Dock; undefined when there is no such Dock. */
+  dock: DockCredentials | undefined;
+  /**
+   * The Dock's GitHub credentials' secrets in slot order, then its secret key (deprecated for
+   * GitHub); a stand-in no one knows wherever there is none.
+   */
+  secrets: string[];
+  /** `secrets[i]`'s GitHub credential; null for the secret key and the stand-ins. */
+  credentials: (SealedGithubCredential | null)[];
 }
 
 /** Whether the Dock has a callback URL, as the credential lookups read it (1 or 0). */
@@ -79,7 +97,7 @@ export class DockRepository {
   /** Runs for every message sent: compiled once. */
   readonly #credentialsOf;
   readonly #signingOf;
-  /** A sealed secret no Dock has, read and unsealed for an unknown Dock (see secretOf). */
+  /** A sealed secret no Dock has, read and unsealed where a Dock has none (see signersOf). */
   readonly #standIn: string;
   /** The Dock's named credentials (send, manage), presented where the secret key is. */
   readonly credentials: DockCredentialRepository;
@@ -91,7 +109,7 @@ export class DockRepository {
     this.#credentialsOf = credentialsQuery(db.kysely);
     this.#signingOf = signingQuery(db.kysely);
     this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
-    this.credentials = new DockCredentialRepository(db, now);
+    this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -310,17 +328,30 @@ export class DockRepository {
   }
 
   /**
-   * The Dock and its secret key, for a signature made with it (GitHub's X-Hub-Signature-256); never
-   * shown or logged. Undefined for an unknown Dock, after the same work: one row read (a stand-in's,
-   * see signingQuery) and one secret unsealed; the caller then checks the signature with a
-   * stand-in key. Anything that cannot be a Dock ID never reaches the database (as for /ping).
+   * The secrets a signed delivery to Dock `id` may be signed with (see Signers); never shown or
+   * logged. The same work for every Dock ID of the right shape, known or not: two reads (the
+   * Dock's row or a stand-in's, see signingQuery; its GitHub credentials, none for an unknown
+   * Dock) and 1 + MAX_GITHUB_CREDENTIALS secrets unsealed, the stand-in's where there is nothing.
+   * Anything that cannot be a Dock ID never reaches the database (as for /ping).
    */
-  async secretOf(id: string): Promise<{ dock: DockCredentials; secretKey: string } | undefined> {
-    const row = DOCK_ID_PATTERN.test(id)
+  async signersOf(id: string): Promise<Signers> {
+    const valid = DOCK_ID_PATTERN.test(id);
+    const row = valid
       ? (await this.#db.kysely.executeQuery(this.#signingOf({ id, standIn: this.#standIn }))).rows[0]
       : undefined;
-    const secretKey = decryptSecret(row?.secret_sealed ?? this.#standIn, this.#key);
-    return row === undefined || row.absent === 1 ? undefined : { dock: credentialsOf(row), secretKey };
+    const github = valid ? await this.credentials.github(id) : [];
+    const credentials: (SealedGithubCredential | null)[] = [];
+    for (let slot = 0; slot < MAX_GITHUB_CREDENTIALS; slot++) credentials.push(github[slot] ?? null);
+    const sealed = [
+      ...credentials.map((credential) => credential?.secretSealed ?? this.#standIn),
+      row?.secret_sealed ?? this.#standIn,
+    ];
+    credentials.push(null);
+    return {
+      dock: row === undefined || row.absent === 1 ? undefined : credentialsOf(row),
+      secrets: sealed.map((secret) => decryptSecret(secret, this.#key)),
+      credentials,
+    };
   }
 
   /** A new hook token for the Dock (the old one, if any, stops working with this commit). */

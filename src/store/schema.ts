@@ -110,7 +110,7 @@ export interface DockCredentialsTable {
   id: string;
   dock_id: string;
   name: string;
-  /** `send` or `manage` (domain/principal.ts). */
+  /** `send`, `manage` or `github` (domain/principal.ts). */
   scope: string;
   /** Hex SHA-256 of the credential's secret (the secret itself is shown once, never stored). */
   secret_hash: string;
@@ -119,6 +119,10 @@ export interface DockCredentialsTable {
   created_at: Millis;
   /** When it last authenticated a request, to the minute (written at most once a minute). */
   last_used_at: Millis | null;
+  /** A `github` credential's secret sealed with the server's key (an HMAC needs it); else null. */
+  secret_sealed: string | null;
+  /** A `github` credential's place among its Dock's (0 to MAX_GITHUB_CREDENTIALS - 1); else null. */
+  github_slot: number | null;
 }
 
 /**
