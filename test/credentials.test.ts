@@ -88,7 +88,10 @@ describe.each(DIALECTS)("credentials on %s", (dialect) => {
     await docks.credentials.create(dock.id, "ci", "send");
     const two = await docks.signersOf(dock.id);
     expect(two.secrets.slice(0, 2)).toEqual([first.secret, second.secret]);
-    expect(two.credentials.slice(0, 2).map((c) => c?.id)).toEqual([first.credential.id, second.credential.id]);
+    expect(two.credentials.slice(0, 2).map((c) => c?.id)).toEqual([
+      first.credential.id,
+      second.credential.id,
+    ]);
     expect(two.secrets).toHaveLength(MAX_GITHUB_CREDENTIALS + 1);
     expect(two.secrets.at(-1)).toBe(dock.secretKey);
   });
