@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_GITHUB_CREDENTIALS } from "../src/domain/principal.ts";
-import { encryptSecret, newSecretKey, sha256Hex } from "../src/domain/secrets.ts";
+import { decryptSecret, encryptSecret, newSecretKey, sha256Hex } from "../src/domain/secrets.ts";
 import { TooManyGithubCredentials } from "../src/store/dock-credentials.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate } from "../src/store/open.ts";
@@ -265,12 +265,20 @@ describe.each(DIALECTS)("GitHub credentials across the upgrade on %s", (dialect)
         id: OLD_DOCK,
         principal: { kind: "credential", id: "crd_old", scope: "send" },
       });
-      expect(await docks.credentials.github(OLD_DOCK)).toEqual([]);
       const made = await docks.credentials.create(OLD_DOCK, "org", "github");
-      const [sealed] = await docks.credentials.github(OLD_DOCK);
-      expect(sealed?.id).toBe(made.credential.id);
+      const rows = await old.db.kysely
+        .selectFrom("dock_credentials")
+        .select(["id", "secret_sealed", "github_slot"])
+        .orderBy("created_at")
+        .execute();
+      expect(rows.map((row) => [row.id, row.github_slot === null ? null : Number(row.github_slot)])).toEqual([
+        ["crd_old", null],
+        [made.credential.id, 0],
+      ]);
+      expect(rows[0]?.secret_sealed).toBeNull();
       // Sealed, not stored as it is: only the server's key opens it.
-      expect(sealed?.secretSealed).not.toContain(made.secret);
+      expect(rows[1]?.secret_sealed).not.toContain(made.secret);
+      expect(decryptSecret(rows[1]?.secret_sealed as string, key)).toBe(made.secret);
       // Never a secret presented where the key goes.
       expect(await docks.credentials.authenticate(OLD_DOCK, made.secret)).toBeUndefined();
     } finally {

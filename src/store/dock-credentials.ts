@@ -10,7 +10,6 @@ import {
 import { isUniqueViolation } from "./accept-batch.ts";
 import type { DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
-import { prepare, type Slots } from "./prepared.ts";
 
 /** How often, at most, a credential's `last_used_at` is written: sends stay reads only. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
@@ -30,7 +29,10 @@ export interface DockCredential {
   lastUsedAt: number | null;
 }
 
-/** A GitHub credential as a signature check reads it: its sealed secret, and when it was last used. */
+/**
+ * A GitHub credential as a signature check reads it (signingQuery): its sealed secret, and when it
+ * was last used.
+ */
 export interface SealedGithubCredential {
   id: string;
   secretSealed: string;
@@ -54,21 +56,11 @@ export class DockCredentialRepository {
   readonly #db: Db;
   readonly #key: Buffer;
   readonly #now: () => number;
-  /** Runs for every signed delivery: compiled once. */
-  readonly #githubOf;
 
   constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
     this.#db = db;
     this.#key = encryptionKey;
     this.#now = now;
-    this.#githubOf = prepare((p: Slots<{ dockId: string }>) =>
-      db.kysely
-        .selectFrom("dock_credentials")
-        .select(["id", "secret_sealed", "last_used_at"])
-        .where("dock_id", "=", p.dockId)
-        .where("github_slot", "is not", null)
-        .orderBy("github_slot"),
-    );
   }
 
   /**
@@ -142,19 +134,6 @@ export class DockCredentialRepository {
         github_slot: slot,
       })
       .execute();
-  }
-
-  /**
-   * The Dock's GitHub credentials, sealed, in slot order: at most MAX_GITHUB_CREDENTIALS, none
-   * for a Dock that does not exist (after the same one index lookup).
-   */
-  async github(dockId: string): Promise<SealedGithubCredential[]> {
-    const { rows } = await this.#db.kysely.executeQuery(this.#githubOf({ dockId }));
-    return rows.map((row) => ({
-      id: row.id,
-      secretSealed: row.secret_sealed as string,
-      lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
-    }));
   }
 
   /** The Dock's credentials, oldest first. */

@@ -329,28 +329,30 @@ export class DockRepository {
 
   /**
    * The secrets a signed delivery to Dock `id` may be signed with (see Signers); never shown or
-   * logged. The same work for every Dock ID of the right shape, known or not: two reads (the
-   * Dock's row or a stand-in's, see signingQuery; its GitHub credentials, none for an unknown
-   * Dock) and 1 + MAX_GITHUB_CREDENTIALS secrets unsealed, the stand-in's where there is nothing.
-   * Anything that cannot be a Dock ID never reaches the database (as for /ping).
+   * logged. The same work for every Dock ID of the right shape, known or not, with any number of
+   * GitHub credentials: one row read (signingQuery) and 1 + MAX_GITHUB_CREDENTIALS secrets
+   * unsealed, the stand-in's wherever there is none. Anything that cannot be a Dock ID never
+   * reaches the database (as for /ping), and unseals as many stand-ins.
    */
   async signersOf(id: string): Promise<Signers> {
-    const valid = DOCK_ID_PATTERN.test(id);
-    const row = valid
+    const row = DOCK_ID_PATTERN.test(id)
       ? (await this.#db.kysely.executeQuery(this.#signingOf({ id, standIn: this.#standIn }))).rows[0]
       : undefined;
-    const github = valid ? await this.credentials.github(id) : [];
-    const credentials: (SealedGithubCredential | null)[] = [];
-    for (let slot = 0; slot < MAX_GITHUB_CREDENTIALS; slot++) credentials.push(github[slot] ?? null);
-    const sealed = [
-      ...credentials.map((credential) => credential?.secretSealed ?? this.#standIn),
-      row?.secret_sealed ?? this.#standIn,
-    ];
-    credentials.push(null);
+    const github: SealedGithubCredential[] = [];
+    for (let slot = 0; slot < MAX_GITHUB_CREDENTIALS; slot++) {
+      const used = row?.[`github${slot}_used`];
+      github.push({
+        id: String(row?.[`github${slot}_id`] ?? ""),
+        secretSealed: String(row?.[`github${slot}_sealed`] ?? this.#standIn),
+        lastUsedAt: used === null || used === undefined ? null : Number(used),
+      });
+    }
     return {
       dock: row === undefined || row.absent === 1 ? undefined : credentialsOf(row),
-      secrets: sealed.map((secret) => decryptSecret(secret, this.#key)),
-      credentials,
+      secrets: [...github.map((c) => c.secretSealed), row?.secret_sealed ?? this.#standIn].map((sealed) =>
+        decryptSecret(sealed, this.#key),
+      ),
+      credentials: [...github.map((c) => (c.id === "" ? null : c)), null],
     };
   }
 
