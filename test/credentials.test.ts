@@ -54,12 +54,16 @@ describe.each(DIALECTS)("credentials on %s", (dialect) => {
     const dock = await service.app.docks.create(1, { name: "Signed", link: null, description: null });
     const standIn = encryptSecret(newSecretKey(), randomBytes(32));
     const query = signingQuery(service.db.kysely);
-    const found = (await service.db.kysely.executeQuery(query({ id: dock.id, standIn }))).rows;
-    const missing = (await service.db.kysely.executeQuery(query({ id: newDockId(), standIn }))).rows;
+    const standInGithub = encryptSecret("[]", randomBytes(32));
+    const found = (await service.db.kysely.executeQuery(query({ id: dock.id, standIn, standInGithub }))).rows;
+    const missing = (await service.db.kysely.executeQuery(query({ id: newDockId(), standIn, standInGithub })))
+      .rows;
     expect(found).toHaveLength(1);
     expect(missing).toHaveLength(1);
     expect(found[0]).toMatchObject({ id: dock.id, name: "Signed", absent: 0, watched: 0 });
-    expect(missing[0]).toMatchObject({ absent: 1, secret_sealed: standIn });
+    expect(missing[0]).toMatchObject({ absent: 1, secret_sealed: standIn, github_sealed: standInGithub });
+    // A Dock that never had a GitHub credential reads the stand-in's slots too.
+    expect(found[0]).toMatchObject({ github_sealed: standInGithub });
     // Both are unsealed alike (a secret of the same length); the unknown Dock is then answered with nothing.
     expect((found[0] as { secret_sealed: string }).secret_sealed).toHaveLength(standIn.length);
   });

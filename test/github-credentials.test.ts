@@ -2,8 +2,12 @@ import { createHmac, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_GITHUB_CREDENTIALS } from "../src/domain/principal.ts";
-import { decryptSecret, encryptSecret, newSecretKey, sha256Hex } from "../src/domain/secrets.ts";
-import { TooManyGithubCredentials } from "../src/store/dock-credentials.ts";
+import { encryptSecret, newSecretKey, sha256Hex } from "../src/domain/secrets.ts";
+import {
+  emptyGithubSlots,
+  openGithubSlots,
+  TooManyGithubCredentials,
+} from "../src/store/dock-credentials.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate } from "../src/store/open.ts";
 import { sandboxOf } from "./delivery-harness.ts";
@@ -265,20 +269,29 @@ describe.each(DIALECTS)("GitHub credentials across the upgrade on %s", (dialect)
         id: OLD_DOCK,
         principal: { kind: "credential", id: "crd_old", scope: "send" },
       });
+      const sealedOf = async () =>
+        (await old.db.kysely.selectFrom("docks").select("github_sealed").executeTakeFirstOrThrow())
+          .github_sealed;
+      expect(await sealedOf()).toBeNull();
       const made = await docks.credentials.create(OLD_DOCK, "org", "github");
-      const rows = await old.db.kysely
-        .selectFrom("dock_credentials")
-        .select(["id", "secret_sealed", "github_slot"])
-        .orderBy("created_at")
-        .execute();
-      expect(rows.map((row) => [row.id, row.github_slot === null ? null : Number(row.github_slot)])).toEqual([
-        ["crd_old", null],
-        [made.credential.id, 0],
+      // Sealed on the Dock's row, not stored as it is: only the server's key opens it.
+      const sealed = (await sealedOf()) as string;
+      expect(sealed).not.toContain(made.secret);
+      expect(openGithubSlots(sealed, key)).toEqual([
+        [made.credential.id, made.secret],
+        ...emptyGithubSlots().slice(1),
       ]);
-      expect(rows[0]?.secret_sealed).toBeNull();
-      // Sealed, not stored as it is: only the server's key opens it.
-      expect(rows[1]?.secret_sealed).not.toContain(made.secret);
-      expect(decryptSecret(rows[1]?.secret_sealed as string, key)).toBe(made.secret);
+      const stored = await old.db.kysely
+        .selectFrom("dock_credentials")
+        .select(["id", "secret_hash"])
+        .execute();
+      expect(stored).toEqual(
+        expect.arrayContaining([{ id: made.credential.id, secret_hash: sha256Hex(made.secret) }]),
+      );
+      expect(JSON.stringify(stored)).not.toContain(made.secret);
+      // Revoked, it leaves its slot.
+      await docks.credentials.revoke(OLD_DOCK, made.credential.id);
+      expect(openGithubSlots(await sealedOf(), key)).toEqual(emptyGithubSlots());
       // Never a secret presented where the key goes.
       expect(await docks.credentials.authenticate(OLD_DOCK, made.secret)).toBeUndefined();
     } finally {

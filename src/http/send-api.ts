@@ -895,7 +895,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
           signedWithSecretKey(request, signers.dock.id);
           return signers.dock;
         }
-        await options.docks.credentials.markUsed(credential.id, credential.lastUsedAt);
+        await options.docks.credentials.recordUse(credential.id);
         return { ...signers.dock, principal: { kind: "credential", id: credential.id, scope: "github" } };
       },
       () =>

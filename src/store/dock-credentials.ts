@@ -1,15 +1,17 @@
+import { type Kysely, sql } from "kysely";
 import { randomBase62 } from "../domain/ids.ts";
 import { MAX_GITHUB_CREDENTIALS, PRESENTED_SCOPES, type Principal, type Scope } from "../domain/principal.ts";
 import {
   CREDENTIAL_PREFIX,
+  decryptSecret,
   encryptSecret,
   newCredentialSecret,
   newGithubSecret,
   sha256Hex,
 } from "../domain/secrets.ts";
-import { isUniqueViolation } from "./accept-batch.ts";
 import type { DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
+import type { Database } from "./schema.ts";
 
 /** How often, at most, a credential's `last_used_at` is written: sends stay reads only. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
@@ -30,13 +32,39 @@ export interface DockCredential {
 }
 
 /**
- * A GitHub credential as a signature check reads it (signingQuery): its sealed secret, and when it
- * was last used.
+ * A Dock's GitHub credentials' secrets, by slot: `[credential id, secret]`, `["", ""]` for a free
+ * slot. Always MAX_GITHUB_CREDENTIALS slots, sealed together on the Dock's row
+ * (`docks.github_sealed`, migration 0016), so a signature check reads and unseals the same for
+ * every Dock.
  */
-export interface SealedGithubCredential {
-  id: string;
-  secretSealed: string;
-  lastUsedAt: number | null;
+export type GithubSlots = [id: string, secret: string][];
+
+export function emptyGithubSlots(): GithubSlots {
+  return Array.from({ length: MAX_GITHUB_CREDENTIALS }, () => ["", ""]);
+}
+
+/**
+ * Widths every slot's id and secret are padded to when sealed (a credential's id is 21 characters,
+ * a GitHub secret 38): sealed slots are as long, and as much work to open, however many are free.
+ */
+const SLOT_WIDTHS = [24, 48] as const;
+
+export function sealGithubSlots(slots: GithubSlots, key: Buffer): string {
+  const padded = slots.map((slot) =>
+    slot.map((value, i) => {
+      const width = SLOT_WIDTHS[i] as number;
+      if (value.length > width) throw new Error(`a GitHub slot's value is over ${width} characters`);
+      return value.padEnd(width);
+    }),
+  );
+  return encryptSecret(JSON.stringify(padded), key);
+}
+
+/** The slots sealed in `sealed`; null (a Dock that never had a GitHub credential): all free. */
+export function openGithubSlots(sealed: string | null, key: Buffer): GithubSlots {
+  if (sealed === null) return emptyGithubSlots();
+  const padded = JSON.parse(decryptSecret(sealed, key)) as GithubSlots;
+  return padded.map(([id, secret]) => [id.trimEnd(), secret.trimEnd()]);
 }
 
 /** The Dock has MAX_GITHUB_CREDENTIALS GitHub credentials already: one must be revoked first. */
@@ -50,7 +78,8 @@ export class TooManyGithubCredentials extends Error {
  * A Dock's named credentials (send, manage or github, domain/principal.ts): created with a secret
  * shown once, listed without it, revoked (deleted: the next request with it is refused). `send`
  * and `manage` are looked up by the SHA-256 of the secret presented; a `github` one is never
- * presented, only used as the key of a signature, so its secret is kept sealed too (migration 0016).
+ * presented, only used as the key of a signature, so its secret is kept sealed too, in its Dock's
+ * slots (GithubSlots).
  */
 export class DockCredentialRepository {
   readonly #db: Db;
@@ -75,34 +104,45 @@ export class DockCredentialRepository {
     if (scope === "github") return this.#createGithub(dockId, name);
     const secret = newCredentialSecret();
     const credential = this.#made(dockId, name, scope, secret);
-    await this.#insert(credential, secret, null);
+    await this.#insert(this.#db.kysely, credential, secret);
     return { credential, secret };
   }
 
-  /**
-   * A GitHub credential in the Dock's lowest free slot. Two made at once may pick the same slot:
-   * the unique index refuses the second, which tries the next one.
-   */
+  /** A GitHub credential in the Dock's first free slot, its secret sealed there with the others. */
   async #createGithub(dockId: string, name: string): Promise<{ credential: DockCredential; secret: string }> {
     const secret = newGithubSecret();
-    for (;;) {
-      const taken = await this.#db.kysely
-        .selectFrom("dock_credentials")
-        .select("github_slot")
-        .where("dock_id", "=", dockId)
-        .where("github_slot", "is not", null)
-        .execute();
-      const used = new Set(taken.map((row) => Number(row.github_slot)));
-      const slot = [...Array(MAX_GITHUB_CREDENTIALS).keys()].find((n) => !used.has(n));
-      if (slot === undefined) throw new TooManyGithubCredentials();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const slots = await this.#slotsHeld(tx, dockId);
+      const free = slots.findIndex(([id]) => id === "");
+      if (free === -1) throw new TooManyGithubCredentials();
       const credential = this.#made(dockId, name, "github", secret);
-      try {
-        await this.#insert(credential, secret, slot);
-        return { credential, secret };
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-      }
-    }
+      slots[free] = [credential.id, secret];
+      await this.#insert(tx, credential, secret);
+      await this.#writeSlots(tx, dockId, slots);
+      return { credential, secret };
+    });
+  }
+
+  /**
+   * The Dock's GitHub slots, its row held until the transaction ends (PostgreSQL; SQLite runs one
+   * transaction at a time): two changes at once take turns, and neither loses the other's.
+   */
+  async #slotsHeld(tx: Kysely<Database>, dockId: string): Promise<GithubSlots> {
+    await tx.updateTable("docks").set({ updated_at: sql`updated_at` }).where("id", "=", dockId).execute();
+    const row = await tx
+      .selectFrom("docks")
+      .select("github_sealed")
+      .where("id", "=", dockId)
+      .executeTakeFirst();
+    return openGithubSlots(row?.github_sealed ?? null, this.#key);
+  }
+
+  async #writeSlots(tx: Kysely<Database>, dockId: string, slots: GithubSlots): Promise<void> {
+    await tx
+      .updateTable("docks")
+      .set({ github_sealed: sealGithubSlots(slots, this.#key) })
+      .where("id", "=", dockId)
+      .execute();
   }
 
   #made(dockId: string, name: string, scope: Scope, secret: string): DockCredential {
@@ -117,9 +157,9 @@ export class DockCredentialRepository {
     };
   }
 
-  /** Stores a credential: its secret's hash, and for a GitHub one (`slot`) the secret sealed. */
-  async #insert(credential: DockCredential, secret: string, slot: number | null): Promise<void> {
-    await this.#db.kysely
+  /** Stores a credential: its secret's hash (a GitHub one's secret is in its Dock's slots too). */
+  async #insert(db: Kysely<Database>, credential: DockCredential, secret: string): Promise<void> {
+    await db
       .insertInto("dock_credentials")
       .values({
         id: credential.id,
@@ -130,8 +170,6 @@ export class DockCredentialRepository {
         prefix: credential.prefix,
         created_at: credential.createdAt,
         last_used_at: null,
-        secret_sealed: slot === null ? null : encryptSecret(secret, this.#key),
-        github_slot: slot,
       })
       .execute();
   }
@@ -156,14 +194,26 @@ export class DockCredentialRepository {
     }));
   }
 
-  /** Revokes the credential: from this commit on it authenticates nothing. False: no such credential of the Dock. */
+  /**
+   * Revokes the credential: from this commit on it authenticates nothing (a GitHub one leaves its
+   * Dock's slots). False: no such credential of the Dock.
+   */
   async revoke(dockId: string, id: string): Promise<boolean> {
-    const result = await this.#db.kysely
-      .deleteFrom("dock_credentials")
-      .where("dock_id", "=", dockId)
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const slots = await this.#slotsHeld(tx, dockId);
+      const result = await tx
+        .deleteFrom("dock_credentials")
+        .where("dock_id", "=", dockId)
+        .where("id", "=", id)
+        .executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      const slot = slots.findIndex(([held]) => held === id);
+      if (slot !== -1) {
+        slots[slot] = ["", ""];
+        await this.#writeSlots(tx, dockId, slots);
+      }
+      return true;
+    });
   }
 
   /**
@@ -199,6 +249,16 @@ export class DockCredentialRepository {
       inbound: row.inbound_format,
       principal,
     };
+  }
+
+  /** Records that the credential authenticated a request now (see markUsed), reading when it last did. */
+  async recordUse(id: string): Promise<void> {
+    const row = await this.#db.kysely
+      .selectFrom("dock_credentials")
+      .select("last_used_at")
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (row) await this.markUsed(id, row.last_used_at === null ? null : Number(row.last_used_at));
   }
 
   /**

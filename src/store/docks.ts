@@ -1,7 +1,6 @@
 import type { ExpressionBuilder, Kysely } from "kysely";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
-import { MAX_GITHUB_CREDENTIALS } from "../domain/principal.ts";
 import {
   CREDENTIAL_PREFIX,
   decryptSecret,
@@ -15,7 +14,12 @@ import {
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
-import { DockCredentialRepository, type SealedGithubCredential } from "./dock-credentials.ts";
+import {
+  DockCredentialRepository,
+  emptyGithubSlots,
+  openGithubSlots,
+  sealGithubSlots,
+} from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
@@ -59,7 +63,7 @@ export interface Signers {
    */
   secrets: string[];
   /** `secrets[i]`'s GitHub credential; null for the secret key and the stand-ins. */
-  credentials: (SealedGithubCredential | null)[];
+  credentials: ({ id: string } | null)[];
 }
 
 /** Whether the Dock has a callback URL, as the credential lookups read it (1 or 0). */
@@ -99,6 +103,10 @@ export class DockRepository {
   readonly #signingOf;
   /** A sealed secret no Dock has, read and unsealed where a Dock has none (see signersOf). */
   readonly #standIn: string;
+  /** The stand-in, open: what a free GitHub slot's signature is checked with. */
+  readonly #standInSecret: string;
+  /** Sealed GitHub slots, all free: read and opened for a Dock without any (see signersOf). */
+  readonly #standInGithub: string;
   /** The Dock's named credentials (send, manage), presented where the secret key is. */
   readonly credentials: DockCredentialRepository;
 
@@ -108,7 +116,9 @@ export class DockRepository {
     this.#now = now;
     this.#credentialsOf = credentialsQuery(db.kysely);
     this.#signingOf = signingQuery(db.kysely);
-    this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
+    this.#standInSecret = newSecretKey();
+    this.#standIn = encryptSecret(this.#standInSecret, encryptionKey);
+    this.#standInGithub = sealGithubSlots(emptyGithubSlots(), encryptionKey);
     this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
@@ -330,29 +340,24 @@ export class DockRepository {
   /**
    * The secrets a signed delivery to Dock `id` may be signed with (see Signers); never shown or
    * logged. The same work for every Dock ID of the right shape, known or not, with any number of
-   * GitHub credentials: one row read (signingQuery) and 1 + MAX_GITHUB_CREDENTIALS secrets
-   * unsealed, the stand-in's wherever there is none. Anything that cannot be a Dock ID never
-   * reaches the database (as for /ping), and unseals as many stand-ins.
+   * GitHub credentials: one row read (signingQuery) and two sealed values opened (its secret key,
+   * its GitHub slots; the stand-ins' where there are none). Anything that cannot be a Dock ID
+   * never reaches the database (as for /ping), and opens the stand-ins.
    */
   async signersOf(id: string): Promise<Signers> {
     const row = DOCK_ID_PATTERN.test(id)
-      ? (await this.#db.kysely.executeQuery(this.#signingOf({ id, standIn: this.#standIn }))).rows[0]
+      ? (
+          await this.#db.kysely.executeQuery(
+            this.#signingOf({ id, standIn: this.#standIn, standInGithub: this.#standInGithub }),
+          )
+        ).rows[0]
       : undefined;
-    const github: SealedGithubCredential[] = [];
-    for (let slot = 0; slot < MAX_GITHUB_CREDENTIALS; slot++) {
-      const used = row?.[`github${slot}_used`];
-      github.push({
-        id: String(row?.[`github${slot}_id`] ?? ""),
-        secretSealed: String(row?.[`github${slot}_sealed`] ?? this.#standIn),
-        lastUsedAt: used === null || used === undefined ? null : Number(used),
-      });
-    }
+    const slots = openGithubSlots(row?.github_sealed ?? this.#standInGithub, this.#key);
+    const secretKey = decryptSecret(row?.secret_sealed ?? this.#standIn, this.#key);
     return {
       dock: row === undefined || row.absent === 1 ? undefined : credentialsOf(row),
-      secrets: [...github.map((c) => c.secretSealed), row?.secret_sealed ?? this.#standIn].map((sealed) =>
-        decryptSecret(sealed, this.#key),
-      ),
-      credentials: [...github.map((c) => (c.id === "" ? null : c)), null],
+      secrets: [...slots.map(([held, secret]) => (held === "" ? this.#standInSecret : secret)), secretKey],
+      credentials: [...slots.map(([held]) => (held === "" ? null : { id: held })), null],
     };
   }
 

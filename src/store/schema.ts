@@ -32,6 +32,11 @@ export interface DocksTable {
   hook_hash: string | null;
   /** The hook token sealed like the secret key, so the console can show it again. */
   hook_sealed: string | null;
+  /**
+   * The secrets of the Dock's GitHub credentials, sealed together (migration 0016; see
+   * store/dock-credentials.ts, GithubSlots); null: it has never had one.
+   */
+  github_sealed: string | null;
   /** How a body without `msg` is read (a format's name, or `template`); null: detected. */
   inbound_format: string | null;
   /** The Dock's template (JSON of its fields); null: none. */
@@ -119,10 +124,6 @@ export interface DockCredentialsTable {
   created_at: Millis;
   /** When it last authenticated a request, to the minute (written at most once a minute). */
   last_used_at: Millis | null;
-  /** A `github` credential's secret sealed with the server's key (an HMAC needs it); else null. */
-  secret_sealed: string | null;
-  /** A `github` credential's place among its Dock's (0 to MAX_GITHUB_CREDENTIALS - 1); else null. */
-  github_slot: number | null;
 }
 
 /**
