@@ -5,10 +5,11 @@
  *
  * Sends, one at a time and alternating, requests with an unknown (well-formed) Dock ID and
  * requests with an existing Dock ID and a wrong credential, to every door that authenticates:
- * /ping, /webhook, /webhook/<format>/<DOCK_ID> with HTTP Basic, with GitHub's signature and with
- * GitLab's token, named credentials (a wrong one against the Dock's own with its last character
- * changed), and /hook/<token> (there: an unknown token against the Dock's own with its last
- * character changed). Compares the two latency distributions with a Mann–Whitney U test (no
+ * /ping, /webhook, /webhook/<format>/<DOCK_ID> with HTTP Basic, with GitHub's signature (against a
+ * Dock with GitHub credentials, as in a rotation, and against one with none) and with GitLab's
+ * token, named credentials (a wrong one against the Dock's own with its last character changed),
+ * and /hook/<token> (there: an unknown token against the Dock's own with its last character
+ * changed). Compares the two latency distributions with a Mann–Whitney U test (no
  * assumption about their shape). Exits 1 when a difference is significant (p < 0.001): then an
  * attacker could tell existing Docks from unknown ones by timing alone.
  */
@@ -44,6 +45,11 @@ const dock = await docks.create(1, { name: "Timing", link: null, description: nu
 const hookToken = (await docks.rotateHookToken(dock.id)) as string;
 // A named credential of the Dock: a wrong one is looked up by its hash, as an unknown Dock's is.
 const { secret: credential } = await docks.credentials.create(dock.id, "timing", "send");
+// Two GitHub credentials, as during a rotation: a signature is still checked against as many
+// secrets as for an unknown Dock (or for `bare`, which has none).
+await docks.credentials.create(dock.id, "timing (old)", "github");
+await docks.credentials.create(dock.id, "timing (new)", "github");
+const bare = await docks.create(1, { name: "Timing, no GitHub credential", link: null, description: null });
 await db.close();
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
@@ -193,6 +199,10 @@ const cases: Record<string, { unknown: () => Promise<number>; wrongKey: () => Pr
   "/webhook/github/<DOCK_ID>, signature": {
     unknown: () => time(`/webhook/github/${unknownId}`, push, wrongSignature),
     wrongKey: () => time(`/webhook/github/${dock.id}`, push, wrongSignature),
+  },
+  "/webhook/github/<DOCK_ID>, signature, no GitHub credential": {
+    unknown: () => time(`/webhook/github/${unknownId}`, push, wrongSignature),
+    wrongKey: () => time(`/webhook/github/${bare.id}`, push, wrongSignature),
   },
   "/webhook/gitlab/<DOCK_ID>, token": {
     unknown: () => time(`/webhook/gitlab/${unknownId}`, gitlab, { "x-gitlab-token": "dnsk_wrong" }),

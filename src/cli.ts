@@ -7,7 +7,7 @@ import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
-import { SCOPES, type Scope } from "./domain/principal.ts";
+import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "./domain/principal.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
 import type { DockCredential } from "./store/dock-credentials.ts";
@@ -390,7 +390,9 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
 
   const credentials = docks
     .command("credentials")
-    .description("a Dock's named credentials (send or manage), presented where the secret key is");
+    .description(
+      "a Dock's named credentials: send or manage, presented where the secret key is; github, a GitHub webhook's Secret",
+    );
 
   const credentialJson = (c: DockCredential) => ({
     id: c.id,
@@ -430,13 +432,16 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .description("make a credential; its secret is printed this once")
     .requiredOption("--name <name>", "what it is for (1-64 characters)")
     .addOption(
-      new Option("--scope <scope>", "send: send only; manage: also edit, delete, status")
+      new Option(
+        "--scope <scope>",
+        `send: send only; manage: also edit, delete, status; github: a GitHub webhook's Secret (sends only; at most ${MAX_GITHUB_CREDENTIALS} a Dock)`,
+      )
         .choices(SCOPES)
         .default("send"),
     )
     .addOption(json)
     .action(async (dockId: string, opts: { name: string; scope: Scope; json?: boolean }) => {
-      await withDocks(io, async (repo) => {
+      await withDocks(io, async (repo, config) => {
         await requireDock(repo, dockId);
         const name = opts.name.trim();
         if (name.length === 0 || [...name].length > 64)
@@ -446,7 +451,11 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           out(JSON.stringify({ ...credentialJson(made.credential), secret: made.secret }, null, 2));
         else
           out(
-            `Credential "${name}" (${opts.scope}) for ${dockId}: ${made.secret}\nIt is not shown again: give it to the application now. Use it where the secret key goes.`,
+            `Credential "${name}" (${opts.scope}) for ${dockId}: ${made.secret}\nIt is not shown again: ${
+              opts.scope === "github"
+                ? `paste it now as the Secret of the GitHub webhook whose Payload URL is ${config.publicUrl.replace(/\/$/, "")}/webhook/github/${dockId}`
+                : "give it to the application now. Use it where the secret key goes."
+            }`,
           );
       });
     });

@@ -31,8 +31,11 @@ export const REDACT_PATHS = [
 const SECRET_PARAMETER =
   /([?&][^=&#]*(?:secret|token|password|passwd|key|hash|auth|session|signature)[^=&#]*=)[^&#]*/gi;
 
-/** A hook token in its path (whatever a client made of it), or a secret key or hook token anywhere. */
-const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk)_[A-Za-z0-9]+/g;
+/**
+ * A hook token in its path (whatever a client made of it), or any of a Dock's secrets anywhere: its
+ * secret key, hook token, signing secret, a credential's or a GitHub credential's secret.
+ */
+const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk|ss|sc|gh)_[A-Za-z0-9]+/g;
 
 /** A start payload that carries a token: a console sign-in, the claim link, an invitation. */
 const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite)_)[^&#]*/g;

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -250,6 +251,77 @@ describe("dock-notify CLI", () => {
     expect(again.code).toBe(1);
     const wrongScope = await run("docks", "credentials", "create", dock.id, "--name", "x", "--scope", "all");
     expect(wrongScope.code).not.toBe(0);
+  });
+
+  it("makes a GitHub credential, whose secret signs GitHub's deliveries; at most three a Dock", async () => {
+    const dock = await runJson("docks", "create", "--owner", "4242", "--name", "Repos");
+    const made = await runJson(
+      "docks",
+      "credentials",
+      "create",
+      dock.id,
+      "--name",
+      "octo",
+      "--scope",
+      "github",
+    );
+    expect(made).toMatchObject({ name: "octo", scope: "github", last_used_at: null });
+    expect(made.secret).toMatch(/^dngh_[A-Za-z0-9]{33}$/);
+    const body = JSON.stringify({
+      action: "created",
+      repository: { full_name: "octo/app" },
+      sender: { login: "o" },
+    });
+    const signed = (secret: string) =>
+      statusOf({
+        url: `/webhook/github/${dock.id}`,
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "star",
+          "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
+        },
+        payload: body,
+      });
+    expect(await signed(made.secret)).toBe(202);
+    // Only a signing key: not where the secret key goes.
+    expect(await sendWith(dock.id, made.secret)).toBe(401);
+    const text = await run(
+      "docks",
+      "credentials",
+      "create",
+      dock.id,
+      "--name",
+      "rotated",
+      "--scope",
+      "github",
+    );
+    expect(text.out).toMatch(/^Credential "rotated" \(github\) for \S+: dngh_/);
+    expect(text.out).toContain(`Secret of the GitHub webhook whose Payload URL is `);
+    expect(text.out).toContain(`/webhook/github/${dock.id}`);
+    await runJson("docks", "credentials", "create", dock.id, "--name", "third", "--scope", "github");
+    const fourth = await run(
+      "docks",
+      "credentials",
+      "create",
+      dock.id,
+      "--name",
+      "fourth",
+      "--scope",
+      "github",
+      "--json",
+    );
+    expect(fourth.code).toBe(1);
+    expect(JSON.parse(fourth.err)).toEqual({
+      ok: false,
+      error: { code: "failed", message: "A Dock has at most 3 GitHub credentials: revoke one first." },
+    });
+    const listed = await runJson("docks", "credentials", "list", dock.id);
+    expect(listed.map((c: { scope: string }) => c.scope)).toEqual(["github", "github", "github"]);
+    expect(await runJson("docks", "credentials", "revoke", dock.id, made.id)).toEqual({
+      id: made.id,
+      revoked: true,
+    });
+    expect(await signed(made.secret)).toBe(401);
   });
 
   it("refuses invalid input with one clear line", async () => {

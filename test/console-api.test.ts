@@ -764,6 +764,47 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect((await alice.call("GET", `/docks/${dock.id}/credentials`)).body.credentials).toEqual([]);
     });
 
+    it("a GitHub credential: made with its secret shown once, signs GitHub's deliveries, at most three; the GitHub snippet asks for one", async () => {
+      const dock = await createDock(alice, "Repos");
+      const github = () =>
+        alice.call("POST", `/docks/${dock.id}/credentials`, { name: "octo", scope: "github" });
+      const made = await github();
+      expect(made.status).toBe(201);
+      expect(made.body.secret).toMatch(/^dngh_[A-Za-z0-9]{33}$/);
+      expect(made.body.credential).toMatchObject({ scope: "github", prefix: made.body.secret.slice(0, 9) });
+      const body = JSON.stringify({
+        action: "created",
+        repository: { full_name: "octo/app" },
+        sender: { login: "o" },
+      });
+      const delivery = await fetch(`${service.url}/webhook/github/${dock.id}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "star",
+          "x-hub-signature-256": `sha256=${createHmac("sha256", made.body.secret).update(body).digest("hex")}`,
+        },
+        body,
+      });
+      expect(delivery.status).toBe(202);
+      const shown = (await alice.call("GET", `/docks/${dock.id}`)).body.dock;
+      expect(JSON.stringify(shown)).not.toContain(made.body.secret);
+      const snippet = shown.integrations.find((s: Json) => s.format === "github");
+      expect(snippet.text).toContain("Secret: <GITHUB_SECRET>");
+      expect(snippet.text).not.toContain(dock.secret_key);
+      const listed = (await alice.call("GET", `/docks/${dock.id}/credentials`)).body.credentials;
+      expect(listed).toEqual([{ ...made.body.credential, last_used_at: expect.any(Number) }]);
+
+      expect((await github()).status).toBe(201);
+      expect((await github()).status).toBe(201);
+      const fourth = await github();
+      expect([fourth.status, fourth.body.error.code]).toEqual([409, "too_many_github_credentials"]);
+      expect(
+        (await alice.call("DELETE", `/docks/${dock.id}/credentials/${made.body.credential.id}`)).status,
+      ).toBe(200);
+      expect((await github()).status).toBe(201);
+    });
+
     it("rotating the signing secret keeps the secret key", async () => {
       const dock = await createDock(alice, "Signing");
       const rotated = (await alice.call("POST", `/docks/${dock.id}/rotate-signing-secret`)).body.dock;

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -404,6 +405,33 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
     await listed.getByRole("button", { name: "Revoke deploy script" }).click();
     await page.getByRole("status").filter({ hasText: "revoked" }).waitFor();
     expect((await ping(service.url, dockId, credential, "revoked")).status).toBe(401);
+    // A GitHub credential: the webhook's Secret, shown once with where it goes; it signs deliveries.
+    await card.getByLabel("Credential name").fill("octo org");
+    await card.getByLabel("Credential scope").selectOption("github");
+    await card.getByRole("button", { name: "Create credential" }).click();
+    await card.getByText("Paste it as the Secret of the GitHub webhook").waitFor();
+    const githubSecret = (await card.getByTestId("new-credential-secret").textContent()) as string;
+    expect(githubSecret).toMatch(/^dngh_[A-Za-z0-9]{33}$/);
+    const star = JSON.stringify({
+      action: "created",
+      repository: { full_name: "octo/app" },
+      sender: { login: "o" },
+    });
+    const signed = await fetch(`${service.url}/webhook/github/${dockId}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "star",
+        "x-hub-signature-256": `sha256=${createHmac("sha256", githubSecret).update(star).digest("hex")}`,
+      },
+      body: star,
+    });
+    expect(signed.status).toBe(202);
+    await card
+      .getByTestId("credentials")
+      .locator("li", { hasText: "octo org" })
+      .getByText(`${githubSecret.slice(0, 9)}…`)
+      .waitFor();
 
     // The signing secret of the events sits beside the callback URL, masked, and rotates alone.
     expect(await card.getByTestId("signing-secret").textContent()).toMatch(/^dnss_•+$/);

@@ -44,6 +44,17 @@ export function newCredentialSecret(): string {
 }
 
 /**
+ * A GitHub credential's secret: the webhook's *Secret*, the key of the HMAC GitHub (Gitea,
+ * Forgejo) signs each delivery with. Never presented itself, so its own prefix: it is no `dnsc_`
+ * credential, and a scanner (and the log masking) recognises it.
+ */
+export const GITHUB_SECRET_PREFIX = "dngh_";
+
+export function newGithubSecret(): string {
+  return GITHUB_SECRET_PREFIX + randomBase62(192);
+}
+
+/**
  * Lookup hash of a secret key. Plain SHA-256 is enough: the key is high-entropy random, so there is
  * nothing to brute-force that a slow hash would protect.
  */

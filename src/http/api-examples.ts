@@ -13,6 +13,7 @@ export const EXAMPLE = {
   dockId: "3kTMd9Qx7pLr2vNw8YbZc4",
   secretKey: "dnsk_YOUR_SECRET_KEY",
   hookToken: "dnhk_YOUR_HOOK_TOKEN",
+  githubSecret: "dngh_YOUR_GITHUB_SECRET",
   metricsToken: "YOUR_METRICS_TOKEN",
   messageId: "msg_0MWUIWXS0xMzssZ8DjGILp",
   key: "deploy-api-prod",
@@ -72,8 +73,8 @@ export const SLACK_PAYLOAD = { text: "Deploy of *api* finished :white_check_mark
 /** GitHub's ping, the first delivery of a new webhook (answered 200 skipped: nothing to show). */
 export const GITHUB_PING = { zen: "Keep it logically awesome.", hook_id: 12345678 };
 
-/** X-Hub-Signature-256 as GitHub sends it with GITHUB_PING, signed with the example secret key. */
-export const EXAMPLE_SIGNATURE = `sha256=${createHmac("sha256", EXAMPLE.secretKey).update(JSON.stringify(GITHUB_PING)).digest("hex")}`;
+/** X-Hub-Signature-256 as GitHub sends it with GITHUB_PING, signed with the example GitHub credential. */
+export const EXAMPLE_SIGNATURE = `sha256=${createHmac("sha256", EXAMPLE.githubSecret).update(JSON.stringify(GITHUB_PING)).digest("hex")}`;
 
 /** Every route's commands, as its description shows them (a code block each). */
 export const CURL = {

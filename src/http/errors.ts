@@ -1,3 +1,5 @@
+import { MAX_GITHUB_CREDENTIALS } from "../domain/principal.ts";
+
 /**
  * Every error a client can see, declared once: a stable code, its HTTP status and a default human
  * message. The API docs (docs/api.md) list the same table, and a test keeps the two in step.
@@ -82,6 +84,10 @@ export const ERRORS = {
   no_template: {
     status: 409,
     message: "This Dock has no template: write one in the console (the Dock's Integrations).",
+  },
+  too_many_github_credentials: {
+    status: 409,
+    message: `This Dock has ${MAX_GITHUB_CREDENTIALS} GitHub credentials, as many as a Dock may have: revoke one first.`,
   },
   message_deleted: {
     status: 409,

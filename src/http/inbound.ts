@@ -307,27 +307,31 @@ export function templateTime(): TokenBuckets {
   return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });
 }
 
-/** A stand-in key for an unknown Dock: its signature is checked all the same (same work, same answer). */
-const STAND_IN_KEY = "dnsk_000000000000000000000000000000000";
-
 /**
- * GitHub's `X-Hub-Signature-256: sha256=<hex HMAC-SHA-256 of the raw body with the secret>`
- * (also Gitea's and Forgejo's), checked in constant time.
+ * Which of `secrets` made GitHub's `X-Hub-Signature-256: sha256=<hex HMAC-SHA-256 of the raw body
+ * with the secret>` (also Gitea's and Forgejo's): its index, or -1 for none. Every secret's HMAC is
+ * computed and compared in constant time, whichever matched, so the time tells nothing of which
+ * did or of how many of them are stand-ins (see DockRepository.signersOf).
  */
-export function signatureMatches(raw: RawBody, header: string, secretKey: string | undefined): boolean {
+export function signedWith(raw: RawBody, header: string, secrets: readonly string[]): number {
   const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim());
-  const expected = createHmac("sha256", secretKey ?? STAND_IN_KEY)
-    .update(raw ?? Buffer.alloc(0))
-    .digest();
   const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
-  return constantTimeEqual(expected, given) && match !== null && secretKey !== undefined;
+  const body = raw ?? Buffer.alloc(0);
+  let found = -1;
+  for (let i = 0; i < secrets.length; i++) {
+    const expected = createHmac("sha256", secrets[i] as string)
+      .update(body)
+      .digest();
+    if (constantTimeEqual(expected, given) && found === -1) found = i;
+  }
+  return match === null ? -1 : found;
 }
 
 /**
  * Whether a signed body is a payload as GitHub (Gitea, Forgejo) sends one: a JSON object, or its
- * form with the JSON in `payload`. The signing key is the secret key, which also signs our own
- * events (`t.body`, see domain/event-signature.ts): a body of any other shape could be an event
- * replayed as a send.
+ * form with the JSON in `payload`. The secret key may be the signing key, and an upgraded Dock's
+ * events are signed with that same key (`t.body`, see domain/event-signature.ts, migration 0014):
+ * a body of any other shape could be an event replayed as a send.
  */
 export function isSignedPayload(request: FastifyRequest): boolean {
   try {

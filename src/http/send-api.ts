@@ -38,7 +38,7 @@ import {
   noSuchFormat,
   parsedInbound,
   readInbound,
-  signatureMatches,
+  signedWith,
   templateTime,
   XML_TYPES,
 } from "./inbound.ts";
@@ -629,6 +629,19 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     request.dock = dock;
   };
 
+  /** Docks whose GitHub deliveries were seen signed with the secret key, each said once in the log. */
+  const warnedSecretKeySigners = new Set<string>();
+  const signedWithSecretKey = (request: FastifyRequest, dockId: string) => {
+    if (warnedSecretKeySigners.has(dockId)) return;
+    // Bounded, however many Docks there are: past it, a Dock may be said again.
+    if (warnedSecretKeySigners.size >= 10_000) warnedSecretKeySigners.clear();
+    warnedSecretKeySigners.add(dockId);
+    request.log.warn(
+      { dockId },
+      "a signed delivery (GitHub, Gitea, Forgejo) was signed with the Dock's secret key, which is deprecated there: create a GitHub credential and make it the webhook's Secret",
+    );
+  };
+
   const basicAuth = async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
@@ -826,8 +839,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
 
   /**
    * /webhook/<format>/<dock_id>: for tools that sign the body or send a token instead of HTTP Basic
-   * authentication — GitHub (and Gitea, Forgejo) sign with the secret key in X-Hub-Signature-256,
-   * GitLab sends it as X-Gitlab-Token. HTTP Basic works here too (for the same Dock).
+   * authentication — GitHub (and Gitea, Forgejo) sign with a GitHub credential in
+   * X-Hub-Signature-256, GitLab sends a credential as X-Gitlab-Token. HTTP Basic works here too
+   * (for the same Dock).
    */
   const pathAuth = async (request: FastifyRequest) => {
     const { dock_id: dockId } = request.params as { dock_id: string };
@@ -842,7 +856,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       if (request.headers.authorization === undefined) {
         throw new ApiError(
           "unauthorized",
-          "No credentials: GitHub signs its deliveries only when the webhook has a Secret (set it to the Dock's secret key); GitLab sends its Secret token (the secret key); anything else sends HTTP Basic authentication.",
+          "No credentials: GitHub signs its deliveries only when the webhook has a Secret (set it to a GitHub credential of the Dock); GitLab sends its Secret token (a send credential of the Dock); anything else sends HTTP Basic authentication.",
         );
       }
       await basicAuth(request);
@@ -858,8 +872,10 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
 
   /**
    * GitHub's `X-Hub-Signature-256` (also Gitea's, Forgejo's), once the body is read: the Dock named
-   * in the path, or the hook token's Dock (whose signature, if sent, must match too). Requests
-   * without one were authenticated before their body was read.
+   * in the path, or the hook token's Dock (whose signature, if sent, must match too). Made with one
+   * of the Dock's GitHub credentials (a send principal), or with its secret key (deprecated for
+   * GitHub: said once per Dock in the log). Requests without one were authenticated before their
+   * body was read.
    */
   const signedAuth = async (request: FastifyRequest) => {
     const signature = request.headers["x-hub-signature-256"];
@@ -868,18 +884,24 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     await judge(
       request,
       async () => {
-        const found = await options.docks.secretOf(dockId);
-        if (!signatureMatches(request.body as Buffer | undefined, signature, found?.secretKey))
-          return undefined;
+        const signers = await options.docks.signersOf(dockId);
+        const index = signedWith(request.body as Buffer | undefined, signature, signers.secrets);
+        if (index === -1 || signers.dock === undefined) return undefined;
         // (Thrown inside the lookup: a right signature is no failed guess.)
         if (!isSignedPayload(request)) throw new ApiError("invalid_payload", SIGNED_BODY);
         request.signedBody = hash("sha256", request.body as Buffer, "hex");
-        return found?.dock;
+        const credential = signers.credentials[index];
+        if (credential === null || credential === undefined) {
+          signedWithSecretKey(request, signers.dock.id);
+          return signers.dock;
+        }
+        await options.docks.credentials.recordUse(credential.id);
+        return { ...signers.dock, principal: { kind: "credential", id: credential.id, scope: "github" } };
       },
       () =>
         new ApiError(
           "unauthorized",
-          "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to the Dock's secret key.",
+          "Unknown Dock, or X-Hub-Signature-256 does not match: set the webhook's Secret to a GitHub credential of the Dock (dngh_…, made in the console's Settings or with dock-notify docks credentials create --scope github).",
         ),
     );
   };
@@ -942,7 +964,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ...inboundRoute,
         summary: "Send another tool's payload, signed or with a token (GitHub, GitLab)",
         description:
-          "For tools that cannot send HTTP Basic authentication: GitHub (and Gitea, Forgejo) sign the body with the Dock's secret key as the webhook's secret (`X-Hub-Signature-256`); GitLab sends the secret key as its secret token (`X-Gitlab-Token`). HTTP Basic authentication for the same Dock works too.",
+          "For tools that cannot send HTTP Basic authentication: GitHub (and Gitea, Forgejo) sign the body with the webhook's secret (`X-Hub-Signature-256`), one of the Dock's GitHub credentials (or, deprecated, its secret key); GitLab sends a send credential (or, deprecated, the secret key) as its secret token (`X-Gitlab-Token`). HTTP Basic authentication for the same Dock works too.",
         curl: CURL.webhookFormatDock,
         response: inboundAnswers("gitlab"),
         params: Type.Object({ format: Type.String(), dock_id: Type.String() }),

@@ -600,7 +600,7 @@ export const inboundBodies = {
 export const signedHeaders = Type.Object({
   "x-hub-signature-256": Type.Optional(
     Type.String({
-      description: `GitHub (Gitea, Forgejo): \`sha256=\` and the HMAC-SHA256 of the raw body keyed with the Dock's secret key; set the webhook's Secret to the secret key. The example signs ${JSON.stringify(GITHUB_PING)} with ${EXAMPLE.secretKey}.`,
+      description: `GitHub (Gitea, Forgejo): \`sha256=\` and the HMAC-SHA256 of the raw body keyed with the webhook's Secret: one of the Dock's GitHub credentials (\`dngh_…\`, a send-only credential), or, deprecated, its secret key. The example signs ${JSON.stringify(GITHUB_PING)} with ${EXAMPLE.githubSecret}.`,
       examples: [EXAMPLE_SIGNATURE],
     }),
   ),

@@ -24,6 +24,12 @@ export interface Snippet {
 /** Where a snippet needs the hook token the Dock does not have yet. */
 export const HOOK_TOKEN_PLACEHOLDER = "<HOOK_TOKEN>";
 
+/**
+ * Where GitHub's settings take a GitHub credential's secret: shown once when it is made, so no
+ * snippet can hold it (docs/integrations.md#github).
+ */
+export const GITHUB_SECRET_PLACEHOLDER = "<GITHUB_SECRET>";
+
 /** Quotes a value for a POSIX shell. */
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
@@ -97,7 +103,7 @@ export function integrationSnippets(input: {
       text: [
         `Payload URL: ${base}/webhook/github/${dockId}`,
         "Content type: application/json",
-        `Secret: ${secretKey}`,
+        `Secret: ${GITHUB_SECRET_PLACEHOLDER}`,
         "Which events: the ones you want (push, pull requests, issues, releases, workflow runs…)",
       ].join("\n"),
       needsHookToken: false,

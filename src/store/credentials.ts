@@ -84,20 +84,25 @@ export function credentialsQuery(kysely: Kysely<Database>) {
 }
 
 /**
- * The columns a signature check reads (GitHub's X-Hub-Signature-256 is made with the secret key,
- * so the key itself, sealed): the Dock's row, or else a stand-in of the same shape whose sealed
- * secret is `standIn` (`absent` 1). Always exactly one row to read and one secret to unseal, so an
- * unknown Dock costs what a known one does: with a row for a known Dock only, the answer came
- * measurably later for one (`npm run bench:timing`).
+ * The one row a signature check reads (GitHub's X-Hub-Signature-256, made with one of the Dock's
+ * GitHub credentials or, deprecated there, its secret key: an HMAC needs the secrets themselves,
+ * sealed): the Dock's row, or else a stand-in of the same shape (`absent` 1) whose sealed secret
+ * key is `standIn` and whose sealed GitHub slots are `standInGithub` (a Dock that never had a
+ * GitHub credential gets those too). Always exactly one row to read and the same two sealed values
+ * to open, so an unknown Dock costs what a known one does, however many GitHub credentials it
+ * has: with a row for a known Dock only, or its credentials read from rows of their own, the
+ * answer came measurably later for one (`npm run bench:timing`, docs/benchmarks.md).
  */
 export function signingQuery(kysely: Kysely<Database>) {
-  return prepare((p: Slots<{ id: string; standIn: string }>) =>
+  return prepare((p: Slots<{ id: string; standIn: string; standInGithub: string }>) =>
     kysely
       .selectFrom("docks")
       .select([
         "id",
         "name",
         "secret_sealed",
+        // Typed: PostgreSQL cannot tell a bare parameter's type in a select list.
+        sql<string>`coalesce(github_sealed, cast(${p.standInGithub} as text))`.as("github_sealed"),
         sql<number>`case when callback_url is null then 0 else 1 end`.as("watched"),
         "inbound_format",
         sql<number>`0`.as("absent"),
@@ -107,8 +112,8 @@ export function signingQuery(kysely: Kysely<Database>) {
         kysely.selectNoFrom([
           sql<string>`${sql.lit(ABSENT.id)}`.as("id"),
           sql<string>`${sql.lit(ABSENT.name)}`.as("name"),
-          // Typed: PostgreSQL cannot tell a bare parameter's type in a select list.
           sql<string>`cast(${p.standIn} as text)`.as("secret_sealed"),
+          sql<string>`cast(${p.standInGithub} as text)`.as("github_sealed"),
           sql<number>`${sql.lit(ABSENT.watched)}`.as("watched"),
           sql<string | null>`null`.as("inbound_format"),
           sql<number>`1`.as("absent"),

@@ -14,7 +14,12 @@ import {
 } from "../domain/secrets.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
-import { DockCredentialRepository } from "./dock-credentials.ts";
+import {
+  DockCredentialRepository,
+  emptyGithubSlots,
+  openGithubSlots,
+  sealGithubSlots,
+} from "./dock-credentials.ts";
 import type { Database } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
@@ -42,6 +47,23 @@ export interface DockWithSecret extends Dock {
 export interface IntegrationSettings {
   inboundFormat: string | null;
   template: unknown;
+}
+
+/**
+ * What a signed delivery's signature is checked with (GitHub's X-Hub-Signature-256): always
+ * 1 + MAX_GITHUB_CREDENTIALS secrets, whichever Dock is named and however many GitHub credentials
+ * it has, so that the work (and so the time) of a refusal tells neither.
+ */
+export interface Signers {
+  /** The Dock; undefined when there is no such Dock. */
+  dock: DockCredentials | undefined;
+  /**
+   * The Dock's GitHub credentials' secrets in slot order, then its secret key (deprecated for
+   * GitHub); a stand-in no one knows wherever there is none.
+   */
+  secrets: string[];
+  /** `secrets[i]`'s GitHub credential; null for the secret key and the stand-ins. */
+  credentials: ({ id: string } | null)[];
 }
 
 /** Whether the Dock has a callback URL, as the credential lookups read it (1 or 0). */
@@ -79,8 +101,12 @@ export class DockRepository {
   /** Runs for every message sent: compiled once. */
   readonly #credentialsOf;
   readonly #signingOf;
-  /** A sealed secret no Dock has, read and unsealed for an unknown Dock (see secretOf). */
+  /** A sealed secret no Dock has, read and unsealed where a Dock has none (see signersOf). */
   readonly #standIn: string;
+  /** The stand-in, open: what a free GitHub slot's signature is checked with. */
+  readonly #standInSecret: string;
+  /** Sealed GitHub slots, all free: read and opened for a Dock without any (see signersOf). */
+  readonly #standInGithub: string;
   /** The Dock's named credentials (send, manage), presented where the secret key is. */
   readonly credentials: DockCredentialRepository;
 
@@ -90,8 +116,10 @@ export class DockRepository {
     this.#now = now;
     this.#credentialsOf = credentialsQuery(db.kysely);
     this.#signingOf = signingQuery(db.kysely);
-    this.#standIn = encryptSecret(newSecretKey(), encryptionKey);
-    this.credentials = new DockCredentialRepository(db, now);
+    this.#standInSecret = newSecretKey();
+    this.#standIn = encryptSecret(this.#standInSecret, encryptionKey);
+    this.#standInGithub = sealGithubSlots(emptyGithubSlots(), encryptionKey);
+    this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
   async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
@@ -310,17 +338,27 @@ export class DockRepository {
   }
 
   /**
-   * The Dock and its secret key, for a signature made with it (GitHub's X-Hub-Signature-256); never
-   * shown or logged. Undefined for an unknown Dock, after the same work: one row read (a stand-in's,
-   * see signingQuery) and one secret unsealed; the caller then checks the signature with a
-   * stand-in key. Anything that cannot be a Dock ID never reaches the database (as for /ping).
+   * The secrets a signed delivery to Dock `id` may be signed with (see Signers); never shown or
+   * logged. The same work for every Dock ID of the right shape, known or not, with any number of
+   * GitHub credentials: one row read (signingQuery) and two sealed values opened (its secret key,
+   * its GitHub slots; the stand-ins' where there are none). Anything that cannot be a Dock ID
+   * never reaches the database (as for /ping), and opens the stand-ins.
    */
-  async secretOf(id: string): Promise<{ dock: DockCredentials; secretKey: string } | undefined> {
+  async signersOf(id: string): Promise<Signers> {
     const row = DOCK_ID_PATTERN.test(id)
-      ? (await this.#db.kysely.executeQuery(this.#signingOf({ id, standIn: this.#standIn }))).rows[0]
+      ? (
+          await this.#db.kysely.executeQuery(
+            this.#signingOf({ id, standIn: this.#standIn, standInGithub: this.#standInGithub }),
+          )
+        ).rows[0]
       : undefined;
+    const slots = openGithubSlots(row?.github_sealed ?? this.#standInGithub, this.#key);
     const secretKey = decryptSecret(row?.secret_sealed ?? this.#standIn, this.#key);
-    return row === undefined || row.absent === 1 ? undefined : { dock: credentialsOf(row), secretKey };
+    return {
+      dock: row === undefined || row.absent === 1 ? undefined : credentialsOf(row),
+      secrets: [...slots.map(([held, secret]) => (held === "" ? this.#standInSecret : secret)), secretKey],
+      credentials: [...slots.map(([held]) => (held === "" ? null : { id: held })), null],
+    };
   }
 
   /** A new hook token for the Dock (the old one, if any, stops working with this commit). */

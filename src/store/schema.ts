@@ -32,6 +32,11 @@ export interface DocksTable {
   hook_hash: string | null;
   /** The hook token sealed like the secret key, so the console can show it again. */
   hook_sealed: string | null;
+  /**
+   * The secrets of the Dock's GitHub credentials, sealed together (migration 0016; see
+   * store/dock-credentials.ts, GithubSlots); null: it has never had one.
+   */
+  github_sealed: string | null;
   /** How a body without `msg` is read (a format's name, or `template`); null: detected. */
   inbound_format: string | null;
   /** The Dock's template (JSON of its fields); null: none. */
@@ -110,7 +115,7 @@ export interface DockCredentialsTable {
   id: string;
   dock_id: string;
   name: string;
-  /** `send` or `manage` (domain/principal.ts). */
+  /** `send`, `manage` or `github` (domain/principal.ts). */
   scope: string;
   /** Hex SHA-256 of the credential's secret (the secret itself is shown once, never stored). */
   secret_hash: string;

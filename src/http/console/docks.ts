@@ -14,7 +14,7 @@ import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
 import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
-import type { DockCredential } from "../../store/dock-credentials.ts";
+import { type DockCredential, TooManyGithubCredentials } from "../../store/dock-credentials.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
@@ -257,7 +257,10 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     },
   );
 
-  /** A new credential; its secret is in this answer only (stored as a hash, never shown again). */
+  /**
+   * A new credential; its secret is in this answer only (stored as a hash, a GitHub one sealed
+   * too for its signatures: never shown again).
+   */
   routes.post(
     "/docks/:id/credentials",
     { schema: { params: dockParams, body: credentialBody } },
@@ -271,7 +274,13 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       if (!(SCOPES as readonly unknown[]).includes(scope))
         problems.push({ field: "scope", message: `scope must be one of ${SCOPES.join(", ")}` });
       if (problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
-      const made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope);
+      let made: { credential: DockCredential; secret: string };
+      try {
+        made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope);
+      } catch (error) {
+        if (error instanceof TooManyGithubCredentials) throw new ApiError("too_many_github_credentials");
+        throw error;
+      }
       return reply.code(201).send({
         ok: true,
         credential: credentialJson(made.credential),

@@ -499,8 +499,13 @@ export type DockAnswer = Static<typeof dockAnswer>;
 export const credential = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  scope: Type.Union([Type.Literal("send"), Type.Literal("manage")]),
-  prefix: Type.String({ description: "The secret's first characters (dnsc_AbCd), to tell it apart." }),
+  scope: Type.Union([Type.Literal("send"), Type.Literal("manage"), Type.Literal("github")], {
+    description:
+      "send: sends only; manage: also edits, deletes and reads messages; github: a GitHub webhook's Secret (signs deliveries, sends only).",
+  }),
+  prefix: Type.String({
+    description: "The secret's first characters (dnsc_AbCd, dngh_AbCd for github), to tell it apart.",
+  }),
   created_at: time,
   last_used_at: Type.Union([time, Type.Null()], {
     description: "When it last authenticated a request, to the minute; null: never.",
@@ -516,7 +521,9 @@ export type CredentialListAnswer = Static<typeof credentialListAnswer>;
 export const credentialAnswer = Type.Object({
   ok,
   credential,
-  secret: Type.String({ description: "The credential's secret (dnsc_…): shown only in this answer." }),
+  secret: Type.String({
+    description: "The credential's secret (dnsc_…, or dngh_… for github): shown only in this answer.",
+  }),
 });
 export type CredentialAnswer = Static<typeof credentialAnswer>;
 

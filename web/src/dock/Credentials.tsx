@@ -6,9 +6,9 @@ import type { CardActions } from "./actions.ts";
 import { ReadError } from "./ReadError.tsx";
 
 /**
- * The Dock's named credentials: one per application, each with only what it needs (send, or
- * manage), revocable alone. A new one's secret is shown here once, since the service keeps only
- * its hash; the list shows the first characters to tell them apart.
+ * The Dock's named credentials: one per application, each with only what it needs (send, manage,
+ * or github: a GitHub webhook's Secret), revocable alone. A new one's secret is shown here once;
+ * the list shows the first characters to tell them apart.
  */
 export function Credentials({ dock, actions }: { dock: Dock; actions: CardActions }) {
   const id = useId();
@@ -20,15 +20,15 @@ export function Credentials({ dock, actions }: { dock: Dock; actions: CardAction
   const list = read.value;
   const setList = read.set;
   const [name, setName] = useState("");
-  const [scope, setScope] = useState<"send" | "manage">("send");
-  const [made, setMade] = useState<{ name: string; secret: string } | null>(null);
+  const [scope, setScope] = useState<Credential["scope"]>("send");
+  const [made, setMade] = useState<{ name: string; secret: string; scope: Credential["scope"] } | null>(null);
 
   const create = (event: React.FormEvent) => {
     event.preventDefault();
     void actions.act(async () => {
       const answer = await actions.call<CredentialAnswer>("POST", "/credentials", { name, scope });
       setList((current) => [...(current ?? []), answer.credential]);
-      setMade({ name: answer.credential.name, secret: answer.secret });
+      setMade({ name: answer.credential.name, secret: answer.secret, scope: answer.credential.scope });
       setName("");
       announce(`Credential “${answer.credential.name}” made. Copy its secret now: it is not shown again.`);
     });
@@ -49,12 +49,17 @@ export function Credentials({ dock, actions }: { dock: Dock; actions: CardAction
       <p className="muted small">
         Give each application its own credential instead of the secret key, used exactly where the key goes.{" "}
         <strong>Send</strong>: sends, and replaces by key only its own messages. <strong>Manage</strong>: also
-        edits, deletes and reads the status of any message.
+        edits, deletes and reads the status of any message. <strong>GitHub</strong>: the Secret of a GitHub
+        (Gitea, Forgejo) webhook, which signs its deliveries; it sends like a send credential and works
+        nowhere else. Two at once let you rotate without missing a delivery: create the new one, paste it into
+        GitHub, revoke the old.
       </p>
       {made !== null && (
         <section className="new-key" aria-labelledby={`${id}-made`}>
           <p id={`${id}-made`}>
             <strong>The secret of “{made.name}”.</strong> Copy it now: it is not shown again.
+            {made.scope === "github" &&
+              " Paste it as the Secret of the GitHub webhook (see Integrations → GitHub)."}
           </p>
           <code data-testid="new-credential-secret">{made.secret}</code>
           <button type="button" className="primary" onClick={() => actions.copy(made.secret, "Credential")}>
@@ -85,9 +90,10 @@ export function Credentials({ dock, actions }: { dock: Dock; actions: CardAction
         </label>
         <label>
           Credential scope
-          <select value={scope} onChange={(e) => setScope(e.target.value as "send" | "manage")}>
+          <select value={scope} onChange={(e) => setScope(e.target.value as Credential["scope"])}>
             <option value="send">send</option>
             <option value="manage">manage</option>
+            <option value="github">github (webhook Secret)</option>
           </select>
         </label>
         <button type="submit" className="secondary">

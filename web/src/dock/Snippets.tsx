@@ -53,6 +53,13 @@ export function Snippets({
           no_template).
         </p>
       )}
+      {snippet.format === "github" && (
+        <p className="small" data-testid="snippet-needs-github-credential">
+          <strong>The Secret is a GitHub credential:</strong> create one under Settings → Credentials (scope
+          github) and paste its secret (<code>dngh_…</code>, shown once) as the webhook's Secret. The secret
+          key still works there, but is deprecated: it gives GitHub every power over the Dock.
+        </p>
+      )}
       {needsHook ? (
         <p className="small">
           <span className="muted">This tool can only be given a URL: </span>
