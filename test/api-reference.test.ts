@@ -204,6 +204,8 @@ describe.each(DIALECTS)("the API reference on %s", (dialect) => {
     expect(EXAMPLE.secretKey).not.toMatch(/^dnsk_[A-Za-z0-9]{33}$/);
     expect(EXAMPLE.hookToken).toMatch(/^dnhk_/);
     expect(EXAMPLE.hookToken).not.toMatch(/^dnhk_[A-Za-z0-9]{33}$/);
+    expect(EXAMPLE.sendCredential).toMatch(/^dnsc_/);
+    expect(EXAMPLE.sendCredential).not.toMatch(/^dnsc_[A-Za-z0-9]{33}$/);
     expect(JSON.stringify(doc)).not.toMatch(/"example":"string"|"examples":\["string"\]/);
   });
 
@@ -251,6 +253,7 @@ describe.each(DIALECTS)("the API reference on %s", (dialect) => {
   it("has commands that work as written, once a real Dock's ID and secrets replace the placeholders", async () => {
     const dock = await service.app.docks.create(7, { name: "Deploys", link: null, description: null });
     const hookToken = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    const { secret: sendCredential } = await service.app.docks.credentials.create(dock.id, "GitLab", "send");
     // The message the commands about messages name: sent with the key they name.
     const sent = await fetch(`${service.url}/webhook`, {
       method: "POST",
@@ -263,6 +266,7 @@ describe.each(DIALECTS)("the API reference on %s", (dialect) => {
         .replaceAll(EXAMPLE.dockId, dock.id)
         .replaceAll(EXAMPLE.secretKey, dock.secretKey)
         .replaceAll(EXAMPLE.hookToken, hookToken)
+        .replaceAll(EXAMPLE.sendCredential, sendCredential)
         .replaceAll(EXAMPLE.messageId, messageId)
         .replaceAll(EXAMPLE.metricsToken, metricsToken);
     const commands = [
@@ -271,6 +275,7 @@ describe.each(DIALECTS)("the API reference on %s", (dialect) => {
     for (const command of commands) {
       expect(command).toContain(service.url);
       expect(command).not.toContain(dock.secretKey);
+      expect(command).not.toContain(sendCredential);
     }
     // A deletion last: the commands before it change the message it deletes.
     const ordered = [

@@ -14,6 +14,7 @@ export const EXAMPLE = {
   secretKey: "dnsk_YOUR_SECRET_KEY",
   hookToken: "dnhk_YOUR_HOOK_TOKEN",
   githubSecret: "dngh_YOUR_GITHUB_SECRET",
+  sendCredential: "dnsc_YOUR_SEND_CREDENTIAL",
   metricsToken: "YOUR_METRICS_TOKEN",
   messageId: "msg_0MWUIWXS0xMzssZ8DjGILp",
   key: "deploy-api-prod",
@@ -122,7 +123,7 @@ export const CURL = {
   webhookFormatDock: [
     curl(
       `curl -X POST '${base}/webhook/gitlab/${EXAMPLE.dockId}'`,
-      `-H 'X-Gitlab-Token: ${EXAMPLE.secretKey}'`,
+      `-H 'X-Gitlab-Token: ${EXAMPLE.sendCredential}'`,
       "-H 'X-Gitlab-Event: Pipeline Hook'",
       json,
       body(GITLAB_PAYLOAD),

@@ -30,6 +30,12 @@ export const HOOK_TOKEN_PLACEHOLDER = "<HOOK_TOKEN>";
  */
 export const GITHUB_SECRET_PLACEHOLDER = "<GITHUB_SECRET>";
 
+/**
+ * Where GitLab's settings take a `send` credential's secret (its Secret token): shown once when it
+ * is made, like a GitHub credential's (docs/integrations.md#gitlab).
+ */
+export const SEND_CREDENTIAL_PLACEHOLDER = "<SEND_CREDENTIAL>";
+
 /** Quotes a value for a POSIX shell. */
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
@@ -114,7 +120,7 @@ export function integrationSnippets(input: {
       where: "Project → Settings → Webhooks → Add new webhook",
       text: [
         `URL: ${base}/webhook/gitlab/${dockId}`,
-        `Secret token: ${secretKey}`,
+        `Secret token: ${SEND_CREDENTIAL_PLACEHOLDER}`,
         "Trigger: push, tag push, merge request, pipeline and issue events (any others are summarised)",
       ].join("\n"),
       needsHookToken: false,

@@ -60,6 +60,13 @@ export function Snippets({
           key still works there, but is deprecated: it gives GitHub every power over the Dock.
         </p>
       )}
+      {snippet.format === "gitlab" && (
+        <p className="small" data-testid="snippet-needs-send-credential">
+          <strong>The Secret token is a send credential:</strong> create one under Settings → Credentials
+          (scope send) and paste its secret (<code>dnsc_…</code>, shown once) as the Secret token. The secret
+          key still works there, but is deprecated: it gives GitLab every power over the Dock.
+        </p>
+      )}
       {needsHook ? (
         <p className="small">
           <span className="muted">This tool can only be given a URL: </span>
