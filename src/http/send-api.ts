@@ -866,7 +866,11 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     await judge(
       request,
       () => options.docks.authenticate(dockId, token),
-      () => new ApiError("unauthorized", "Unknown Dock, or X-Gitlab-Token is neither one of the Dock's send credentials nor its secret key."),
+      () =>
+        new ApiError(
+          "unauthorized",
+          "Unknown Dock, or X-Gitlab-Token is neither one of the Dock's send credentials nor its secret key.",
+        ),
     );
   };
 
