@@ -17,12 +17,13 @@
  *   host gone without a word, back after a reboot);
  * - `lock`: the server answers, slowly: another session holds `messages` locked exclusively.
  *
- * For each request: its arrival (the scheduled start), its status, whether a 503 carried
- * Retry-After, and how long its answer took; "waited for the outage's end" counts those that
- * arrived more than `--timeout` + 1 s before the outage ended and were answered only after it. Then the database itself (not through the proxy) says
- * which messages are stored: a `202` must be, and a message answered anything else must not (a
- * client that retries it would get it twice). DATABASE_TIMEOUT_SECONDS is `--timeout`; the Dock's
- * rate limit is off (DOCK_RATE_BURST=0), every other setting is the default (AUTH_FAILURES_PER_MINUTE
+ * For each request: its arrival (the scheduled start), its status (0: no answer, or none within
+ * 180 s), whether a 503 carried Retry-After, and how long its answer took; "waited for the
+ * outage's end" counts those that arrived more than `--timeout` + 1 s before the outage ended and
+ * were answered only after it. Then the database itself (not through the proxy) says which
+ * messages are stored: a `202` must be, and a message answered anything else must not (a client
+ * that retries it would get it twice). DATABASE_TIMEOUT_SECONDS is `--timeout`; the Dock's rate
+ * limit is off (DOCK_RATE_BURST=0), every other setting is the default (AUTH_FAILURES_PER_MINUTE
  * included: its attempts in judgement are part of what a request may wait for).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -234,6 +235,15 @@ async function run(dir: string, mode: Mode) {
   }
 }
 
+/** How many were answered neither 202 nor 503, and with what (0: no answer). */
+function others(rows: { status: number }[]): string {
+  const counts = new Map<number, number>();
+  for (const { status } of rows)
+    if (status !== 202 && status !== 503) counts.set(status, (counts.get(status) ?? 0) + 1);
+  const total = [...counts.values()].reduce((sum, n) => sum + n, 0);
+  return total === 0 ? "0" : `${total} (${[...counts].map(([status, n]) => `${status}: ${n}`).join(", ")})`;
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
@@ -265,7 +275,7 @@ for (const mode of modes) {
       const count = (test: (row: (typeof rows)[number]) => boolean) => rows.filter(test).length;
       const refused = count((row) => row.status === 503);
       console.log(
-        `| ${service.name} | ${mode} | ${phase} | ${rows.length} | ${count((row) => row.status === 202)} | ${refused} (${count((row) => row.status === 503 && row.retryAfter)}) | ${count((row) => row.status !== 202 && row.status !== 503)} | ${seconds(quantile(latencies, 0.5))} | ${seconds(quantile(latencies, 0.99))} | ${seconds(latencies.at(-1) ?? 0)} | ${count((row) => row.latency > (timeoutSeconds + 1) * 1000)} | ${count((row) => row.at < outageEnd - dueMs && row.at + row.latency > outageEnd)} | ${count((row) => row.status !== 202 && row.stored)} | ${count((row) => row.status === 202 && !row.stored)} |`,
+        `| ${service.name} | ${mode} | ${phase} | ${rows.length} | ${count((row) => row.status === 202)} | ${refused} (${count((row) => row.status === 503 && row.retryAfter)}) | ${others(rows)} | ${seconds(quantile(latencies, 0.5))} | ${seconds(quantile(latencies, 0.99))} | ${seconds(latencies.at(-1) ?? 0)} | ${count((row) => row.latency > (timeoutSeconds + 1) * 1000)} | ${count((row) => row.at < outageEnd - dueMs && row.at + row.latency > outageEnd)} | ${count((row) => row.status !== 202 && row.stored)} | ${count((row) => row.status === 202 && !row.stored)} |`,
       );
     }
     const after = samples.filter((sample) => sample.at >= outageEnd);
