@@ -134,6 +134,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const docks = new DockRepository(db, deps.encryptionKey, now);
   const messages = new MessageRepository(db, now, {
     dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
+    timeoutMs: config.databaseTimeoutMs,
   });
   const subscriptions = new SubscriptionRepository(db, now);
   const loginTokens = new LoginTokenRepository(db, now);
@@ -248,6 +249,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxInboundBodyBytes,
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
+    databaseTimeoutMs: config.databaseTimeoutMs,
     templates,
     unauthenticatedBodies,
   });

@@ -42,6 +42,8 @@ export class Intake {
     /** Which credential sends it, and whether it replaces by key only its own messages. */
     sender?: string | null | undefined;
     ownKeysOnly?: boolean | undefined;
+    /** When the sender must have its answer (`performance.now()`; see MessageRepository.accept). */
+    deadline?: number | undefined;
     source: Source;
   }): Promise<Extract<AcceptResult, { kind: "accepted" | "replaced" | "replayed" | "unauthorized" }>> {
     const result = await this.#messages.accept(input);

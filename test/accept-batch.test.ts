@@ -1,9 +1,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isUniqueViolation } from "../src/store/accept-batch.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { isDatabaseUnavailable } from "../src/store/faults.ts";
 import { MessageRepository } from "../src/store/messages.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
@@ -11,6 +14,29 @@ import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
 
 const DIALECTS = await dialects();
 const KEY = Buffer.alloc(32, 7);
+
+/**
+ * Another session takes what storing a message needs (SQLite's write lock; PostgreSQL's
+ * `messages` table, exclusively) until the returned function lets go.
+ */
+async function holdMessages(database: TestDatabase): Promise<() => Promise<void>> {
+  if (database.url.startsWith("sqlite:")) {
+    const other = new DatabaseSync(database.url.slice("sqlite:".length));
+    other.exec("begin immediate");
+    return async () => {
+      other.exec("rollback");
+      other.close();
+    };
+  }
+  const other = new pg.Client({ connectionString: database.url });
+  await other.connect();
+  await other.query("begin");
+  await other.query("lock table messages in access exclusive mode");
+  return async () => {
+    await other.query("rollback");
+    await other.end();
+  };
+}
 
 /** Group commit: the messages handed over in one turn of the event loop share a transaction. */
 describe.each(DIALECTS)("message batches on %s", (dialect) => {
@@ -200,6 +226,42 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     // The batch waited for the connection: run inside the transaction, it would have failed.
     expect(events).toEqual(["committing", "accepted"]);
     expect(await stored(dock.id)).toEqual(["during"]);
+  });
+
+  it("a message still waiting for its batch at its deadline is refused and never stored; PostgreSQL gives up the batches under way too", async () => {
+    const dock = await docks.create(1, { name: "Deadline", link: null, description: null });
+    const messages = new MessageRepository(db, Date.now, { timeoutMs: 300 });
+    // Another session holds what the batches must write, and lets go only at the end.
+    const release = await holdMessages(database);
+    const handedOver = () => new Promise((resolve) => setImmediate(resolve));
+    const settle = (promise: Promise<unknown>) =>
+      promise.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+    // Two batches under way (each handed over in a turn of its own), a third message waiting.
+    const first = settle(messages.accept({ dockId: dock.id, text: "first" }));
+    await handedOver();
+    const second = settle(messages.accept({ dockId: dock.id, text: "second" }));
+    await handedOver();
+    const third = await settle(messages.accept({ dockId: dock.id, text: "third" }));
+    expect(third).toEqual({ error: expect.objectContaining({ code: "ETIMEDOUT" }) });
+    expect(isDatabaseUnavailable((third as { error: unknown }).error)).toBe(true);
+    await release();
+    const underWay = await Promise.all([first, second]);
+    if (dialect === "postgres") {
+      // Given up at the deadline (rolled back): refused like the one that waited.
+      for (const outcome of underWay)
+        expect(isDatabaseUnavailable((outcome as { error: unknown }).error)).toBe(true);
+      expect(await stored(dock.id)).toEqual([]);
+    } else {
+      // SQLite's thread finishes what it was given (it waits up to busy_timeout for the lock).
+      expect(underWay).toEqual([
+        { value: expect.objectContaining({ kind: "accepted" }) },
+        { value: expect.objectContaining({ kind: "accepted" }) },
+      ]);
+      expect(await stored(dock.id)).toEqual(["first", "second"]);
+    }
   });
 
   it("counts only the subscribers the fan-out will reach: those subscribed by the time of acceptance", async () => {

@@ -12,6 +12,7 @@ import {
   createTestDatabase,
   POSTGRES_ADMIN_URL,
   type RunningService,
+  type ServiceOptions,
   startServiceOver,
   type TestDatabase,
 } from "./harness.ts";
@@ -116,8 +117,12 @@ export function faultResources(onTestFinished: TestContext["onTestFinished"]) {
       proxy = await startTcpProxy({ host: "127.0.0.1", port });
       return proxy;
     },
-    async service(over: TestDatabase, env: Record<string, string>): Promise<RunningService> {
-      service = await startServiceOver(over, env);
+    async service(
+      over: TestDatabase,
+      env: Record<string, string>,
+      options: ServiceOptions = {},
+    ): Promise<RunningService> {
+      service = await startServiceOver(over, env, undefined, options);
       return service;
     },
     dataDir(): string {

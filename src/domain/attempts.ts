@@ -31,17 +31,39 @@ export class AttemptLimiter {
     return (this.#judging.get(key) ?? 0) > 0 ? 0 : this.#buckets.waitSeconds(key);
   }
 
-  /** One attempt for `key`, or the seconds to wait when the allowance is spent. */
-  async begin(key: string): Promise<Attempt | { waitSeconds: number }> {
+  /**
+   * One attempt for `key`, or the seconds to wait when the allowance is spent. With a `deadline`
+   * (`performance.now()`), `{ late }` when the attempts being judged still hold the allowance then:
+   * they wait on something slow (the database), and this request has waited as long as it may.
+   */
+  async begin(key: string, deadline?: number): Promise<Attempt | { waitSeconds: number } | { late: true }> {
     for (;;) {
       const wait = this.#buckets.take(key);
       if (wait === 0) break;
       if ((this.#judging.get(key) ?? 0) === 0) return { waitSeconds: wait };
-      await new Promise<void>((resolve) => {
+      const woken = await new Promise<boolean>((resolve) => {
         const waiting = this.#waiting.get(key) ?? [];
-        waiting.push(resolve);
+        const timer =
+          deadline === undefined
+            ? undefined
+            : setTimeout(
+                () => {
+                  const still = this.#waiting.get(key) ?? [];
+                  const at = still.indexOf(wake);
+                  if (at >= 0) still.splice(at, 1);
+                  if (still.length === 0) this.#waiting.delete(key);
+                  resolve(false);
+                },
+                Math.max(0, deadline - performance.now()),
+              );
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        waiting.push(wake);
         this.#waiting.set(key, waiting);
       });
+      if (!woken) return { late: true };
     }
     this.#judging.set(key, (this.#judging.get(key) ?? 0) + 1);
     let settled = false;

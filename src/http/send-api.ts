@@ -22,6 +22,7 @@ import type { Intake } from "../intake.ts";
 import { type CopyChange, changeState } from "../store/copy-changes.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
+import { deadlinePassed } from "../store/faults.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import type { MessageStatus, OutboxViews } from "../store/outbox-views.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
@@ -83,6 +84,11 @@ export interface SendApiOptions {
   maxInboundBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
+  /**
+   * DATABASE_TIMEOUT_SECONDS: a send is answered within it of its body's arrival (plus up to half a
+   * second when the database fell silent during the commit), stored or refused with a 503.
+   */
+  databaseTimeoutMs: number;
   /** Where Docks' templates are rendered (off the event loop). */
   templates: TemplateRenderer;
   /** What holds the bodies read before their sender is known (GitHub's signed deliveries). */
@@ -595,10 +601,16 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
    * checked (see AttemptLimiter: concurrent guesses cannot outrun the limit, concurrent right
    * requests are never refused for it). An address over its allowance is refused even with the
    * right credentials: otherwise a 429-or-202 answer would tell a guesser which guess was right.
+   * Waiting for the attempts being judged ends at `deadline`: they wait on a database that does
+   * not answer, and this request is refused as they will be (503).
    */
-  const beginAttempt = async (request: FastifyRequest): Promise<Attempt> => {
+  const beginAttempt = async (
+    request: FastifyRequest,
+    deadline = performance.now() + options.databaseTimeoutMs,
+  ): Promise<Attempt> => {
     if (attempts === null) return { right: () => {}, wrong: () => {} };
-    const attempt = await attempts.begin(addressKey(request.ip));
+    const attempt = await attempts.begin(addressKey(request.ip), deadline);
+    if ("late" in attempt) throw deadlinePassed("waited for the attempts before it to be judged");
     if ("waitSeconds" in attempt) throw ApiError.retryAfter("too_many_auth_failures", attempt.waitSeconds);
     return attempt;
   };
@@ -684,6 +696,9 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     msg: string,
     endpoint: "ping" | "webhook" | "hook",
   ) => {
+    // The body is in: from here the sender is answered within the database's timeout, whatever
+    // the database does (waiting for attempts being judged, for earlier batches, for the commit).
+    const deadline = performance.now() + options.databaseTimeoutMs;
     const placeholder =
       credentials.secretKey !== undefined && placeholderRefusal(credentials.dockId, credentials.secretKey);
     if (placeholder) throw placeholder;
@@ -691,7 +706,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const attempt =
       credentials.secretKey === undefined
         ? { right: () => {}, wrong: () => {} }
-        : await beginAttempt(request);
+        : await beginAttempt(request, deadline);
     let content: MessageContent | null = null;
     const given = request.messageOptions;
     // Most messages have no options: they skip the await (the send path runs this per request).
@@ -718,6 +733,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         ...(request.dock?.principal
           ? { sender: senderOf(request.dock.principal), ownKeysOnly: replacesOnlyOwn(request.dock.principal) }
           : {}),
+        deadline,
         source: endpoint,
       });
     } catch (error) {

@@ -69,6 +69,12 @@ export interface AcceptBatchRequest {
   now: number;
   /** null: no limit. */
   dockRate: DockRate | null;
+  /**
+   * When the first of its senders must have their answer (`performance.now()` of this process):
+   * PostgreSQL gives the batch up by then, committed or not at all (store/postgres/adapter.ts).
+   * Absent: no deadline. SQLite's thread does not look at it (its clock is another).
+   */
+  deadline?: number;
 }
 
 /** A database error as it can cross a thread: what callers look at (unique violations, messages). */

@@ -28,9 +28,13 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = typeof e?.code === "string" ? e.code : "";
   const message = typeof e?.message === "string" ? e.message : "";
   // PostgreSQL: connection exceptions (class 08, but not 08P01, a protocol violation: a bug),
-  // shutdown or restart (57P01–57P03), too many connections (53300), a database closed to
-  // connections (55000 with that text).
-  if ((code.startsWith("08") && code !== "08P01") || ["57P01", "57P02", "57P03", "53300"].includes(code)) {
+  // shutdown or restart (57P01–57P03), a session the server ended because it heard nothing for too
+  // long in a transaction (57P05: the network fell silent; see store/postgres/adapter.ts), too many
+  // connections (53300), a database closed to connections (55000 with that text).
+  if (
+    (code.startsWith("08") && code !== "08P01") ||
+    ["57P01", "57P02", "57P03", "57P05", "53300"].includes(code)
+  ) {
     return true;
   }
   if (code === "55000" && message.includes("not currently accepting connections")) return true;
@@ -51,6 +55,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   // SQLite: another process held the write lock past busy_timeout (SQLITE_BUSY).
   return (typeof e?.errcode === "number" && (e.errcode & 0xff) === 5) || /database is locked/.test(message);
+}
+
+/**
+ * The error of a call given up on at its deadline (DATABASE_TIMEOUT_SECONDS after the request that
+ * needed it): the database is unavailable, whatever it is doing meanwhile (`ETIMEDOUT`, a 503).
+ */
+export function deadlinePassed(what: string): Error {
+  return Object.assign(new Error(`${what}: no answer from the database within DATABASE_TIMEOUT_SECONDS`), {
+    code: "ETIMEDOUT",
+  });
 }
 
 /** SQLite's primary result codes that mean the storage refuses writes, by name (errcode & 0xff). */

@@ -3,7 +3,7 @@ import { sha256Hex } from "../domain/secrets.ts";
 import { type AcceptItem, type AcceptResult, fromStoreError, MAX_BATCH } from "./accept-batch.ts";
 import type { DockRate } from "./allowances.ts";
 import type { Db } from "./db.ts";
-import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { deadlinePassed, isDatabaseUnavailable, storageFault } from "./faults.ts";
 
 export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
 
@@ -34,6 +34,13 @@ export interface AcceptInput {
   sender?: string | null | undefined;
   /** The sender replaces by key only its own messages (AcceptItem.ownKeysOnly). */
   ownKeysOnly?: boolean | undefined;
+  /**
+   * When the sender must have its answer (`performance.now()`): a message still waiting for its
+   * batch then is refused as the database being unavailable, and never stored; one being written
+   * is given up then by PostgreSQL (see store/postgres/adapter.ts), finished by SQLite's thread.
+   * Omitted: the repository's `timeoutMs` from now.
+   */
+  deadline?: number | undefined;
 }
 
 /** Batches handed to the database and not yet committed, at most. */
@@ -41,6 +48,8 @@ const BATCHES_IN_FLIGHT = 2;
 
 interface Pending {
   item: AcceptItem;
+  /** performance.now() by which it is stored or refused (Infinity: no deadline). */
+  deadline: number;
   resolve: (result: AcceptResult) => void;
   reject: (error: unknown) => void;
 }
@@ -52,14 +61,26 @@ export class MessageRepository {
   readonly #dockRate: DockRate | null;
   readonly #pending: Pending[] = [];
   readonly #listeners = new Set<(dockIds: string[]) => void>();
+  readonly #timeoutMs: number;
   #inFlight = 0;
   #scheduled = false;
+  /** The timer that refuses messages still waiting at their deadline, and when it fires. */
+  #expiry: { timer: NodeJS.Timeout; at: number } | null = null;
 
-  /** `dockRate`: each Dock's allowance, spent only by messages whose secret key matched. */
-  constructor(db: Db, now: () => number = Date.now, options: { dockRate?: DockRate | null } = {}) {
+  /**
+   * `dockRate`: each Dock's allowance, spent only by messages whose secret key matched;
+   * `timeoutMs`: how long a message may take to be stored when its sender gives no deadline
+   * (DATABASE_TIMEOUT_SECONDS; 0 or absent: as long as it takes).
+   */
+  constructor(
+    db: Db,
+    now: () => number = Date.now,
+    options: { dockRate?: DockRate | null; timeoutMs?: number } = {},
+  ) {
     this.#db = db;
     this.#now = now;
     this.#dockRate = options.dockRate ?? null;
+    this.#timeoutMs = options.timeoutMs ?? 0;
   }
 
   /**
@@ -71,6 +92,10 @@ export class MessageRepository {
    * Group commit: messages that arrive while a batch is being written wait and are then committed
    * together in the next one (see AcceptBatch), which runs where the database connection is: for
    * SQLite in its own thread, so the disk never holds up the event loop.
+   *
+   * A message still waiting for its batch at its deadline is refused then (the database is
+   * unavailable: a 503) and never handed over, so it is not stored later behind its sender's back.
+   * PostgreSQL's adapter answers a batch under way by the deadline too (see AcceptInput.deadline).
    */
   accept(input: AcceptInput): Promise<AcceptResult> {
     const idempotencyKey = input.idempotencyKey ?? null;
@@ -92,10 +117,45 @@ export class MessageRepository {
       sender: input.sender ?? null,
       ownKeysOnly: input.ownKeysOnly === true,
     };
+    const deadline =
+      input.deadline ??
+      (this.#timeoutMs > 0 ? performance.now() + this.#timeoutMs : Number.POSITIVE_INFINITY);
     return new Promise((resolve, reject) => {
-      this.#pending.push({ item, resolve, reject });
+      this.#pending.push({ item, deadline, resolve, reject });
       this.#schedule();
+      this.#watch(deadline);
     });
+  }
+
+  /** Wakes at `deadline` (unless already awake for an earlier one) to refuse who has waited too long. */
+  #watch(deadline: number): void {
+    if (deadline === Number.POSITIVE_INFINITY || (this.#expiry !== null && this.#expiry.at <= deadline))
+      return;
+    if (this.#expiry !== null) clearTimeout(this.#expiry.timer);
+    const timer = setTimeout(
+      () => {
+        this.#expiry = null;
+        this.#refuseLate();
+        let next = Number.POSITIVE_INFINITY;
+        for (const pending of this.#pending) next = Math.min(next, pending.deadline);
+        this.#watch(next);
+      },
+      Math.max(0, deadline - performance.now()),
+    );
+    // Whoever waits holds a request open: the timer need not keep the process alive too.
+    timer.unref();
+    this.#expiry = { timer, at: deadline };
+  }
+
+  /** Refuses the messages still waiting at their deadline: they are never handed over. */
+  #refuseLate(): void {
+    const now = performance.now();
+    if (!this.#pending.some((pending) => pending.deadline <= now)) return;
+    const late = this.#pending.filter((pending) => pending.deadline <= now);
+    const waiting = this.#pending.filter((pending) => pending.deadline > now);
+    this.#pending.splice(0, this.#pending.length, ...waiting);
+    const error = deadlinePassed("waited for the messages before it to be stored");
+    for (const pending of late) pending.reject(error);
   }
 
   /**
@@ -108,6 +168,7 @@ export class MessageRepository {
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
+      this.#refuseLate();
       while (this.#inFlight < BATCHES_IN_FLIGHT && this.#pending.length > 0) {
         this.#inFlight++;
         void this.#write(this.#pending.splice(0, MAX_BATCH)).finally(() => {
@@ -121,14 +182,17 @@ export class MessageRepository {
   async #write(batch: Pending[]): Promise<void> {
     let outcomes: Awaited<ReturnType<Db["acceptBatch"]>>;
     try {
+      const deadline = Math.min(...batch.map((pending) => pending.deadline));
       outcomes = await this.#db.acceptBatch({
         items: batch.map((pending) => pending.item),
         now: this.#now(),
         dockRate: this.#dockRate,
+        ...(deadline === Number.POSITIVE_INFINITY ? {} : { deadline }),
       });
     } catch (error) {
-      // No answer from the database (unreachable, or its thread stopped): whether the batch was
-      // committed is unknown, so nobody gets a 202 for it.
+      // No answer from the database (unreachable, given up at the deadline, or its thread
+      // stopped): nobody gets a 202 for it. (Given up, it was not committed, unless its COMMIT's
+      // answer was what got lost: see store/postgres/adapter.ts.)
       for (const pending of batch) pending.reject(error);
       // Those who came while it failed would only wait as long again for the same answer: they
       // get it now (a prompt 503). Whoever comes next tries again.

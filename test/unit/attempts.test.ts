@@ -41,6 +41,18 @@ describe("the attempt limiter", () => {
     first.right();
     first.wrong();
   });
+
+  it("a wait for attempts still being judged ends at its deadline; the others keep waiting", async () => {
+    const { attempts } = limiter(1);
+    const judged = await attempts.begin("a");
+    if (!("right" in judged)) throw new Error("refused");
+    // The attempt being judged hangs (the database does not answer): one waiter gives up at its
+    // deadline, one without a deadline is still there when the attempt is settled.
+    const patient = attempts.begin("a");
+    expect(await attempts.begin("a", performance.now() + 20)).toEqual({ late: true });
+    judged.right();
+    expect("right" in (await patient)).toBe(true);
+  });
 });
 
 describe("client address keys", () => {

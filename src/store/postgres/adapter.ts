@@ -1,9 +1,10 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
 import pg from "pg";
 import { AcceptBatch } from "../accept-batch.ts";
 import type { Db, DbOptions, MessageLocks } from "../db.ts";
 import { warnings, watchStorage } from "../db.ts";
-import { isDatabaseUnavailable } from "../faults.ts";
+import { deadlinePassed, isDatabaseUnavailable } from "../faults.ts";
 import type { Database } from "../schema.ts";
 import { SharedAllowances } from "./allowances.ts";
 import { ACCEPTED_CHANNEL, PgLeadership } from "./leadership.ts";
@@ -39,10 +40,17 @@ export function openPostgres(url: string, options: DbOptions): Db {
   // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
   // the reason and the pool drops it; the event itself must not crash the process either.
   pool.on("connect", (client) => client.on("error", () => {}));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingBroken(pool) }) });
+  const deadlines = new AsyncLocalStorage<number>();
+  const kysely = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: boundedPool(pool, deadlines) }),
+  });
   const messageLocks = advisoryMessageLocks();
   const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks);
-  // One batch at a time, in order: each Dock's messages are committed in the order they came.
+  // One batch at a time, in order: each Dock's messages are committed in the order they came. A
+  // batch waits for the one before it only until its own deadline, so a hung batch holds up the
+  // next for no longer than the next's senders were going to wait anyway; and a batch given up on
+  // was rolled back (or, at worst, committed before its deadline: see boundedPool), so none that
+  // starts after it can be committed before it.
   let last: Promise<unknown> = Promise.resolve();
   return {
     kysely,
@@ -50,8 +58,15 @@ export function openPostgres(url: string, options: DbOptions): Db {
     messageLocks,
     spelling: { increasingKey: sql`bigserial primary key`, generatedKey: sql`bigserial primary key` },
     ...watchStorage((request) => {
-      const run = last.then(() => batches.run(request));
-      last = run.catch(() => {});
+      const previous = last;
+      const { deadline } = request;
+      const run =
+        deadline === undefined
+          ? previous.then(() => batches.run(request))
+          : byDeadline(previous, deadline, "waited for the batch before it").then(() =>
+              deadlines.run(deadline, () => batches.run(request)),
+            );
+      last = Promise.all([previous, run.catch(() => {})]);
       return run;
     }),
     leadership: (name) => new PgLeadership(url, name, timeoutMs > 0 ? timeoutMs : 5000),
@@ -63,36 +78,121 @@ export function openPostgres(url: string, options: DbOptions): Db {
   };
 }
 
+/** How long after its deadline a batch waits for its COMMIT's answer (DATABASE_TIMEOUT_SECONDS + 1 s is the promise). */
+const COMMIT_ANSWER_MS = 500;
+
 /**
- * The pool as Kysely sees it, with one difference: a connection whose query failed because the
- * database was unavailable is closed when released, not handed to the next caller. After a query
- * timed out on our side the connection still waits for that answer, and would hold up whoever
- * used it next for as long as the network stays silent.
+ * The longest the server lets a batch's transaction sit silent before it ends the session (and so
+ * rolls the transaction back): long enough for the pauses between a batch's statements on a busy
+ * machine. Half the time left when the transaction begins, when that is less.
  */
-function discardingBroken(pool: pg.Pool): PostgresPool {
+const MAX_FENCE_MS = 1000;
+
+/**
+ * The pool as Kysely sees it, with two differences.
+ *
+ * A connection whose query failed because the database was unavailable is closed (its socket
+ * destroyed) when released, not handed to the next caller: after a query timed out on our side
+ * the connection still waits for that answer, and would hold up whoever used it next for as long
+ * as the network stays silent.
+ *
+ * Work done under a deadline (`deadlines`: a batch of accepted messages, whose senders are owed an
+ * answer by then) is given up at it, whatever the database does — connecting, waiting for a free
+ * connection, each statement — and is then certainly not committed, with one exception. So that
+ * a batch given up on stays given up on, its transaction tells the server to end the session
+ * after a "fence" of silence (`idle_in_transaction_session_timeout`: MAX_FENCE_MS, or half the
+ * time left), and COMMIT is sent only while at least the fence is left: a COMMIT held up in a
+ * frozen network and delivered when it thaws finds the transaction rolled back, and one the
+ * server does run, it runs before the deadline (the server's silence began before our last answer
+ * arrived). The exception: the COMMIT ran but its answer is not back COMMIT_ANSWER_MS after the
+ * deadline (the network failed during those milliseconds, or the server took that long to
+ * commit). Its senders are answered 503 then, and their messages are stored: a retry with the
+ * same Idempotency-Key is answered as the first send.
+ */
+function boundedPool(pool: pg.Pool, deadlines: AsyncLocalStorage<number>): PostgresPool {
   return {
     async connect() {
-      const client = await pool.connect();
-      let broken = false;
+      // The deadline of the work this connection is for (Kysely takes one per transaction).
+      const deadline = deadlines.getStore();
+      const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
+      let broken: Error | null = null;
+      let fenceMs = 0;
       const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
-        // Given up on: what follows (a transaction's ROLLBACK) would only queue behind the lost
+        // Given up: what follows (a transaction's ROLLBACK) would only queue behind the lost
         // query and wait out the timeout again.
-        if (broken)
-          return Promise.reject(new Error("Connection terminated: given up after a database timeout"));
-        const result = (client.query as (...args: unknown[]) => unknown)(sqlOrCursor, parameters);
+        if (broken) return Promise.reject(broken);
+        const giveUp = (error: Error) => {
+          broken = error;
+          return Promise.reject(error);
+        };
+        let request: unknown = sqlOrCursor;
+        if (deadline !== undefined && typeof sqlOrCursor === "string") {
+          const now = performance.now();
+          let text = sqlOrCursor;
+          if (sqlOrCursor === "begin") {
+            fenceMs = Math.min(MAX_FENCE_MS, Math.floor((deadline - now) / 2));
+            if (fenceMs < 1) return giveUp(deadlinePassed("too late to begin"));
+            text = `begin; set local idle_in_transaction_session_timeout = ${fenceMs}`;
+          }
+          if (sqlOrCursor === "commit" && now + fenceMs > deadline)
+            return giveUp(deadlinePassed("too late to commit"));
+          const left = (sqlOrCursor === "commit" ? deadline + COMMIT_ANSWER_MS : deadline) - now;
+          if (left <= 0) return giveUp(deadlinePassed("a statement"));
+          request = { text, values: parameters, query_timeout: Math.ceil(left) };
+        }
+        const result = (client.query as (...args: unknown[]) => unknown)(
+          request,
+          request === sqlOrCursor ? parameters : undefined,
+        );
         if (!(result instanceof Promise)) return result;
-        return result.catch((error: unknown) => {
-          if (isDatabaseUnavailable(error)) broken = true;
-          throw error;
-        });
+        return result.then(
+          // `begin; set local …` answers twice: Kysely reads nothing of a BEGIN's answer.
+          (answer: unknown) => (Array.isArray(answer) ? answer[0] : answer),
+          (error: unknown) => {
+            if (isDatabaseUnavailable(error)) broken = error as Error;
+            throw error;
+          },
+        );
       };
       return {
         query: query as PostgresPoolClient["query"],
-        release: () => client.release(broken || undefined),
+        release: () => {
+          // Closed at once: a polite goodbye would wait for the silent server (and the pool
+          // makes no new connection for its waiters until the old one is gone).
+          if (broken) (client as unknown as { connection?: Socketed }).connection?.stream?.destroy();
+          client.release(broken ? true : undefined);
+        },
       };
     },
     end: () => pool.end(),
   };
+}
+
+/** The part of pg's client that holds the socket (pg-pool closes a timed-out connection the same way). */
+type Socketed = { stream?: { destroy(): void } };
+
+/** A connection from the pool by `deadline`; one that comes later goes back to the pool unused. */
+async function connectBy(pool: pg.Pool, deadline: number): Promise<pg.PoolClient> {
+  if (deadline <= performance.now()) throw deadlinePassed("waiting for a connection");
+  const connecting = pool.connect();
+  try {
+    return await byDeadline(connecting, deadline, "waiting for a connection");
+  } catch (error) {
+    connecting.then(
+      (client) => client.release(),
+      () => {},
+    );
+    throw error;
+  }
+}
+
+/** `promise`, or the database's deadline error at `deadline` (`performance.now()`) if that comes first. */
+function byDeadline<T>(promise: Promise<T>, deadline: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(deadlinePassed(what)), Math.max(0, deadline - performance.now()));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**
