@@ -196,6 +196,18 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
     );
     expect(burst.map((b) => b.response.status)).toEqual(Array(20).fill(503));
     expect(Math.max(...burst.map((b) => b.seconds))).toBeLessThan(15);
+    // Someone asks the bot meanwhile: told to try again (not left unanswered), logged as a warning.
+    await sandboxOf(running).control("POST", `/chats/${reader}/messages`, { text: "/list" });
+    await waitFor(
+      "the bot saying it cannot answer now",
+      async () =>
+        (await chatTexts(running, reader)).some((text) =>
+          text.startsWith("Sorry, I cannot answer right now"),
+        ),
+      30_000,
+      250,
+    );
+    expect(running.logs.text).toContain("bot update failed: the database is away");
 
     proxy.restore();
     await waitFor(

@@ -5,7 +5,7 @@ import { Bot, BotError, Composer, type Context, GrammyError, HttpError, type Tra
 import type { Update } from "grammy/types";
 import { type Pacer, pacedSends } from "../delivery/pacer.ts";
 import { maskUrl, scrubToken } from "../log.ts";
-import { logDatabaseFailure } from "../store/faults.ts";
+import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
 import { type TelegramTarget, webhookSecret } from "../telegram-target.ts";
 import type { BackgroundWorker } from "../worker.ts";
 import { acknowledge } from "./acknowledge.ts";
@@ -424,10 +424,40 @@ export class BotWorker implements BackgroundWorker {
   }
 
   #failed(error: unknown, update: Update): void {
+    if (isDatabaseUnavailable(error) || storageFault(error) !== null) {
+      // The surroundings' fault, passing by itself: a warning, and the person is told to try again
+      // rather than left without an answer (Telegram will not send the update again).
+      logDatabaseFailure(this.#options.log, error, "bot update failed: the database is away", {
+        update_id: update.update_id,
+      });
+      void this.#sayAway(update);
+      return;
+    }
     this.#options.log.error(
       { update_id: update.update_id, error: this.#describe(error) },
       "bot update failed",
     );
+  }
+
+  /** Tells whoever sent `update` that the bot cannot answer now: a toast for a button, else a message. */
+  async #sayAway(update: Update): Promise<void> {
+    const api = this.#bot?.api;
+    if (api === undefined) return;
+    try {
+      if (update.callback_query !== undefined) {
+        await api.answerCallbackQuery(update.callback_query.id, {
+          text: texts.databaseAway,
+          show_alert: true,
+        });
+      } else if (update.message !== undefined) {
+        await api.sendMessage(update.message.chat.id, texts.databaseAway);
+      }
+    } catch (error) {
+      this.#options.log.warn(
+        { error: this.#describe(error) },
+        "could not tell a person the bot cannot answer now",
+      );
+    }
   }
 
   /**

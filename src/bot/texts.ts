@@ -51,6 +51,9 @@ export const texts = {
     help: "How this bot works",
   },
 
+  /** An update the bot could not handle because its database is away (an outage, a full disk). */
+  databaseAway:
+    "Sorry, I cannot answer right now: my storage is unavailable for a moment. Please try again in a minute.",
   /** After a subscription by button in a private chat: the menu comes with it (a deep link never showed it). */
   menuReady:
     "The menu below is yours: <b>My subscriptions</b> lists your Docks (and unsubscribes), <b>Subscribe</b> adds another.",
