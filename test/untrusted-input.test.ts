@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RENDER_DEADLINE_MS } from "../src/http/template-renderer.ts";
+import { JOB_DEADLINE_MS, THREAD_TEXT_FROM } from "../src/http/payload-thread.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { signIn } from "./console-client.ts";
 import { basic, type RunningService, startService } from "./harness.ts";
@@ -58,7 +58,7 @@ describe("untrusted input is bounded", () => {
     const answer = post("/webhook/template", NUMBERS, asJson(dock));
     // Seen from the event loop while the thread renders: the loop was free to look (a render on
     // the loop itself would have held it until the render ended).
-    await waitFor("the render to run in its thread", () => service.app.templates.rendering, 30_000, 5);
+    await waitFor("the render to run in its thread", () => service.app.payloadThread.working, 30_000, 5);
     const health = await fetch(`${service.url}/healthz`);
     expect(health.status).toBe(200);
     const stopped = await answer;
@@ -67,7 +67,7 @@ describe("untrusted input is bounded", () => {
     expect(stopped.body.error.fields).toEqual([
       {
         field: "template",
-        message: `took too long: stopped after ${RENDER_DEADLINE_MS} ms; a template may render for at most 100 ms, all fields together.`,
+        message: `took too long: stopped after ${JOB_DEADLINE_MS} ms; a template may render for at most 100 ms, all fields together.`,
       },
     ]);
     // A new thread renders the next payload.
@@ -225,6 +225,151 @@ describe("untrusted input is bounded", () => {
       expect(again).toMatch(/^HTTP\/1\.1 503 /);
       const other = await signedHead(dock.id, "198.51.100.8", 2, "{}").answer;
       expect(other).toMatch(/^HTTP\/1\.1 401 /);
+    });
+  });
+});
+
+describe("long formatted texts are read off the event loop", () => {
+  /** The slowest Markdown we know for markdown-it: `**_` repeated (16,384 characters: 10–200 ms on the loop). */
+  const stars = (characters: number) => "**_".repeat(Math.ceil(characters / 3)).slice(0, characters);
+  const messages = async (service: RunningService, dockId: string) =>
+    Number(
+      (
+        await service.db.kysely
+          .selectFrom("messages")
+          .select((e) => e.fn.countAll<number>().as("n"))
+          .where("dock_id", "=", dockId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const send = async (
+    service: RunningService,
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const response = await fetch(`${service.url}${path}`, {
+      method: path.startsWith("/messages/") ? "PATCH" : "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  const stopped = (format: string, ms: number) => ({
+    field: "msg",
+    message: `took too long to read as ${format}: stopped after ${ms} ms. Send a shorter text, or it as plain text.`,
+  });
+
+  describe("at the thread's deadline", () => {
+    let service: RunningService;
+    beforeAll(async () => {
+      // A million characters: what an operator may allow (MAX_MESSAGE_LENGTH's ceiling).
+      service = await startService("sqlite", {
+        AUTH_FAILURES_PER_MINUTE: "0",
+        DOCK_RATE_BURST: "0",
+        MAX_MESSAGE_LENGTH: "1000000",
+        MAX_BODY_BYTES: String(4 * 1024 * 1024),
+      });
+    });
+    afterAll(async () => service?.close());
+
+    it("a million characters of Markdown are stopped at the deadline and refused (400, msg), while the event loop answers /healthz", async () => {
+      const dock = await service.app.docks.create(1, { name: "Markdown", link: null, description: null });
+      const auth = { authorization: basic(dock.id, dock.secretKey) };
+      const answer = send(service, "/webhook", { msg: stars(1_000_000), format: "markdown" }, auth);
+      await waitFor("the text to be read in its thread", () => service.app.payloadThread.working, 30_000, 5);
+      expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+      const refused = await answer;
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_fields");
+      expect(refused.body.error.fields).toEqual([stopped("Markdown", JOB_DEADLINE_MS)]);
+      expect(await messages(service, dock.id)).toBe(0);
+      // A new thread reads the next one.
+      const next = await send(
+        service,
+        "/webhook",
+        { msg: `# Report\n\n${"*ok* ".repeat(1000)}`, format: "markdown" },
+        auth,
+      );
+      expect(next.status).toBe(202);
+      expect(await messages(service, dock.id)).toBe(1);
+    });
+  });
+
+  describe("with a deadline no long text meets", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    beforeAll(async () => {
+      service = await startService(
+        "sqlite",
+        { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" },
+        { threadDeadlineMs: 1 },
+      );
+      dock = await service.app.docks.create(1, { name: "Hasty", link: null, description: null });
+    });
+    afterAll(async () => service?.close());
+
+    it("every door refuses a text its thread stopped, in the documented format, and stores nothing; shorter texts are read on the event loop", async () => {
+      const auth = { authorization: basic(dock.id, dock.secretKey) };
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const short = stars(THREAD_TEXT_FROM - 1);
+      const sent = await send(service, "/webhook", { msg: short, format: "markdown" }, auth);
+      expect(sent.status).toBe(202);
+      const refusals = [
+        await send(service, "/webhook", { msg: stars(16_384), format: "markdown" }, auth),
+        await send(service, "/ping", {
+          dock_id: dock.id,
+          secret_key: dock.secretKey,
+          msg: stars(16_384),
+          format: "markdown",
+        }),
+        await send(service, `/hook/${token}`, { msg: "<b>x</b>".repeat(2000), format: "html" }),
+        await send(service, `/messages/${sent.body.message_id}`, { msg: stars(THREAD_TEXT_FROM) }, auth),
+      ];
+      const formats = ["Markdown", "Markdown", "Telegram HTML", "Markdown"];
+      for (const [i, refused] of refusals.entries()) {
+        expect(refused.status, `request ${i}`).toBe(400);
+        expect(refused.body).toEqual({
+          ok: false,
+          error: {
+            code: "invalid_fields",
+            message: expect.stringContaining("took too long"),
+            fields: [stopped(formats[i] as string, 1)],
+          },
+        });
+      }
+      expect(await messages(service, dock.id)).toBe(1);
+      // The short text went nowhere near the thread: the same text one character longer is refused.
+      const ping = await send(service, "/ping", {
+        dock_id: dock.id,
+        secret_key: dock.secretKey,
+        msg: short,
+        format: "markdown",
+      });
+      expect(ping.status).toBe(202);
+    });
+
+    it("/ping checks the key before a long text is read: a wrong key or a placeholder is 401, whatever the text", async () => {
+      const long = { msg: stars(16_384), format: "markdown" };
+      const wrong = await send(service, "/ping", { dock_id: dock.id, secret_key: "dnsk_wrong", ...long });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.error.code).toBe("unauthorized");
+      const unknown = await send(service, "/ping", {
+        dock_id: "AAAAAAAAAAAAAAAAAAAAAA",
+        secret_key: dock.secretKey,
+        ...long,
+      });
+      expect(unknown.body).toEqual(wrong.body);
+      const placeholder = await send(service, "/ping", {
+        dock_id: dock.id,
+        secret_key: "<SECRET_KEY>",
+        ...long,
+      });
+      expect(placeholder.status).toBe(401);
+      expect(placeholder.body.error.message).toMatch(/^<SECRET_KEY> is a placeholder/);
+      // With the right key, the text is read (and here stopped).
+      const right = await send(service, "/ping", { dock_id: dock.id, secret_key: dock.secretKey, ...long });
+      expect(right.status).toBe(400);
     });
   });
 });

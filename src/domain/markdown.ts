@@ -112,7 +112,8 @@ class Writer {
 
   /** Writes the line breaks owed, counting those already at the end of the text. */
   #flush(): void {
-    if (this.text !== "" && this.#breaks > this.#trailing) this.#append("\n".repeat(this.#breaks - this.#trailing));
+    if (this.text !== "" && this.#breaks > this.#trailing)
+      this.#append("\n".repeat(this.#breaks - this.#trailing));
     this.#breaks = 0;
   }
 

@@ -21,8 +21,8 @@ import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { ApiError, fieldsRefused } from "./errors.ts";
+import { JOB_DEADLINE_MS, type PayloadThread, type TemplatePayload } from "./payload-thread.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
-import { RENDER_DEADLINE_MS, type TemplatePayload, type TemplateRenderer } from "./template-renderer.ts";
 
 /*
  * The integrations' door (docs/integrations.md): a payload another tool sends — to /webhook (its
@@ -173,8 +173,8 @@ export async function inboundMessage(input: {
   query: Record<string, unknown>;
   /** A template to use instead of the Dock's saved one (the console's preview of one being edited). */
   template?: DockTemplate;
-  /** Where templates are rendered (off the event loop, with a hard deadline). */
-  templates: TemplateRenderer;
+  /** Where templates are rendered and long texts parsed (off the event loop, with a hard deadline). */
+  thread: PayloadThread;
   /** Template rendering time (ms) each Dock may use (see templateTime). */
   renderBudget: TokenBuckets;
 }): Promise<InboundMessage | InboundSkip> {
@@ -242,7 +242,7 @@ export async function inboundMessage(input: {
   if (name === "template" && options.format !== undefined) {
     // The template's text in its format (html, markdown) must parse: its author's mistake, not the sender's.
     try {
-      await prepareContent(notification.msg, options);
+      await prepareContent(notification.msg, options, input.thread.read);
     } catch (error) {
       if (!(error instanceof OptionsError)) throw error;
       const problems = error.problems.map((p) => ({ field: "template.text", message: p.message }));
@@ -271,11 +271,11 @@ export async function inboundMessage(input: {
  * its allowance, failed and stopped renders included.
  */
 async function renderTemplate(
-  input: { inbound: Inbound; dock: DockCredentials; templates: TemplateRenderer; renderBudget: TokenBuckets },
+  input: { inbound: Inbound; dock: DockCredentials; thread: PayloadThread; renderBudget: TokenBuckets },
   template: unknown,
 ): Promise<Conversion> {
   const { inbound, dock } = input;
-  const wait = input.renderBudget.take(dock.id, RENDER_DEADLINE_MS);
+  const wait = input.renderBudget.take(dock.id, JOB_DEADLINE_MS);
   if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
   const payload: TemplatePayload = {
     text: inbound.text,
@@ -283,12 +283,12 @@ async function renderTemplate(
   };
   let used = 0;
   try {
-    const rendered = await input.templates.render(template, payload);
+    const rendered = await input.thread.render(template, payload);
     used = rendered.threadMs;
     if (rendered.result instanceof Error) throw rendered.result;
     return rendered.result;
   } finally {
-    input.renderBudget.refund(dock.id, RENDER_DEADLINE_MS - used);
+    input.renderBudget.refund(dock.id, JOB_DEADLINE_MS - used);
   }
 }
 

@@ -1,42 +1,56 @@
 import { Worker } from "node:worker_threads";
+import {
+  type FormatReader,
+  type MessageOptions,
+  OptionsError,
+  type ParsedFormat,
+  readFormat,
+} from "../domain/message-options.ts";
+import { EntityParseError, type FormattedText } from "../domain/telegram-format.ts";
 import { threadModule } from "../files.ts";
 import { type Conversion, PayloadError } from "../integrations/inbound.ts";
 import { TEMPLATE_LIMITS, TemplateError, type TemplateProblem } from "../integrations/template.ts";
 import { ApiError } from "./errors.ts";
 
 /*
- * Docks' templates are rendered in a thread of their own (template-thread.ts), never on the event
- * loop that answers requests. LiquidJS checks its time limit only between template nodes: one
- * filter over a long list (`where_exp` over 250,000 numbers) ran for seconds past it, and every
- * request of the service, /healthz included, waited. Here the render has a hard deadline: past it,
- * the thread is ended (Worker.terminate stops JavaScript wherever it is) and a new one takes the
- * next render. The thread's heap is capped too, so a render cannot fill the service's memory.
+ * What untrusted input can make expensive runs in a thread of its own (payload-worker.ts), never on
+ * the event loop that answers requests: Docks' templates, and messages' long formatted texts.
+ * LiquidJS checks its time limit only between template nodes: one filter over a long list
+ * (`where_exp` over 250,000 numbers) ran for seconds past it; markdown-it cannot be stopped at all,
+ * and 16,384 characters of `**_` held the loop 55–200 ms. Meanwhile every request of the service,
+ * /healthz included, waited. Here a job has a hard deadline: past it, the thread is ended
+ * (Worker.terminate stops JavaScript wherever it is) and a new one takes the next job. The thread's
+ * heap is capped too, so a job cannot fill the service's memory.
  *
- * One thread, one render at a time, in arrival order: a machine of two cores gains nothing from
+ * One thread, one job at a time, in arrival order: a machine of two cores gains nothing from
  * more, and the per-Dock template time (inbound.ts) keeps one Dock from holding it. The thread
- * starts on the first render (most installations never use templates) and ends after a minute
- * without one, giving its memory back.
+ * starts on the first job (most installations send short plain messages only) and ends after a
+ * minute without one, giving its memory back.
  */
 
-/** A payload as its text and how the thread reads it again (see payloadOf in template-thread.ts). */
+/** A payload as its text and how the thread reads it again (see payloadOf in payload-worker.ts). */
 export interface TemplatePayload {
   text: string;
   /** JSON, form fields (application/x-www-form-urlencoded), or the text itself (XML, plain text). */
   as: "json" | "form" | "text";
 }
 
-/** What the main thread sends the template thread: a Dock's template (checked there) and a payload. */
-export interface TemplateJob {
-  template: unknown;
-  payload: TemplatePayload;
-}
+/** What the main thread sends the thread: a Dock's template (checked there) and a payload, or a text to parse. */
+export type ThreadJob =
+  | { kind: "template"; template: unknown; payload: TemplatePayload }
+  | { kind: "format"; format: ParsedFormat; source: string };
 
-/** The thread's answer to a job. */
+/** The thread's answer to a template job. */
 export type TemplateReply =
   | { ok: true; conversion: Conversion }
   | { ok: false; problems: TemplateProblem[] }
-  | { ok: false; payload: string }
-  | { ok: false; failed: string };
+  | { ok: false; payload: string };
+
+/** The thread's answer to a format job: the text and entities, or why the text does not parse. */
+export type FormatReply = { ok: true; formatted: FormattedText } | { ok: false; unparsed: string };
+
+/** Any answer of the thread; `failed` is a fault of ours (the request is answered 500). */
+export type ThreadReply = TemplateReply | FormatReply | { ok: false; failed: string };
 
 /** A render's outcome, and how long it held the thread (what the Dock's template time is charged). */
 export interface Rendered {
@@ -45,23 +59,44 @@ export interface Rendered {
 }
 
 /**
- * A render that runs longer than this is stopped, its thread ended: the payload is read again in
- * the thread (a 1 MiB JSON body, ~30 ms) and every field rendered within LiquidJS's own
- * TEMPLATE_LIMITS.renderMs, which stops ordinary loops between nodes with a precise message.
+ * A job that runs longer than this is stopped, its thread ended: a template's payload is read
+ * again in the thread (a 1 MiB JSON body, ~30 ms) and every field rendered within LiquidJS's own
+ * TEMPLATE_LIMITS.renderMs, which stops ordinary loops between nodes with a precise message; the
+ * slowest message text we know (16,384 characters of `**_` as Markdown) reads in 10–35 ms.
  */
-export const RENDER_DEADLINE_MS = 250;
+export const JOB_DEADLINE_MS = 250;
+
+/**
+ * Formatted texts shorter than this (UTF-16 units) are parsed on the event loop: the thread's
+ * round trip costs more than they do. Measured with the slowest texts we know for each format
+ * (docs/benchmarks.md, bench:hostile): Markdown of 2,048 units reads in about 1 ms, of 4,096 in
+ * 2–15 ms; HTML and MarkdownV2 of 16,384 in 0.4–1.8 ms, sent here all the same from this length.
+ */
+export const THREAD_TEXT_FROM = 2048;
+
+/**
+ * Whether a message's text is read in the thread (formatted, and THREAD_TEXT_FROM units or more):
+ * /ping checks such a message's key before its text is read.
+ */
+export function readsInThread(msg: string, options: MessageOptions | null): boolean {
+  return options?.format !== undefined && options.format !== "text" && msg.length >= THREAD_TEXT_FROM;
+}
 
 /** The thread's heap: a 1 MiB payload, its plain copy and LiquidJS's TEMPLATE_LIMITS.memory fit well within. */
 const THREAD_HEAP_MB = 64;
 
-/** Renders waiting beyond this are refused (503, Retry-After): each holds its payload in memory. */
+/** Jobs waiting beyond this are refused (503, Retry-After): each holds its input in memory. */
 const MAX_WAITING = 32;
 
 /** An idle thread is ended after this long, its heap returned. */
 const IDLE_MS = 60_000;
 
-interface Job extends TemplateJob {
-  resolve: (rendered: Rendered) => void;
+/** How a job ended: the thread's answer, or stopped at its deadline or its heap. */
+type Ran<R> = { threadMs: number; reply: R } | { threadMs: number; stopped: "time" | "memory" };
+
+interface Job {
+  message: ThreadJob;
+  resolve: (ran: Ran<ThreadReply>) => void;
   reject: (error: Error) => void;
   startedAt?: number;
   deadline?: NodeJS.Timeout;
@@ -72,41 +107,82 @@ interface Thread {
   ready: boolean;
 }
 
-/** A render the renderer stopped: which field was rendering is not known, so it names the template. */
-const stopped = (message: string) => new TemplateError([{ field: "template", message }]);
+/** The formats' names as a message about a text in one of them says them. */
+const FORMAT_NAMES: Record<ParsedFormat, string> = {
+  markdown: "Markdown",
+  html: "Telegram HTML",
+  telegram_markdownv2: "Telegram MarkdownV2",
+};
 
-/** Runs Docks' templates in a thread with a hard deadline and a capped heap (see the file's comment). */
-export class TemplateRenderer {
+/** Runs untrusted input's expensive work in a thread with a hard deadline and a capped heap (see the file's comment). */
+export class PayloadThread {
+  readonly #deadlineMs: number;
   readonly #waiting: Job[] = [];
   #running: Job | null = null;
   #thread: Thread | null = null;
   #idle: NodeJS.Timeout | undefined;
   #closed = false;
 
+  /** `deadlineMs`: JOB_DEADLINE_MS unless a test needs every job stopped. */
+  constructor(options: { deadlineMs?: number } = {}) {
+    this.#deadlineMs = options.deadlineMs ?? JOB_DEADLINE_MS;
+  }
+
   /**
    * The notification a Dock's template (as stored; checked in the thread) makes of a payload, or
    * the TemplateError or PayloadError it fails with, and the time it held the thread. Throws
-   * ApiError `busy` when too many renders wait.
+   * ApiError `busy` when too many jobs wait.
    */
-  render(template: unknown, payload: TemplatePayload): Promise<Rendered> {
-    if (this.#closed) return Promise.reject(new Error("the template renderer is closed"));
-    if (this.#waiting.length >= MAX_WAITING) return Promise.reject(ApiError.retryAfter("busy", 1));
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ template, payload, resolve, reject });
-      this.#next();
-    });
+  async render(template: unknown, payload: TemplatePayload): Promise<Rendered> {
+    const ran = await this.#run<TemplateReply>({ kind: "template", template, payload });
+    if ("stopped" in ran) {
+      const message =
+        ran.stopped === "time"
+          ? `took too long: stopped after ${this.#deadlineMs} ms; a template may render for at most ${TEMPLATE_LIMITS.renderMs} ms, all fields together.`
+          : `used too much memory: the render was stopped at its ${THREAD_HEAP_MB} MB heap.`;
+      // Which field was rendering is not known: the error names the template.
+      return { threadMs: ran.threadMs, result: new TemplateError([{ field: "template", message }]) };
+    }
+    const { reply } = ran;
+    return {
+      threadMs: ran.threadMs,
+      result: reply.ok
+        ? reply.conversion
+        : "problems" in reply
+          ? new TemplateError(reply.problems)
+          : new PayloadError(reply.payload),
+    };
   }
 
-  /** Whether a render runs in the thread right now (the event loop answers other requests meanwhile). */
-  get rendering(): boolean {
+  /**
+   * A message's text read in its format (a FormatReader): on the event loop when it is shorter than
+   * THREAD_TEXT_FROM, else in the thread, where one that takes longer than the deadline is
+   * refused with an OptionsError naming `msg`. Throws ApiError `busy` when too many jobs wait.
+   */
+  readonly read: FormatReader = async (format, source) => {
+    if (source.length < THREAD_TEXT_FROM) return readFormat(format, source);
+    const ran = await this.#run<FormatReply>({ kind: "format", format, source });
+    if ("stopped" in ran) {
+      const why =
+        ran.stopped === "time"
+          ? `took too long to read as ${FORMAT_NAMES[format]}: stopped after ${this.#deadlineMs} ms.`
+          : `needed too much memory to read as ${FORMAT_NAMES[format]}.`;
+      throw new OptionsError([{ field: "msg", message: `${why} Send a shorter text, or it as plain text.` }]);
+    }
+    if (ran.reply.ok) return ran.reply.formatted;
+    throw new EntityParseError(ran.reply.unparsed);
+  };
+
+  /** Whether a job runs in the thread right now (the event loop answers other requests meanwhile). */
+  get working(): boolean {
     return this.#running !== null;
   }
 
-  /** Ends the thread; renders not finished fail. */
+  /** Ends the thread; jobs not finished fail. */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#idle);
-    const error = new Error("the template renderer is closed");
+    const error = new Error("the payload thread is closed");
     for (const job of this.#waiting.splice(0)) job.reject(error);
     if (this.#running !== null) {
       clearTimeout(this.#running.deadline);
@@ -118,6 +194,16 @@ export class TemplateRenderer {
     await thread?.worker.terminate();
   }
 
+  /** Queues a job; its reply is R (the thread answers each kind of job with its kind of reply). */
+  #run<R extends ThreadReply>(message: ThreadJob): Promise<Ran<R>> {
+    if (this.#closed) return Promise.reject(new Error("the payload thread is closed"));
+    if (this.#waiting.length >= MAX_WAITING) return Promise.reject(ApiError.retryAfter("busy", 1));
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ message, resolve: resolve as (ran: Ran<ThreadReply>) => void, reject });
+      this.#next();
+    });
+  }
+
   #next(): void {
     if (this.#running !== null || this.#closed) return;
     const job = this.#waiting[0];
@@ -127,25 +213,25 @@ export class TemplateRenderer {
       return;
     }
     const thread = this.#thread ?? this.#start();
-    // The thread's start (loading LiquidJS) is not the render's time: it begins once the thread is ready.
+    // The thread's start (loading LiquidJS and markdown-it) is not the job's time: it begins once the thread is ready.
     if (!thread.ready) return;
     this.#waiting.shift();
     clearTimeout(this.#idle);
     this.#running = job;
     job.startedAt = performance.now();
-    job.deadline = setTimeout(() => this.#overran(job), RENDER_DEADLINE_MS);
-    thread.worker.postMessage({ template: job.template, payload: job.payload } satisfies TemplateJob);
+    job.deadline = setTimeout(() => this.#overran(job), this.#deadlineMs);
+    thread.worker.postMessage(job.message);
   }
 
   #start(): Thread {
-    const worker = new Worker(threadModule("http/template-thread"), {
+    const worker = new Worker(threadModule("http/payload-worker"), {
       resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
     });
-    // An idle renderer keeps nobody alive; a request waiting for its render does.
+    // An idle thread keeps nobody alive; a request waiting for its job does.
     worker.unref();
     const thread: Thread = { worker, ready: false };
     this.#thread = thread;
-    worker.on("message", (message: TemplateReply | "ready") => {
+    worker.on("message", (message: ThreadReply | "ready") => {
       if (thread !== this.#thread) return;
       if (message === "ready") {
         thread.ready = true;
@@ -154,63 +240,50 @@ export class TemplateRenderer {
     });
     worker.on("error", (error) => this.#lost(thread, error));
     worker.on("exit", (code) =>
-      this.#lost(thread, new Error(`the template thread stopped (exit code ${code})`)),
+      this.#lost(thread, new Error(`the payload thread stopped (exit code ${code})`)),
     );
     return thread;
   }
 
   /** The running job's answer. */
-  #finish(reply: TemplateReply): void {
+  #finish(reply: ThreadReply): void {
     const job = this.#running;
     if (job === null) return;
     if (!reply.ok && "failed" in reply) {
-      this.#settle(job, new Error(`the template thread failed: ${reply.failed}`));
+      this.#settle(job, new Error(`the payload thread failed: ${reply.failed}`));
       return;
     }
-    this.#settle(job, { threadMs: this.#heldFor(job), result: resultOf(reply) });
+    this.#settle(job, { threadMs: this.#heldFor(job), reply });
   }
 
   /** The running job passed its deadline: the thread is ended wherever its JavaScript is. */
   #overran(job: Job): void {
     if (job !== this.#running) return;
     this.#end();
-    this.#settle(job, {
-      threadMs: RENDER_DEADLINE_MS,
-      result: stopped(
-        `took too long: stopped after ${RENDER_DEADLINE_MS} ms; a template may render for at most ${TEMPLATE_LIMITS.renderMs} ms, all fields together.`,
-      ),
-    });
+    this.#settle(job, { threadMs: this.#deadlineMs, stopped: "time" });
   }
 
-  /** The thread ended on its own: out of memory (the running render's fault), or a failure. */
+  /** The thread ended on its own: out of memory (the running job's fault), or a failure. */
   #lost(thread: Thread, error: Error): void {
     if (thread !== this.#thread) return;
     this.#thread = null;
     if (!thread.ready) {
-      // It could not start: every render waiting would fail the same way.
+      // It could not start: every job waiting would fail the same way.
       for (const job of this.#waiting.splice(0)) job.reject(error);
       return;
     }
     const job = this.#running;
     if (job === null) return;
     const outOfMemory = (error as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY";
-    this.#settle(
-      job,
-      outOfMemory
-        ? {
-            threadMs: this.#heldFor(job),
-            result: stopped(`used too much memory: the render was stopped at its ${THREAD_HEAP_MB} MB heap.`),
-          }
-        : error,
-    );
+    this.#settle(job, outOfMemory ? { threadMs: this.#heldFor(job), stopped: "memory" } : error);
   }
 
   #heldFor(job: Job): number {
-    return Math.min(RENDER_DEADLINE_MS, performance.now() - (job.startedAt ?? 0));
+    return Math.min(this.#deadlineMs, performance.now() - (job.startedAt ?? 0));
   }
 
   /** The running job is done: its outcome (or the failure that ended it) goes back, the next one starts. */
-  #settle(job: Job, outcome: Rendered | Error): void {
+  #settle(job: Job, outcome: Ran<ThreadReply> | Error): void {
     clearTimeout(job.deadline);
     this.#running = null;
     if (outcome instanceof Error) job.reject(outcome);
@@ -218,15 +291,10 @@ export class TemplateRenderer {
     this.#next();
   }
 
-  /** Ends the thread (idle, or stopping a render); the next render starts another. */
+  /** Ends the thread (idle, or stopping a job); the next job starts another. */
   #end(): void {
     const thread = this.#thread;
     this.#thread = null;
     thread?.worker.terminate().catch(() => {});
   }
-}
-
-function resultOf(reply: Exclude<TemplateReply, { failed: string }>): Rendered["result"] {
-  if (reply.ok) return reply.conversion;
-  return "problems" in reply ? new TemplateError(reply.problems) : new PayloadError(reply.payload);
 }

@@ -7,6 +7,7 @@ import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import {
   decodeHeaderValue,
   FORMATS,
+  type FormatReader,
   gatherOptions,
   type MessageContent,
   type MessageOptions,
@@ -42,6 +43,7 @@ import {
   templateTime,
   XML_TYPES,
 } from "./inbound.ts";
+import { type PayloadThread, readsInThread } from "./payload-thread.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import {
   accepted,
@@ -71,7 +73,6 @@ import {
   webhookHeaders,
   webhookQuery,
 } from "./send-schemas.ts";
-import type { TemplateRenderer } from "./template-renderer.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -83,8 +84,8 @@ export interface SendApiOptions {
   maxInboundBodyBytes: number;
   maxMessageLength: number;
   authFailuresPerMinute: number;
-  /** Where Docks' templates are rendered (off the event loop). */
-  templates: TemplateRenderer;
+  /** Where Docks' templates are rendered and long texts parsed (off the event loop). */
+  payloadThread: PayloadThread;
   /** What holds the bodies read before their sender is known (GitHub's signed deliveries). */
   unauthenticatedBodies: BodyBudget;
 }
@@ -291,6 +292,7 @@ async function revisedContent(
   msg: string | undefined,
   given: MessageOptions,
   reset: string[],
+  read: FormatReader,
 ): Promise<{ text: string; content: string | null }> {
   const previous = current.content === null ? {} : (JSON.parse(current.content) as MessageContent).options;
   const options: Record<string, unknown> = { ...previous, ...given };
@@ -302,7 +304,7 @@ async function revisedContent(
   }
   const text = msg ?? current.text;
   try {
-    const content = await prepareContent(text, options as MessageOptions);
+    const content = await prepareContent(text, options as MessageOptions, read);
     return { text, content: content === null ? null : JSON.stringify(content) };
   } catch (error) {
     if (error instanceof OptionsError) throw fieldsRefused(error.problems);
@@ -468,7 +470,7 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
       dock: request.dock as DockCredentials,
       docks: options.docks,
       query: (request.query ?? {}) as Record<string, unknown>,
-      templates: options.templates,
+      thread: options.payloadThread,
       renderBudget,
     });
     request.inboundFormat = result.format;
@@ -683,7 +685,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const given = request.messageOptions;
     // Most messages have no options: they skip the await (the send path runs this per request).
     try {
-      if (given !== null && Object.keys(given).length > 0) content = await prepareContent(msg, given);
+      if (given !== null && Object.keys(given).length > 0)
+        content = await prepareContent(msg, given, options.payloadThread.read);
     } catch (error) {
       // Not a guess at the key: the key was not looked at.
       attempt.right();
@@ -763,9 +766,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     async (request, reply) => {
       const { dock_id, secret_key, msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
-      if (secret_key.startsWith(CREDENTIAL_PREFIX)) {
-        // A named credential: looked up by its hash before storing (the secret key's path, the
-        // hot one, stays as it was).
+      // A named credential is looked up by its hash before storing (the secret key's path, the hot
+      // one, checks the key in the storing transaction). So is the key of a text read in the
+      // payload thread: without the right key, a request buys no parsing.
+      if (secret_key.startsWith(CREDENTIAL_PREFIX) || readsInThread(msg, request.messageOptions)) {
+        const placeholder = placeholderRefusal(dock_id, secret_key);
+        if (placeholder) throw placeholder;
         await judge(
           request,
           () => options.docks.authenticate(dock_id, secret_key),
@@ -1112,7 +1118,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         );
       }
       const result = await options.changes.revise(dockOf(request), messageId, async (current) =>
-        revisedContent(current, given, patchOptions, request.clearedOptions ?? []),
+        revisedContent(
+          current,
+          given,
+          patchOptions,
+          request.clearedOptions ?? [],
+          options.payloadThread.read,
+        ),
       );
       if (result.kind === "missing") throw noSuchMessage();
       if (result.kind === "deleted") throw new ApiError("message_deleted");
