@@ -1,11 +1,14 @@
+import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { type ParsedFormat, readFormat } from "../src/domain/message-options.ts";
+import { inboundOf } from "../src/http/inbound.ts";
 import { PayloadThread, THREAD_TEXT_FROM } from "../src/http/payload-thread.ts";
+import { detectFormat, formatNamed } from "../src/integrations/formats.ts";
 
 /*
- * A long formatted text is read in the payload thread, a short one on the event loop: where a text
- * is read must never change what it becomes, nor which texts are refused and why.
+ * A long formatted text or a large body is read in the payload thread, a short one on the event
+ * loop: where it is read must never change what it becomes, nor what is refused and why.
  */
 
 /** What reading a text gives: its text and entities, or the error's class and message. */
@@ -106,5 +109,100 @@ describe("the payload thread", () => {
     } finally {
       await hasty.close();
     }
+  });
+});
+
+describe("the payload thread reads bodies as the event loop does", () => {
+  const thread = new PayloadThread();
+  afterAll(async () => thread.close());
+
+  /** What the event loop makes of a body (inboundOf, then the format named or detected), as readBody answers. */
+  const onTheLoop = (
+    text: string,
+    mediaType: string,
+    headers: Record<string, string>,
+    named: string | null,
+  ) =>
+    outcome(async () => {
+      const inbound = inboundOf(text, mediaType, headers);
+      const format = named ?? detectFormat(inbound)?.name;
+      const convert = format === undefined ? undefined : formatNamed(format)?.convert;
+      if (convert === undefined) return { kind: "payload", format };
+      try {
+        return { kind: "payload", format, result: await convert(inbound) };
+      } catch (error) {
+        return { kind: "payload", format, result: error };
+      }
+    });
+  const inTheThread = (
+    text: string,
+    mediaType: string,
+    headers: Record<string, string>,
+    named: string | null,
+  ) => outcome(() => thread.readBody({ bytes: Buffer.from(text), mediaType, headers }, named, false));
+
+  const fixtures = new URL("fixtures/integrations/", import.meta.url);
+  const cases = readdirSync(fixtures, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((folder) =>
+      readdirSync(new URL(`${folder.name}/`, fixtures)).map((file) => ({ format: folder.name, file })),
+    );
+
+  it.each(cases)("$format/$file: the same conversion, named and detected", async ({ format, file }) => {
+    const text = readFileSync(new URL(`${format}/${file}`, fixtures), "utf8");
+    const mediaType = file.endsWith(".xml")
+      ? "application/xml"
+      : file.endsWith(".form.txt")
+        ? "application/x-www-form-urlencoded"
+        : "application/json";
+    const headers: Record<string, string> =
+      format === "github" ? { "x-github-event": file.split("-")[0]?.replace(".json", "") ?? "" } : {};
+    for (const named of [format, null]) {
+      const here = await onTheLoop(text, mediaType, headers, named);
+      expect(here).toMatchObject({ read: { format: named ?? expect.any(String) } });
+      expect(await inTheThread(text, mediaType, headers, named)).toEqual(here);
+    }
+  });
+
+  it("any JSON, read as any format or detected: the same conversion or the same refusal (property)", async () => {
+    const formats = [...new Set(cases.map((c) => c.format))];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.jsonValue().map((value) => JSON.stringify(value)),
+          fc.string(),
+          fc.constantFrom(
+            ...cases.map((c) => readFileSync(new URL(`${c.format}/${c.file}`, fixtures), "utf8")),
+          ),
+        ),
+        fc.constantFrom("application/json", "application/x-www-form-urlencoded", "text/plain"),
+        fc.option(fc.constantFrom(...formats), { nil: null }),
+        async (text, mediaType, named) => {
+          expect(await inTheThread(text, mediaType, {}, named)).toEqual(
+            await onTheLoop(text, mediaType, {}, named),
+          );
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it("picks a message's own fields out of a /webhook body, and nothing else", async () => {
+    const body = {
+      msg: "Backup done",
+      title: "Nightly",
+      key: "backup",
+      priority: "high",
+      extra: "x".repeat(70_000),
+    };
+    const read = await thread.readBody(
+      { bytes: Buffer.from(JSON.stringify(body)), mediaType: "application/json", headers: {} },
+      null,
+      true,
+    );
+    expect(read).toEqual({
+      kind: "message",
+      fields: { msg: "Backup done", title: "Nightly", key: "backup", priority: "high" },
+    });
   });
 });

@@ -373,3 +373,184 @@ describe("long formatted texts are read off the event loop", () => {
     });
   });
 });
+
+describe("large JSON bodies are read off the event loop", () => {
+  const KiB = 1024;
+  /** JSON of `bytes` or a little more: `head`, then items `item(i)` until it is that long, then `tail`. */
+  const filled = (head: string, item: (i: number) => string, tail: string, bytes: number) => {
+    const items: string[] = [];
+    for (let length = head.length + tail.length; length < bytes; length += (items.at(-1)?.length ?? 0) + 1)
+      items.push(item(items.length));
+    return `${head}${items.join(",")}${tail}`;
+  };
+  /** An Alertmanager group of `bytes`. */
+  const alerts = (bytes: number) =>
+    filled(
+      '{"version":"4","groupKey":"{}:{}","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"https://am.example.com","alerts":[',
+      (i) =>
+        `{"status":"firing","labels":{"alertname":"DiskFull","instance":"db-${i}.example.com","severity":"critical"},"annotations":{"summary":"Disk ${i} is full"},"startsAt":"2026-11-28T10:00:00Z","fingerprint":"f${i}"}`,
+      "]}",
+      bytes,
+    );
+  const post = async (
+    service: RunningService,
+    path: string,
+    body: string | Buffer,
+    headers: Record<string, string>,
+  ) => {
+    const response = await fetch(`${service.url}${path}`, { method: "POST", headers, body });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  const json = { "content-type": "application/json" };
+  const signed = (dock: DockWithSecret, body: string | Buffer) => ({
+    ...json,
+    "x-github-event": "push",
+    "x-hub-signature-256": `sha256=${createHmac("sha256", dock.secretKey).update(body).digest("hex")}`,
+  });
+  /** A push of `bytes`, GitHub's shape. */
+  const push = (bytes: number) =>
+    filled(
+      '{"ref":"refs/heads/main","repository":{"full_name":"o/r","html_url":"https://github.com/o/r"},"pusher":{"name":"ada"},"compare":"https://github.com/o/r/compare/a...b","commits":[',
+      (i) =>
+        `{"id":"${i.toString(16).padStart(40, "0")}","message":"Fix","author":{"name":"Ada"},"url":"https://github.com/o/r/commit/${i}"}`,
+      "]}",
+      bytes,
+    );
+
+  describe("read in the thread, answered as ever", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    let token: string;
+    beforeAll(async () => {
+      service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+      dock = await service.app.docks.create(1, { name: "Large", link: null, description: null });
+      token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    });
+    afterAll(async () => service?.close());
+
+    it("a megabyte of alerts, a large message, a signed push and a template's payload are taken", async () => {
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      const group = await post(service, "/webhook/alertmanager", alerts(1000 * KiB), auth);
+      expect(group.status).toBe(202);
+      expect(group.body.format).toBe("alertmanager");
+      const text = (await service.app.messages.get(group.body.message_id))?.text;
+      expect(text).toMatch(/DiskFull/);
+      // A message of ours with 100 KiB beside it: its fields are picked out in the thread.
+      const message = JSON.stringify({ msg: "Backup done", title: "Nightly", extra: "x".repeat(100 * KiB) });
+      const sent = await post(service, `/hook/${token}`, message, json);
+      expect(sent.status).toBe(202);
+      const stored = await service.app.messages.get(sent.body.message_id);
+      expect(stored?.text).toBe("Backup done");
+      expect(stored?.content).toMatch(/"title":"Nightly"/);
+      // JSON sent as a form (`curl -d @alerts.json`) is JSON too; detected as Alertmanager's.
+      const another = alerts(100 * KiB).replace('"groupKey":"{}:{}"', '"groupKey":"{}:{hook}"');
+      const form = await post(service, `/hook/${token}`, another, {
+        "content-type": "application/x-www-form-urlencoded",
+      });
+      expect(form.body).toMatchObject({ format: "alertmanager" });
+      const body = push(200 * KiB);
+      const delivery = await post(service, `/webhook/github/${dock.id}`, body, signed(dock, body));
+      expect(delivery.status).toBe(202);
+      expect(delivery.body.format).toBe("github");
+      const templated = await service.app.docks.create(1, {
+        name: "Templated",
+        link: null,
+        description: null,
+      });
+      await service.app.docks.updateIntegrations(templated.id, {
+        template: { text: "{{ alerts | size }} alerts" },
+      });
+      const rendered = await post(service, "/webhook/template", alerts(100 * KiB), {
+        ...json,
+        authorization: basic(templated.id, templated.secretKey),
+      });
+      expect(rendered.status).toBe(202);
+      expect((await service.app.messages.get(rendered.body.message_id))?.text).toMatch(/^\d+ alerts$/);
+    });
+
+    it("a large body that is not UTF-8, not JSON, not an object or no format's is refused as a small one is", async () => {
+      const large = (text: string) => text + " ".repeat(70 * KiB);
+      const hook = (body: string | Buffer) => post(service, `/hook/${token}`, body, json);
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      for (const [answer, code, message] of [
+        [await hook(large("{nope")), "invalid_json", "The request body is not valid JSON."],
+        [await hook(large("[1, 2]")), "invalid_json", "The request body must be a JSON object."],
+        [
+          await post(service, "/webhook/alertmanager", large("{nope"), auth),
+          "invalid_json",
+          "The request body is not valid JSON.",
+        ],
+        [
+          await post(
+            service,
+            "/webhook/alertmanager",
+            Buffer.concat([Buffer.from(large('{"a":"')), Buffer.from([0xff]), Buffer.from('"}')]),
+            auth,
+          ),
+          "invalid_request",
+          "The request body is not valid UTF-8.",
+        ],
+      ] as const) {
+        expect(answer.status).toBe(400);
+        expect(answer.body.error).toEqual({ code, message });
+      }
+      const unknown = await hook(large('{"items": [1, 2, 3]}'));
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.code).toBe("unknown_format");
+      const invalid = await post(service, "/webhook/alertmanager", large('{"alerts": 5}'), auth);
+      expect(invalid.body.error).toEqual({
+        code: "invalid_payload",
+        message: "This body is not a valid alertmanager payload: alerts must be an array",
+      });
+      // A signed body is a JSON object, or refused before it is read any further.
+      const array = large(`[${push(100)}]`);
+      const refused = await post(service, `/webhook/github/${dock.id}`, array, signed(dock, array));
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_payload");
+    });
+  });
+
+  describe("with a deadline no body meets", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    beforeAll(async () => {
+      service = await startService(
+        "sqlite",
+        { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" },
+        { threadDeadlineMs: 1 },
+      );
+      dock = await service.app.docks.create(1, { name: "Hasty bodies", link: null, description: null });
+    });
+    afterAll(async () => service?.close());
+
+    it(`every door reads a JSON body of ${64} KiB or more in the thread (stopped here: 413), a smaller one on the event loop`, async () => {
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      const body = push(1000 * KiB);
+      const refusals = [
+        await post(service, "/webhook/alertmanager", alerts(1000 * KiB), auth),
+        await post(service, `/hook/${token}`, alerts(64 * KiB), json),
+        await post(
+          service,
+          `/hook/${token}`,
+          JSON.stringify({ msg: "m", extra: "x".repeat(64 * KiB) }),
+          json,
+        ),
+        await post(service, `/hook/${token}/alertmanager`, alerts(64 * KiB), {
+          "content-type": "application/x-www-form-urlencoded",
+        }),
+        await post(service, `/webhook/github/${dock.id}`, body, signed(dock, body)),
+      ];
+      for (const [i, refused] of refusals.entries()) {
+        expect(refused.status, `request ${i}`).toBe(413);
+        expect(refused.body.error).toEqual({
+          code: "payload_too_complex",
+          message: "This body took longer than 1 ms to read (see docs/integrations.md).",
+        });
+      }
+      // (Its message short too: a long one's text would be read in the thread, and stopped.)
+      const small = await post(service, "/webhook/alertmanager", alerts(300), auth);
+      expect(small.status).toBe(202);
+    });
+  });
+});

@@ -8,16 +8,17 @@ import {
 } from "../domain/message-options.ts";
 import { EntityParseError, type FormattedText } from "../domain/telegram-format.ts";
 import { threadModule } from "../files.ts";
-import { type Conversion, PayloadError } from "../integrations/inbound.ts";
+import { type Conversion, type Inbound, PayloadError, TooComplexError } from "../integrations/inbound.ts";
 import { TEMPLATE_LIMITS, TemplateError, type TemplateProblem } from "../integrations/template.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, type ErrorCode } from "./errors.ts";
 
 /*
  * What untrusted input can make expensive runs in a thread of its own (payload-worker.ts), never on
- * the event loop that answers requests: Docks' templates, and messages' long formatted texts.
- * LiquidJS checks its time limit only between template nodes: one filter over a long list
- * (`where_exp` over 250,000 numbers) ran for seconds past it; markdown-it cannot be stopped at all,
- * and 16,384 characters of `**_` held the loop 55–200 ms. Meanwhile every request of the service,
+ * the event loop that answers requests: Docks' templates, messages' long formatted texts, and large
+ * JSON bodies at the integration doors. LiquidJS checks its time limit only between template nodes:
+ * one filter over a long list (`where_exp` over 250,000 numbers) ran for seconds past it;
+ * markdown-it cannot be stopped at all, and 16,384 characters of `**_` held the loop 55–200 ms;
+ * JSON.parse neither, and a megabyte held it 10–50 ms. Meanwhile every request of the service,
  * /healthz included, waited. Here a job has a hard deadline: past it, the thread is ended
  * (Worker.terminate stops JavaScript wherever it is) and a new one takes the next job. The thread's
  * heap is capped too, so a job cannot fill the service's memory.
@@ -30,27 +31,66 @@ import { ApiError } from "./errors.ts";
 
 /** A payload as its text and how the thread reads it again (see payloadOf in payload-worker.ts). */
 export interface TemplatePayload {
-  text: string;
+  /** The text, or a body the event loop has not read: its UTF-8 bytes (checked in the thread). */
+  text: string | Uint8Array;
   /** JSON, form fields (application/x-www-form-urlencoded), or the text itself (XML, plain text). */
   as: "json" | "form" | "text";
 }
 
-/** What the main thread sends the thread: a Dock's template (checked there) and a payload, or a text to parse. */
+/** A request body the event loop has not read (see readsBodyInThread in inbound.ts). */
+export interface UnreadBody {
+  bytes: Buffer;
+  mediaType: string;
+  headers: Inbound["headers"];
+}
+
+/** What the main thread sends the thread: a Dock's template (checked there) and a payload, a text to parse, or a body to read. */
 export type ThreadJob =
   | { kind: "template"; template: unknown; payload: TemplatePayload }
-  | { kind: "format"; format: ParsedFormat; source: string };
+  | { kind: "format"; format: ParsedFormat; source: string }
+  | {
+      kind: "body";
+      bytes: Uint8Array;
+      mediaType: string;
+      headers: Inbound["headers"];
+      /** The format to read it as; null: the one detected. */
+      format: string | null;
+      /** Whether a JSON object with `msg` is a message of ours (/webhook's rule) rather than a payload. */
+      message: boolean;
+    };
+
+/** An ApiError raised in the thread (a body that is not UTF-8, not JSON), as the client is answered. */
+type Refused = { ok: false; refused: { code: ErrorCode; message: string } };
 
 /** The thread's answer to a template job. */
 export type TemplateReply =
   | { ok: true; conversion: Conversion }
   | { ok: false; problems: TemplateProblem[] }
-  | { ok: false; payload: string };
+  | { ok: false; payload: string }
+  | Refused;
+
+/**
+ * The thread's answer to a body job: a message's own fields (`msg`, `key` and the options, nothing
+ * else), or the format read (undefined: none detected; "template": the event loop renders it) and
+ * what it made of the payload.
+ */
+export type BodyReply =
+  | { ok: true; message: Record<string, unknown> }
+  | { ok: true; format: string | undefined; conversion?: Conversion }
+  | { ok: false; format: string; payload: string }
+  | { ok: false; format: string; tooComplex: string }
+  | Refused;
+
+/** A body read in the thread: a message's fields, or a payload's format and what it made of it. */
+export type BodyRead =
+  | { kind: "message"; fields: Record<string, unknown> }
+  | { kind: "payload"; format: string | undefined; result?: Conversion | PayloadError | TooComplexError };
 
 /** The thread's answer to a format job: the text and entities, or why the text does not parse. */
 export type FormatReply = { ok: true; formatted: FormattedText } | { ok: false; unparsed: string };
 
 /** Any answer of the thread; `failed` is a fault of ours (the request is answered 500). */
-export type ThreadReply = TemplateReply | FormatReply | { ok: false; failed: string };
+export type ThreadReply = TemplateReply | FormatReply | BodyReply | { ok: false; failed: string };
 
 /** A render's outcome, and how long it held the thread (what the Dock's template time is charged). */
 export interface Rendered {
@@ -65,6 +105,13 @@ export interface Rendered {
  * slowest message text we know (16,384 characters of `**_` as Markdown) reads in 10–35 ms.
  */
 export const JOB_DEADLINE_MS = 250;
+
+/**
+ * A body job's deadline: JSON.parse and a format's conversion are linear in the body (formats read
+ * lists only as far as a message shows), a megabyte in 5–50 ms; this only stops what we did not
+ * foresee, with room for INBOUND_MAX_BODY_BYTES's ceiling (16 MiB) on a loaded machine.
+ */
+export const READ_DEADLINE_MS = 2000;
 
 /**
  * Formatted texts shorter than this (UTF-16 units) are parsed on the event loop: the thread's
@@ -96,6 +143,8 @@ type Ran<R> = { threadMs: number; reply: R } | { threadMs: number; stopped: "tim
 
 interface Job {
   message: ThreadJob;
+  /** Bytes handed to the thread rather than copied (see handedOver). */
+  transfer: ArrayBuffer[];
   resolve: (ran: Ran<ThreadReply>) => void;
   reject: (error: Error) => void;
   startedAt?: number;
@@ -114,6 +163,16 @@ const FORMAT_NAMES: Record<ParsedFormat, string> = {
   telegram_markdownv2: "Telegram MarkdownV2",
 };
 
+/**
+ * The bytes in an ArrayBuffer of their own, to be handed to the thread without a copy: cloning a
+ * megabyte costs the event loop 2–3 ms, this copy 0.05 ms, and the request keeps its own.
+ */
+function handedOver(bytes: Uint8Array): Uint8Array {
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}
+
 /** Runs untrusted input's expensive work in a thread with a hard deadline and a capped heap (see the file's comment). */
 export class PayloadThread {
   readonly #deadlineMs: number;
@@ -123,9 +182,12 @@ export class PayloadThread {
   #idle: NodeJS.Timeout | undefined;
   #closed = false;
 
-  /** `deadlineMs`: JOB_DEADLINE_MS unless a test needs every job stopped. */
+  readonly #readDeadlineMs: number;
+
+  /** `deadlineMs`: every job's (JOB_DEADLINE_MS, READ_DEADLINE_MS) unless a test needs every job stopped. */
   constructor(options: { deadlineMs?: number } = {}) {
     this.#deadlineMs = options.deadlineMs ?? JOB_DEADLINE_MS;
+    this.#readDeadlineMs = options.deadlineMs ?? READ_DEADLINE_MS;
   }
 
   /**
@@ -134,7 +196,12 @@ export class PayloadThread {
    * ApiError `busy` when too many jobs wait.
    */
   async render(template: unknown, payload: TemplatePayload): Promise<Rendered> {
-    const ran = await this.#run<TemplateReply>({ kind: "template", template, payload });
+    const { text } = payload;
+    const bytes = typeof text === "string" ? null : handedOver(text);
+    const ran = await this.#run<TemplateReply>(
+      { kind: "template", template, payload: bytes === null ? payload : { ...payload, text: bytes } },
+      bytes === null ? [] : [bytes.buffer as ArrayBuffer],
+    );
     if ("stopped" in ran) {
       const message =
         ran.stopped === "time"
@@ -144,6 +211,7 @@ export class PayloadThread {
       return { threadMs: ran.threadMs, result: new TemplateError([{ field: "template", message }]) };
     }
     const { reply } = ran;
+    if (!reply.ok && "refused" in reply) throw new ApiError(reply.refused.code, reply.refused.message);
     return {
       threadMs: ran.threadMs,
       result: reply.ok
@@ -173,6 +241,44 @@ export class PayloadThread {
     throw new EntityParseError(ran.reply.unparsed);
   };
 
+  /**
+   * A body the event loop has not read, read in the thread as `format` (null: the one detected),
+   * or — with `message` — as /webhook reads a JSON body: a message of ours when it has `msg`.
+   * Throws the ApiError a body that is not UTF-8 or not JSON is answered with, `busy` when too many
+   * jobs wait, and `payload_too_complex` when reading it took longer than its deadline or more
+   * than the thread's heap.
+   */
+  async readBody(body: UnreadBody, format: string | null, message: boolean): Promise<BodyRead> {
+    const bytes = handedOver(body.bytes);
+    const ran = await this.#run<BodyReply>(
+      { kind: "body", bytes, mediaType: body.mediaType, headers: body.headers, format, message },
+      [bytes.buffer as ArrayBuffer],
+    );
+    if ("stopped" in ran) {
+      throw new ApiError(
+        "payload_too_complex",
+        ran.stopped === "time"
+          ? `This body took longer than ${this.#readDeadlineMs.toLocaleString("en-US")} ms to read (see docs/integrations.md).`
+          : `This body needed more than the ${THREAD_HEAP_MB} MB it may use to be read (see docs/integrations.md).`,
+      );
+    }
+    const { reply } = ran;
+    if (reply.ok) {
+      if ("message" in reply) return { kind: "message", fields: reply.message };
+      return {
+        kind: "payload",
+        format: reply.format,
+        ...(reply.conversion === undefined ? {} : { result: reply.conversion }),
+      };
+    }
+    if ("refused" in reply) throw new ApiError(reply.refused.code, reply.refused.message);
+    return {
+      kind: "payload",
+      format: reply.format,
+      result: "payload" in reply ? new PayloadError(reply.payload) : new TooComplexError(reply.tooComplex),
+    };
+  }
+
   /** Whether a job runs in the thread right now (the event loop answers other requests meanwhile). */
   get working(): boolean {
     return this.#running !== null;
@@ -195,11 +301,11 @@ export class PayloadThread {
   }
 
   /** Queues a job; its reply is R (the thread answers each kind of job with its kind of reply). */
-  #run<R extends ThreadReply>(message: ThreadJob): Promise<Ran<R>> {
+  #run<R extends ThreadReply>(message: ThreadJob, transfer: ArrayBuffer[] = []): Promise<Ran<R>> {
     if (this.#closed) return Promise.reject(new Error("the payload thread is closed"));
     if (this.#waiting.length >= MAX_WAITING) return Promise.reject(ApiError.retryAfter("busy", 1));
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ message, resolve: resolve as (ran: Ran<ThreadReply>) => void, reject });
+      this.#waiting.push({ message, transfer, resolve: resolve as (ran: Ran<ThreadReply>) => void, reject });
       this.#next();
     });
   }
@@ -219,8 +325,8 @@ export class PayloadThread {
     clearTimeout(this.#idle);
     this.#running = job;
     job.startedAt = performance.now();
-    job.deadline = setTimeout(() => this.#overran(job), this.#deadlineMs);
-    thread.worker.postMessage(job.message);
+    job.deadline = setTimeout(() => this.#overran(job), this.#deadlineOf(job));
+    thread.worker.postMessage(job.message, job.transfer);
   }
 
   #start(): Thread {
@@ -249,6 +355,12 @@ export class PayloadThread {
   #finish(reply: ThreadReply): void {
     const job = this.#running;
     if (job === null) return;
+    // Past its deadline, a job is stopped whichever comes first, its answer or its timer: an event
+    // loop held up (a loaded machine) may find both due and take the answer first.
+    if (performance.now() - (job.startedAt ?? 0) >= this.#deadlineOf(job)) {
+      this.#settle(job, { threadMs: this.#deadlineOf(job), stopped: "time" });
+      return;
+    }
     if (!reply.ok && "failed" in reply) {
       this.#settle(job, new Error(`the payload thread failed: ${reply.failed}`));
       return;
@@ -260,7 +372,11 @@ export class PayloadThread {
   #overran(job: Job): void {
     if (job !== this.#running) return;
     this.#end();
-    this.#settle(job, { threadMs: this.#deadlineMs, stopped: "time" });
+    this.#settle(job, { threadMs: this.#deadlineOf(job), stopped: "time" });
+  }
+
+  #deadlineOf(job: Job): number {
+    return job.message.kind === "body" ? this.#readDeadlineMs : this.#deadlineMs;
   }
 
   /** The thread ended on its own: out of memory (the running job's fault), or a failure. */
@@ -279,7 +395,7 @@ export class PayloadThread {
   }
 
   #heldFor(job: Job): number {
-    return Math.min(this.#deadlineMs, performance.now() - (job.startedAt ?? 0));
+    return Math.min(this.#deadlineOf(job), performance.now() - (job.startedAt ?? 0));
   }
 
   /** The running job is done: its outcome (or the failure that ended it) goes back, the next one starts. */

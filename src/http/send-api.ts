@@ -20,6 +20,7 @@ import { may, replacesOnlyOwn, SECRET_KEY, senderOf } from "../domain/principal.
 import { CREDENTIAL_PREFIX } from "../domain/secrets.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
+import type { Inbound } from "../integrations/inbound.ts";
 import { type CopyChange, changeState } from "../store/copy-changes.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -41,9 +42,10 @@ import {
   readInbound,
   signatureMatches,
   templateTime,
+  unreadBody,
   XML_TYPES,
 } from "./inbound.ts";
-import { type PayloadThread, readsInThread } from "./payload-thread.ts";
+import { type BodyRead, type PayloadThread, readsInThread, type UnreadBody } from "./payload-thread.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import {
   accepted,
@@ -463,9 +465,15 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
    * Another tool's payload turned into the message the handler stores (docs/integrations.md): the
    * format named (path or ?format=), else the Dock's inbound format, else the one detected.
    */
-  const integrate = async (request: FastifyRequest, named: string | null, inbound = readInbound(request)) => {
+  const integrate = async (
+    request: FastifyRequest,
+    named: string | null,
+    inbound: Inbound | UnreadBody = unreadBody(request) ?? readInbound(request),
+    read?: Extract<BodyRead, { kind: "payload" }>,
+  ) => {
     const result = await inboundMessage({
       inbound,
+      ...(read === undefined ? {} : { read }),
       named,
       dock: request.dock as DockCredentials,
       docks: options.docks,
@@ -511,6 +519,19 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     // ?format= names a message's format (markdown…) or a tool's: anything else is neither.
     if (typeof format === "string" && !(FORMATS as readonly string[]).includes(format.trim().toLowerCase())) {
       done(noSuchFormat(format, FORMATS));
+      return;
+    }
+    const unread = unreadBody(request);
+    if (unread !== undefined) {
+      // A large JSON body is read in the payload thread, a message's fields or a tool's payload alike.
+      options.payloadThread
+        .readBody(unread, (request.dock as DockCredentials).inbound, true)
+        .then((read) => {
+          if (read.kind === "payload") return integrate(request, null, unread, read);
+          takeOptions(request, read.fields, true);
+          request.body = read.fields;
+        })
+        .then(() => done(), done);
       return;
     }
     const mediaType = mediaTypeOf(request);
