@@ -96,10 +96,14 @@ const bodiesRead = new WeakMap<FastifyRequest, Inbound>();
  */
 export const THREAD_BODY_FROM = 64 * 1024;
 
+/** ASCII white space, as trim() removes it. */
+const isSpace = (byte: number | undefined) =>
+  byte === 0x20 || (byte !== undefined && byte >= 0x09 && byte <= 0x0d);
+
 /** The first byte of a body's text that is not white space (after a byte order mark), if any. */
 function firstByte(raw: Buffer): number | undefined {
   let at = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? 3 : 0;
-  while (at < raw.length && (raw[at] === 0x20 || (raw[at] as number) - 0x09 < 5)) at++;
+  while (isSpace(raw[at])) at++;
   return raw[at];
 }
 
