@@ -112,6 +112,43 @@ describe("the payload thread", () => {
   });
 });
 
+describe("what waits for the payload thread", () => {
+  const settled = async (jobs: Promise<unknown>[]) =>
+    (await Promise.allSettled(jobs)).map((job) =>
+      job.status === "fulfilled" ? "done" : (job.reason as { code?: string }).code,
+    );
+  const count = (outcomes: unknown[], outcome: unknown) => outcomes.filter((o) => o === outcome).length;
+
+  it("a burst of 200 long texts at once is taken whole (a Dock may send 60 at once)", async () => {
+    const thread = new PayloadThread();
+    try {
+      const text = "Some *emphasis* and **bold** with a [link](https://example.com).\n".repeat(256);
+      const outcomes = await settled(Array.from({ length: 200 }, () => thread.read("markdown", text)));
+      expect(count(outcomes, "done")).toBe(200);
+    } finally {
+      await thread.close();
+    }
+  });
+
+  it("past 32 renders, or 32 MiB of bodies, waiting: 503 busy", async () => {
+    const thread = new PayloadThread();
+    try {
+      // All asked for before the thread has started: every one of them waits.
+      const renders = Array.from({ length: 40 }, () =>
+        thread.render({ text: "{{ a }}" }, { text: '{"a":1}', as: "json" }),
+      );
+      const body = { bytes: Buffer.alloc(1024 * 1024, " "), mediaType: "application/json", headers: {} };
+      const bodies = Array.from({ length: 40 }, () => thread.readBody(body, "alertmanager", false));
+      const [rendered, read] = await Promise.all([settled(renders), settled(bodies)]);
+      expect([count(rendered, "done"), count(rendered, "busy")]).toEqual([32, 8]);
+      // (Blank bodies: read, and refused as not JSON; the ones that could not wait are busy.)
+      expect([count(read, "invalid_json"), count(read, "busy")]).toEqual([32, 8]);
+    } finally {
+      await thread.close();
+    }
+  });
+});
+
 describe("the payload thread reads bodies as the event loop does", () => {
   const thread = new PayloadThread();
   afterAll(async () => thread.close());

@@ -370,7 +370,7 @@ function boundedKey(key: string | undefined): string | null {
 
 /**
  * Template rendering time a Dock may use, in milliseconds: a second at once, then a tenth of a
- * second each second (a tenth of the template thread), whether its renders succeed or fail.
+ * second each second (a tenth of the payload thread), whether its renders succeed or fail.
  */
 export function templateTime(): TokenBuckets {
   return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });

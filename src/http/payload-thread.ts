@@ -132,8 +132,19 @@ export function readsInThread(msg: string, options: MessageOptions | null): bool
 /** The thread's heap: a 1 MiB payload, its plain copy and LiquidJS's TEMPLATE_LIMITS.memory fit well within. */
 const THREAD_HEAP_MB = 64;
 
-/** Jobs waiting beyond this are refused (503, Retry-After): each holds its input in memory. */
-const MAX_WAITING = 32;
+/**
+ * Renders waiting beyond this are refused (503, Retry-After): each holds its payload in memory and
+ * may take the thread for the whole deadline.
+ */
+const MAX_WAITING_RENDERS = 32;
+
+/**
+ * Texts and bodies waiting are refused past this much input (503, Retry-After): a text takes the
+ * thread for milliseconds, and a Dock may send a burst of 60 long texts at once (DOCK_RATE_BURST),
+ * which a count of 32 refused half of; 32 MiB holds 32 bodies of a megabyte, or a thousand texts
+ * of 16,384 units.
+ */
+const MAX_WAITING_BYTES = 32 * 1024 * 1024;
 
 /** An idle thread is ended after this long, its heap returned. */
 const IDLE_MS = 60_000;
@@ -143,6 +154,8 @@ type Ran<R> = { threadMs: number; reply: R } | { threadMs: number; stopped: "tim
 
 interface Job {
   message: ThreadJob;
+  /** The input it holds while it waits, in bytes (a text's UTF-16 units count two). */
+  size: number;
   /** Bytes handed to the thread rather than copied (see handedOver). */
   transfer: ArrayBuffer[];
   resolve: (ran: Ran<ThreadReply>) => void;
@@ -177,6 +190,9 @@ function handedOver(bytes: Uint8Array): Uint8Array {
 export class PayloadThread {
   readonly #deadlineMs: number;
   readonly #waiting: Job[] = [];
+  /** Renders waiting, and the input that texts and bodies waiting hold (see MAX_WAITING_BYTES). */
+  #waitingRenders = 0;
+  #waitingBytes = 0;
   #running: Job | null = null;
   #thread: Thread | null = null;
   #idle: NodeJS.Timeout | undefined;
@@ -289,7 +305,7 @@ export class PayloadThread {
     this.#closed = true;
     clearTimeout(this.#idle);
     const error = new Error("the payload thread is closed");
-    for (const job of this.#waiting.splice(0)) job.reject(error);
+    for (const job of this.#taken(this.#waiting.length)) job.reject(error);
     if (this.#running !== null) {
       clearTimeout(this.#running.deadline);
       this.#running.reject(error);
@@ -303,11 +319,31 @@ export class PayloadThread {
   /** Queues a job; its reply is R (the thread answers each kind of job with its kind of reply). */
   #run<R extends ThreadReply>(message: ThreadJob, transfer: ArrayBuffer[] = []): Promise<Ran<R>> {
     if (this.#closed) return Promise.reject(new Error("the payload thread is closed"));
-    if (this.#waiting.length >= MAX_WAITING) return Promise.reject(ApiError.retryAfter("busy", 1));
+    const render = message.kind === "template";
+    const size = render
+      ? 0
+      : message.kind === "format"
+        ? 2 * message.source.length
+        : message.bytes.byteLength;
+    if (render ? this.#waitingRenders >= MAX_WAITING_RENDERS : this.#waitingBytes + size > MAX_WAITING_BYTES)
+      return Promise.reject(ApiError.retryAfter("busy", 1));
+    if (render) this.#waitingRenders++;
+    this.#waitingBytes += size;
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ message, transfer, resolve: resolve as (ran: Ran<ThreadReply>) => void, reject });
+      const settle = resolve as (ran: Ran<ThreadReply>) => void;
+      this.#waiting.push({ message, size, transfer, resolve: settle, reject });
       this.#next();
     });
+  }
+
+  /** The first `count` jobs waiting, taken out of the queue. */
+  #taken(count: number): Job[] {
+    const jobs = this.#waiting.splice(0, count);
+    for (const job of jobs) {
+      if (job.message.kind === "template") this.#waitingRenders--;
+      this.#waitingBytes -= job.size;
+    }
+    return jobs;
   }
 
   #next(): void {
@@ -321,7 +357,7 @@ export class PayloadThread {
     const thread = this.#thread ?? this.#start();
     // The thread's start (loading LiquidJS and markdown-it) is not the job's time: it begins once the thread is ready.
     if (!thread.ready) return;
-    this.#waiting.shift();
+    this.#taken(1);
     clearTimeout(this.#idle);
     this.#running = job;
     job.startedAt = performance.now();
@@ -385,7 +421,7 @@ export class PayloadThread {
     this.#thread = null;
     if (!thread.ready) {
       // It could not start: every job waiting would fail the same way.
-      for (const job of this.#waiting.splice(0)) job.reject(error);
+      for (const job of this.#taken(this.#waiting.length)) job.reject(error);
       return;
     }
     const job = this.#running;
