@@ -37,7 +37,7 @@ export interface TemplatePayload {
   as: "json" | "form" | "text";
 }
 
-/** A request body the event loop has not read (see readsBodyInThread in inbound.ts). */
+/** A request body the event loop has not read (see unreadBody in inbound.ts). */
 export interface UnreadBody {
   bytes: Buffer;
   mediaType: string;
@@ -92,6 +92,12 @@ export type FormatReply = { ok: true; formatted: FormattedText } | { ok: false; 
 /** Any answer of the thread; `failed` is a fault of ours (the request is answered 500). */
 export type ThreadReply = TemplateReply | FormatReply | BodyReply | { ok: false; failed: string };
 
+/** What the thread posts for each job: its answer, and how long the job took there (ms). */
+export interface ThreadAnswer {
+  reply: ThreadReply;
+  ms: number;
+}
+
 /** A render's outcome, and how long it held the thread (what the Dock's template time is charged). */
 export interface Rendered {
   threadMs: number;
@@ -102,7 +108,8 @@ export interface Rendered {
  * A job that runs longer than this is stopped, its thread ended: a template's payload is read
  * again in the thread (a 1 MiB JSON body, ~30 ms) and every field rendered within LiquidJS's own
  * TEMPLATE_LIMITS.renderMs, which stops ordinary loops between nodes with a precise message; the
- * slowest message text we know (16,384 characters of `**_` as Markdown) reads in 10–35 ms.
+ * slowest message text we know (16,384 characters of `**_` as Markdown) reads in 10–75 ms (the
+ * first in a fresh thread, its code not yet optimised, in 240 ms on a machine loaded 6 times over).
  */
 export const JOB_DEADLINE_MS = 250;
 
@@ -114,10 +121,11 @@ export const JOB_DEADLINE_MS = 250;
 export const READ_DEADLINE_MS = 2000;
 
 /**
- * Formatted texts shorter than this (UTF-16 units) are parsed on the event loop: the thread's
- * round trip costs more than they do. Measured with the slowest texts we know for each format
- * (docs/benchmarks.md, bench:hostile): Markdown of 2,048 units reads in about 1 ms, of 4,096 in
- * 2–15 ms; HTML and MarkdownV2 of 16,384 in 0.4–1.8 ms, sent here all the same from this length.
+ * Formatted texts shorter than this (UTF-16 units) are parsed on the event loop: even the slowest
+ * Markdown we know costs it about a millisecond at this length (prose 0.7 ms), and most messages
+ * are far shorter. From here (4,096 units: 2–15 ms) they go to the thread, whose round trip costs
+ * the loop 0.1–0.5 ms (docs/benchmarks.md, bench:hostile). HTML and MarkdownV2 read 16,384 units
+ * in 0.4–1.8 ms, but go there from this length all the same: one rule, no parser trusted to stay fast.
  */
 export const THREAD_TEXT_FROM = 2048;
 
@@ -189,6 +197,7 @@ function handedOver(bytes: Uint8Array): Uint8Array {
 /** Runs untrusted input's expensive work in a thread with a hard deadline and a capped heap (see the file's comment). */
 export class PayloadThread {
   readonly #deadlineMs: number;
+  readonly #readDeadlineMs: number;
   readonly #waiting: Job[] = [];
   /** Renders waiting, and the input that texts and bodies waiting hold (see MAX_WAITING_BYTES). */
   #waitingRenders = 0;
@@ -197,8 +206,6 @@ export class PayloadThread {
   #thread: Thread | null = null;
   #idle: NodeJS.Timeout | undefined;
   #closed = false;
-
-  readonly #readDeadlineMs: number;
 
   /** `deadlineMs`: every job's (JOB_DEADLINE_MS, READ_DEADLINE_MS) unless a test needs every job stopped. */
   constructor(options: { deadlineMs?: number } = {}) {
@@ -373,7 +380,7 @@ export class PayloadThread {
     worker.unref();
     const thread: Thread = { worker, ready: false };
     this.#thread = thread;
-    worker.on("message", (message: ThreadReply | "ready") => {
+    worker.on("message", (message: ThreadAnswer | "ready") => {
       if (thread !== this.#thread) return;
       if (message === "ready") {
         thread.ready = true;
@@ -388,12 +395,13 @@ export class PayloadThread {
   }
 
   /** The running job's answer. */
-  #finish(reply: ThreadReply): void {
+  #finish({ reply, ms }: ThreadAnswer): void {
     const job = this.#running;
     if (job === null) return;
-    // Past its deadline, a job is stopped whichever comes first, its answer or its timer: an event
-    // loop held up (a loaded machine) may find both due and take the answer first.
-    if (performance.now() - (job.startedAt ?? 0) >= this.#deadlineOf(job)) {
+    // A job that took the thread past its deadline is stopped, whichever the event loop takes
+    // first when both are due, its answer or its timer (a held-up loop may take either); an answer
+    // the thread gave in time counts, however late the loop reads it.
+    if (ms >= this.#deadlineOf(job)) {
       this.#settle(job, { threadMs: this.#deadlineOf(job), stopped: "time" });
       return;
     }
