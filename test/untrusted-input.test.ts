@@ -263,13 +263,18 @@ describe("long formatted texts are read off the event loop", () => {
   describe("at the thread's deadline", () => {
     let service: RunningService;
     beforeAll(async () => {
-      // A million characters: what an operator may allow (MAX_MESSAGE_LENGTH's ceiling).
-      service = await startService("sqlite", {
-        AUTH_FAILURES_PER_MINUTE: "0",
-        DOCK_RATE_BURST: "0",
-        MAX_MESSAGE_LENGTH: "1000000",
-        MAX_BODY_BYTES: String(4 * 1024 * 1024),
-      });
+      // A million characters (MAX_MESSAGE_LENGTH's ceiling) of `**_` read in about a second, ten
+      // times this deadline; a text of 2,100 in a millisecond.
+      service = await startService(
+        "sqlite",
+        {
+          AUTH_FAILURES_PER_MINUTE: "0",
+          DOCK_RATE_BURST: "0",
+          MAX_MESSAGE_LENGTH: "1000000",
+          MAX_BODY_BYTES: String(4 * 1024 * 1024),
+        },
+        { threadDeadlineMs: 100 },
+      );
     });
     afterAll(async () => service?.close());
 
@@ -282,13 +287,13 @@ describe("long formatted texts are read off the event loop", () => {
       const refused = await answer;
       expect(refused.status).toBe(400);
       expect(refused.body.error.code).toBe("invalid_fields");
-      expect(refused.body.error.fields).toEqual([stopped("Markdown", JOB_DEADLINE_MS)]);
+      expect(refused.body.error.fields).toEqual([stopped("Markdown", 100)]);
       expect(await messages(service, dock.id)).toBe(0);
       // A new thread reads the next one.
       const next = await send(
         service,
         "/webhook",
-        { msg: `# Report\n\n${"*ok* ".repeat(1000)}`, format: "markdown" },
+        { msg: `# Report\n\n${"*ok* ".repeat(420)}`, format: "markdown" },
         auth,
       );
       expect(next.status).toBe(202);
