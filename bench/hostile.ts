@@ -138,6 +138,8 @@ const formFields = (head: string, limit: number) => fill(head, (i) => `k${i}=`, 
 
 /** The worst Markdown we found for markdown-it: 16,384 characters (MAX_MESSAGE_LENGTH) of `**_`. */
 const MARKDOWN = "**_".repeat(5461);
+/** A list of 4,096 items in 16,384 characters: our conversion was quadratic in a list's length. */
+const MARKDOWN_LIST = "- a\n".repeat(4096);
 
 const WHERE_EXP = '{{ payload.alerts | where_exp: "a", "a > 1 and a < 998" | size }}';
 const GROUP_BY_EXP = '{{ payload.alerts | group_by_exp: "a", "a" | size }}';
@@ -226,6 +228,11 @@ const CASES: Case[] = [
     door: "/webhook",
     name: "16,384 characters of Markdown (`**_`)",
     build: json("/webhook", JSON.stringify({ msg: MARKDOWN, format: "markdown" })),
+  },
+  {
+    door: "/webhook",
+    name: "16,384 characters of Markdown list items (`- a`)",
+    build: json("/webhook", JSON.stringify({ msg: MARKDOWN_LIST, format: "markdown" })),
   },
   {
     door: "/webhook/alertmanager",

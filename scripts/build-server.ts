@@ -31,7 +31,7 @@ const dist = join(root, "dist");
 const next = join(root, `.dist-${process.pid}`);
 const old = join(root, `.dist-old-${process.pid}`);
 
-const THREADS = ["store/sqlite/worker", "store/sqlite/checkpointer", "http/template-thread"] as const;
+const THREADS = ["store/sqlite/worker", "store/sqlite/checkpointer", "http/payload-worker"] as const;
 
 /**
  * Loaded from node_modules as they are, not bundled:

@@ -19,12 +19,12 @@ import { docs } from "./http/docs.ts";
 import { clientErrorHandler, errorBoundary, frameworkErrors } from "./http/error-boundary.ts";
 import { ApiError } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { PayloadThread } from "./http/payload-thread.ts";
 import { utf8Parsers } from "./http/request-body.ts";
 import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send-api.ts";
 import { telegramWebhook } from "./http/telegram-webhook.ts";
-import { TemplateRenderer } from "./http/template-renderer.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
 import {
@@ -72,6 +72,8 @@ export interface AppDeps {
    * names that resolve where they choose (a public-looking name to 127.0.0.1, say).
    */
   resolveHost?: HostResolver;
+  /** The payload thread's deadline (JOB_DEADLINE_MS when omitted); tests that need a job stopped set a tiny one. */
+  threadDeadlineMs?: number;
 }
 
 /** A claim link into the bot, or — while the bot's username is unknown — the command to send it. */
@@ -109,8 +111,8 @@ export interface App {
   activity: ActivityRepository;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
-  /** Where Docks' templates are rendered: a thread of its own, with a hard deadline. */
-  templates: TemplateRenderer;
+  /** Where Docks' templates are rendered and long texts parsed: a thread of its own, with a hard deadline. */
+  payloadThread: PayloadThread;
   /**
    * While the instance awaits its first administrator (OWNERS unset with a real bot, nobody has
    * claimed it): a new single-use claim link into the bot, or — while the bot's username is not
@@ -232,8 +234,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     databaseWritable: async () => (await probe.check()).state === "ok",
   });
   const intake = new Intake({ messages, metrics });
-  const templates = new TemplateRenderer();
-  server.addHook("onClose", async () => templates.close());
+  const payloadThread = new PayloadThread(
+    deps.threadDeadlineMs === undefined ? {} : { deadlineMs: deps.threadDeadlineMs },
+  );
+  server.addHook("onClose", async () => payloadThread.close());
   const maxInboundBodyBytes = Math.max(config.maxBodyBytes, config.maxInboundBodyBytes);
   const unauthenticatedBodies = new BodyBudget({
     totalBytes: config.unauthenticatedBodiesMaxBytes,
@@ -250,7 +254,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxMessageLength: config.maxMessageLength,
     authFailuresPerMinute: config.authFailuresPerMinute,
     databaseTimeoutMs: config.databaseTimeoutMs,
-    templates,
+    payloadThread,
     unauthenticatedBodies,
   });
 
@@ -286,7 +290,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sessionTtlMs: config.sessionTtlMs,
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
     callbackTargets,
-    templates,
+    payloadThread,
     now,
   });
   await server.register(consolePage, {});
@@ -419,7 +423,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
         command: `/start ${payload}`,
       };
     },
-    templates,
+    payloadThread,
     async start() {
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }

@@ -18,7 +18,7 @@ export function ownFile(path: string): URL {
 
 /** A module the service runs as a thread, by its path below src/ without extension. */
 export function threadModule(
-  path: "store/sqlite/worker" | "store/sqlite/checkpointer" | "http/template-thread",
+  path: "store/sqlite/worker" | "store/sqlite/checkpointer" | "http/payload-worker",
 ): URL {
   return new URL(`${path}${EXTENSION}`, CODE_ROOT);
 }

@@ -148,6 +148,8 @@ export interface ServiceOptions {
   foldIntervalMs?: number;
   /** Resolves callback URLs' host names instead of the system (names chosen by the test). */
   resolveHost?: HostResolver;
+  /** The payload thread's deadline: a test that needs every job stopped makes it tiny. */
+  threadDeadlineMs?: number;
 }
 
 /** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
@@ -207,6 +209,7 @@ export async function startServiceOver(
     ...(unpaced ? { pace: UNPACED } : {}),
     ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
+    ...(options.threadDeadlineMs === undefined ? {} : { threadDeadlineMs: options.threadDeadlineMs }),
   });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();

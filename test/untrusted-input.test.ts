@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RENDER_DEADLINE_MS } from "../src/http/template-renderer.ts";
+import { JOB_DEADLINE_MS, THREAD_TEXT_FROM } from "../src/http/payload-thread.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { signIn } from "./console-client.ts";
 import { basic, type RunningService, startService } from "./harness.ts";
@@ -58,7 +58,7 @@ describe("untrusted input is bounded", () => {
     const answer = post("/webhook/template", NUMBERS, asJson(dock));
     // Seen from the event loop while the thread renders: the loop was free to look (a render on
     // the loop itself would have held it until the render ended).
-    await waitFor("the render to run in its thread", () => service.app.templates.rendering, 30_000, 5);
+    await waitFor("the render to run in its thread", () => service.app.payloadThread.working, 30_000, 5);
     const health = await fetch(`${service.url}/healthz`);
     expect(health.status).toBe(200);
     const stopped = await answer;
@@ -67,7 +67,7 @@ describe("untrusted input is bounded", () => {
     expect(stopped.body.error.fields).toEqual([
       {
         field: "template",
-        message: `took too long: stopped after ${RENDER_DEADLINE_MS} ms; a template may render for at most 100 ms, all fields together.`,
+        message: `took too long: stopped after ${JOB_DEADLINE_MS} ms; a template may render for at most 100 ms, all fields together.`,
       },
     ]);
     // A new thread renders the next payload.
@@ -225,6 +225,337 @@ describe("untrusted input is bounded", () => {
       expect(again).toMatch(/^HTTP\/1\.1 503 /);
       const other = await signedHead(dock.id, "198.51.100.8", 2, "{}").answer;
       expect(other).toMatch(/^HTTP\/1\.1 401 /);
+    });
+  });
+});
+
+describe("long formatted texts are read off the event loop", () => {
+  /** The slowest Markdown we know for markdown-it: `**_` repeated (16,384 characters: 10–200 ms on the loop). */
+  const stars = (characters: number) => "**_".repeat(Math.ceil(characters / 3)).slice(0, characters);
+  const messages = async (service: RunningService, dockId: string) =>
+    Number(
+      (
+        await service.db.kysely
+          .selectFrom("messages")
+          .select((e) => e.fn.countAll<number>().as("n"))
+          .where("dock_id", "=", dockId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const send = async (
+    service: RunningService,
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const response = await fetch(`${service.url}${path}`, {
+      method: path.startsWith("/messages/") ? "PATCH" : "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  const stopped = (format: string, ms: number) => ({
+    field: "msg",
+    message: `took too long to read as ${format}: stopped after ${ms} ms. Send a shorter text, or it as plain text.`,
+  });
+
+  describe("at the thread's deadline", () => {
+    let service: RunningService;
+    beforeAll(async () => {
+      // A million characters (MAX_MESSAGE_LENGTH's ceiling) of `**_` read in about a second, ten
+      // times this deadline; a text of 2,100 in a millisecond.
+      service = await startService(
+        "sqlite",
+        {
+          AUTH_FAILURES_PER_MINUTE: "0",
+          DOCK_RATE_BURST: "0",
+          MAX_MESSAGE_LENGTH: "1000000",
+          MAX_BODY_BYTES: String(4 * 1024 * 1024),
+        },
+        { threadDeadlineMs: 100 },
+      );
+    });
+    afterAll(async () => service?.close());
+
+    it("a million characters of Markdown are stopped at the deadline and refused (400, msg), while the event loop answers /healthz", async () => {
+      const dock = await service.app.docks.create(1, { name: "Markdown", link: null, description: null });
+      const auth = { authorization: basic(dock.id, dock.secretKey) };
+      const answer = send(service, "/webhook", { msg: stars(1_000_000), format: "markdown" }, auth);
+      await waitFor("the text to be read in its thread", () => service.app.payloadThread.working, 30_000, 5);
+      expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+      const refused = await answer;
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_fields");
+      expect(refused.body.error.fields).toEqual([stopped("Markdown", 100)]);
+      expect(await messages(service, dock.id)).toBe(0);
+      // A new thread reads the next one.
+      const next = await send(
+        service,
+        "/webhook",
+        { msg: `# Report\n\n${"*ok* ".repeat(420)}`, format: "markdown" },
+        auth,
+      );
+      expect(next.status).toBe(202);
+      expect(await messages(service, dock.id)).toBe(1);
+    });
+  });
+
+  describe("with a deadline no long text meets", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    beforeAll(async () => {
+      service = await startService(
+        "sqlite",
+        { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" },
+        { threadDeadlineMs: 1 },
+      );
+      dock = await service.app.docks.create(1, { name: "Hasty", link: null, description: null });
+    });
+    afterAll(async () => service?.close());
+
+    it("every door refuses a text its thread stopped, in the documented format, and stores nothing; shorter texts are read on the event loop", async () => {
+      const auth = { authorization: basic(dock.id, dock.secretKey) };
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const short = stars(THREAD_TEXT_FROM - 1);
+      const sent = await send(service, "/webhook", { msg: short, format: "markdown" }, auth);
+      expect(sent.status).toBe(202);
+      const refusals = [
+        await send(service, "/webhook", { msg: stars(16_384), format: "markdown" }, auth),
+        await send(service, "/ping", {
+          dock_id: dock.id,
+          secret_key: dock.secretKey,
+          msg: stars(16_384),
+          format: "markdown",
+        }),
+        await send(service, `/hook/${token}`, { msg: "<b>x</b>".repeat(2000), format: "html" }),
+        await send(service, `/messages/${sent.body.message_id}`, { msg: stars(THREAD_TEXT_FROM) }, auth),
+      ];
+      const formats = ["Markdown", "Markdown", "Telegram HTML", "Markdown"];
+      for (const [i, refused] of refusals.entries()) {
+        expect(refused.status, `request ${i}`).toBe(400);
+        expect(refused.body).toEqual({
+          ok: false,
+          error: {
+            code: "invalid_fields",
+            message: expect.stringContaining("took too long"),
+            fields: [stopped(formats[i] as string, 1)],
+          },
+        });
+      }
+      expect(await messages(service, dock.id)).toBe(1);
+      // The short text went nowhere near the thread: the same text one character longer is refused.
+      const ping = await send(service, "/ping", {
+        dock_id: dock.id,
+        secret_key: dock.secretKey,
+        msg: short,
+        format: "markdown",
+      });
+      expect(ping.status).toBe(202);
+    });
+
+    it("/ping checks the key before a long text is read: a wrong key or a placeholder is 401, whatever the text", async () => {
+      const long = { msg: stars(16_384), format: "markdown" };
+      const wrong = await send(service, "/ping", { dock_id: dock.id, secret_key: "dnsk_wrong", ...long });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.error.code).toBe("unauthorized");
+      const unknown = await send(service, "/ping", {
+        dock_id: "AAAAAAAAAAAAAAAAAAAAAA",
+        secret_key: dock.secretKey,
+        ...long,
+      });
+      expect(unknown.body).toEqual(wrong.body);
+      const placeholder = await send(service, "/ping", {
+        dock_id: dock.id,
+        secret_key: "<SECRET_KEY>",
+        ...long,
+      });
+      expect(placeholder.status).toBe(401);
+      expect(placeholder.body.error.message).toMatch(/^<SECRET_KEY> is a placeholder/);
+      // With the right key, the text is read (and here stopped).
+      const right = await send(service, "/ping", { dock_id: dock.id, secret_key: dock.secretKey, ...long });
+      expect(right.status).toBe(400);
+    });
+  });
+});
+
+describe("large JSON bodies are read off the event loop", () => {
+  const KiB = 1024;
+  /** JSON of `bytes` or a little more: `head`, then items `item(i)` until it is that long, then `tail`. */
+  const filled = (head: string, item: (i: number) => string, tail: string, bytes: number) => {
+    const items: string[] = [];
+    for (let length = head.length + tail.length; length < bytes; length += (items.at(-1)?.length ?? 0) + 1)
+      items.push(item(items.length));
+    return `${head}${items.join(",")}${tail}`;
+  };
+  /** An Alertmanager group of `bytes`. */
+  const alerts = (bytes: number) =>
+    filled(
+      '{"version":"4","groupKey":"{}:{}","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"https://am.example.com","alerts":[',
+      (i) =>
+        `{"status":"firing","labels":{"alertname":"DiskFull","instance":"db-${i}.example.com","severity":"critical"},"annotations":{"summary":"Disk ${i} is full"},"startsAt":"2026-11-28T10:00:00Z","fingerprint":"f${i}"}`,
+      "]}",
+      bytes,
+    );
+  const post = async (
+    service: RunningService,
+    path: string,
+    body: string | Buffer,
+    headers: Record<string, string>,
+  ) => {
+    const response = await fetch(`${service.url}${path}`, { method: "POST", headers, body });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  const json = { "content-type": "application/json" };
+  const signed = (dock: DockWithSecret, body: string | Buffer) => ({
+    ...json,
+    "x-github-event": "push",
+    "x-hub-signature-256": `sha256=${createHmac("sha256", dock.secretKey).update(body).digest("hex")}`,
+  });
+  /** A push of `bytes`, GitHub's shape. */
+  const push = (bytes: number) =>
+    filled(
+      '{"ref":"refs/heads/main","repository":{"full_name":"o/r","html_url":"https://github.com/o/r"},"pusher":{"name":"ada"},"compare":"https://github.com/o/r/compare/a...b","commits":[',
+      (i) =>
+        `{"id":"${i.toString(16).padStart(40, "0")}","message":"Fix","author":{"name":"Ada"},"url":"https://github.com/o/r/commit/${i}"}`,
+      "]}",
+      bytes,
+    );
+
+  describe("read in the thread, answered as ever", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    let token: string;
+    beforeAll(async () => {
+      service = await startService("sqlite", { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" });
+      dock = await service.app.docks.create(1, { name: "Large", link: null, description: null });
+      token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    });
+    afterAll(async () => service?.close());
+
+    it("a megabyte of alerts, a large message, a signed push and a template's payload are taken", async () => {
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      const group = await post(service, "/webhook/alertmanager", alerts(1000 * KiB), auth);
+      expect(group.status).toBe(202);
+      expect(group.body.format).toBe("alertmanager");
+      const text = (await service.app.messages.get(group.body.message_id))?.text;
+      expect(text).toMatch(/DiskFull/);
+      // A message of ours with 100 KiB beside it: its fields are picked out in the thread.
+      const message = JSON.stringify({ msg: "Backup done", title: "Nightly", extra: "x".repeat(100 * KiB) });
+      const sent = await post(service, `/hook/${token}`, message, json);
+      expect(sent.status).toBe(202);
+      const stored = await service.app.messages.get(sent.body.message_id);
+      expect(stored?.text).toBe("Backup done");
+      expect(stored?.content).toMatch(/"title":"Nightly"/);
+      // JSON sent as a form (`curl -d @alerts.json`) is JSON too; detected as Alertmanager's.
+      const another = alerts(100 * KiB).replace('"groupKey":"{}:{}"', '"groupKey":"{}:{hook}"');
+      const form = await post(service, `/hook/${token}`, another, {
+        "content-type": "application/x-www-form-urlencoded",
+      });
+      expect(form.body).toMatchObject({ format: "alertmanager" });
+      const body = push(200 * KiB);
+      const delivery = await post(service, `/webhook/github/${dock.id}`, body, signed(dock, body));
+      expect(delivery.status).toBe(202);
+      expect(delivery.body.format).toBe("github");
+      const templated = await service.app.docks.create(1, {
+        name: "Templated",
+        link: null,
+        description: null,
+      });
+      await service.app.docks.updateIntegrations(templated.id, {
+        template: { text: "{{ alerts | size }} alerts" },
+      });
+      const rendered = await post(service, "/webhook/template", alerts(100 * KiB), {
+        ...json,
+        authorization: basic(templated.id, templated.secretKey),
+      });
+      expect(rendered.status).toBe(202);
+      expect((await service.app.messages.get(rendered.body.message_id))?.text).toMatch(/^\d+ alerts$/);
+    });
+
+    it("a large body that is not UTF-8, not JSON, not an object or no format's is refused as a small one is", async () => {
+      const large = (text: string) => text + " ".repeat(70 * KiB);
+      const hook = (body: string | Buffer) => post(service, `/hook/${token}`, body, json);
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      for (const [answer, code, message] of [
+        [await hook(large("{nope")), "invalid_json", "The request body is not valid JSON."],
+        [await hook(large("[1, 2]")), "invalid_json", "The request body must be a JSON object."],
+        [
+          await post(service, "/webhook/alertmanager", large("{nope"), auth),
+          "invalid_json",
+          "The request body is not valid JSON.",
+        ],
+        [
+          await post(
+            service,
+            "/webhook/alertmanager",
+            Buffer.concat([Buffer.from(large('{"a":"')), Buffer.from([0xff]), Buffer.from('"}')]),
+            auth,
+          ),
+          "invalid_request",
+          "The request body is not valid UTF-8.",
+        ],
+      ] as const) {
+        expect(answer.status).toBe(400);
+        expect(answer.body.error).toEqual({ code, message });
+      }
+      const unknown = await hook(large('{"items": [1, 2, 3]}'));
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.code).toBe("unknown_format");
+      const invalid = await post(service, "/webhook/alertmanager", large('{"alerts": 5}'), auth);
+      expect(invalid.body.error).toEqual({
+        code: "invalid_payload",
+        message: "This body is not a valid alertmanager payload: alerts must be an array",
+      });
+      // A signed body is a JSON object, or refused before it is read any further.
+      const array = large(`[${push(100)}]`);
+      const refused = await post(service, `/webhook/github/${dock.id}`, array, signed(dock, array));
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_payload");
+    });
+  });
+
+  describe("with a deadline no body meets", () => {
+    let service: RunningService;
+    let dock: DockWithSecret;
+    beforeAll(async () => {
+      service = await startService(
+        "sqlite",
+        { AUTH_FAILURES_PER_MINUTE: "0", DOCK_RATE_BURST: "0" },
+        { threadDeadlineMs: 1 },
+      );
+      dock = await service.app.docks.create(1, { name: "Hasty bodies", link: null, description: null });
+    });
+    afterAll(async () => service?.close());
+
+    it(`every door reads a JSON body of ${64} KiB or more in the thread (stopped here: 413), a smaller one on the event loop`, async () => {
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const auth = { ...json, authorization: basic(dock.id, dock.secretKey) };
+      const body = push(1000 * KiB);
+      const refusals = [
+        await post(service, "/webhook/alertmanager", alerts(1000 * KiB), auth),
+        await post(service, `/hook/${token}`, alerts(64 * KiB), json),
+        await post(
+          service,
+          `/hook/${token}`,
+          JSON.stringify({ msg: "m", extra: "x".repeat(64 * KiB) }),
+          json,
+        ),
+        await post(service, `/hook/${token}/alertmanager`, alerts(64 * KiB), {
+          "content-type": "application/x-www-form-urlencoded",
+        }),
+        await post(service, `/webhook/github/${dock.id}`, body, signed(dock, body)),
+      ];
+      for (const [i, refused] of refusals.entries()) {
+        expect(refused.status, `request ${i}`).toBe(413);
+        expect(refused.body.error).toEqual({
+          code: "payload_too_complex",
+          message: "This body took longer than 1 ms to read (see docs/integrations.md).",
+        });
+      }
+      // (Its message short too: a long one's text would be read in the thread, and stopped.)
+      const small = await post(service, "/webhook/alertmanager", alerts(300), auth);
+      expect(small.status).toBe(202);
     });
   });
 });

@@ -577,21 +577,38 @@ function linkProblems(body: FormattedText): string[] {
   return problems;
 }
 
+/** A format in which text is parsed into Telegram's text and entities. */
+export type ParsedFormat = Exclude<Format, "text">;
+
 /**
- * Everything needed to show the message, decided now: the body parsed in its format (an error
- * names `msg`), tags split into emoji and hashtags. Null for a plain message with no options.
+ * Reads a text in its format: Telegram's text and entities. Throws EntityParseError for HTML or
+ * MarkdownV2 that does not parse (Markdown always reads); a reader may refuse a text with an
+ * OptionsError naming `msg` (the HTTP edge's, when parsing it would take too long).
  */
-export async function prepareContent(msg: string, options: MessageOptions): Promise<MessageContent | null> {
+export type FormatReader = (format: ParsedFormat, source: string) => Promise<FormattedText>;
+
+/** The text in its format, parsed here and now (see FormatReader). */
+export async function readFormat(format: ParsedFormat, source: string): Promise<FormattedText> {
+  if (format === "markdown") return markdownToEntities(await markdownParser(), source);
+  return tidyEntities(format === "html" ? parseHtml(source) : parseMarkdownV2(source));
+}
+
+/**
+ * Everything needed to show the message, decided now: the body parsed in its format by `read` (an
+ * error names `msg`), tags split into emoji and hashtags. Null for a plain message with no options.
+ */
+export async function prepareContent(
+  msg: string,
+  options: MessageOptions,
+  read: FormatReader = readFormat,
+): Promise<MessageContent | null> {
   if (Object.keys(options).length === 0) return null;
   const content: MessageContent = { options };
   const format = options.format ?? "text";
   if (format !== "text") {
     let body: FormattedText;
     try {
-      body =
-        format === "markdown"
-          ? markdownToEntities(await markdownParser(), msg)
-          : tidyEntities(format === "html" ? parseHtml(msg) : parseMarkdownV2(msg));
+      body = await read(format, msg);
     } catch (error) {
       if (!(error instanceof EntityParseError)) throw error;
       const hint =

@@ -62,7 +62,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     report: options.report,
     activity: options.activity,
     callbackTargets: options.callbackTargets,
-    templates: options.templates,
+    payloadThread: options.payloadThread,
     maxDocksPerOwner: options.maxDocksPerOwner,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,

@@ -21,8 +21,14 @@ import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { ApiError, fieldsRefused } from "./errors.ts";
+import {
+  type BodyRead,
+  JOB_DEADLINE_MS,
+  type PayloadThread,
+  type TemplatePayload,
+  type UnreadBody,
+} from "./payload-thread.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
-import { RENDER_DEADLINE_MS, type TemplatePayload, type TemplateRenderer } from "./template-renderer.ts";
 
 /*
  * The integrations' door (docs/integrations.md): a payload another tool sends — to /webhook (its
@@ -53,7 +59,8 @@ export const XML_TYPES = new Set(["application/xml", "text/xml", "application/so
 /** The inbound formats, as an error or the API reference lists them. */
 export const INBOUND_FORMAT_LIST = ALL_FORMAT_NAMES.join(", ");
 
-function parseJson(text: string): unknown {
+/** A body's JSON, or the 400 that says it is none (never JSON.parse's message: it quotes the body). */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -80,6 +87,41 @@ export function readInbound(request: FastifyRequest): Inbound {
  * a signed body is read to check its shape, then again for its format.
  */
 const bodiesRead = new WeakMap<FastifyRequest, Inbound>();
+
+/**
+ * JSON bodies of this many bytes or more are read in the payload thread (PayloadThread.readBody),
+ * never on the event loop: JSON.parse can be neither split nor stopped, and a megabyte held the
+ * loop 10–50 ms. Below it (every message's body by default, MAX_BODY_BYTES) parsing costs at most
+ * about a millisecond, less than the thread's round trip (docs/benchmarks.md, bench:hostile).
+ */
+export const THREAD_BODY_FROM = 64 * 1024;
+
+/** ASCII white space, as trim() removes it. */
+const isSpace = (byte: number | undefined) =>
+  byte === 0x20 || (byte !== undefined && byte >= 0x09 && byte <= 0x0d);
+
+/** The first byte of a body's text that is not white space (after a byte order mark), if any. */
+function firstByte(raw: Buffer): number | undefined {
+  let at = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? 3 : 0;
+  while (isSpace(raw[at])) at++;
+  return raw[at];
+}
+
+/**
+ * The request's body when it is to be read in the payload thread: JSON (or JSON sent as a form,
+ * as `curl -d @payload.json` does) of THREAD_BODY_FROM bytes or more, not read yet. Undefined for
+ * any other body, which the event loop reads (forms are counted before they are parsed, XML too).
+ */
+export function unreadBody(request: FastifyRequest): UnreadBody | undefined {
+  const raw = request.body;
+  if (!Buffer.isBuffer(raw) || raw.length < THREAD_BODY_FROM || bodiesRead.has(request)) return undefined;
+  const mediaType = mediaTypeOf(request);
+  const json =
+    mediaType === "application/x-www-form-urlencoded"
+      ? firstByte(raw) === 0x7b
+      : (JSON_LIKE.has(mediaType) || mediaType.endsWith("+json")) && firstByte(raw) !== undefined;
+  return json ? { bytes: raw, mediaType, headers: request.headers } : undefined;
+}
 
 /**
  * The body a /webhook or hook URL request carries, already parsed as a JSON object by the message
@@ -166,20 +208,30 @@ const URL_OVERRIDES_SKIP = new Set(["format", "markdown"]);
  * template failed on it).
  */
 export async function inboundMessage(input: {
-  inbound: Inbound;
+  /** The body as read, or to be read in the payload thread (see unreadBody). */
+  inbound: Inbound | UnreadBody;
+  /** What the thread already made of that body (parseWebhook reads it there first, as a message or not). */
+  read?: Extract<BodyRead, { kind: "payload" }>;
   named: string | null;
   dock: DockCredentials;
   docks: DockRepository;
   query: Record<string, unknown>;
   /** A template to use instead of the Dock's saved one (the console's preview of one being edited). */
   template?: DockTemplate;
-  /** Where templates are rendered (off the event loop, with a hard deadline). */
-  templates: TemplateRenderer;
+  /** Where templates are rendered and long texts parsed (off the event loop, with a hard deadline). */
+  thread: PayloadThread;
   /** Template rendering time (ms) each Dock may use (see templateTime). */
   renderBudget: TokenBuckets;
 }): Promise<InboundMessage | InboundSkip> {
   const { inbound, dock } = input;
-  const name = input.named ?? dock.inbound ?? detectFormat(inbound)?.name;
+  const unread = "bytes" in inbound ? inbound : undefined;
+  let name = input.named ?? dock.inbound ?? undefined;
+  let read: Conversion | PayloadError | TooComplexError | undefined;
+  if (unread !== undefined && name !== "template") {
+    const body = input.read ?? (await input.thread.readBody(unread, name ?? null, false));
+    // (A message's fields come back only when asked for: see parseWebhook.)
+    if (body.kind === "payload") ({ format: name, result: read } = body);
+  } else if (unread === undefined) name ??= detectFormat(inbound as Inbound)?.name;
   if (name === undefined) {
     throw new ApiError(
       "unknown_format",
@@ -188,7 +240,10 @@ export async function inboundMessage(input: {
   }
   let conversion: Conversion;
   try {
-    if (name === "template") {
+    if (read !== undefined) {
+      if (read instanceof Error) throw read;
+      conversion = read;
+    } else if (name === "template") {
       let template: unknown = input.template;
       if (template === undefined) {
         const settings = await input.docks.integrationSettings(dock.id);
@@ -198,10 +253,10 @@ export async function inboundMessage(input: {
       conversion = await renderTemplate(input, template);
     } else {
       const format = formatNamed(name);
-      if (format === undefined) {
+      if (format === undefined || unread !== undefined) {
         throw noSuchFormat(name);
       }
-      conversion = await format.convert(inbound);
+      conversion = await format.convert(inbound as Inbound);
     }
   } catch (error) {
     if (error instanceof PayloadError) {
@@ -242,7 +297,7 @@ export async function inboundMessage(input: {
   if (name === "template" && options.format !== undefined) {
     // The template's text in its format (html, markdown) must parse: its author's mistake, not the sender's.
     try {
-      await prepareContent(notification.msg, options);
+      await prepareContent(notification.msg, options, input.thread.read);
     } catch (error) {
       if (!(error instanceof OptionsError)) throw error;
       const problems = error.problems.map((p) => ({ field: "template.text", message: p.message }));
@@ -271,24 +326,38 @@ export async function inboundMessage(input: {
  * its allowance, failed and stopped renders included.
  */
 async function renderTemplate(
-  input: { inbound: Inbound; dock: DockCredentials; templates: TemplateRenderer; renderBudget: TokenBuckets },
+  input: {
+    inbound: Inbound | UnreadBody;
+    dock: DockCredentials;
+    thread: PayloadThread;
+    renderBudget: TokenBuckets;
+  },
   template: unknown,
 ): Promise<Conversion> {
   const { inbound, dock } = input;
-  const wait = input.renderBudget.take(dock.id, RENDER_DEADLINE_MS);
+  const wait = input.renderBudget.take(dock.id, JOB_DEADLINE_MS);
   if (wait > 0) throw ApiError.retryAfter("rate_limited", wait);
-  const payload: TemplatePayload = {
-    text: inbound.text,
-    as: inbound.body === undefined ? "text" : isFormFields(inbound.text, inbound.mediaType) ? "form" : "json",
-  };
+  const payload: TemplatePayload =
+    "bytes" in inbound
+      ? // JSON the event loop has not read: the thread reads it (see unreadBody).
+        { text: inbound.bytes, as: "json" }
+      : {
+          text: inbound.text,
+          as:
+            inbound.body === undefined
+              ? "text"
+              : isFormFields(inbound.text, inbound.mediaType)
+                ? "form"
+                : "json",
+        };
   let used = 0;
   try {
-    const rendered = await input.templates.render(template, payload);
+    const rendered = await input.thread.render(template, payload);
     used = rendered.threadMs;
     if (rendered.result instanceof Error) throw rendered.result;
     return rendered.result;
   } finally {
-    input.renderBudget.refund(dock.id, RENDER_DEADLINE_MS - used);
+    input.renderBudget.refund(dock.id, JOB_DEADLINE_MS - used);
   }
 }
 
@@ -301,7 +370,7 @@ function boundedKey(key: string | undefined): string | null {
 
 /**
  * Template rendering time a Dock may use, in milliseconds: a second at once, then a tenth of a
- * second each second (a tenth of the template thread), whether its renders succeed or fail.
+ * second each second (a tenth of the payload thread), whether its renders succeed or fail.
  */
 export function templateTime(): TokenBuckets {
   return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });
@@ -334,6 +403,11 @@ export function signedWith(raw: RawBody, header: string, secrets: readonly strin
  * a body of any other shape could be an event replayed as a send.
  */
 export function isSignedPayload(request: FastifyRequest): boolean {
+  // A large JSON body is read in the payload thread: here its first character is its shape, and
+  // the thread refuses it (400 invalid_json) unless it is all one JSON object.
+  const unread = unreadBody(request);
+  if (unread !== undefined)
+    return unread.mediaType !== "application/x-www-form-urlencoded" && firstByte(unread.bytes) === 0x7b;
   try {
     const inbound = readInbound(request);
     return inbound.mediaType !== "application/x-www-form-urlencoded" && isRecord(inbound.body);

@@ -7,6 +7,7 @@ import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import {
   decodeHeaderValue,
   FORMATS,
+  type FormatReader,
   gatherOptions,
   type MessageContent,
   type MessageOptions,
@@ -19,6 +20,7 @@ import { may, replacesOnlyOwn, SECRET_KEY, senderOf } from "../domain/principal.
 import { CREDENTIAL_PREFIX } from "../domain/secrets.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
+import type { Inbound } from "../integrations/inbound.ts";
 import { type CopyChange, changeState } from "../store/copy-changes.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -41,8 +43,10 @@ import {
   readInbound,
   signedWith,
   templateTime,
+  unreadBody,
   XML_TYPES,
 } from "./inbound.ts";
+import { type BodyRead, type PayloadThread, readsInThread, type UnreadBody } from "./payload-thread.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "./request-body.ts";
 import {
   accepted,
@@ -72,7 +76,6 @@ import {
   webhookHeaders,
   webhookQuery,
 } from "./send-schemas.ts";
-import type { TemplateRenderer } from "./template-renderer.ts";
 
 export interface SendApiOptions {
   docks: DockRepository;
@@ -89,8 +92,8 @@ export interface SendApiOptions {
    * second when the database fell silent during the commit), stored or refused with a 503.
    */
   databaseTimeoutMs: number;
-  /** Where Docks' templates are rendered (off the event loop). */
-  templates: TemplateRenderer;
+  /** Where Docks' templates are rendered and long texts parsed (off the event loop). */
+  payloadThread: PayloadThread;
   /** What holds the bodies read before their sender is known (GitHub's signed deliveries). */
   unauthenticatedBodies: BodyBudget;
 }
@@ -297,6 +300,7 @@ async function revisedContent(
   msg: string | undefined,
   given: MessageOptions,
   reset: string[],
+  read: FormatReader,
 ): Promise<{ text: string; content: string | null }> {
   const previous = current.content === null ? {} : (JSON.parse(current.content) as MessageContent).options;
   const options: Record<string, unknown> = { ...previous, ...given };
@@ -308,7 +312,7 @@ async function revisedContent(
   }
   const text = msg ?? current.text;
   try {
-    const content = await prepareContent(text, options as MessageOptions);
+    const content = await prepareContent(text, options as MessageOptions, read);
     return { text, content: content === null ? null : JSON.stringify(content) };
   } catch (error) {
     if (error instanceof OptionsError) throw fieldsRefused(error.problems);
@@ -467,14 +471,20 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
    * Another tool's payload turned into the message the handler stores (docs/integrations.md): the
    * format named (path or ?format=), else the Dock's inbound format, else the one detected.
    */
-  const integrate = async (request: FastifyRequest, named: string | null, inbound = readInbound(request)) => {
+  const integrate = async (
+    request: FastifyRequest,
+    named: string | null,
+    inbound: Inbound | UnreadBody = unreadBody(request) ?? readInbound(request),
+    read?: Extract<BodyRead, { kind: "payload" }>,
+  ) => {
     const result = await inboundMessage({
       inbound,
+      ...(read === undefined ? {} : { read }),
       named,
       dock: request.dock as DockCredentials,
       docks: options.docks,
       query: (request.query ?? {}) as Record<string, unknown>,
-      templates: options.templates,
+      thread: options.payloadThread,
       renderBudget,
     });
     request.inboundFormat = result.format;
@@ -515,6 +525,19 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     // ?format= names a message's format (markdown…) or a tool's: anything else is neither.
     if (typeof format === "string" && !(FORMATS as readonly string[]).includes(format.trim().toLowerCase())) {
       done(noSuchFormat(format, FORMATS));
+      return;
+    }
+    const unread = unreadBody(request);
+    if (unread !== undefined) {
+      // A large JSON body is read in the payload thread, a message's fields or a tool's payload alike.
+      options.payloadThread
+        .readBody(unread, (request.dock as DockCredentials).inbound, true)
+        .then((read) => {
+          if (read.kind === "payload") return integrate(request, null, unread, read);
+          takeOptions(request, read.fields, true);
+          request.body = read.fields;
+        })
+        .then(() => done(), done);
       return;
     }
     const mediaType = mediaTypeOf(request);
@@ -711,7 +734,8 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     const given = request.messageOptions;
     // Most messages have no options: they skip the await (the send path runs this per request).
     try {
-      if (given !== null && Object.keys(given).length > 0) content = await prepareContent(msg, given);
+      if (given !== null && Object.keys(given).length > 0)
+        content = await prepareContent(msg, given, options.payloadThread.read);
     } catch (error) {
       // Not a guess at the key: the key was not looked at.
       attempt.right();
@@ -792,9 +816,12 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
     async (request, reply) => {
       const { dock_id, secret_key, msg } = request.body;
       checkMessage(msg, options.maxMessageLength);
-      if (secret_key.startsWith(CREDENTIAL_PREFIX)) {
-        // A named credential: looked up by its hash before storing (the secret key's path, the
-        // hot one, stays as it was).
+      // A named credential is looked up by its hash before storing (the secret key's path, the hot
+      // one, checks the key in the storing transaction). So is the key of a text read in the
+      // payload thread: without the right key, a request buys no parsing.
+      if (secret_key.startsWith(CREDENTIAL_PREFIX) || readsInThread(msg, request.messageOptions)) {
+        const placeholder = placeholderRefusal(dock_id, secret_key);
+        if (placeholder) throw placeholder;
         await judge(
           request,
           () => options.docks.authenticate(dock_id, secret_key),
@@ -1154,7 +1181,13 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
         );
       }
       const result = await options.changes.revise(dockOf(request), messageId, async (current) =>
-        revisedContent(current, given, patchOptions, request.clearedOptions ?? []),
+        revisedContent(
+          current,
+          given,
+          patchOptions,
+          request.clearedOptions ?? [],
+          options.payloadThread.read,
+        ),
       );
       if (result.kind === "missing") throw noSuchMessage();
       if (result.kind === "deleted") throw new ApiError("message_deleted");

@@ -21,8 +21,8 @@ import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
+import type { PayloadThread } from "../payload-thread.ts";
 import { requireSession, type SignedIn } from "../session.ts";
-import type { TemplateRenderer } from "../template-renderer.ts";
 import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
 import {
   type ActivityAnswer,
@@ -69,8 +69,8 @@ export interface DocksOptions {
   botUsername: () => Promise<string>;
   /** Which addresses a callback URL may point to (CALLBACK_ALLOWED_NETWORKS). */
   callbackTargets: CallbackTargets;
-  /** Where Docks' templates are rendered (off the event loop): the preview's too. */
-  templates: TemplateRenderer;
+  /** Where Docks' templates are rendered and long texts parsed (off the event loop): the preview's too. */
+  payloadThread: PayloadThread;
 }
 
 /** What "Send test message" sends. */
@@ -386,7 +386,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock: { id: dock.id, name: dock.name, watched: false, inbound: dock.inboundFormat },
         docks: options.docks,
         query: {},
-        templates: options.templates,
+        thread: options.payloadThread,
         renderBudget: previewTime,
         ...(format === "template" && template !== undefined
           ? { template: await checkedTemplate(template) }
@@ -396,7 +396,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         return { ok: true, format: result.format, result: { kind: "skip", reason: result.reason } };
       let content: Awaited<ReturnType<typeof prepareContent>>;
       try {
-        content = await prepareContent(result.msg, result.options);
+        content = await prepareContent(result.msg, result.options, options.payloadThread.read);
       } catch (error) {
         if (!(error instanceof OptionsError)) throw error;
         throw new ApiError("invalid_fields", undefined, {}, error.problems);
