@@ -130,7 +130,8 @@ class Window {
    * top of this pacer's own sends, which are still counted.
    */
   assumeSent(now: number, full: boolean): void {
-    for (let i = this.limit - 1; i >= 0; i--) this.#record(full ? now : now - (i * this.windowMs) / this.limit);
+    for (let i = this.limit - 1; i >= 0; i--)
+      this.#record(full ? now : now - (i * this.windowMs) / this.limit);
   }
 
   /** Nothing counted in the last window and nothing on its way: indistinguishable from a new window. */
@@ -140,10 +141,17 @@ class Window {
   }
 }
 
+/** Who waits for a place: the bot answering a person goes before queued deliveries. */
+export type Priority = "reply" | "delivery";
+
 /**
  * Decides when the next message to a chat may go out, for the bot as a whole and for each chat;
- * shared by deliveries and the bot's replies. Every send takes a place (`take`/`acquire`) and
- * hands it back when Telegram answered (`release`); see Window for why the answer matters.
+ * shared by deliveries and the bot's replies (pacedSends), since Telegram counts them all in the
+ * same windows. Every send takes a place (`take`/`acquire`) and hands it back when Telegram
+ * answered (`release`); see Window for why the answer matters. The bot's replies go first: while
+ * one waits for a place, deliveries leave it that place (in its chat and in the bot's window), so a
+ * person waiting for "Subscribed" does not wait behind a backlog — but it still waits for the
+ * window, which nothing exceeds.
  */
 export class Pacer {
   readonly #limits: PacerLimits;
@@ -151,6 +159,9 @@ export class Pacer {
   readonly #global: Window;
   readonly #chats = new Map<number, Window>();
   readonly #listeners = new Set<() => void>();
+  /** The bot's replies waiting for a place, by chat, and how many in all. */
+  readonly #replies = new Map<number, number>();
+  #repliesWaiting = 0;
   #lastSweep = 0;
   /** The last cold start: chats first seen within their window of it are assumed to have had the previous process's messages. */
   #coldAt = Number.NEGATIVE_INFINITY;
@@ -193,12 +204,17 @@ export class Pacer {
   }
 
   /**
-   * The earliest time (ms) a message to this chat may be sent: sooner if a send on its way is
-   * answered first; Infinity when only such an answer can free a place.
+   * The earliest time (ms) a message to this chat may be sent: later while the bot's replies wait
+   * (a `delivery` leaves them their places), sooner if a send on its way is answered first;
+   * Infinity when only such an answer can free a place.
    */
-  readyAt(chatId: number, kind: ChatKind): number {
+  readyAt(chatId: number, kind: ChatKind, priority: Priority = "delivery"): number {
     const now = this.#now();
-    return Math.max(this.#global.readyAt(now), this.#chat(chatId, kind, now).readyAt(now));
+    const reply = priority === "reply";
+    return Math.max(
+      this.#global.readyAt(now, reply ? 0 : this.#repliesWaiting),
+      this.#chat(chatId, kind, now).readyAt(now, reply ? 0 : (this.#replies.get(chatId) ?? 0)),
+    );
   }
 
   /** Records a send to this chat starting now. Call only when `readyAt` is not in the future. */
@@ -231,33 +247,59 @@ export class Pacer {
     for (const listener of this.#listeners) listener();
   }
 
-  /** Calls `listener` whenever a place may have come free (a send answered or given back). */
+  /** Calls `listener` whenever a place may have come free (a send answered or given back, a reply no longer waiting). */
   onRelease(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Waits until a message to this chat may go, then takes its place; null if `signal` aborted the wait. */
-  async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<Ticket | null> {
-    for (;;) {
-      if (signal?.aborted) return null;
-      const wait = this.readyAt(chatId, kind) - this.#now();
-      if (wait <= 0) break;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          if (timer !== undefined) clearTimeout(timer);
-          stopListening();
-          signal?.removeEventListener("abort", done);
-          resolve();
-        };
-        // Infinity: only an answer (below) can free a place.
-        const timer = Number.isFinite(wait) ? setTimeout(done, wait) : undefined;
-        // A send answered early frees its place early: look again then.
-        const stopListening = this.onRelease(done);
-        signal?.addEventListener("abort", done, { once: true });
-      });
+  /**
+   * Waits until a message to this chat may go, then takes its place; null if `signal` aborted the
+   * wait. A `reply` goes before the deliveries waiting with it.
+   */
+  async acquire(
+    chatId: number,
+    kind: ChatKind,
+    options: { signal?: AbortSignal; priority?: Priority } = {},
+  ): Promise<Ticket | null> {
+    const { signal, priority = "delivery" } = options;
+    const reply = priority === "reply";
+    let waiting = false;
+    try {
+      for (;;) {
+        if (signal?.aborted) return null;
+        const wait = this.readyAt(chatId, kind, priority) - this.#now();
+        if (wait <= 0) break;
+        if (reply && !waiting) {
+          waiting = true;
+          this.#replies.set(chatId, (this.#replies.get(chatId) ?? 0) + 1);
+          this.#repliesWaiting++;
+        }
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            if (timer !== undefined) clearTimeout(timer);
+            stopListening();
+            signal?.removeEventListener("abort", done);
+            resolve();
+          };
+          // Infinity: only an answer (below) can free a place.
+          const timer = Number.isFinite(wait) ? setTimeout(done, wait) : undefined;
+          // A send answered early frees its place early: look again then.
+          const stopListening = this.onRelease(done);
+          signal?.addEventListener("abort", done, { once: true });
+        });
+      }
+      return this.take(chatId, kind);
+    } finally {
+      if (waiting) {
+        const left = (this.#replies.get(chatId) ?? 1) - 1;
+        if (left > 0) this.#replies.set(chatId, left);
+        else this.#replies.delete(chatId);
+        this.#repliesWaiting--;
+        // The places kept for this reply are the deliveries' again (it took one, or gave up).
+        this.#told();
+      }
     }
-    return this.take(chatId, kind);
   }
 
   /** Telegram said `retry_after`: nothing goes to this chat, nor (conservatively) anywhere, until then. */
@@ -283,13 +325,29 @@ export function chatKind(chatType: string): ChatKind {
   return chatType === "private" ? "private" : "group";
 }
 
-/** Bot API methods that count against Telegram's flood limits and so go through the pacer. */
-const PACED_METHODS = new Set(["sendMessage", "copyMessage", "forwardMessage", "sendPhoto", "sendDocument"]);
+/**
+ * Bot API methods that count against Telegram's flood limits and so go through the pacer: every
+ * message the bot sends into a chat, and every edit or delete of one (Telegram, and the sandbox,
+ * count those as messages). Not `answerCallbackQuery`: it puts nothing in the chat, Telegram
+ * counts it apart, and a button's spinner must stop at once.
+ */
+const PACED_METHODS = new Set([
+  "sendMessage",
+  "copyMessage",
+  "forwardMessage",
+  "sendPhoto",
+  "sendDocument",
+  "editMessageText",
+  "editMessageCaption",
+  "editMessageMedia",
+  "editMessageReplyMarkup",
+  "deleteMessage",
+]);
 
 /**
  * A grammY transformer that makes any Api instance (the bot's replies) wait its turn in the same
- * pacer as deliveries, and tells the pacer when Telegram answers `429` anyway. Install it before
- * (inside) auto-retry, so each retry is paced too.
+ * pacer as deliveries, ahead of them, and tells the pacer when Telegram answers `429` anyway.
+ * Install it before (inside) auto-retry, so each retry is paced too.
  */
 export function pacedSends(pacer: Pacer): Transformer {
   return async (prev, method, payload, signal) => {
@@ -297,7 +355,10 @@ export function pacedSends(pacer: Pacer): Transformer {
     if (!PACED_METHODS.has(method) || typeof chatId !== "number") return prev(method, payload, signal);
     // Telegram's group and channel ids are negative; people's are positive.
     const kind: ChatKind = chatId > 0 ? "private" : "group";
-    const ticket = await pacer.acquire(chatId, kind, signal as AbortSignal | undefined);
+    const ticket = await pacer.acquire(chatId, kind, {
+      priority: "reply",
+      ...(signal ? { signal: signal as AbortSignal } : {}),
+    });
     try {
       const result = await prev(method, payload, signal);
       if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { type ChatKind, Pacer, TELEGRAM_LIMITS, type Ticket } from "../../src/delivery/pacer.ts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { type ChatKind, Pacer, pacedSends, TELEGRAM_LIMITS, type Ticket } from "../../src/delivery/pacer.ts";
 
 /**
  * A pacer on a clock the test moves, and a sender that sends whenever the pacer lets it, each
@@ -200,6 +200,108 @@ describe("the pacer", () => {
     pacer.release(pacer.take(100, "private"));
     pacer.release(pacer.take(100, "private"));
     expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
+  });
+
+  describe("the bot's replies before deliveries", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** A pacer on the fake timers' clock, with the bot's window full of sends answered just now. */
+    function busy() {
+      vi.useFakeTimers({ now: 1_000_000 });
+      const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 });
+      for (let chat = 1; chat <= 30; chat++) pacer.release(pacer.take(chat, "private"));
+      return pacer;
+    }
+
+    it("a reply waiting for a place keeps it from deliveries, then takes it", async () => {
+      const pacer = busy();
+      let ticket: Ticket | null | undefined;
+      void pacer.acquire(100, "private", { priority: "reply" }).then((t) => (ticket = t));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(ticket).toBeUndefined();
+      // The second is over: 30 places free, but a delivery sees 29 of them.
+      vi.setSystemTime(1_001_000);
+      let deliveries = 0;
+      while (pacer.readyAt(200 + deliveries, "private") <= Date.now())
+        pacer.take(200 + deliveries++, "private");
+      expect(deliveries).toBe(29);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(ticket).not.toBeNull();
+      expect(ticket).toBeDefined();
+      // Nothing more this second, for anyone.
+      expect(pacer.readyAt(300, "private")).toBeGreaterThan(Date.now());
+      expect(pacer.readyAt(301, "private", "reply")).toBeGreaterThan(Date.now());
+    });
+
+    it("a reply goes before the deliveries of its own chat, and still keeps the chat's window", async () => {
+      vi.useFakeTimers({ now: 1_000_000 });
+      const start = Date.now();
+      const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 });
+      // The chat's 3 in any 3 seconds, one a second.
+      for (let i = 0; i < 3; i++) {
+        if (i > 0) await vi.advanceTimersByTimeAsync(1000);
+        pacer.release(pacer.take(7, "private"));
+      }
+      let ticket: Ticket | null | undefined;
+      void pacer.acquire(7, "private", { priority: "reply" }).then((t) => (ticket = t));
+      await vi.advanceTimersByTimeAsync(0);
+      // The first place to come free (at 3 s) is the reply's; the chat's next delivery waits for
+      // the second (at 4 s).
+      expect(pacer.readyAt(7, "private")).toBe(start + 4000);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(ticket).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(ticket).toBeDefined();
+      pacer.release(ticket as Ticket);
+      expect(pacer.readyAt(7, "private")).toBe(start + 4000);
+    });
+
+    it("the bot's sends, edits and deletes take places in the chat's window; answering a button does not", async () => {
+      vi.useFakeTimers({ now: 1_000_000 });
+      const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 });
+      const paced = pacedSends(pacer);
+      const called: string[] = [];
+      // biome-ignore lint/suspicious/noExplicitAny: a Bot API stand-in answering every call.
+      const telegram: any = async (method: string) => {
+        called.push(method);
+        return { ok: true, result: true };
+      };
+      const call = (method: string, payload: object) =>
+        (paced as (...args: unknown[]) => Promise<unknown>)(telegram, method, payload);
+      await call("answerCallbackQuery", { callback_query_id: "1" });
+      await call("sendMessage", { chat_id: 7, text: "Subscribe?" });
+      await call("editMessageText", { chat_id: 7, message_id: 1, text: "Subscribed" });
+      await call("answerCallbackQuery", { callback_query_id: "2" });
+      await call("deleteMessage", { chat_id: 7, message_id: 1 });
+      expect(called).toHaveLength(5);
+      // Three in the chat's window: its next message waits 3 s.
+      expect(pacer.readyAt(7, "private")).toBe(Date.now() + 3000);
+      let sent = false;
+      void call("editMessageReplyMarkup", { chat_id: 7, message_id: 2 }).then(() => (sent = true));
+      await vi.advanceTimersByTimeAsync(2999);
+      expect(sent).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(sent).toBe(true);
+    });
+
+    it("a reply that stops waiting (its call aborted) leaves the place to deliveries", async () => {
+      const pacer = busy();
+      const abort = new AbortController();
+      const reply = pacer.acquire(100, "private", { priority: "reply", signal: abort.signal });
+      await vi.advanceTimersByTimeAsync(0);
+      vi.setSystemTime(1_001_000);
+      expect(pacer.readyAt(200, "private")).toBe(Date.now());
+      for (let chat = 200; chat < 229; chat++) pacer.take(chat, "private");
+      expect(pacer.readyAt(229, "private")).toBe(Number.POSITIVE_INFINITY);
+      let told = 0;
+      pacer.onRelease(() => told++);
+      abort.abort();
+      expect(await reply).toBeNull();
+      expect(told).toBe(1);
+      expect(pacer.readyAt(229, "private")).toBe(Date.now());
+    });
   });
 
   it("tells listeners when a send is answered (a place may have come free)", () => {
