@@ -67,6 +67,11 @@ class Window {
   #onTheirWay = 0;
   /** When the sends of the last window were answered, earliest first. */
   readonly #answered: number[] = [];
+  /**
+   * What a previous process may have sent, as `assumeSent` reckons it (earliest first): a guess,
+   * replaced by the next one, while this pacer's own sends stay counted beside it.
+   */
+  #assumed: number[] = [];
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
@@ -77,9 +82,11 @@ class Window {
 
   /** Forgets answers a whole window old: they no longer hold a place. */
   #forget(now: number): void {
-    let old = 0;
-    while (old < this.#answered.length && (this.#answered[old] as number) + this.windowMs <= now) old++;
-    if (old > 0) this.#answered.splice(0, old);
+    for (const answers of [this.#answered, this.#assumed]) {
+      let old = 0;
+      while (old < answers.length && (answers[old] as number) + this.windowMs <= now) old++;
+      if (old > 0) answers.splice(0, old);
+    }
   }
 
   /**
@@ -89,12 +96,28 @@ class Window {
   readyAt(now: number, ahead = 0): number {
     this.#forget(now);
     const at = Math.max(now, this.pausedUntil);
-    const held = this.#onTheirWay + this.#answered.length + ahead;
+    const held = this.#onTheirWay + this.#answered.length + this.#assumed.length + ahead;
     if (held < this.limit) return at;
     // The answer that must leave the window for a place to come free: `held - limit` of the
     // earlier ones leave before it.
-    const leaving = this.#answered[held - this.limit];
+    const leaving = this.#nthAnswer(held - this.limit);
     return leaving === undefined ? Number.POSITIVE_INFINITY : Math.max(at, leaving + this.windowMs);
+  }
+
+  /** The `n`th earliest answer (from 0), real or assumed; undefined if there are not that many. */
+  #nthAnswer(n: number): number | undefined {
+    const real = this.#answered;
+    const assumed = this.#assumed;
+    if (n >= real.length + assumed.length) return undefined;
+    let i = 0;
+    let j = 0;
+    for (;;) {
+      const next =
+        j >= assumed.length || (i < real.length && (real[i] as number) <= (assumed[j] as number))
+          ? (real[i++] as number)
+          : (assumed[j++] as number);
+      if (i + j > n) return next;
+    }
   }
 
   take(): Place {
@@ -107,7 +130,10 @@ class Window {
     if (place.settled) return;
     place.settled = true;
     this.#onTheirWay--;
-    this.#record(now);
+    // In time order (a clock set back may give an earlier one).
+    let i = this.#answered.length;
+    while (i > 0 && (this.#answered[i - 1] as number) > now) i--;
+    this.#answered.splice(i, 0, now);
   }
 
   /** The send never went to Telegram (its claim failed, the delivery was gone): it takes no place. */
@@ -117,27 +143,26 @@ class Window {
     this.#onTheirWay--;
   }
 
-  /** Keeps the answers in time order (a clock set back may give an earlier one). */
-  #record(at: number): void {
-    let i = this.#answered.length;
-    while (i > 0 && (this.#answered[i - 1] as number) > at) i--;
-    this.#answered.splice(i, 0, at);
-  }
-
   /**
-   * As if `limit` more sends had been answered just before `now`, evenly spread over the window (or,
-   * `full`, all at `now`): what a previous process may have sent that Telegram still counts. On
-   * top of this pacer's own sends, which are still counted.
+   * As if `limit` sends had been answered just before `now`, evenly spread over the window (or,
+   * `full`, all at `now`): what a previous process may have sent that Telegram still counts. It
+   * replaces the previous guess; this pacer's own sends are counted on top.
    */
   assumeSent(now: number, full: boolean): void {
-    for (let i = this.limit - 1; i >= 0; i--)
-      this.#record(full ? now : now - (i * this.windowMs) / this.limit);
+    this.#assumed = Array.from({ length: this.limit }, (_, i) =>
+      full ? now : now - ((this.limit - 1 - i) * this.windowMs) / this.limit,
+    );
   }
 
   /** Nothing counted in the last window and nothing on its way: indistinguishable from a new window. */
   idle(now: number): boolean {
     this.#forget(now);
-    return this.pausedUntil <= now && this.#onTheirWay === 0 && this.#answered.length === 0;
+    return (
+      this.pausedUntil <= now &&
+      this.#onTheirWay === 0 &&
+      this.#answered.length === 0 &&
+      this.#assumed.length === 0
+    );
   }
 }
 

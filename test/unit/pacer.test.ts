@@ -142,6 +142,27 @@ describe("the pacer", () => {
     expect(pacer.readyAt(3, "private")).toBe(clock.now + 1000);
   });
 
+  it("a second cold start replaces the first one's guess; the pacer's own sends stay counted", () => {
+    const { pacer, clock } = pacerAt(30);
+    pacer.coldStart();
+    const first = clock.now;
+    expect(pacer.readyAt(1, "private")).toBe(first + 1000);
+    expect(pacer.readyAt(2, "private")).toBe(first + 1000);
+    clock.now += 1000;
+    pacer.release(pacer.take(1, "private"));
+    const sent = clock.now;
+    clock.now += 500;
+    // Leadership lost and taken back: the previous leader's steady stream is assumed again, once.
+    pacer.coldStart();
+    const second = clock.now;
+    // The chat: the guess (3 messages over the 3 s before, the first 2 s ago) and our own message,
+    // 0.5 s ago: 4 in the window, so two must leave it first (the guess's second, at 2 s).
+    expect(sent).toBe(second - 500);
+    expect(pacer.readyAt(1, "private")).toBe(second + 2000);
+    // A chat with nothing of ours: the second guess only (both would have made it 1.5 s).
+    expect(pacer.readyAt(2, "private")).toBe(second + 1000);
+  });
+
   it("paid broadcast: 1,000 in any second", () => {
     const { sendFor, peak } = pacerAt(1000);
     expect(sendFor(3000, { rttMs: 0 })).toBe(3000);
