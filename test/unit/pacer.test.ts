@@ -100,6 +100,72 @@ describe("the pacer", () => {
     expect(pacer.readyAt(1, "private")).toBe(start + 2900 + 3000);
   });
 
+  it("whatever the delays on the way, Telegram never counts more than the limit in a window (seeded random delays)", () => {
+    let seed = 36;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const { pacer, clock } = pacerAt(30);
+    const arrivals: { chat: number; at: number }[] = [];
+    const onTheirWay: { answer: number; ticket: Ticket }[] = [];
+    // Each turn the sender has a message for one of 4 chats (their windows bind) and one for one of
+    // 200 (the bot's binds), and sends whichever may go first, several to a chat at once; most
+    // arrive within 50 ms, one in ten up to 5 s late, each answered up to 100 ms after it arrived.
+    const ready = (chat: number) => pacer.readyAt(chat, "private");
+    const pick = () => {
+      const few = 1 + Math.floor(random() * 4);
+      const many = 100 + Math.floor(random() * 200);
+      return ready(few) <= ready(many) ? few : many;
+    };
+    const end = clock.now + 60_000;
+    for (let chat = pick(); ; ) {
+      const answer = Math.min(...onTheirWay.map((s) => s.answer));
+      const next = Math.min(ready(chat), answer);
+      if (next > end) break;
+      clock.now = Math.max(clock.now, next);
+      if (answer <= clock.now) {
+        const [done] = onTheirWay.splice(
+          onTheirWay.findIndex((s) => s.answer === answer),
+          1,
+        );
+        pacer.release((done as (typeof onTheirWay)[number]).ticket);
+        chat = pick();
+        continue;
+      }
+      const ticket = pacer.take(chat, "private");
+      const at = clock.now + Math.floor(random() < 0.1 ? random() * 5000 : random() * 50);
+      arrivals.push({ chat, at });
+      onTheirWay.push({ answer: at + Math.floor(random() * 100), ticket });
+      chat = pick();
+    }
+    expect(arrivals.length).toBeGreaterThan(1000);
+    // Counted as the sandbox counts (limits.ts): the arrivals in (t - window, t].
+    const most = (times: number[], windowMs: number) => {
+      times.sort((a, b) => a - b);
+      let peak = 0;
+      for (let i = 0, j = 0; j < times.length; j++) {
+        while ((times[i] as number) <= (times[j] as number) - windowMs) i++;
+        peak = Math.max(peak, j - i + 1);
+      }
+      return peak;
+    };
+    expect(
+      most(
+        arrivals.map((a) => a.at),
+        1000,
+      ),
+    ).toBeLessThanOrEqual(30);
+    for (let chat = 1; chat <= 4; chat++) {
+      expect(
+        most(
+          arrivals.filter((a) => a.chat === chat).map((a) => a.at),
+          3000,
+        ),
+      ).toBeLessThanOrEqual(3);
+    }
+  });
+
   it("counts a slow send that fell behind later ones until it is answered", () => {
     const { pacer, clock } = pacerAt(2);
     const start = clock.now;
