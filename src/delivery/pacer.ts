@@ -14,8 +14,9 @@ export interface PacerLimits {
   groupPerMinute: number;
   /**
    * Other processes send with the same bot, out of this pacer's sight (several instances on one
-   * PostgreSQL database: the standbys' bot replies). Each window then keeps places back for them:
-   * one in a chat's, a tenth in the bot's.
+   * PostgreSQL database: a standby's bot replies, the leader's deliveries). Each window then keeps
+   * places back for them: one in a chat's (room for one message of theirs per window, not for a
+   * whole conversation; docs/deployment.md says so), a tenth, rounded up, in the bot's.
    */
   othersSend?: boolean;
 }
@@ -53,10 +54,11 @@ interface Place {
  * one, `j`, started before `k`, and arrived less than `windowMs` before `k` arrived, so later than
  * `windowMs` before `k` started (nothing arrives before it starts). `j`'s answer came after its
  * arrival: when `k` started, `j` was on its way or had been answered less than `windowMs` before —
- * it held a place. At most `limit - 1` did, so the window holds at most `limit`. The edges agree with Telegram's and
- * the sandbox's (limits.ts): a place comes free exactly `windowMs` after its answer, and an arrival
- * `windowMs` or more before another is outside that one's window; both read the same clock. Only
- * a request read from a connection we had already closed could be counted later than we reckon.
+ * it held a place. At most `limit - 1` did, so the window holds at most `limit`. The edges agree
+ * with Telegram's and the sandbox's (limits.ts): a place comes free exactly `windowMs` after its
+ * answer, and an arrival `windowMs` or more before another is outside that one's window. Only
+ * durations matter, so the clocks need not agree (the sandbox's is ours anyway). Only a request
+ * read from a connection we had already closed could be counted later than we reckon.
  * A request that hangs holds its one place until it is answered or times out, not the whole
  * window. The cost is the round trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
  */
