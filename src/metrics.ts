@@ -28,8 +28,6 @@ export function createMetrics() {
       telegramLatency: new Histogram({
         name: "dock_notify_telegram_send_seconds",
         help: "Latency of Telegram calls that send, edit or delete a copy.",
-        // 2: the pacer's arrival bound (ARRIVAL_BOUND_MS): a call answered later may have reached
-        // Telegram later than the pacer reckoned, and a 429 can follow.
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 5, 10],
         registers: [registry],
       }),

@@ -14,8 +14,9 @@ export interface PacerLimits {
   groupPerMinute: number;
   /**
    * Other processes send with the same bot, out of this pacer's sight (several instances on one
-   * PostgreSQL database: the standbys' bot replies). Each window then keeps places back for them:
-   * one in a chat's, a tenth in the bot's.
+   * PostgreSQL database: a standby's bot replies, the leader's deliveries). Each window then keeps
+   * places back for them: one in a chat's (room for one message of theirs per window, not for a
+   * whole conversation; docs/deployment.md says so), a tenth, rounded up, in the bot's.
    */
   othersSend?: boolean;
 }
@@ -33,43 +34,46 @@ export interface Ticket {
   readonly places: readonly { window: Window; place: Place }[];
 }
 
-/**
- * A send as a window sees it: when it started, and when Telegram answered (null: not yet).
- */
+/** A send as a window sees it: on its way until Telegram answered it (or it failed, or it never went). */
 interface Place {
-  start: number;
-  end: number | null;
+  settled: boolean;
 }
 
 /**
- * How long after it was sent a message is taken to have reached Telegram at the latest, when its
- * answer is slower than that: the request is on its way at once, only the answer is late. Without
- * this bound one hung request would hold every later send up until it times out.
- */
-export const ARRIVAL_BOUND_MS = 2000;
-
-/** The latest time the send can have been counted by Telegram: its answer, or the bound. */
-function counted(place: Place): number {
-  return place.end ?? place.start + ARRIVAL_BOUND_MS;
-}
-
-/**
- * At most `limit` sends in any `windowMs`, counted the way Telegram can count them. Telegram counts
- * a message when it arrives, some time between our sending it and its answer; a send held up on its
- * way (a busy event loop, a slow network) can arrive after a later one. So a send's place is held
- * until a window's length after its *answer* (or ARRIVAL_BOUND_MS after it was sent, if the answer
- * is slower): a new send may start only once the send `limit` places back — and every send before
- * it — was counted at least `windowMs` ago. Then no window of `windowMs` can hold more than `limit`
- * arrivals, whatever the delays: a hard cap, not a rate with a burst on top. The cost is the round
- * trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
+ * At most `limit` sends in any `windowMs`, counted the way Telegram counts them: when a message
+ * *arrives*, some time between our starting the request and our reading its answer. That time can
+ * be late, and out of order: a busy event loop on either side (a starved sandbox, a loaded Bot API
+ * server) or a slow network can hold one request for seconds while later ones go through. So a
+ * send's place is taken when it starts and held until a window's length after its *answer* (for a
+ * request that failed without one, after we gave up on it and closed its connection). A new send
+ * may start only while fewer than `limit` sends are on their way or were answered less than
+ * `windowMs` ago.
+ *
+ * This holds by construction, however late anything arrives. Take any `windowMs` in which
+ * Telegram counted some of our sends, and among them the send `k` that started last. Each other
+ * one, `j`, started before `k`, and arrived less than `windowMs` before `k` arrived, so later than
+ * `windowMs` before `k` started (nothing arrives before it starts). `j`'s answer came after its
+ * arrival: when `k` started, `j` was on its way or had been answered less than `windowMs` before —
+ * it held a place. At most `limit - 1` did, so the window holds at most `limit`. The edges agree
+ * with Telegram's and the sandbox's (limits.ts): a place comes free exactly `windowMs` after its
+ * answer, and an arrival `windowMs` or more before another is outside that one's window. Only
+ * durations matter, so the clocks need not agree (the sandbox's is ours anyway). Only a request
+ * read from a connection we had already closed could be counted later than we reckon.
+ * A request that hangs holds its one place until it is answered or times out, not the whole
+ * window. The cost is the round trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
  */
 class Window {
   readonly limit: number;
   readonly windowMs: number;
-  /** The last `limit` sends, oldest first. */
-  readonly #places: Place[] = [];
-  /** The latest time any older send can have been counted. */
-  #departedCounted = Number.NEGATIVE_INFINITY;
+  /** Sends started and not yet answered. */
+  #onTheirWay = 0;
+  /** When the sends of the last window were answered, earliest first. */
+  readonly #answered: number[] = [];
+  /**
+   * What a previous process may have sent, as `assumeSent` reckons it (earliest first): a guess,
+   * replaced by the next one, while this pacer's own sends stay counted beside it.
+   */
+  #assumed: number[] = [];
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
@@ -78,62 +82,103 @@ class Window {
     this.windowMs = windowMs;
   }
 
-  /** When one more send may start: now or later (sooner, if a send in flight is answered first). */
-  readyAt(now: number): number {
-    const at = Math.max(now, this.pausedUntil, this.#departedCounted + this.windowMs);
-    if (this.#places.length < this.limit) return at;
-    return Math.max(at, counted(this.#places[0] as Place) + this.windowMs);
-  }
-
-  take(now: number): Place {
-    const place: Place = { start: now, end: null };
-    this.#places.push(place);
-    if (this.#places.length > this.limit) {
-      // Left the last `limit`: from now on only the latest time it can have been counted matters
-      // (its answer if it has one; if not, the bound — a later answer cannot make it earlier).
-      const departed = this.#places.shift() as Place;
-      this.#departedCounted = Math.max(this.#departedCounted, counted(departed));
+  /** Forgets answers a whole window old: they no longer hold a place. */
+  #forget(now: number): void {
+    for (const answers of [this.#answered, this.#assumed]) {
+      let old = 0;
+      while (old < answers.length && (answers[old] as number) + this.windowMs <= now) old++;
+      if (old > 0) answers.splice(0, old);
     }
-    return place;
   }
 
+  /**
+   * When one more send may start, with `ahead` places promised to sends waiting before it (the
+   * bot's replies): now, a later time, or Infinity while it waits for a send on its way to be answered.
+   */
+  readyAt(now: number, ahead = 0): number {
+    this.#forget(now);
+    const at = Math.max(now, this.pausedUntil);
+    const held = this.#onTheirWay + this.#answered.length + this.#assumed.length + ahead;
+    if (held < this.limit) return at;
+    // The answer that must leave the window for a place to come free: `held - limit` of the
+    // earlier ones leave before it.
+    const leaving = this.#nthAnswer(held - this.limit);
+    return leaving === undefined ? Number.POSITIVE_INFINITY : Math.max(at, leaving + this.windowMs);
+  }
+
+  /** The `n`th earliest answer (from 0), real or assumed; undefined if there are not that many. */
+  #nthAnswer(n: number): number | undefined {
+    const real = this.#answered;
+    const assumed = this.#assumed;
+    if (n >= real.length + assumed.length) return undefined;
+    let i = 0;
+    let j = 0;
+    for (;;) {
+      const next =
+        j >= assumed.length || (i < real.length && (real[i] as number) <= (assumed[j] as number))
+          ? (real[i++] as number)
+          : (assumed[j++] as number);
+      if (i + j > n) return next;
+    }
+  }
+
+  take(): Place {
+    this.#onTheirWay++;
+    return { settled: false };
+  }
+
+  /** The send was answered (or failed) at `now`: its place is held until a window later. */
   release(place: Place, now: number): void {
-    if (place.end === null) place.end = Math.min(now, place.start + ARRIVAL_BOUND_MS);
+    if (place.settled) return;
+    place.settled = true;
+    this.#onTheirWay--;
+    // In time order (a clock set back may give an earlier one).
+    let i = this.#answered.length;
+    while (i > 0 && (this.#answered[i - 1] as number) > now) i--;
+    this.#answered.splice(i, 0, now);
   }
 
   /** The send never went to Telegram (its claim failed, the delivery was gone): it takes no place. */
   cancel(place: Place): void {
-    const index = this.#places.indexOf(place);
-    if (index >= 0) this.#places.splice(index, 1);
+    if (place.settled) return;
+    place.settled = true;
+    this.#onTheirWay--;
   }
 
   /**
    * As if `limit` sends had been answered just before `now`, evenly spread over the window (or,
-   * `full`, all at `now`): what a previous process may have sent that Telegram still counts.
+   * `full`, all at `now`): what a previous process may have sent that Telegram still counts. It
+   * replaces the previous guess; this pacer's own sends are counted on top.
    */
   assumeSent(now: number, full: boolean): void {
-    for (const place of this.#places) this.#departedCounted = Math.max(this.#departedCounted, counted(place));
-    this.#places.length = 0;
-    for (let i = this.limit - 1; i >= 0; i--) {
-      const at = full ? now : now - (i * this.windowMs) / this.limit;
-      this.#places.push({ start: at, end: at });
-    }
+    this.#assumed = Array.from({ length: this.limit }, (_, i) =>
+      full ? now : now - ((this.limit - 1 - i) * this.windowMs) / this.limit,
+    );
   }
 
-  /** Nothing counted in the last window and nothing in flight: indistinguishable from a new window. */
+  /** Nothing counted in the last window and nothing on its way: indistinguishable from a new window. */
   idle(now: number): boolean {
+    this.#forget(now);
     return (
       this.pausedUntil <= now &&
-      this.#departedCounted + this.windowMs <= now &&
-      this.#places.every((p) => p.end !== null && p.end + this.windowMs <= now)
+      this.#onTheirWay === 0 &&
+      this.#answered.length === 0 &&
+      this.#assumed.length === 0
     );
   }
 }
 
+/** Who waits for a place: the bot answering a person goes before queued deliveries. */
+export type Priority = "reply" | "delivery";
+
 /**
  * Decides when the next message to a chat may go out, for the bot as a whole and for each chat;
- * shared by deliveries and the bot's replies. Every send takes a place (`take`/`acquire`) and
- * hands it back when Telegram answered (`release`); see Window for why the answer matters.
+ * shared by deliveries and the bot's replies (pacedSends), since Telegram counts them all in the
+ * same windows. Every send takes a place (`take`/`acquire`) and hands it back when Telegram
+ * answered (`release`); see Window for why the answer matters. The bot's replies go first: while
+ * one waits for a place, deliveries leave it that place (in its chat and in the bot's window), so a
+ * person waiting for "Subscribed" does not wait behind a backlog — but it still waits for the
+ * window, which nothing exceeds.
  */
 export class Pacer {
   readonly #limits: PacerLimits;
@@ -141,6 +186,9 @@ export class Pacer {
   readonly #global: Window;
   readonly #chats = new Map<number, Window>();
   readonly #listeners = new Set<() => void>();
+  /** The bot's replies waiting for a place, by chat, and how many in all. */
+  readonly #replies = new Map<number, number>();
+  #repliesWaiting = 0;
   #lastSweep = 0;
   /** The last cold start: chats first seen within their window of it are assumed to have had the previous process's messages. */
   #coldAt = Number.NEGATIVE_INFINITY;
@@ -157,12 +205,13 @@ export class Pacer {
    * Telegram still counts what that one sent just before it stopped. The bot's window is taken as
    * full for a second (nothing goes out in the first second); each chat as having had a steady
    * stream until now (its first message waits its share of the window: until 1 s after the cold
-   * start in a private chat, 3 s in a group).
+   * start in a private chat, 3 s in a group). This pacer's own sends (the bot's replies of a
+   * standby that now leads) still count on top.
    */
   coldStart(): void {
     const now = this.#now();
     this.#global.assumeSent(now, true);
-    this.#chats.clear();
+    for (const window of this.#chats.values()) window.assumeSent(now, false);
     this.#coldAt = now;
   }
 
@@ -181,10 +230,18 @@ export class Pacer {
     return window;
   }
 
-  /** The earliest time (ms) a message to this chat may be sent (sooner if a send in flight is answered). */
-  readyAt(chatId: number, kind: ChatKind): number {
+  /**
+   * The earliest time (ms) a message to this chat may be sent: later while the bot's replies wait
+   * (a `delivery` leaves them their places), sooner if a send on its way is answered first;
+   * Infinity when only such an answer can free a place.
+   */
+  readyAt(chatId: number, kind: ChatKind, priority: Priority = "delivery"): number {
     const now = this.#now();
-    return Math.max(this.#global.readyAt(now), this.#chat(chatId, kind, now).readyAt(now));
+    const reply = priority === "reply";
+    return Math.max(
+      this.#global.readyAt(now, reply ? 0 : this.#repliesWaiting),
+      this.#chat(chatId, kind, now).readyAt(now, reply ? 0 : (this.#replies.get(chatId) ?? 0)),
+    );
   }
 
   /** Records a send to this chat starting now. Call only when `readyAt` is not in the future. */
@@ -194,8 +251,8 @@ export class Pacer {
     const chat = this.#chat(chatId, kind, now);
     return {
       places: [
-        { window: this.#global, place: this.#global.take(now) },
-        { window: chat, place: chat.take(now) },
+        { window: this.#global, place: this.#global.take() },
+        { window: chat, place: chat.take() },
       ],
     };
   }
@@ -204,41 +261,72 @@ export class Pacer {
   release(ticket: Ticket): void {
     const now = this.#now();
     for (const { window, place } of ticket.places) window.release(place, now);
-    for (const listener of this.#listeners) listener();
+    this.#told();
   }
 
   /** The place was taken but nothing went to Telegram: it is given back as if never taken. */
   cancel(ticket: Ticket): void {
     for (const { window, place } of ticket.places) window.cancel(place);
+    this.#told();
+  }
+
+  #told(): void {
     for (const listener of this.#listeners) listener();
   }
 
-  /** Calls `listener` whenever a send is answered (a place may have come free). */
+  /** Calls `listener` whenever a place may have come free (a send answered or given back, a reply no longer waiting). */
   onRelease(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Waits until a message to this chat may go, then takes its place; null if `signal` aborted the wait. */
-  async acquire(chatId: number, kind: ChatKind, signal?: AbortSignal): Promise<Ticket | null> {
-    for (;;) {
-      if (signal?.aborted) return null;
-      const wait = this.readyAt(chatId, kind) - this.#now();
-      if (wait <= 0) break;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          stopListening();
-          signal?.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = setTimeout(done, wait);
-        // A send answered early frees its place early: look again then.
-        const stopListening = this.onRelease(done);
-        signal?.addEventListener("abort", done, { once: true });
-      });
+  /**
+   * Waits until a message to this chat may go, then takes its place; null if `signal` aborted the
+   * wait. A `reply` goes before the deliveries waiting with it.
+   */
+  async acquire(
+    chatId: number,
+    kind: ChatKind,
+    options: { signal?: AbortSignal; priority?: Priority } = {},
+  ): Promise<Ticket | null> {
+    const { signal, priority = "delivery" } = options;
+    const reply = priority === "reply";
+    let waiting = false;
+    try {
+      for (;;) {
+        if (signal?.aborted) return null;
+        const wait = this.readyAt(chatId, kind, priority) - this.#now();
+        if (wait <= 0) break;
+        if (reply && !waiting) {
+          waiting = true;
+          this.#replies.set(chatId, (this.#replies.get(chatId) ?? 0) + 1);
+          this.#repliesWaiting++;
+        }
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            if (timer !== undefined) clearTimeout(timer);
+            stopListening();
+            signal?.removeEventListener("abort", done);
+            resolve();
+          };
+          // Infinity: only an answer (below) can free a place.
+          const timer = Number.isFinite(wait) ? setTimeout(done, wait) : undefined;
+          // A send answered early frees its place early: look again then.
+          const stopListening = this.onRelease(done);
+          signal?.addEventListener("abort", done, { once: true });
+        });
+      }
+      return this.take(chatId, kind);
+    } finally {
+      if (waiting) {
+        const left = (this.#replies.get(chatId) ?? 1) - 1;
+        if (left > 0) this.#replies.set(chatId, left);
+        else this.#replies.delete(chatId);
+        this.#repliesWaiting--;
+        // The places kept for this reply are the deliveries' again (it took one, or gave up).
+        this.#told();
+      }
     }
-    return this.take(chatId, kind);
   }
 
   /** Telegram said `retry_after`: nothing goes to this chat, nor (conservatively) anywhere, until then. */
@@ -264,13 +352,29 @@ export function chatKind(chatType: string): ChatKind {
   return chatType === "private" ? "private" : "group";
 }
 
-/** Bot API methods that count against Telegram's flood limits and so go through the pacer. */
-const PACED_METHODS = new Set(["sendMessage", "copyMessage", "forwardMessage", "sendPhoto", "sendDocument"]);
+/**
+ * Bot API methods that count against Telegram's flood limits and so go through the pacer: every
+ * message the bot sends into a chat, and every edit or delete of one (Telegram, and the sandbox,
+ * count those as messages). Not `answerCallbackQuery`: it puts nothing in the chat, Telegram
+ * counts it apart, and a button's spinner must stop at once.
+ */
+const PACED_METHODS = new Set([
+  "sendMessage",
+  "copyMessage",
+  "forwardMessage",
+  "sendPhoto",
+  "sendDocument",
+  "editMessageText",
+  "editMessageCaption",
+  "editMessageMedia",
+  "editMessageReplyMarkup",
+  "deleteMessage",
+]);
 
 /**
  * A grammY transformer that makes any Api instance (the bot's replies) wait its turn in the same
- * pacer as deliveries, and tells the pacer when Telegram answers `429` anyway. Install it before
- * (inside) auto-retry, so each retry is paced too.
+ * pacer as deliveries, ahead of them, and tells the pacer when Telegram answers `429` anyway.
+ * Install it before (inside) auto-retry, so each retry is paced too.
  */
 export function pacedSends(pacer: Pacer): Transformer {
   return async (prev, method, payload, signal) => {
@@ -278,7 +382,10 @@ export function pacedSends(pacer: Pacer): Transformer {
     if (!PACED_METHODS.has(method) || typeof chatId !== "number") return prev(method, payload, signal);
     // Telegram's group and channel ids are negative; people's are positive.
     const kind: ChatKind = chatId > 0 ? "private" : "group";
-    const ticket = await pacer.acquire(chatId, kind, signal as AbortSignal | undefined);
+    const ticket = await pacer.acquire(chatId, kind, {
+      priority: "reply",
+      ...(signal ? { signal: signal as AbortSignal } : {}),
+    });
     try {
       const result = await prev(method, payload, signal);
       if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);
