@@ -172,8 +172,15 @@ describe.skipIf(!POSTGRES)("a PostgreSQL that stops answering", { concurrent: tr
       const texts = (await delivered(running, reader)).filter((text) => text.startsWith("Frozen\n"));
       expect(texts.length).toBe(new Set(texts).size);
       const stored = new Set(await storedTexts(database.url, dock));
-      expect(refused.filter((send) => stored.has(send.text)).map((send) => send.text)).toEqual([]);
-      expect(texts.filter((text) => !accepted.includes(text))).toEqual([]);
+      // The one exception docs/api.md gives (database_unavailable): a batch whose COMMIT reached the
+      // server in the moment it fell silent is stored though its answer was lost. Only messages
+      // that came before the outage can be in it: none sent during it is ever stored.
+      const storedThoughRefused = refused.filter((send) => stored.has(send.text));
+      expect(storedThoughRefused.filter((send) => send.sentAt >= stoppedAt).map((send) => send.text)).toEqual(
+        [],
+      );
+      const exceptions = new Set(storedThoughRefused.map((send) => `Frozen\n${send.text}`));
+      expect(texts.filter((text) => !accepted.includes(text) && !exceptions.has(text))).toEqual([]);
     },
   );
 
