@@ -10,6 +10,7 @@ import { type Guarded, useCardActions } from "./actions.ts";
 import { Integrations } from "./Integrations.tsx";
 import { MessageDetail } from "./MessageDetail.tsx";
 import { MessagesTab } from "./MessagesTab.tsx";
+import { may, type SecretDock, secretDock } from "./roles.ts";
 import { SendTab } from "./SendTab.tsx";
 import { SettingsTab } from "./SettingsTab.tsx";
 import { Subscribers } from "./Subscribers.tsx";
@@ -106,6 +107,24 @@ export function DockPage({
   );
 }
 
+/**
+ * Whether a section is the signed-in person's to see: each needs what its role allows (Send,
+ * Integrations and Settings also the secrets, which only a role that manages them is given).
+ */
+function tabShown(tab: DockTab, dock: Dock, secrets: SecretDock | null): boolean {
+  switch (tab) {
+    case "send":
+      return may(dock, "send") && secrets !== null;
+    case "subscribers":
+      return may(dock, "manage_subscribers");
+    case "integrations":
+    case "settings":
+      return may(dock, "edit_settings") && secrets !== null;
+    default:
+      return may(dock, "read");
+  }
+}
+
 function LoadedDock({
   dock,
   setDock,
@@ -126,6 +145,15 @@ function LoadedDock({
   const announce = useAnnounce();
   const { error, actions } = useCardActions(dock, guarded, () => goneElsewhere(announce, dock.name));
   const titleId = `dock-${dock.id}-title`;
+  const secrets = secretDock(dock);
+  const tabs = DOCK_TABS.filter((t) => tabShown(t, dock, secrets));
+  const shown = tabs.includes(tab);
+  const first = tabs[0];
+  // A section this role does not see (the first one, Send, is what a bare link opens): its first
+  // own section instead, in place of this address in the history.
+  useEffect(() => {
+    if (!shown && first !== undefined) window.location.replace(dockHref(dock.id, first));
+  }, [shown, first, dock.id]);
 
   return (
     <article className="dock" aria-labelledby={titleId}>
@@ -173,7 +201,7 @@ function LoadedDock({
       </p>
 
       <nav className="tabs" aria-label="Dock sections">
-        {DOCK_TABS.map((t) => (
+        {tabs.map((t) => (
           <a key={t} href={dockHref(dock.id, t)} aria-current={t === tab ? "page" : undefined}>
             {TAB_LABEL[t]}
             {t === "subscribers" && <span className="count"> {dock.subscribers}</span>}
@@ -187,18 +215,22 @@ function LoadedDock({
         </p>
       )}
       <div className="tab-panel">
-        {tab === "send" && <SendTab dock={dock} actions={actions} apiUrl={info.api_base_url} />}
-        {tab === "subscribers" && <Subscribers dock={dock} guarded={guarded} actions={actions} />}
-        {tab === "messages" && messageId === null && (
+        {shown && tab === "send" && secrets && (
+          <SendTab dock={secrets} actions={actions} apiUrl={info.api_base_url} />
+        )}
+        {shown && tab === "subscribers" && <Subscribers dock={dock} guarded={guarded} actions={actions} />}
+        {shown && tab === "messages" && messageId === null && (
           <MessagesTab dock={dock} guarded={guarded} actions={actions} />
         )}
-        {tab === "messages" && messageId !== null && (
+        {shown && tab === "messages" && messageId !== null && (
           <MessageDetail dock={dock} messageId={messageId} guarded={guarded} />
         )}
-        {tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
-        {tab === "integrations" && <Integrations dock={dock} actions={actions} onChanged={setDock} />}
-        {tab === "settings" && (
-          <SettingsTab dock={dock} actions={actions} onChanged={setDock} onDeleted={toList} />
+        {shown && tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
+        {shown && tab === "integrations" && secrets && (
+          <Integrations dock={secrets} actions={actions} onChanged={setDock} />
+        )}
+        {shown && tab === "settings" && secrets && (
+          <SettingsTab dock={secrets} actions={actions} onChanged={setDock} onDeleted={toList} />
         )}
       </div>
     </article>
