@@ -34,7 +34,7 @@ function dockName(name: string): string {
 const DOCK_ROLE_POWERS: Record<DockRole, string> = {
   owner: "everything, including deleting it and managing its co-owners",
   editor: "its settings, templates and credentials, and sending",
-  approver: "who receives it: its subscribers and join requests",
+  approver: "who receives it: its subscribers",
   viewer: "its message history and activity",
 };
 

@@ -20,7 +20,15 @@ export interface AuditLine {
 export interface AuditPage {
   entries: AuditLine[];
   nextBefore: number | null;
+  /**
+   * The names, as the bot last saw them, of the people the entries' details name (`user`,
+   * `invited_by`, and an owner change's `from` and `to`), by their Telegram id.
+   */
+  people: Map<number, { firstName: string | null; username: string | null }>;
 }
+
+/** The detail fields that hold a Telegram user id. */
+const PERSON_FIELDS = ["user", "invited_by", "from", "to"];
 
 /**
  * Who makes a change that the Dock's audit log records: a signed-in person (their Telegram id), or
@@ -115,7 +123,31 @@ export class DockAudit implements AuditSink {
       }),
     );
     const last = entries.at(-1);
-    return { entries, nextBefore: rows.length > options.limit && last ? last.id : null };
+    return {
+      entries,
+      nextBefore: rows.length > options.limit && last ? last.id : null,
+      people: await this.#people(entries),
+    };
+  }
+
+  async #people(entries: AuditLine[]): Promise<AuditPage["people"]> {
+    const ids = new Set<number>();
+    for (const entry of entries) {
+      for (const field of PERSON_FIELDS) {
+        const value = entry.detail[field];
+        // `from` and `to` of a role change are roles, not people.
+        if (typeof value === "number" && Number.isSafeInteger(value)) ids.add(value);
+      }
+    }
+    if (ids.size === 0) return new Map();
+    const rows = await this.#db.kysely
+      .selectFrom("users")
+      .select(["telegram_id", "first_name", "username"])
+      .where("telegram_id", "in", [...ids])
+      .execute();
+    return new Map(
+      rows.map((row) => [Number(row.telegram_id), { firstName: row.first_name, username: row.username }]),
+    );
   }
 
   /** Deletes the entries written before `olderThan`; returns how many. */

@@ -63,7 +63,17 @@ export async function audit(app: FastifyInstance, options: AuditOptions): Promis
     async (request): Promise<AuditAnswer> => {
       const { dock } = await dockFor(request, request.params.id, "read");
       const page = await options.audit.page(dock.id, auditPageQuery(request.query));
-      return { ok: true, entries: page.entries.map(auditEntry), next_before: page.nextBefore };
+      return {
+        ok: true,
+        entries: page.entries.map(auditEntry),
+        next_before: page.nextBefore,
+        people: Object.fromEntries(
+          [...page.people].map(([id, names]) => [
+            String(id),
+            { first_name: names.firstName, username: names.username },
+          ]),
+        ),
+      };
     },
   );
 }

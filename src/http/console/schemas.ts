@@ -575,6 +575,10 @@ export const auditAnswer = Type.Object({
   next_before: Type.Union([Type.Integer(), Type.Null()], {
     description: "Ask with before=<this> for the next (older) page; null: this is the last.",
   }),
+  people: Type.Record(Type.String(), Type.Object({ first_name: stringOrNull, username: stringOrNull }), {
+    description:
+      "By Telegram id, the names of the people the entries' details name (user, invited_by, from, to), as the bot last saw them.",
+  }),
 });
 export type AuditAnswer = Static<typeof auditAnswer>;
 
