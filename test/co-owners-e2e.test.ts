@@ -152,6 +152,7 @@ describe.skipIf(!chromiumPath)("co-owners in the console, in Chromium", () => {
     expect(problems).toEqual([]);
     expect(ownerProblems).toEqual([]);
     // The invitation's token was in URLs the service answered (the sandbox page): never in its log.
+    expect(service.logs.text).toContain("start=coown_<redacted>");
     expect(service.logs.text).not.toContain((new URL(link).searchParams.get("start") as string).slice(6));
     await beaContext.close();
     await ownerContext.close();

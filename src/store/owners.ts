@@ -475,11 +475,7 @@ export class OwnerRepository {
         .where("expires_at", ">", now)
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
-      await writeAudit(
-        tx,
-        { dockId, actor, action: "co_owner_invite_withdrawn", detail: { invite: id } },
-        now,
-      );
+      await writeAuditBy(tx, dockId, { actor }, "co_owner_invite_withdrawn", { invite: id }, now);
       return true;
     });
   }
