@@ -765,14 +765,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           );
         }
         if (list.length === 0) return;
-        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(6), "DOCKS", "SOURCE".padEnd(7), "NAME"].join("  "));
+        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(8), "DOCKS", "SOURCE".padEnd(7), "NAME"].join("  "));
         for (const owner of list) {
           out(
             [
               String(owner.id).padEnd(16),
-              owner.role.padEnd(6),
+              owner.role.padEnd(8),
               String(owner.docks).padStart(5),
-              (owner.source === "config" ? "OWNERS" : "added").padEnd(7),
+              (owner.source === "config"
+                ? "OWNERS"
+                : owner.source === "co_owner"
+                  ? "shared"
+                  : "added"
+              ).padEnd(7),
               owner.firstName || owner.username
                 ? personName({ first_name: owner.firstName, username: owner.username }, owner.id)
                 : "-",

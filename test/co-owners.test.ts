@@ -72,6 +72,11 @@ describe.each(DIALECTS)("co-owners of a Dock, invited through the bot, on %s", (
       invites: [],
     });
 
+    // The administrator sees who is let in, and why.
+    expect((await admin.call("GET", "/owners")).body.owners).toContainEqual(
+      expect.objectContaining({ id: ada, role: "co_owner", source: "co_owner", docks: 1, first_name: "Ada" }),
+    );
+
     // In for this Dock only: a co-owner, not an owner of the instance.
     const signedIn = await signInThroughBot(service, people, ada);
     expect(signedIn.finished.body).toEqual({ ok: true, state: "signed_in" });
@@ -115,6 +120,9 @@ describe.each(DIALECTS)("co-owners of a Dock, invited through the bot, on %s", (
     expect((await admin.call("DELETE", `/docks/${dock.id}/co-owners/${ada}`)).body).toEqual({ ok: true });
     const after = await client.call("GET", "/docks");
     expect(after.status).toBe(401);
+    expect((await admin.call("GET", "/owners")).body.owners.map((o: { id: number }) => o.id)).not.toContain(
+      ada,
+    );
     expect((await signInThroughBot(service, people, ada)).finished.body.error.code).toBe("not_an_owner");
 
     // The links' tokens were in URLs and answers: never in the log.

@@ -25,11 +25,15 @@ export interface Owner {
   id: number;
   firstName: string | null;
   username: string | null;
-  role: OwnerRole;
-  /** `config`: named by OWNERS (the console cannot remove them); `store`: a row of `owners`. */
-  source: "config" | "store";
+  role: ConsoleRole;
+  /**
+   * `config`: named by OWNERS (the console cannot remove them); `store`: a row of `owners`;
+   * `co_owner`: no owner, let in for the Docks shared with them (their owners remove them).
+   */
+  source: "config" | "store" | "co_owner";
   addedAt: number | null;
   addedBy: number | null;
+  /** Docks they own; for a co-owner, the Docks shared with them. */
   docks: number;
 }
 
@@ -161,16 +165,24 @@ export class OwnerRepository {
       .selectFrom("docks")
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .executeTakeFirstOrThrow();
+    // Who is let in as a co-owner changes with the rows of co_owners (a role change does not).
+    const shared = await this.#db.kysely
+      .selectFrom("co_owners")
+      .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.max("added_at").as("added")])
+      .executeTakeFirstOrThrow();
     const admins = new Set(this.policy.admins);
     for (const owner of owners) if (owner.role === "admin") admins.add(Number(owner.telegram_id));
     const people = owners.map((owner) => `${owner.telegram_id}:${owner.role}:${owner.added_at}`).join(",");
     return {
-      stamp: `${people}/${invites.n}:${invites.made}:${invites.used}:${invites.revoked}/${docks.n}`,
+      stamp: `${people}/${invites.n}:${invites.made}:${invites.used}:${invites.revoked}/${docks.n}/${shared.n}:${shared.added}`,
       admins,
     };
   }
 
-  /** Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows. */
+  /**
+   * Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows,
+   * then (on a closed instance) those let in only as co-owners of some Docks.
+   */
   async list(): Promise<Owner[]> {
     const rows = await this.#db.kysely
       .selectFrom("owners")
@@ -218,7 +230,44 @@ export class OwnerRepository {
             docks: counts.get(row.telegram_id) ?? 0,
           }),
         ),
+      ...(await this.#coOwnersOnly(rows.map((row) => row.telegram_id))),
     ];
+  }
+
+  /**
+   * On a closed instance, the people let in only as co-owners: neither OWNERS' administrators nor
+   * in `owners` (`stored`), with how many Docks are shared with them. An open instance lets them in
+   * as owners anyway.
+   */
+  async #coOwnersOnly(stored: number[]): Promise<Owner[]> {
+    if (this.policy.open) return [];
+    const rows = await this.#db.kysely
+      .selectFrom("co_owners")
+      .leftJoin("users", "users.telegram_id", "co_owners.telegram_id")
+      .select((eb) => [
+        "co_owners.telegram_id",
+        "users.first_name",
+        "users.username",
+        eb.fn.countAll<number>().as("n"),
+        eb.fn.min("co_owners.added_at").as("added"),
+      ])
+      .groupBy(["co_owners.telegram_id", "users.first_name", "users.username"])
+      .orderBy("added")
+      .orderBy("co_owners.telegram_id")
+      .execute();
+    const known = new Set([...this.policy.admins, ...stored]);
+    return rows
+      .filter((row) => !known.has(Number(row.telegram_id)))
+      .map((row) => ({
+        id: Number(row.telegram_id),
+        firstName: row.first_name ?? null,
+        username: row.username ?? null,
+        role: "co_owner",
+        source: "co_owner",
+        addedAt: row.added === null ? null : Number(row.added),
+        addedBy: null,
+        docks: Number(row.n),
+      }));
   }
 
   /** How many Docks each of these people owns (absent: none). */

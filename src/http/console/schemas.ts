@@ -482,12 +482,13 @@ export const ownerSchema = Type.Object({
   id: Type.Integer(),
   first_name: stringOrNull,
   username: stringOrNull,
-  role: ownerRole,
-  source: Type.Union([Type.Literal("config"), Type.Literal("store")], {
-    description: "`config`: named by OWNERS (only the configuration removes them).",
+  role: consoleRole,
+  source: Type.Union([Type.Literal("config"), Type.Literal("store"), Type.Literal("co_owner")], {
+    description:
+      "`config`: named by OWNERS (only the configuration removes them); `co_owner`: no owner, let in for the Docks shared with them (their owners remove them).",
   }),
   added_at: Type.Union([time, Type.Null()]),
-  docks: Type.Integer(),
+  docks: Type.Integer({ description: "Docks they own; for a co_owner, the Docks shared with them." }),
 });
 export type OwnerView = Static<typeof ownerSchema>;
 
