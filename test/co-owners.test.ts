@@ -50,7 +50,7 @@ describe.each(DIALECTS)("co-owners of a Dock, invited through the bot, on %s", (
     // No first: nothing changes, and the link still works; then Yes.
     const prompt = await people.botReply(ada, await people.start(ada, payloadOf(made.link)));
     expect(prompt.text).toContain("Olga invites you to co-own the Dock Builds");
-    expect(prompt.text).toContain("as an approver: who receives it");
+    expect(prompt.text).toContain("as an approver, for its subscribers.");
     await people.press(ada, prompt, "No");
     expect((await people.edited(ada, prompt)).text).toContain("Invitation declined");
     expect(await answerLink(people, ada, made.link, "Yes")).toContain("you are an approver of Builds");

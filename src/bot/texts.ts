@@ -34,7 +34,7 @@ function dockName(name: string): string {
 const DOCK_ROLE_POWERS: Record<DockRole, string> = {
   owner: "everything, including deleting it and managing its co-owners",
   editor: "its settings, templates and credentials, and sending",
-  approver: "who receives it: its subscribers",
+  approver: "its subscribers",
   viewer: "its message history and activity",
 };
 
@@ -183,7 +183,7 @@ export const texts = {
     `You already are ${role === "admin" ? "an administrator" : "an owner"} of this Dock Notify: sign in at ${escapeHtml(consoleUrl)}. The invitation stays unused.`,
   coOwnerPrompt: (inviter: string | null, dock: string, role: DockRole, consoleUrl: string) =>
     [
-      `${inviter === null ? "You are invited" : `<b>${escapeHtml(inviter)}</b> invites you`} to co-own the Dock ${dockName(dock)} on this Dock Notify (${escapeHtml(consoleUrl)}) as ${roleName(role)}: ${DOCK_ROLE_POWERS[role]}.`,
+      `${inviter === null ? "You are invited" : `<b>${escapeHtml(inviter)}</b> invites you`} to co-own the Dock ${dockName(dock)} on this Dock Notify (${escapeHtml(consoleUrl)}) as ${roleName(role)}, for ${DOCK_ROLE_POWERS[role]}.`,
       "",
       "Accept? You can then sign in to the console and see this Dock.",
     ].join("\n"),
