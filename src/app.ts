@@ -35,7 +35,9 @@ import {
   registerStateGauges,
 } from "./metrics.ts";
 import { ActivityRepository } from "./store/activity.ts";
+import { DockAudit } from "./store/audit.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
+import { CoOwnerRepository } from "./store/co-owners.ts";
 import type { Db } from "./store/db.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -109,6 +111,10 @@ export interface App {
   owners: OwnerRepository;
   /** Each Dock's daily activity counts: its chart, the list's headline numbers. */
   activity: ActivityRepository;
+  /** Who has which role on each Dock beside its owner. */
+  coOwners: CoOwnerRepository;
+  /** Each Dock's audit log: who did what to it, and when. */
+  audit: DockAudit;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
   /** Where Docks' templates are rendered and long texts parsed: a thread of its own, with a hard deadline. */
@@ -162,6 +168,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
   const sessions = new SessionRepository(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
+  const coOwners = new CoOwnerRepository(db, now);
+  const audit = new DockAudit(db, now);
   const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
 
   const jsonHeaders = apiHeaders({
@@ -268,6 +276,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(consoleApi, {
     prefix: "/console/api",
     docks,
+    coOwners,
+    audit,
     intake,
     subscriptions,
     loginTokens,
@@ -363,6 +373,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     owners,
     activity,
+    audit,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,
@@ -412,6 +423,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sessions,
     owners,
     activity,
+    coOwners,
+    audit,
     live,
     async claimLink() {
       if (!(await owners.awaitsClaim())) return null;

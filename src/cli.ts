@@ -7,9 +7,12 @@ import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
+import { DOCK_ROLES, type DockRole } from "./domain/dock-roles.ts";
 import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "./domain/principal.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
+import type { AuditBy, AuditLine, DockAudit } from "./store/audit.ts";
+import type { CoOwnerRepository } from "./store/co-owners.ts";
 import type { DockCredential } from "./store/dock-credentials.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
@@ -86,14 +89,25 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
   io.stdout.write(`${lines.join("\n")}\n`);
 }
 
+/** A Dock's co-owners and audit log, as the operator's commands reach them. */
+interface DockTeam {
+  coOwners: CoOwnerRepository;
+  audit: DockAudit;
+}
+
+/** Who the audit log says made a change from the command line: the operator (no actor, `via: cli`). */
+const OPERATOR: AuditBy = { actor: null };
+
 async function withDocks<T>(
   io: CliIo,
-  fn: (docks: DockRepository, config: Config, owners: OwnerRepository) => Promise<T>,
+  fn: (docks: DockRepository, config: Config, owners: OwnerRepository, team: DockTeam) => Promise<T>,
 ): Promise<T> {
   const config = withServedUrl(loadConfig(io.env), io.env);
   const { explained, loadCheckedEncryptionKey, openMigratedDb } = await import("./main.ts");
   const { DockRepository } = await import("./store/docks.ts");
   const { OwnerRepository } = await import("./store/owners.ts");
+  const { CoOwnerRepository } = await import("./store/co-owners.ts");
+  const { DockAudit } = await import("./store/audit.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
   const db = await openMigratedDb(config);
   try {
@@ -101,10 +115,44 @@ async function withDocks<T>(
       throw explained(error, config);
     });
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
-    return await fn(new DockRepository(db, key), config, owners);
+    const team: DockTeam = { coOwners: new CoOwnerRepository(db), audit: new DockAudit(db) };
+    return await fn(new DockRepository(db, key), config, owners, team);
   } finally {
     await db.close();
   }
+}
+
+/**
+ * The bot's username, for a link into it: known at once in the sandbox, asked of Telegram
+ * (`getMe`) otherwise; null when Telegram cannot be reached (the command to send the bot is
+ * printed instead).
+ */
+async function botUsername(config: Config): Promise<string | null> {
+  const { telegramTarget } = await import("./telegram-target.ts");
+  const target = telegramTarget(config);
+  if (target.botUsername !== null) return target.botUsername;
+  const { Api } = await import("grammy");
+  try {
+    const me = await new Api(target.token, { apiRoot: target.apiRoot, timeoutSeconds: 10 }).getMe();
+    return me.username;
+  } catch {
+    return null;
+  }
+}
+
+/** A Telegram user id or a role given on the command line. */
+function parseRole(value: string): DockRole {
+  if ((DOCK_ROLES as readonly string[]).includes(value)) return value as DockRole;
+  throw new UsageError(`role must be one of ${DOCK_ROLES.join(", ")}, got "${value}"`);
+}
+
+/** How an audit entry's actor is written on the command line. */
+function actorText(line: AuditLine): string {
+  if (line.actor === null) return line.detail.via === "cli" ? "command line" : "Dock Notify";
+  const { id, firstName, username } = line.actor;
+  return firstName || username
+    ? `${personName({ first_name: firstName, username }, id)} (${id})`
+    : String(id);
 }
 
 function parseOwner(value: string, option = "--owner"): number {
@@ -225,7 +273,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!fields.ok)
           throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
         await withDocks(io, async (repo, config) => {
-          const dock = await repo.create(owner, fields.value);
+          const dock = await repo.create(owner, fields.value, OPERATOR);
           if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
           else printDock(dock, config, io);
         });
@@ -317,8 +365,8 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           );
           if (!fields.ok)
             throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
-          await repo.update(id, fields.value);
-          if (owner !== undefined) await repo.transfer(id, owner);
+          await repo.update(id, fields.value, OPERATOR);
+          if (owner !== undefined) await repo.transfer(id, owner, OPERATOR);
           const updated = await requireDock(repo, id);
           if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));
           else printDock(updated, config, io);
@@ -332,7 +380,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
       await withDocks(io, async (repo) => {
-        const secretKey = await repo.rotateSecret(id);
+        const secretKey = await repo.rotateSecret(id, OPERATOR);
         if (secretKey === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, secret_key: secretKey }, null, 2));
         else out(`New secret key for ${id}: ${secretKey}\nThe old key no longer works.`);
@@ -345,7 +393,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .addOption(json)
     .action(async (id: string, opts: { json?: boolean }) => {
       await withDocks(io, async (repo) => {
-        const signingSecret = await repo.rotateSigningSecret(id);
+        const signingSecret = await repo.rotateSigningSecret(id, OPERATOR);
         if (signingSecret === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, signing_secret: signingSecret }, null, 2));
         else out(`New signing secret for ${id}: ${signingSecret}\nEvents are signed with it from now on.`);
@@ -362,12 +410,13 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .action(async (id: string, opts: { revoke?: boolean; json?: boolean }) => {
       await withDocks(io, async (repo, config) => {
         if (opts.revoke) {
-          if (!(await repo.revokeHookToken(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
+          if (!(await repo.revokeHookToken(id, OPERATOR)))
+            throw new UsageError(`no Dock with ID "${id}"`, "not_found");
           if (opts.json) out(JSON.stringify({ id, hook_token: null }, null, 2));
           else out(`The hook URL of ${id} no longer works.`);
           return;
         }
-        const token = await repo.rotateHookToken(id);
+        const token = await repo.rotateHookToken(id, OPERATOR);
         if (token === undefined) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         const url = `${config.publicUrl.replace(/\/$/, "")}/hook/${token}`;
         if (opts.json) out(JSON.stringify({ id, hook_token: token, hook_url: url }, null, 2));
@@ -446,7 +495,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         const name = opts.name.trim();
         if (name.length === 0 || [...name].length > 64)
           throw new UsageError("--name is required, at most 64 characters");
-        const made = await repo.credentials.create(dockId, name, opts.scope);
+        const made = await repo.credentials.create(dockId, name, opts.scope, OPERATOR);
         if (opts.json)
           out(JSON.stringify({ ...credentialJson(made.credential), secret: made.secret }, null, 2));
         else
@@ -466,10 +515,217 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .addOption(json)
     .action(async (dockId: string, id: string, opts: { json?: boolean }) => {
       await withDocks(io, async (repo) => {
-        if (!(await repo.credentials.revoke(dockId, id)))
+        if (!(await repo.credentials.revoke(dockId, id, OPERATOR)))
           throw new UsageError(`Dock "${dockId}" has no credential "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, revoked: true }));
         else out(`Revoked ${id}: it no longer works.`);
+      });
+    });
+
+  const coOwners = docks
+    .command("co-owners")
+    .description(
+      "people given a role on a Dock beside its owner: owner, editor, approver or viewer (they join through a link into the bot)",
+    );
+
+  coOwners
+    .command("list <dock_id>")
+    .description("the Dock's owner and co-owners with their roles, and the invitations still open")
+    .addOption(json)
+    .action(async (dockId: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo, _config, owners, team) => {
+        await requireDock(repo, dockId);
+        const [members, invites] = await Promise.all([
+          team.coOwners.team(dockId),
+          owners.pendingCoOwnerInvites(dockId),
+        ]);
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              {
+                co_owners: members.map((m) => ({
+                  id: m.id,
+                  first_name: m.firstName,
+                  username: m.username,
+                  role: m.role,
+                  owns_dock: m.ownsDock,
+                  added_at: m.addedAt === null ? null : new Date(m.addedAt).toISOString(),
+                })),
+                invites: invites.map((i) => ({
+                  id: i.id,
+                  role: i.role,
+                  created_by: i.createdBy,
+                  created_at: new Date(i.createdAt).toISOString(),
+                  expires_at: new Date(i.expiresAt).toISOString(),
+                })),
+              },
+              null,
+              2,
+            ),
+          );
+          return;
+        }
+        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(8), "NAME"].join("  "));
+        for (const m of members) {
+          const name =
+            m.firstName || m.username
+              ? personName({ first_name: m.firstName, username: m.username }, m.id)
+              : "-";
+          out(
+            [
+              String(m.id).padEnd(16),
+              m.role.padEnd(8),
+              `${name}${m.ownsDock ? " (owns the Dock)" : ""}`,
+            ].join("  "),
+          );
+        }
+        for (const i of invites) {
+          out(`open invitation ${i.id} as ${i.role}, until ${new Date(i.expiresAt).toISOString()}`);
+        }
+      });
+    });
+
+  coOwners
+    .command("invite <dock_id>")
+    .description("make a single-use link into the bot that gives its opener a role on the Dock (7 days)")
+    .addOption(new Option("--role <role>", "the role it gives").choices(DOCK_ROLES).makeOptionMandatory())
+    .addOption(json)
+    .action(async (dockId: string, opts: { role: DockRole; json?: boolean }) => {
+      await withDocks(io, async (repo, config, owners) => {
+        await requireDock(repo, dockId);
+        const made = await owners.createCoOwnerInvite(dockId, opts.role, null);
+        const { CO_OWNER_PAYLOAD_PREFIX } = await import("./domain/owners.ts");
+        const { telegramLink } = await import("./domain/telegram-link.ts");
+        const payload = `${CO_OWNER_PAYLOAD_PREFIX}${made.token}`;
+        const username = await botUsername(config);
+        const link =
+          username === null
+            ? null
+            : telegramLink(config.publicUrl, username, payload, config.telegramBotToken === null);
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              { id: made.invite.id, role: opts.role, link, command: `/start ${payload}` },
+              null,
+              2,
+            ),
+          );
+          return;
+        }
+        out(
+          link === null
+            ? `Telegram cannot be reached to name the bot: the person sends it /start ${payload}`
+            : `Invitation to co-own ${dockId} as ${opts.role} (works once, for 7 days; shown this once):\n  ${link}`,
+        );
+      });
+    });
+
+  coOwners
+    .command("withdraw <dock_id> <invite_id>")
+    .description("withdraw a co-owner invitation that was not used yet")
+    .addOption(json)
+    .action(async (dockId: string, inviteId: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (_repo, _config, owners) => {
+        if (!(await owners.withdrawCoOwnerInvite(dockId, inviteId, null)))
+          throw new UsageError(`Dock "${dockId}" has no open invitation "${inviteId}"`, "not_found");
+        if (opts.json) out(JSON.stringify({ id: inviteId, withdrawn: true }));
+        else out(`Withdrew ${inviteId}: its link no longer works.`);
+      });
+    });
+
+  coOwners
+    .command("role <dock_id> <telegram_user_id> <role>")
+    .description(`give a co-owner another role (${DOCK_ROLES.join(", ")})`)
+    .addOption(json)
+    .action(async (dockId: string, raw: string, rawRole: string, opts: { json?: boolean }) => {
+      const userId = parseOwner(raw, "telegram_user_id");
+      const role = parseRole(rawRole);
+      await withDocks(io, async (repo, _config, _owners, team) => {
+        await requireDock(repo, dockId);
+        const outcome = await team.coOwners.setRole(dockId, userId, role, null);
+        coOwnerRefusal(outcome, userId, dockId);
+        if (opts.json) out(JSON.stringify({ id: userId, role }));
+        else out(`${userId} is ${role === "viewer" ? "a" : "an"} ${role} of ${dockId}.`);
+      });
+    });
+
+  coOwners
+    .command("remove <dock_id> <telegram_user_id>")
+    .description("take a co-owner's role on the Dock away (with the invitations they made for it)")
+    .addOption(json)
+    .action(async (dockId: string, raw: string, opts: { json?: boolean }) => {
+      const userId = parseOwner(raw, "telegram_user_id");
+      await withDocks(io, async (repo, _config, _owners, team) => {
+        await requireDock(repo, dockId);
+        coOwnerRefusal(await team.coOwners.remove(dockId, userId, null), userId, dockId);
+        if (opts.json) out(JSON.stringify({ id: userId, removed: true }));
+        else out(`${userId} no longer co-owns ${dockId}.`);
+      });
+    });
+
+  docks
+    .command("audit <id>")
+    .description("who did what to the Dock, and when: its audit log, newest first")
+    .option("--limit <n>", "entries to print (1-200)", "50")
+    .option("--before <entry_id>", "only entries older than this one (the previous page's last)")
+    .addOption(json)
+    .action(async (id: string, opts: { limit: string; before?: string; json?: boolean }) => {
+      const limit = /^\d{1,3}$/.test(opts.limit) ? Number(opts.limit) : 0;
+      if (limit < 1 || limit > 200) throw new UsageError("--limit must be a whole number from 1 to 200");
+      if (opts.before !== undefined && !/^[1-9]\d{0,15}$/.test(opts.before))
+        throw new UsageError("--before must be an entry's id");
+      await withDocks(io, async (repo, _config, _owners, team) => {
+        await requireDock(repo, id);
+        const page = await team.audit.page(id, {
+          limit,
+          before: opts.before === undefined ? undefined : Number(opts.before),
+        });
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              {
+                entries: page.entries.map((e) => ({
+                  id: e.id,
+                  at: new Date(e.at).toISOString(),
+                  actor: e.actor && {
+                    id: e.actor.id,
+                    first_name: e.actor.firstName,
+                    username: e.actor.username,
+                  },
+                  action: e.action,
+                  detail: e.detail,
+                })),
+                next_before: page.nextBefore,
+              },
+              null,
+              2,
+            ),
+          );
+          return;
+        }
+        if (page.entries.length === 0) {
+          out(
+            `Dock ${id} has nothing in its audit log${opts.before === undefined ? "" : " before that entry"}.`,
+          );
+          return;
+        }
+        out(["ID".padEnd(8), "WHEN".padEnd(24), "WHO".padEnd(28), "WHAT"].join("  "));
+        for (const e of page.entries) {
+          const detail = Object.entries(e.detail)
+            .filter(([name]) => name !== "via")
+            .map(([name, value]) => `${name}=${value}`)
+            .join(" ");
+          out(
+            [
+              String(e.id).padEnd(8),
+              new Date(e.at).toISOString().padEnd(24),
+              actorText(e).padEnd(28),
+              detail === "" ? e.action : `${e.action} ${detail}`,
+            ].join("  "),
+          );
+        }
+        if (page.nextBefore !== null)
+          out(`older entries: dock-notify docks audit ${id} --before ${page.nextBefore}`);
       });
     });
 
@@ -509,14 +765,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           );
         }
         if (list.length === 0) return;
-        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(6), "DOCKS", "SOURCE".padEnd(7), "NAME"].join("  "));
+        out(["TELEGRAM ID".padEnd(16), "ROLE".padEnd(8), "DOCKS", "SOURCE".padEnd(7), "NAME"].join("  "));
         for (const owner of list) {
           out(
             [
               String(owner.id).padEnd(16),
-              owner.role.padEnd(6),
+              owner.role.padEnd(8),
               String(owner.docks).padStart(5),
-              (owner.source === "config" ? "OWNERS" : "added").padEnd(7),
+              (owner.source === "config"
+                ? "OWNERS"
+                : owner.source === "co_owner"
+                  ? "shared"
+                  : "added"
+              ).padEnd(7),
               owner.firstName || owner.username
                 ? personName({ first_name: owner.firstName, username: owner.username }, owner.id)
                 : "-",
@@ -583,6 +844,19 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     });
 
   return program;
+}
+
+/** A co-owner change that did nothing, as the operator's error. */
+function coOwnerRefusal(
+  outcome: "changed" | "unchanged" | "not_found" | "dock_owner",
+  userId: number,
+  dockId: string,
+) {
+  if (outcome === "not_found") throw new UsageError(`${userId} is not a co-owner of ${dockId}`, "not_found");
+  if (outcome === "dock_owner")
+    throw new UsageError(
+      `${userId} owns ${dockId} and keeps the role owner: dock-notify docks update ${dockId} --owner <another> gives the Dock away`,
+    );
 }
 
 /** Why the last administrator keeps their role, and how to go on. */

@@ -37,8 +37,11 @@ const SECRET_PARAMETER =
  */
 const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk|ss|sc|gh)_[A-Za-z0-9]+/g;
 
-/** A start payload that carries a token: a console sign-in, the claim link, an invitation. */
-const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite)_)[^&#]*/g;
+/**
+ * A start payload that carries a token: a console sign-in, the claim link, an invitation (to own
+ * Docks, or to co-own one).
+ */
+const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite|coown)_)[^&#]*/g;
 
 /** A bot token anywhere (`123456:AAE…`, Telegram's shape), in a path, a query string or a value. */
 const BOT_TOKEN = /(?<!\d)\d{1,20}:[A-Za-z0-9_-]{30,}/g;

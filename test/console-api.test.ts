@@ -649,10 +649,12 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         "id",
         "link",
         "name",
+        "role",
         "stats",
         "subscribers",
         "updated_at",
       ]);
+      expect(listed[0].role).toBe("owner");
       expect(JSON.stringify(listed)).not.toContain(dock.secret_key);
     });
 

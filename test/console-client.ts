@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import type { TelegramIdentity } from "../src/domain/telegram-identity.ts";
+import type { ChatMessage, People } from "./bot-harness.ts";
 import type { RunningService } from "./harness.ts";
 
 /** `name=value` of a Set-Cookie header, or undefined when the answer does not set that cookie. */
@@ -74,4 +75,43 @@ export async function signIn(service: RunningService, user: TelegramIdentity): P
   expect(me.status).toBe(200);
   client.csrf = me.body.csrf_token;
   return client;
+}
+
+/** The payload of a link into the bot (`…?start=<payload>`). */
+export function payloadOf(link: string): string {
+  const payload = new URL(link).searchParams.get("start");
+  if (payload === null) throw new Error(`no start payload in ${link}`);
+  return payload;
+}
+
+/**
+ * A person signs in as they would: the console makes a sign-in link, they open it in the bot and
+ * press Yes, the console checks who confirmed and presses Continue. Answers the bot's words, the
+ * check and the finish, and the client (signed in when the finish worked).
+ */
+export async function signInThroughBot(service: RunningService, people: People, person: number) {
+  const client = new ConsoleClient(service.url);
+  const started = await client.call("POST", "/sign-in");
+  expect(started.status).toBe(200);
+  const cookie = `dn_login=${cookieFrom(started.response, "dn_login")?.value}`;
+  const prompt = await people.botReply(person, await people.start(person, payloadOf(started.body.link)));
+  await people.press(person, prompt, "Yes");
+  const said = (await people.edited(person, prompt)).text;
+  const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
+  const finished = await client.call("POST", "/sign-in/finish", { user_id: person }, { cookie });
+  const session = cookieFrom(finished.response, "dn_session");
+  if (session) {
+    client.session = session.value;
+    client.csrf = (await client.call("GET", "/session")).body.csrf_token;
+  }
+  return { said, checked: checked.body, finished, client };
+}
+
+/** The person opens a claim or invitation link and answers the bot's question; answers what the bot says then. */
+export async function answerLink(people: People, person: number, link: string, answer: "Yes" | "No") {
+  const prompt: ChatMessage = await people.botReply(person, await people.start(person, payloadOf(link)));
+  // A link that can no longer be used is answered at once, without a question.
+  if (!prompt.reply_markup || !("inline_keyboard" in prompt.reply_markup)) return prompt.text;
+  await people.press(person, prompt, answer);
+  return (await people.edited(person, prompt)).text;
 }

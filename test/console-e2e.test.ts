@@ -1044,6 +1044,8 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
             ["activity", (p: Page) => p.getByTestId("activity-sent").filter({ hasText: /^2$/ }).waitFor()],
             ["integrations", (p: Page) => p.getByRole("region", { name: "Hook URL" }).waitFor()],
             ["settings", (p: Page) => p.getByRole("button", { name: "Rotate secret" }).waitFor()],
+            ["co-owners", (p: Page) => p.getByRole("button", { name: "Invite a co-owner" }).waitFor()],
+            ["audit", (p: Page) => p.getByText("Nothing yet.").waitFor()],
           ] as const
         ).map(([t, ready]): [string, string, (p: Page) => Promise<unknown>] => [
           `dock-${t}`,
@@ -1076,7 +1078,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
               .getByRole("navigation", { name: "Dock sections" })
               .getByRole("link")
               .evaluateAll((links) => links.map((link) => link.getBoundingClientRect().right));
-            expect(rights, `${name} at ${width} px`).toHaveLength(6);
+            expect(rights, `${name} at ${width} px`).toHaveLength(8);
             for (const right of rights) expect(right, `${name} at ${width} px`).toBeLessThanOrEqual(width);
           }
           if (name === "dock-activity") {

@@ -5,51 +5,12 @@ import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { migrate } from "../src/store/migrations/index.ts";
 import { OwnerRepository } from "../src/store/owners.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
-import { type ChatMessage, People } from "./bot-harness.ts";
-import { ConsoleClient, cookieFrom, signIn } from "./console-client.ts";
+import { People } from "./bot-harness.ts";
+import { answerLink, ConsoleClient, payloadOf, signIn, signInThroughBot } from "./console-client.ts";
 import { databaseAt, dialects, type RunningService, startService } from "./harness.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 const DIALECTS = await dialects();
-
-/** The payload of a link into the bot (`…?start=<payload>`). */
-function payloadOf(link: string): string {
-  const payload = new URL(link).searchParams.get("start");
-  if (payload === null) throw new Error(`no start payload in ${link}`);
-  return payload;
-}
-
-/**
- * A person signs in as they would: the console makes a sign-in link, they open it in the bot and
- * press Yes, the console checks who confirmed and presses Continue. Answers the bot's words, the
- * check and the finish, and the client (signed in when the finish worked).
- */
-async function signInThroughBot(service: RunningService, people: People, person: number) {
-  const client = new ConsoleClient(service.url);
-  const started = await client.call("POST", "/sign-in");
-  expect(started.status).toBe(200);
-  const cookie = `dn_login=${cookieFrom(started.response, "dn_login")?.value}`;
-  const prompt = await people.botReply(person, await people.start(person, payloadOf(started.body.link)));
-  await people.press(person, prompt, "Yes");
-  const said = (await people.edited(person, prompt)).text;
-  const checked = await client.call("POST", "/sign-in/check", undefined, { cookie });
-  const finished = await client.call("POST", "/sign-in/finish", { user_id: person }, { cookie });
-  const session = cookieFrom(finished.response, "dn_session");
-  if (session) {
-    client.session = session.value;
-    client.csrf = (await client.call("GET", "/session")).body.csrf_token;
-  }
-  return { said, checked: checked.body, finished, client };
-}
-
-/** The person opens a claim or invitation link and answers the bot's question; answers what the bot says then. */
-async function answerLink(people: People, person: number, link: string, answer: "Yes" | "No") {
-  const prompt: ChatMessage = await people.botReply(person, await people.start(person, payloadOf(link)));
-  // A link that can no longer be used is answered at once, without a question.
-  if (!prompt.reply_markup || !("inline_keyboard" in prompt.reply_markup)) return prompt.text;
-  await people.press(person, prompt, answer);
-  return (await people.edited(person, prompt)).text;
-}
 
 describe.each(DIALECTS)("who may own Docks, with a real bot on %s", (dialect) => {
   let sandbox: RunningSandbox;

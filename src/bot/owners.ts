@@ -6,12 +6,28 @@ import type { OwnerInviteKind } from "../store/schema.ts";
 import { answer, type BotDeps, edit, say } from "./context.ts";
 import { texts } from "./texts.ts";
 
-/** Callback data of the claim's and invitation's buttons: `own:<y|n>:<c|i>:<token>`. */
-const BUTTON = /^own:([yn]):([ci]):([A-Za-z0-9]{1,40})$/;
-const KIND_CODE: Record<OwnerInviteKind, string> = { claim: "c", invite: "i" };
+/**
+ * Callback data of the claim's and invitations' buttons: `own:<y|n>:<c|i|o>:<token>` (`o`: a
+ * co-owner invitation).
+ */
+const BUTTON = /^own:([yn]):([cio]):([A-Za-z0-9]{1,40})$/;
+const KIND_CODE: Record<OwnerInviteKind, string> = { claim: "c", invite: "i", co_owner: "o" };
+const KIND_OF: Record<string, OwnerInviteKind> = { c: "claim", i: "invite", o: "co_owner" };
 
 /** What to say about a link that cannot be used (any longer). */
 function refusal(state: InviteState, kind: OwnerInviteKind): string {
+  if (kind === "co_owner") {
+    switch (state) {
+      case "used":
+        return texts.coOwnerLinkUsed;
+      case "revoked":
+        return texts.coOwnerLinkRevoked;
+      case "expired":
+        return texts.coOwnerLinkExpired;
+      default:
+        return texts.coOwnerLinkUnknown;
+    }
+  }
   switch (state) {
     case "used":
       return texts.ownerLinkUsed;
@@ -32,8 +48,9 @@ function consoleUrl(deps: BotDeps): string {
 }
 
 /**
- * `/start claim_<token>` (the link `serve` prints while the instance has no administrator) and
- * `/start invite_<token>` (an administrator's invitation): asks before anything changes, so that a
+ * `/start claim_<token>` (the link `serve` prints while the instance has no administrator),
+ * `/start invite_<token>` (an administrator's invitation) and `/start coown_<token>` (a Dock
+ * owner's invitation to co-own that Dock with a role): asks before anything changes, so that a
  * link opened by mistake — or sent by someone else — makes nobody an owner unasked. Private chats only.
  */
 export async function askOwnerLink(
@@ -46,7 +63,7 @@ export async function askOwnerLink(
     await say(ctx, texts.ownerLinkPrivateOnly);
     return;
   }
-  const { state, createdBy } = await deps.owners.linkState(kind, token);
+  const { state, createdBy, shares } = await deps.owners.linkState(kind, token);
   if (state !== "pending") {
     await say(ctx, refusal(state, kind));
     return;
@@ -59,6 +76,12 @@ export async function askOwnerLink(
     return;
   }
   const inviter = createdBy === null ? null : personName(await deps.owners.namesOf(createdBy), createdBy);
+  if (kind === "co_owner" && shares !== null) {
+    await say(ctx, texts.coOwnerPrompt(inviter, shares.dockName, shares.role, consoleUrl(deps)), {
+      reply_markup: buttons,
+    });
+    return;
+  }
   await say(ctx, texts.invitePrompt(inviter, consoleUrl(deps)), { reply_markup: buttons });
 }
 
@@ -67,7 +90,7 @@ export function ownerLinks(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
   composer.callbackQuery(BUTTON, async (ctx) => {
     const [, choice, code, token] = ctx.match as RegExpMatchArray;
-    const kind: OwnerInviteKind = code === "c" ? "claim" : "invite";
+    const kind = KIND_OF[code as string] as OwnerInviteKind;
     await answer(ctx);
     if (choice === "n") {
       await edit(ctx, kind === "claim" ? texts.claimDeclined : texts.inviteDeclined);
@@ -86,6 +109,12 @@ export function ownerLinks(deps: BotDeps): Composer<Context> {
         kind === "claim" ? "instance claimed" : "invitation accepted",
       );
     }
+    if (outcome.result === "co_owner") {
+      deps.log?.info(
+        { telegram_id: from.id, dock_id: outcome.dockId, role: outcome.role },
+        "co-owner invitation accepted",
+      );
+    }
     switch (outcome.result) {
       case "admin":
         await edit(ctx, texts.claimed(consoleUrl(deps)));
@@ -95,6 +124,12 @@ export function ownerLinks(deps: BotDeps): Composer<Context> {
         return;
       case "already_owner":
         await edit(ctx, texts.alreadyOwner(outcome.role, consoleUrl(deps)));
+        return;
+      case "co_owner":
+        await edit(ctx, texts.coOwnerAccepted(outcome.dockName, outcome.role, consoleUrl(deps)));
+        return;
+      case "already_co_owner":
+        await edit(ctx, texts.alreadyCoOwner(outcome.dockName, outcome.role, consoleUrl(deps)));
         return;
       default:
         await edit(ctx, refusal(outcome.result, kind));

@@ -1,5 +1,5 @@
 import { Composer, type Context } from "grammy";
-import { CLAIM_PAYLOAD_PREFIX, INVITE_PAYLOAD_PREFIX } from "../domain/owners.ts";
+import { CLAIM_PAYLOAD_PREFIX, CO_OWNER_PAYLOAD_PREFIX, INVITE_PAYLOAD_PREFIX } from "../domain/owners.ts";
 import { LOGIN_PAYLOAD_PREFIX } from "../store/login-tokens.ts";
 import { type BotDeps, say } from "./context.ts";
 import { askLoginConfirmation } from "./login.ts";
@@ -9,8 +9,9 @@ import { texts } from "./texts.ts";
 
 /**
  * `/start`, what every Telegram link into the bot sends: `/start <dock_id>` offers the Dock,
- * `/start login_<token>` confirms a console sign-in, `/start claim_<token>` and
- * `/start invite_<token>` make the instance's administrator or an owner, and a plain `/start` greets the person with
+ * `/start login_<token>` confirms a console sign-in, `/start claim_<token>`,
+ * `/start invite_<token>` and `/start coown_<token>` make the instance's administrator, an owner
+ * or a Dock's co-owner, and a plain `/start` greets the person with
  * the menu. Any `/start` in a private chat also resumes the subscriptions a block had paused:
  * unblocking a bot in Telegram is pressing its Restart button, which sends `/start`.
  */
@@ -31,6 +32,10 @@ export function start(deps: BotDeps): Composer<Context> {
     }
     if (payload.startsWith(INVITE_PAYLOAD_PREFIX)) {
       await askOwnerLink(ctx, deps, "invite", payload.slice(INVITE_PAYLOAD_PREFIX.length));
+      return;
+    }
+    if (payload.startsWith(CO_OWNER_PAYLOAD_PREFIX)) {
+      await askOwnerLink(ctx, deps, "co_owner", payload.slice(CO_OWNER_PAYLOAD_PREFIX.length));
       return;
     }
     if (payload !== "") {

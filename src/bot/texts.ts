@@ -1,3 +1,5 @@
+import type { DockRole } from "../domain/dock-roles.ts";
+
 /**
  * Every word the bot says, in one place so it can be translated as a whole. Texts are Telegram
  * HTML (sent with `parse_mode: "HTML"`); anything that comes from people (Dock names,
@@ -26,6 +28,19 @@ function card(dock: DockCard): string {
 
 function dockName(name: string): string {
   return `<b>${escapeHtml(name)}</b>`;
+}
+
+/** What each role on a Dock lets a co-owner do, as the invitation tells them. */
+const DOCK_ROLE_POWERS: Record<DockRole, string> = {
+  owner: "everything, including deleting it and managing its co-owners",
+  editor: "its settings, templates and credentials, and sending",
+  approver: "its subscribers",
+  viewer: "its message history and activity",
+};
+
+/** A role with its article, the role in bold: "an <b>approver</b>", "a <b>viewer</b>". */
+function roleName(role: DockRole): string {
+  return `${role === "viewer" ? "a" : "an"} <b>${role}</b>`;
 }
 
 /** The bot's texts, English. */
@@ -169,6 +184,21 @@ export const texts = {
     "Invitation declined. Nothing changed; the link still works for the person it was meant for until it expires.",
   alreadyOwner: (role: "admin" | "owner", consoleUrl: string) =>
     `You already are ${role === "admin" ? "an administrator" : "an owner"} of this Dock Notify: sign in at ${escapeHtml(consoleUrl)}. The invitation stays unused.`,
+  coOwnerPrompt: (inviter: string | null, dock: string, role: DockRole, consoleUrl: string) =>
+    [
+      `${inviter === null ? "You are invited" : `<b>${escapeHtml(inviter)}</b> invites you`} to co-own the Dock ${dockName(dock)} on this Dock Notify (${escapeHtml(consoleUrl)}) as ${roleName(role)}, for ${DOCK_ROLE_POWERS[role]}.`,
+      "",
+      "Accept? You can then sign in to the console and see this Dock.",
+    ].join("\n"),
+  coOwnerAccepted: (dock: string, role: DockRole, consoleUrl: string) =>
+    `Done: you are ${roleName(role)} of ${dockName(dock)}. Sign in at ${escapeHtml(consoleUrl)} to see it.`,
+  alreadyCoOwner: (dock: string, role: DockRole, consoleUrl: string) =>
+    `You already are ${roleName(role)} of ${dockName(dock)}: sign in at ${escapeHtml(consoleUrl)}. The invitation stays unused.`,
+  coOwnerLinkUsed: "This link was already used. Ask the Dock's owner for a new invitation.",
+  coOwnerLinkRevoked: "This invitation was withdrawn. Ask the Dock's owner for a new one.",
+  coOwnerLinkExpired: "This link has expired. Ask the Dock's owner for a new invitation.",
+  coOwnerLinkUnknown:
+    "This link is not valid (or its Dock was deleted). Ask the Dock's owner for a new invitation.",
   ownerLinkUsed: "This link was already used. Ask the administrator for a new invitation.",
   ownerLinkRevoked: "This invitation was withdrawn. Ask the administrator for a new one.",
   ownerLinkExpired:

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { ActivityRepository } from "../store/activity.ts";
+import type { DockAudit } from "../store/audit.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
@@ -8,9 +9,10 @@ import type { OwnerRepository } from "../store/owners.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
- * failed or gone) older than RETENTION_DAYS with the events posted about them, expired sign-in
- * tokens, and the Docks' daily activity counts older than 400 days (ACTIVITY_DAYS_KEPT, whatever
- * RETENTION_DAYS says: a count holds nothing of a message). Queued work is never pruned.
+ * failed or gone) older than RETENTION_DAYS with the events posted about them, the Docks' audit
+ * entries older than RETENTION_DAYS, expired sign-in tokens, and the Docks' daily activity counts
+ * older than 400 days (ACTIVITY_DAYS_KEPT, whatever RETENTION_DAYS says: a count holds nothing of a
+ * message). Queued work is never pruned.
  */
 export interface RetentionOptions {
   outbox: Outbox;
@@ -19,6 +21,8 @@ export interface RetentionOptions {
   /** Its ended claim links and invitations are pruned with the sign-in tokens. */
   owners?: OwnerRepository;
   activity: ActivityRepository;
+  /** The Docks' audit logs, kept as long as the messages. */
+  audit?: DockAudit;
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
@@ -83,12 +87,14 @@ export class Retention {
     const pass = async () => {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
+      const auditEntries =
+        this.#o.retentionMs > 0 ? ((await this.#o.audit?.prune(now - this.#o.retentionMs)) ?? 0) : 0;
       const tokens = await this.#o.loginTokens.prune();
       const ownerLinks = (await this.#o.owners?.prune()) ?? 0;
       const activityDays = await this.#o.activity.prune();
-      if (messages + events + tokens + ownerLinks + activityDays > 0) {
+      if (messages + events + auditEntries + tokens + ownerLinks + activityDays > 0) {
         this.#o.log.info(
-          { messages, events, loginTokens: tokens, ownerLinks, activityDays },
+          { messages, events, auditEntries, loginTokens: tokens, ownerLinks, activityDays },
           "pruned old records",
         );
       }

@@ -2,6 +2,13 @@
 export type OwnerRole = "admin" | "owner";
 
 /**
+ * What a person signed in to the console is there: an instance's `admin` or `owner`, or a
+ * `co_owner` — someone who may not own Docks here but was given a role on some (issue 37): they
+ * see only those, and create none. A Dock owner's invitation never opens a closed instance wider.
+ */
+export type ConsoleRole = OwnerRole | "co_owner";
+
+/**
  * OWNERS as configured: `anyone` (`*`, and the sandbox's default: it is local), a list of Telegram
  * user ids who are administrators, or unset (`null`): the instance is closed until claimed.
  */
@@ -34,16 +41,25 @@ export const OPEN_POLICY: OwnerPolicy = ownerPolicy("anyone", true);
 
 /**
  * The one answer to "may this person use the console, and as what?": an administrator named by
- * OWNERS; otherwise the role the store holds for them; otherwise an owner on an open instance, and
- * nobody on a closed one. `stored` is the person's row in `owners`, if any.
+ * OWNERS; otherwise the role the store holds for them; otherwise an owner on an open instance;
+ * otherwise, on a closed one, a co-owner when some Dock is shared with them (`coOwns`), and
+ * nobody else. `stored` is the person's row in `owners`, if any.
  */
-export function roleOf(policy: OwnerPolicy, userId: number, stored: OwnerRole | null): OwnerRole | null {
+export function roleOf(
+  policy: OwnerPolicy,
+  userId: number,
+  stored: OwnerRole | null,
+  coOwns = false,
+): ConsoleRole | null {
   if (policy.admins.has(userId)) return "admin";
   if (stored !== null) return stored;
-  return policy.open ? "owner" : null;
+  if (policy.open) return "owner";
+  return coOwns ? "co_owner" : null;
 }
 
 /** The deep-link payload of the claim link: `claim_<token>`. */
 export const CLAIM_PAYLOAD_PREFIX = "claim_";
 /** The deep-link payload of an invitation to become an owner: `invite_<token>`. */
 export const INVITE_PAYLOAD_PREFIX = "invite_";
+/** The deep-link payload of an invitation to co-own one Dock with a role: `coown_<token>`. */
+export const CO_OWNER_PAYLOAD_PREFIX = "coown_";

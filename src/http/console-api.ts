@@ -1,5 +1,8 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
+import type { DockAudit } from "../store/audit.ts";
+import { audit } from "./console/audit.ts";
+import { coOwners } from "./console/co-owners.ts";
 import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
 import { owners } from "./console/owners.ts";
@@ -11,6 +14,8 @@ export { TEST_MESSAGE } from "./console/docks.ts";
 
 export type ConsoleApiOptions = SignInOptions &
   DocksOptions & {
+    /** Each Dock's audit log: written by the routes, read by its own. */
+    audit: DockAudit;
     /** The console's live stream (one per process). */
     live: LiveHub;
   };
@@ -24,9 +29,10 @@ declare module "fastify" {
 
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
- * everything an owner does with their Docks (`console/docks.ts`), who may own Docks (administrators:
+ * everything an owner does with their Docks (`console/docks.ts`), their co-owners
+ * (`console/co-owners.ts`) and audit logs (`console/audit.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
- * changes (`console/stream.ts`). Both share what is set up
+ * changes (`console/stream.ts`). They share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
  * needs the session's CSRF token.
  */
@@ -56,6 +62,8 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   });
   await app.register(docks, {
     docks: options.docks,
+    coOwners: options.coOwners,
+    audit: options.audit,
     intake: options.intake,
     subscriptions: options.subscriptions,
     sessions: options.sessions,
@@ -67,6 +75,21 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
+  });
+  await app.register(coOwners, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    owners: options.owners,
+    sessions: options.sessions,
+    publicUrl: options.publicUrl,
+    sandbox: options.sandbox,
+    botUsername: options.botUsername,
+  });
+  await app.register(audit, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    audit: options.audit,
+    sessions: options.sessions,
   });
   await app.register(owners, {
     owners: options.owners,

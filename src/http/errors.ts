@@ -34,6 +34,11 @@ export const ERRORS = {
       "You are not an owner of this Dock Notify: ask its administrator for an invitation (see docs/deployment.md, Owners).",
   },
   admin_only: { status: 403, message: "Only an administrator of this Dock Notify can do this." },
+  insufficient_role: {
+    status: 403,
+    message:
+      "Your role on this Dock does not allow this; one of its owners can give you another (see docs/console.md, Co-owners).",
+  },
   insufficient_scope: {
     status: 403,
     message:
@@ -80,6 +85,11 @@ export const ERRORS = {
   instance_open: {
     status: 409,
     message: "Anyone may sign in to this Dock Notify (OWNERS=*): removing an owner would change nothing.",
+  },
+  dock_owner_fixed: {
+    status: 409,
+    message:
+      "This person owns the Dock (created it, or was given it) and keeps the role owner; the operator gives a Dock to someone else with dock-notify docks update <id> --owner.",
   },
   no_template: {
     status: 409,

@@ -9,6 +9,7 @@ import {
   newGithubSecret,
   sha256Hex,
 } from "../domain/secrets.ts";
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import type { DockCredentials } from "./credentials.ts";
 import type { Db } from "./db.ts";
 import type { Database } from "./schema.ts";
@@ -100,16 +101,36 @@ export class DockCredentialRepository {
     dockId: string,
     name: string,
     scope: Scope,
+    by?: AuditBy,
   ): Promise<{ credential: DockCredential; secret: string }> {
-    if (scope === "github") return this.#createGithub(dockId, name);
+    if (scope === "github") return this.#createGithub(dockId, name, by);
     const secret = newCredentialSecret();
     const credential = this.#made(dockId, name, scope, secret);
-    await this.#insert(this.#db.kysely, credential, secret);
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#insert(tx, credential, secret);
+      await this.#audit(tx, credential, "credential_created", by);
+    });
     return { credential, secret };
   }
 
+  /** Records a credential made or revoked in its Dock's audit log (its id, name and scope: never its secret). */
+  async #audit(
+    tx: Kysely<Database>,
+    credential: Pick<DockCredential, "id" | "dockId" | "name" | "scope">,
+    action: "credential_created" | "credential_revoked",
+    by: AuditBy | undefined,
+  ): Promise<void> {
+    if (!by) return;
+    const detail = { credential: credential.id, name: credential.name, scope: credential.scope };
+    await writeAuditBy(tx, credential.dockId, by, action, detail, this.#now());
+  }
+
   /** A GitHub credential in the Dock's first free slot, its secret sealed there with the others. */
-  async #createGithub(dockId: string, name: string): Promise<{ credential: DockCredential; secret: string }> {
+  async #createGithub(
+    dockId: string,
+    name: string,
+    by: AuditBy | undefined,
+  ): Promise<{ credential: DockCredential; secret: string }> {
     const secret = newGithubSecret();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const slots = await this.#slotsHeld(tx, dockId);
@@ -119,6 +140,7 @@ export class DockCredentialRepository {
       slots[free] = [credential.id, secret];
       await this.#insert(tx, credential, secret);
       await this.#writeSlots(tx, dockId, slots);
+      await this.#audit(tx, credential, "credential_created", by);
       return { credential, secret };
     });
   }
@@ -198,15 +220,22 @@ export class DockCredentialRepository {
    * Revokes the credential: from this commit on it authenticates nothing (a GitHub one leaves its
    * Dock's slots). False: no such credential of the Dock.
    */
-  async revoke(dockId: string, id: string): Promise<boolean> {
+  async revoke(dockId: string, id: string, by?: AuditBy): Promise<boolean> {
     return this.#db.kysely.transaction().execute(async (tx) => {
       const slots = await this.#slotsHeld(tx, dockId);
-      const result = await tx
+      const revoked = await tx
         .deleteFrom("dock_credentials")
         .where("dock_id", "=", dockId)
         .where("id", "=", id)
+        .returning(["name", "scope"])
         .executeTakeFirst();
-      if (result.numDeletedRows === 0n) return false;
+      if (revoked === undefined) return false;
+      await this.#audit(
+        tx,
+        { id, dockId, name: revoked.name, scope: revoked.scope as Scope },
+        "credential_revoked",
+        by,
+      );
       const slot = slots.findIndex(([held]) => held === id);
       if (slot !== -1) {
         slots[slot] = ["", ""];

@@ -4,29 +4,31 @@ import { DAY_MS, dayOf } from "./rollups.ts";
 
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
- * its subscriptions, and its messages and copies (the activity counts).
+ * its subscriptions, its messages and copies (the activity counts), and its audit log (the newest
+ * entry: every change of its team, who joined through an invitation, is written there).
  */
-export const STAMP_PARTS = ["settings", "subscribers", "messages"] as const;
+export const STAMP_PARTS = ["settings", "subscribers", "messages", "audit"] as const;
 export type StampPart = (typeof STAMP_PARTS)[number];
 
 /**
- * A Dock as the live stream watches it: whose it is, and a stamp that changes when anything of it
- * does, its STAMP_PARTS joined by `/` (compared whole; split to say which part moved).
+ * A Dock as the live stream watches it for one person (its owner, or a co-owner: a Dock shared with
+ * three people is three of these), and a stamp that changes when anything of it does, its
+ * STAMP_PARTS joined by `/` (compared whole; split to say which part moved).
  */
 export interface DockStamp {
   id: string;
-  ownerId: number;
+  personId: number;
   stamp: string;
 }
 
 /**
  * For the console's live stream: a stamp per Dock that changes whenever anything the console shows
- * of it changes, read for every Dock of many owners in one query. Made of what is already kept
- * (nothing is written for the stream's sake): the Dock's row (`updated_at`: edits, rotations, hook
- * token), its subscriptions (the newest `updated_at`: joins, leaves, blocks, removals, a group's new
- * title) and its
- * activity counts of today and yesterday (messages accepted and changed, copies settled; counted
- * in the transactions that make them, rollups.ts), so changes made by any process are seen.
+ * of it changes, read for every Dock of many people (owned or shared with them) in one query. Made
+ * of what is already kept (nothing is written for the stream's sake): the Dock's row (`updated_at`:
+ * edits, rotations, hook token), its subscriptions (the newest `updated_at`: joins, leaves, blocks,
+ * removals, a group's new title), its activity counts of today and yesterday (messages accepted
+ * and changed, copies settled; counted in the transactions that make them, rollups.ts) and its
+ * newest audit entry, so changes made by any process are seen.
  */
 export class DockStamps {
   readonly #db: Db;
@@ -37,17 +39,32 @@ export class DockStamps {
     this.#now = now;
   }
 
-  /** Every Dock of these owners, with its stamp. */
-  async of(ownerIds: readonly number[]): Promise<DockStamp[]> {
-    if (ownerIds.length === 0) return [];
+  /** Every Dock these people own or co-own, once for each of them, with its stamp. */
+  async of(personIds: readonly number[]): Promise<DockStamp[]> {
+    if (personIds.length === 0) return [];
     // Yesterday too: a count made just before midnight (or by an instance whose clock is a little
     // behind) is still seen; each day that leaves the window changes the stamp once, harmlessly.
     const since = dayOf(this.#now() - DAY_MS);
-    const rows = await this.#db.kysely
+    const people = [...personIds];
+    const db = this.#db.kysely;
+    // Who watches which Dock: its owner (docks_owner), its co-owners (co_owners_person). Two index
+    // reads joined by UNION ALL, not one OR, which would read every Dock of the instance each tick.
+    const watched = db
       .selectFrom("docks")
+      .select(["docks.id as dock_id", "docks.owner_id as person"])
+      .where("docks.owner_id", "in", people)
+      .unionAll(
+        db
+          .selectFrom("co_owners")
+          .select(["co_owners.dock_id as dock_id", "co_owners.telegram_id as person"])
+          .where("co_owners.telegram_id", "in", people),
+      );
+    const rows = await db
+      .selectFrom(watched.as("w"))
+      .innerJoin("docks", "docks.id", "w.dock_id")
       .select((eb) => [
         "docks.id",
-        "docks.owner_id",
+        "w.person",
         "docks.updated_at",
         eb
           .selectFrom("subscriptions")
@@ -60,13 +77,18 @@ export class DockStamps {
           .whereRef("dock_days.dock_id", "=", "docks.id")
           .where("dock_days.day", ">=", since)
           .as("counted"),
+        eb
+          .selectFrom("dock_audit")
+          .select((a) => a.fn.max("dock_audit.id").as("id"))
+          .whereRef("dock_audit.dock_id", "=", "docks.id")
+          .as("audited"),
       ])
-      .where("docks.owner_id", "in", [...ownerIds])
       .execute();
-    return rows.map((row) => ({
+    const stamps = rows.map((row) => ({
       id: row.id,
-      ownerId: Number(row.owner_id),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}`,
+      personId: Number(row.person),
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audited ?? 0}`,
     }));
+    return stamps;
   }
 }

@@ -1,5 +1,7 @@
-import type { ExpressionBuilder, Kysely } from "kysely";
+import type { ExpressionBuilder, Kysely, Updateable } from "kysely";
+import type { AuditAction } from "../domain/audit.ts";
 import type { DockFields } from "../domain/dock.ts";
+import type { DockRole } from "../domain/dock-roles.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
   CREDENTIAL_PREFIX,
@@ -12,6 +14,7 @@ import {
   newSigningSecret,
   sha256Hex,
 } from "../domain/secrets.ts";
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import { checkCredentials, credentialsQuery, type DockCredentials, signingQuery } from "./credentials.ts";
 import type { Db } from "./db.ts";
 import {
@@ -20,7 +23,7 @@ import {
   openGithubSlots,
   sealGithubSlots,
 } from "./dock-credentials.ts";
-import type { Database } from "./schema.ts";
+import type { Database, DocksTable } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
 export interface Dock extends DockFields {
@@ -122,7 +125,8 @@ export class DockRepository {
     this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
-  async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
+  /** A new Dock of `ownerId`; `by`: who made it, for its audit log (none: nothing is recorded). */
+  async create(ownerId: number, fields: DockFields, by?: AuditBy): Promise<DockWithSecret> {
     const now = this.#now();
     const id = newDockId();
     const secretKey = newSecretKey();
@@ -145,6 +149,7 @@ export class DockRepository {
           updated_at: now,
         })
         .execute();
+      if (by) await writeAuditBy(tx, id, by, "dock_created", { name: fields.name }, now);
     });
     return {
       id,
@@ -249,16 +254,22 @@ export class DockRepository {
    * Gives the Dock to another owner (the operator's `docks update --owner`, e.g. once its owner
    * left), who may then sign in to see it; false when there is no such Dock.
    */
-  async transfer(id: string, ownerId: number): Promise<boolean> {
+  async transfer(id: string, ownerId: number, by?: AuditBy): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       await ensureOwner(tx, ownerId, now);
-      const result = await tx
+      const before = await tx.selectFrom("docks").select("owner_id").where("id", "=", id).executeTakeFirst();
+      if (before === undefined) return false;
+      await tx
         .updateTable("docks")
         .set({ owner_id: ownerId, updated_at: now })
         .where("id", "=", id)
-        .executeTakeFirst();
-      return result.numUpdatedRows > 0n;
+        .execute();
+      // Whoever was given the Dock holds the role owner by owning it: a co-owner row would be a second.
+      await tx.deleteFrom("co_owners").where("dock_id", "=", id).where("telegram_id", "=", ownerId).execute();
+      if (by && Number(before.owner_id) !== ownerId)
+        await writeAuditBy(tx, id, by, "owner_changed", { from: Number(before.owner_id), to: ownerId }, now);
+      return true;
     });
   }
 
@@ -270,6 +281,26 @@ export class DockRepository {
       .where("owner_id", "=", ownerId)
       .executeTakeFirstOrThrow();
     return Number(row.n);
+  }
+
+  /**
+   * The Docks a person sees in the console, newest first: those they own and those shared with
+   * them (issue 37), each with their role on it.
+   */
+  async listFor(userId: number): Promise<(DockWithSecret & { role: DockRole })[]> {
+    const rows = await this.#select()
+      .leftJoin("co_owners", (join) =>
+        join.onRef("co_owners.dock_id", "=", "docks.id").on("co_owners.telegram_id", "=", userId),
+      )
+      .select("co_owners.role")
+      .where((eb) => eb.or([eb("docks.owner_id", "=", userId), eb("co_owners.telegram_id", "=", userId)]))
+      .orderBy("docks.created_at", "desc")
+      .orderBy("docks.id")
+      .execute();
+    return rows.map((row) => ({
+      ...this.#toDock(row),
+      role: Number(row.owner_id) === userId ? "owner" : (row.role ?? "viewer"),
+    }));
   }
 
   /** All Docks, or one owner's, newest first. */
@@ -298,29 +329,45 @@ export class DockRepository {
    * Replaces the signing secret: events posted from now on are signed with the new one (an event
    * being posted at this moment may still carry the old). The secret key stays as it is.
    */
-  async rotateSigningSecret(id: string): Promise<string | undefined> {
+  async rotateSigningSecret(id: string, by?: AuditBy): Promise<string | undefined> {
     const signingSecret = newSigningSecret();
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({ signing_sealed: encryptSecret(signingSecret, this.#key), updated_at: this.#now() })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n ? signingSecret : undefined;
+    const done = await this.#changeRow(id, by, "signing_secret_rotated", {
+      signing_sealed: encryptSecret(signingSecret, this.#key),
+    });
+    return done ? signingSecret : undefined;
   }
 
   /** Replaces the secret key; the old one stops working with this commit. The signing secret stays. */
-  async rotateSecret(id: string): Promise<string | undefined> {
+  async rotateSecret(id: string, by?: AuditBy): Promise<string | undefined> {
     const secretKey = newSecretKey();
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({
-        secret_hash: hashSecret(secretKey).toString("hex"),
-        secret_sealed: encryptSecret(secretKey, this.#key),
-        updated_at: this.#now(),
-      })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n ? secretKey : undefined;
+    const done = await this.#changeRow(id, by, "secret_key_rotated", {
+      secret_hash: hashSecret(secretKey).toString("hex"),
+      secret_sealed: encryptSecret(secretKey, this.#key),
+    });
+    return done ? secretKey : undefined;
+  }
+
+  /**
+   * Sets columns of the Dock's row (and `updated_at`); with `by`, the Dock's audit log records
+   * `action` in the same transaction. False when there is no such Dock.
+   */
+  async #changeRow(
+    id: string,
+    by: AuditBy | undefined,
+    action: AuditAction,
+    values: Updateable<DocksTable>,
+  ): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx
+        .updateTable("docks")
+        .set({ ...values, updated_at: now })
+        .where("id", "=", id)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      if (by) await writeAuditBy(tx, id, by, action, {}, now);
+      return true;
+    });
   }
 
   /**
@@ -362,28 +409,32 @@ export class DockRepository {
   }
 
   /** A new hook token for the Dock (the old one, if any, stops working with this commit). */
-  async rotateHookToken(id: string): Promise<string | undefined> {
+  async rotateHookToken(id: string, by?: AuditBy): Promise<string | undefined> {
     const token = newHookToken();
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({
-        hook_hash: sha256Hex(token),
-        hook_sealed: encryptSecret(token, this.#key),
-        updated_at: this.#now(),
-      })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n ? token : undefined;
+    const done = await this.#changeRow(id, by, "hook_token_rotated", {
+      hook_hash: sha256Hex(token),
+      hook_sealed: encryptSecret(token, this.#key),
+    });
+    return done ? token : undefined;
   }
 
-  /** The Dock no longer has a hook token: its hook URLs stop working. */
-  async revokeHookToken(id: string): Promise<boolean> {
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({ hook_hash: null, hook_sealed: null, updated_at: this.#now() })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  /**
+   * The Dock no longer has a hook token: its hook URLs stop working. Its audit log records it
+   * only when it had one.
+   */
+  async revokeHookToken(id: string, by?: AuditBy): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const before = await tx.selectFrom("docks").select("hook_hash").where("id", "=", id).executeTakeFirst();
+      if (before === undefined) return false;
+      await tx
+        .updateTable("docks")
+        .set({ hook_hash: null, hook_sealed: null, updated_at: now })
+        .where("id", "=", id)
+        .execute();
+      if (by && before.hook_hash !== null) await writeAuditBy(tx, id, by, "hook_token_revoked", {}, now);
+      return true;
+    });
   }
 
   /** The Dock's inbound format and template (read when a template is used). */
@@ -401,37 +452,72 @@ export class DockRepository {
     );
   }
 
-  /** Sets what is given of the Dock's integration settings (checked by the caller). */
-  async updateIntegrations(id: string, settings: Partial<IntegrationSettings>): Promise<boolean> {
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({
-        ...(settings.inboundFormat !== undefined ? { inbound_format: settings.inboundFormat } : {}),
-        ...(settings.template !== undefined
-          ? { template: settings.template === null ? null : JSON.stringify(settings.template) }
-          : {}),
-        updated_at: this.#now(),
-      })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  /**
+   * Sets what is given of the Dock's integration settings (checked by the caller); with `by`, the
+   * audit log names the ones that changed.
+   */
+  async updateIntegrations(
+    id: string,
+    settings: Partial<IntegrationSettings>,
+    by?: AuditBy,
+  ): Promise<boolean> {
+    const values = {
+      ...(settings.inboundFormat !== undefined ? { inbound_format: settings.inboundFormat } : {}),
+      ...(settings.template !== undefined
+        ? { template: settings.template === null ? null : JSON.stringify(settings.template) }
+        : {}),
+    };
+    return this.#update(id, values, by);
   }
 
-  async update(id: string, fields: DockFields): Promise<boolean> {
-    const result = await this.#db.kysely
-      .updateTable("docks")
-      .set({ ...fields, updated_at: this.#now() })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  /** Sets the Dock's fields; with `by`, the audit log names the ones that changed (never their values). */
+  async update(id: string, fields: DockFields, by?: AuditBy): Promise<boolean> {
+    return this.#update(id, fields, by);
   }
 
-  /** Deletes the Dock with its subscriptions, messages, pending deliveries and activity counts. */
+  /**
+   * Sets columns of the Dock's row and, with `by`, records `settings_changed` naming the columns
+   * whose value is not what it was, in the same transaction (nothing when none changed).
+   */
+  async #update(
+    id: string,
+    values: Pick<
+      Updateable<DocksTable>,
+      "name" | "link" | "description" | "callback_url" | "inbound_format" | "template"
+    >,
+    by: AuditBy | undefined,
+  ): Promise<boolean> {
+    const now = this.#now();
+    const columns = Object.keys(values) as (keyof typeof values)[];
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const before =
+        columns.length === 0
+          ? await tx.selectFrom("docks").select("id").where("id", "=", id).executeTakeFirst()
+          : await tx.selectFrom("docks").select(columns).where("id", "=", id).executeTakeFirst();
+      if (before === undefined) return false;
+      await tx
+        .updateTable("docks")
+        .set({ ...values, updated_at: now })
+        .where("id", "=", id)
+        .execute();
+      const was = before as Record<string, string | null>;
+      const changed = columns.filter((column) => (was[column] ?? null) !== (values[column] ?? null));
+      if (by && changed.length > 0)
+        await writeAuditBy(tx, id, by, "settings_changed", { fields: changed.join(",") }, now);
+      return true;
+    });
+  }
+
+  /**
+   * Deletes the Dock with its subscriptions, messages, pending deliveries, activity counts,
+   * co-owners and audit log.
+   */
   async delete(id: string): Promise<boolean> {
     return this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
-      // Not by a foreign key's cascade (migration 0011 says why).
+      // Not by a foreign key's cascade (migrations 0011 and 0018 say why).
       await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();
+      await tx.deleteFrom("dock_audit").where("dock_id", "=", id).execute();
       return result.numDeletedRows > 0n;
     });
   }

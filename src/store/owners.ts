@@ -1,13 +1,15 @@
 import type { Kysely, Transaction } from "kysely";
+import type { DockRole } from "../domain/dock-roles.ts";
 import { randomBase62 } from "../domain/ids.ts";
-import { type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
+import { type ConsoleRole, type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
+import { writeAudit, writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import type { Database, OwnerInviteKind } from "./schema.ts";
 import { knowUser, rememberName } from "./users.ts";
 
-/** How long an invitation to become an owner can be used. */
+/** How long an invitation to become an owner (or a Dock's co-owner) can be used. */
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a claim link printed at start can be used (a restart prints a new one). */
 export const CLAIM_TTL_MS = 24 * 60 * 60 * 1000;
@@ -23,11 +25,15 @@ export interface Owner {
   id: number;
   firstName: string | null;
   username: string | null;
-  role: OwnerRole;
-  /** `config`: named by OWNERS (the console cannot remove them); `store`: a row of `owners`. */
-  source: "config" | "store";
+  role: ConsoleRole;
+  /**
+   * `config`: named by OWNERS (the console cannot remove them); `store`: a row of `owners`;
+   * `co_owner`: no owner, let in for the Docks shared with them (their owners remove them).
+   */
+  source: "config" | "store" | "co_owner";
   addedAt: number | null;
   addedBy: number | null;
+  /** Docks they own; for a co-owner, the Docks shared with them. */
   docks: number;
 }
 
@@ -39,13 +45,34 @@ export interface PendingInvite {
   expiresAt: number;
 }
 
+/** A co-owner invitation not used, withdrawn or expired yet: the role it gives on its Dock. */
+export interface PendingCoOwnerInvite extends PendingInvite {
+  role: DockRole;
+}
+
 /** A link's state as the person who opened it sees it in the bot. */
 export type InviteState = "pending" | "used" | "revoked" | "expired" | "unknown" | "already_claimed";
+
+/** What a co-owner invitation gives: a role on a Dock (named as it is now). */
+export interface SharedDock {
+  dockId: string;
+  dockName: string;
+  role: DockRole;
+}
+
+/** What a link stands for, as the bot asks about it. */
+export interface LinkState {
+  state: InviteState;
+  createdBy: number | null;
+  /** A co-owner invitation's Dock and role; null for the other kinds. */
+  shares: SharedDock | null;
+}
 
 /** What pressing Yes on a claim or an invitation did. */
 export type RedeemOutcome =
   | { result: "admin" | "owner" }
   | { result: "already_owner"; role: OwnerRole }
+  | ({ result: "co_owner" | "already_co_owner" } & SharedDock)
   | { result: InviteState };
 
 /** Why removing an owner did nothing. */
@@ -67,14 +94,24 @@ export class OwnerRepository {
     this.#now = now;
   }
 
-  /** The person's role in the console, or null when they may not use it. */
-  async roleOf(userId: number): Promise<OwnerRole | null> {
+  /**
+   * The person's role in the console, or null when they may not use it: on a closed instance,
+   * someone who is no owner gets in as a `co_owner` while a Dock is shared with them.
+   */
+  async roleOf(userId: number): Promise<ConsoleRole | null> {
     const row = await this.#db.kysely
       .selectFrom("owners")
       .select("role")
       .where("telegram_id", "=", userId)
       .executeTakeFirst();
-    return roleOf(this.policy, userId, row?.role ?? null);
+    const role = roleOf(this.policy, userId, row?.role ?? null);
+    if (role !== null) return role;
+    const shared = await this.#db.kysely
+      .selectFrom("co_owners")
+      .select("dock_id")
+      .where("telegram_id", "=", userId)
+      .executeTakeFirst();
+    return roleOf(this.policy, userId, null, shared !== undefined);
   }
 
   /**
@@ -128,16 +165,24 @@ export class OwnerRepository {
       .selectFrom("docks")
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .executeTakeFirstOrThrow();
+    // Who is let in as a co-owner changes with the rows of co_owners (a role change does not).
+    const shared = await this.#db.kysely
+      .selectFrom("co_owners")
+      .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.max("added_at").as("added")])
+      .executeTakeFirstOrThrow();
     const admins = new Set(this.policy.admins);
     for (const owner of owners) if (owner.role === "admin") admins.add(Number(owner.telegram_id));
     const people = owners.map((owner) => `${owner.telegram_id}:${owner.role}:${owner.added_at}`).join(",");
     return {
-      stamp: `${people}/${invites.n}:${invites.made}:${invites.used}:${invites.revoked}/${docks.n}`,
+      stamp: `${people}/${invites.n}:${invites.made}:${invites.used}:${invites.revoked}/${docks.n}/${shared.n}:${shared.added}`,
       admins,
     };
   }
 
-  /** Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows. */
+  /**
+   * Everyone allowed in besides an open instance's anyone: OWNERS' administrators, then the rows,
+   * then (on a closed instance) those let in only as co-owners of some Docks.
+   */
   async list(): Promise<Owner[]> {
     const rows = await this.#db.kysely
       .selectFrom("owners")
@@ -185,7 +230,44 @@ export class OwnerRepository {
             docks: counts.get(row.telegram_id) ?? 0,
           }),
         ),
+      ...(await this.#coOwnersOnly(rows.map((row) => row.telegram_id))),
     ];
+  }
+
+  /**
+   * On a closed instance, the people let in only as co-owners: neither OWNERS' administrators nor
+   * in `owners` (`stored`), with how many Docks are shared with them. An open instance lets them in
+   * as owners anyway.
+   */
+  async #coOwnersOnly(stored: number[]): Promise<Owner[]> {
+    if (this.policy.open) return [];
+    const rows = await this.#db.kysely
+      .selectFrom("co_owners")
+      .leftJoin("users", "users.telegram_id", "co_owners.telegram_id")
+      .select((eb) => [
+        "co_owners.telegram_id",
+        "users.first_name",
+        "users.username",
+        eb.fn.countAll<number>().as("n"),
+        eb.fn.min("co_owners.added_at").as("added"),
+      ])
+      .groupBy(["co_owners.telegram_id", "users.first_name", "users.username"])
+      .orderBy("added")
+      .orderBy("co_owners.telegram_id")
+      .execute();
+    const known = new Set([...this.policy.admins, ...stored]);
+    return rows
+      .filter((row) => !known.has(Number(row.telegram_id)))
+      .map((row) => ({
+        id: Number(row.telegram_id),
+        firstName: row.first_name ?? null,
+        username: row.username ?? null,
+        role: "co_owner",
+        source: "co_owner",
+        addedAt: row.added === null ? null : Number(row.added),
+        addedBy: null,
+        docks: Number(row.n),
+      }));
   }
 
   /** How many Docks each of these people owns (absent: none). */
@@ -321,8 +403,16 @@ export class OwnerRepository {
     });
   }
 
-  /** A new single-use link token of `kind`; only its hash is kept. */
-  async #createLink(kind: OwnerInviteKind, createdBy: number | null, ttlMs: number) {
+  /**
+   * A new single-use link token of `kind`; only its hash is kept. `shares`: a co-owner
+   * invitation's Dock and role, recorded in the Dock's audit log with it.
+   */
+  async #createLink(
+    kind: OwnerInviteKind,
+    createdBy: number | null,
+    ttlMs: number,
+    shares: { dockId: string; role: DockRole } | null = null,
+  ) {
     const token = randomBase62(128);
     const id = `inv_${randomBase62(64)}`;
     const now = this.#now();
@@ -351,8 +441,20 @@ export class OwnerRepository {
           used_by: null,
           used_at: null,
           revoked_at: null,
+          dock_id: shares?.dockId ?? null,
+          dock_role: shares?.role ?? null,
         })
         .execute();
+      if (shares !== null) {
+        await writeAuditBy(
+          tx,
+          shares.dockId,
+          { actor: createdBy },
+          "co_owner_invited",
+          { invite: id, role: shares.role },
+          now,
+        );
+      }
     });
     return { invite, token };
   }
@@ -368,6 +470,63 @@ export class OwnerRepository {
   /** An invitation made by administrator `createdBy`: its token goes in a link into the bot. */
   createInvite(createdBy: number): Promise<{ invite: PendingInvite; token: string }> {
     return this.#createLink("invite", createdBy, INVITE_TTL_MS);
+  }
+
+  /**
+   * An invitation to co-own Dock `dockId` as `role`, made by `createdBy` (null: the operator's
+   * command line); its token goes in a link into the bot. The caller checked that they may.
+   */
+  async createCoOwnerInvite(
+    dockId: string,
+    role: DockRole,
+    createdBy: number | null,
+  ): Promise<{ invite: PendingCoOwnerInvite; token: string }> {
+    const made = await this.#createLink("co_owner", createdBy, INVITE_TTL_MS, { dockId, role });
+    return { invite: { ...made.invite, role }, token: made.token };
+  }
+
+  /** The Dock's co-owner invitations that can still be used, newest first. */
+  async pendingCoOwnerInvites(dockId: string): Promise<PendingCoOwnerInvite[]> {
+    const rows = await this.#db.kysely
+      .selectFrom("owner_invites")
+      .select(["id", "created_by", "created_at", "expires_at", "dock_role"])
+      .where("kind", "=", "co_owner")
+      .where("dock_id", "=", dockId)
+      .where("used_at", "is", null)
+      .where("revoked_at", "is", null)
+      .where("expires_at", ">", this.#now())
+      .orderBy("created_at", "desc")
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      createdBy: row.created_by,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      role: row.dock_role as DockRole,
+    }));
+  }
+
+  /**
+   * Withdraws a pending co-owner invitation of the Dock (`actor` did: the audit log says so); false
+   * when it has none by that id that could still be used.
+   */
+  async withdrawCoOwnerInvite(dockId: string, id: string, actor: number | null): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx
+        .updateTable("owner_invites")
+        .set({ revoked_at: now })
+        .where("id", "=", id)
+        .where("kind", "=", "co_owner")
+        .where("dock_id", "=", dockId)
+        .where("used_at", "is", null)
+        .where("revoked_at", "is", null)
+        .where("expires_at", ">", now)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      await writeAuditBy(tx, dockId, { actor }, "co_owner_invite_withdrawn", { invite: id }, now);
+      return true;
+    });
   }
 
   /** Invitations that can still be used, newest first. */
@@ -410,21 +569,35 @@ export class OwnerRepository {
     kind: OwnerInviteKind,
     token: string,
     db: Kysely<Database> = this.#db.kysely,
-  ): Promise<{ state: InviteState; createdBy: number | null }> {
+  ): Promise<LinkState> {
     const row = await db
       .selectFrom("owner_invites")
-      .select(["used_at", "revoked_at", "expires_at", "created_by"])
-      .where("token_hash", "=", sha256Hex(token))
-      .where("kind", "=", kind)
+      .leftJoin("docks", "docks.id", "owner_invites.dock_id")
+      .select([
+        "owner_invites.used_at",
+        "owner_invites.revoked_at",
+        "owner_invites.expires_at",
+        "owner_invites.created_by",
+        "owner_invites.dock_id",
+        "owner_invites.dock_role",
+        "docks.name",
+      ])
+      .where("owner_invites.token_hash", "=", sha256Hex(token))
+      .where("owner_invites.kind", "=", kind)
       .executeTakeFirst();
-    if (!row) return { state: "unknown", createdBy: null };
+    if (!row) return { state: "unknown", createdBy: null, shares: null };
     // Once anyone claimed the instance, that is what every claim link's opener needs to hear.
     if (kind === "claim" && !(await this.awaitsClaim(db)))
-      return { state: "already_claimed", createdBy: null };
-    if (row.used_at !== null) return { state: "used", createdBy: row.created_by };
-    if (row.revoked_at !== null) return { state: "revoked", createdBy: row.created_by };
-    if (row.expires_at <= this.#now()) return { state: "expired", createdBy: row.created_by };
-    return { state: "pending", createdBy: row.created_by };
+      return { state: "already_claimed", createdBy: null, shares: null };
+    const shares =
+      row.dock_id !== null && row.dock_role !== null && row.name != null
+        ? { dockId: row.dock_id, dockName: row.name, role: row.dock_role }
+        : null;
+    const known = { createdBy: row.created_by, shares };
+    if (row.used_at !== null) return { state: "used", ...known };
+    if (row.revoked_at !== null) return { state: "revoked", ...known };
+    if (row.expires_at <= this.#now()) return { state: "expired", ...known };
+    return { state: "pending", ...known };
   }
 
   /**
@@ -435,10 +608,13 @@ export class OwnerRepository {
    * leaves the invitation for whoever it was meant for.
    */
   async redeem(kind: OwnerInviteKind, token: string, user: TelegramIdentity): Promise<RedeemOutcome> {
+    if (kind === "co_owner") return this.#redeemCoOwner(token, user);
     if (kind === "claim" && !this.policy.claimable) return { result: "already_claimed" };
     const now = this.#now();
     const current = await this.roleOf(user.id);
-    if (current !== null && kind === "invite") return { result: "already_owner", role: current };
+    // A co-owner may sign in for the Docks shared with them: an invitation makes them an owner.
+    if (current !== null && current !== "co_owner" && kind === "invite")
+      return { result: "already_owner", role: current };
     return this.#db.kysely.transaction().execute(async (tx): Promise<RedeemOutcome> => {
       const used = await tx
         .updateTable("owner_invites")
@@ -470,6 +646,65 @@ export class OwnerRepository {
         .onConflict((oc) => oc.column("telegram_id").doUpdateSet({ role }))
         .execute();
       return { result: role };
+    });
+  }
+
+  /**
+   * `user` pressed Yes on a co-owner invitation: they get its role on its Dock, once (the link is
+   * used by a conditional update). Whoever already has a role there (its owner, a co-owner) keeps
+   * it and leaves the link for whoever it was meant for. The Dock's audit log says who joined,
+   * through whose invitation, in the same transaction.
+   */
+  async #redeemCoOwner(token: string, user: TelegramIdentity): Promise<RedeemOutcome> {
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx): Promise<RedeemOutcome> => {
+      const link = await this.linkState("co_owner", token, tx);
+      if (link.state !== "pending" || link.shares === null)
+        return { result: link.state === "pending" ? "unknown" : link.state };
+      const { dockId } = link.shares;
+      const held = await tx
+        .selectFrom("docks")
+        .leftJoin("co_owners", (join) =>
+          join.onRef("co_owners.dock_id", "=", "docks.id").on("co_owners.telegram_id", "=", user.id),
+        )
+        .select(["docks.owner_id", "co_owners.role"])
+        .where("docks.id", "=", dockId)
+        .executeTakeFirst();
+      if (held?.owner_id === user.id) return { ...link.shares, result: "already_co_owner", role: "owner" };
+      if (held?.role != null) return { ...link.shares, result: "already_co_owner", role: held.role };
+      const used = await tx
+        .updateTable("owner_invites")
+        .set({ used_by: user.id, used_at: now })
+        .where("token_hash", "=", sha256Hex(token))
+        .where("kind", "=", "co_owner")
+        .where("used_at", "is", null)
+        .where("revoked_at", "is", null)
+        .where("expires_at", ">", now)
+        .returning(["id", "created_by"])
+        .executeTakeFirst();
+      if (!used) return { result: (await this.linkState("co_owner", token, tx)).state };
+      await rememberName(tx, { id: user.id, firstName: user.first_name, username: user.username }, now);
+      await tx
+        .insertInto("co_owners")
+        .values({
+          dock_id: dockId,
+          telegram_id: user.id,
+          role: link.shares.role,
+          added_by: used.created_by,
+          added_at: now,
+        })
+        .execute();
+      await writeAudit(
+        tx,
+        {
+          dockId,
+          actor: user.id,
+          action: "co_owner_added",
+          detail: { user: user.id, role: link.shares.role, invited_by: used.created_by, invite: used.id },
+        },
+        now,
+      );
+      return { ...link.shares, result: "co_owner" };
     });
   }
 

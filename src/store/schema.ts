@@ -1,4 +1,5 @@
 import type { Generated } from "kysely";
+import type { DockRole } from "../domain/dock-roles.ts";
 import type { OwnerRole } from "../domain/owners.ts";
 
 /** Times are milliseconds since the Unix epoch, stored as 64-bit integers in both dialects. */
@@ -278,8 +279,11 @@ export interface OwnersTable {
   added_at: Millis;
 }
 
-/** `claim`: makes the first administrator; `invite`: makes an owner. Both single-use. */
-export type OwnerInviteKind = "claim" | "invite";
+/**
+ * `claim`: makes the first administrator; `invite`: makes an owner; `co_owner`: gives a role on
+ * one Dock (migration 0018). All single-use.
+ */
+export type OwnerInviteKind = "claim" | "invite" | "co_owner";
 
 /** Single-use links into the bot that make an owner (migration 0013); the token is kept hashed. */
 export interface OwnerInvitesTable {
@@ -293,6 +297,9 @@ export interface OwnerInvitesTable {
   used_by: number | null;
   used_at: Millis | null;
   revoked_at: Millis | null;
+  /** A co-owner invitation's Dock and the role it gives (migration 0018); null for the other kinds. */
+  dock_id: string | null;
+  dock_role: DockRole | null;
 }
 
 /** One row (id 1): whether someone has claimed the instance (migration 0013). */
@@ -301,6 +308,29 @@ export interface InstanceTable {
   claimed_at: Millis | null;
   /** The administrator who claimed it; null when it counts as claimed for another reason. */
   claimed_by: number | null;
+}
+
+/** A person given a role on a Dock beside its own owner (migration 0018). */
+export interface CoOwnersTable {
+  dock_id: string;
+  telegram_id: number;
+  role: DockRole;
+  /** Who invited them; null: the operator's command line. */
+  added_by: number | null;
+  added_at: Millis;
+}
+
+/** One entry of a Dock's audit log (migration 0018): who did what, and when. */
+export interface DockAuditTable {
+  id: Generated<number>;
+  dock_id: string;
+  at: Millis;
+  /** The Telegram user who did it; null: the operator's command line, or the service itself. */
+  actor: number | null;
+  /** An AuditAction (domain/audit.ts). */
+  action: string;
+  /** JSON of the entry's names and ids (never a secret); null: none. */
+  detail: string | null;
 }
 
 export interface Database {
@@ -323,4 +353,6 @@ export interface Database {
   owner_invites: OwnerInvitesTable;
   instance: InstanceTable;
   dock_credentials: DockCredentialsTable;
+  co_owners: CoOwnersTable;
+  dock_audit: DockAuditTable;
 }

@@ -1,5 +1,5 @@
 import { randomBase62 } from "../domain/ids.ts";
-import { type OwnerPolicy, type OwnerRole, roleOf } from "../domain/owners.ts";
+import { type ConsoleRole, type OwnerPolicy, roleOf } from "../domain/owners.ts";
 import { sha256Hex } from "../domain/secrets.ts";
 import type { TelegramIdentity } from "../domain/telegram-identity.ts";
 import type { Db } from "./db.ts";
@@ -13,7 +13,7 @@ export interface SessionUser {
   firstName: string | null;
   username: string | null;
   /** What they may do in the console (see domain/owners.ts). */
-  role: OwnerRole;
+  role: ConsoleRole;
 }
 
 export interface Session {
@@ -26,8 +26,8 @@ export interface Session {
  * Console sessions. The browser holds a random token in a cookie; the database holds only its hash,
  * so a copy of the database signs nobody in. A session ends when it expires or is revoked
  * (sign-out, or sign-out everywhere), and the check happens on every request — including whether
- * the person may still use the console at all (OWNERS, the owners an administrator keeps), so a
- * removed owner's session stops working with their next request.
+ * the person may still use the console at all (OWNERS, the owners an administrator keeps, the
+ * Docks shared with them), so a removed owner's session stops working with their next request.
  */
 export class SessionRepository {
   readonly #db: Db;
@@ -82,8 +82,17 @@ export class SessionRepository {
       .selectFrom("sessions")
       .innerJoin("users", "users.telegram_id", "sessions.user_id")
       .leftJoin("owners", "owners.telegram_id", "sessions.user_id")
-      .select([
+      .select((eb) => [
         "owners.role",
+        // Only asked of someone who is no owner on a closed instance, but one index seek either way.
+        eb
+          .exists(
+            eb
+              .selectFrom("co_owners")
+              .select("co_owners.dock_id")
+              .whereRef("co_owners.telegram_id", "=", "sessions.user_id"),
+          )
+          .as("co_owns"),
         "sessions.token_hash",
         "sessions.user_id",
         "sessions.created_at",
@@ -97,7 +106,7 @@ export class SessionRepository {
       .where("sessions.expires_at", ">", now)
       .executeTakeFirst();
     if (!row) return null;
-    const role = roleOf(this.#policy, row.user_id, row.role ?? null);
+    const role = roleOf(this.#policy, row.user_id, row.role ?? null, Boolean(row.co_owns));
     if (role === null) {
       // No longer allowed (removed, or the configuration changed): the session ends for good, so
       // that being let in again later does not bring old sessions back.

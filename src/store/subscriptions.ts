@@ -1,3 +1,4 @@
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import { chatName, followTitle, rememberTitle } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { cancelForSubscriber, followChat } from "./outbox.ts";
@@ -195,8 +196,11 @@ export class SubscriptionRepository {
     }));
   }
 
-  /** The owner removes a chat from a Dock: it stops receiving at once. True when it was subscribed. */
-  async remove(dockId: string, chatId: number): Promise<boolean> {
+  /**
+   * The owner removes a chat from a Dock: it stops receiving at once. True when it was subscribed.
+   * `by`: who removed it, for the Dock's audit log.
+   */
+  async remove(dockId: string, chatId: number, by?: AuditBy): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx
@@ -209,6 +213,7 @@ export class SubscriptionRepository {
       if (result.numUpdatedRows === 0n) return false;
       // Messages already queued for the chat are not sent either: removal takes effect now.
       await cancelForSubscriber(tx, dockId, chatId, now);
+      if (by) await writeAuditBy(tx, dockId, by, "subscriber_removed", { chat: chatId }, now);
       return true;
     });
   }

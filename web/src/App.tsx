@@ -112,7 +112,9 @@ export function App() {
         {info && session && (
           <LiveProvider onSignedOut={onSessionLost}>
             <LivePaused />
-            {route.page === "docks" && <DocksList guarded={guarded} />}
+            {route.page === "docks" && (
+              <DocksList guarded={guarded} mayCreate={session.role !== "co_owner"} />
+            )}
             {route.page === "new" && <NewDockPage guarded={guarded} />}
             {route.page === "dock" && (
               <DockPage
@@ -122,6 +124,7 @@ export function App() {
                 messageId={route.messageId}
                 info={info}
                 guarded={guarded}
+                selfId={session.user.id}
               />
             )}
             {route.page === "help" && <HelpPage info={info} />}

@@ -27,10 +27,10 @@ const stateClass = (state: string) =>
         : "state-none";
 
 /**
- * The person's Docks, one line each with what matters at a glance: subscribers, the latest message
+ * The person's Docks (their own, and those shared with them, marked with their role), one line each with what matters at a glance: subscribers, the latest message
  * and where it stands, and the week's numbers. Filtered as one types; each line opens the Dock.
  */
-export function DocksList({ guarded }: { guarded: Guarded }) {
+export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate: boolean }) {
   const [filter, setFilter] = useState("");
   const version = useListVersion();
   const filterId = useId();
@@ -77,17 +77,25 @@ export function DocksList({ guarded }: { guarded: Guarded }) {
         <h1 id="docks-title" ref={heading} tabIndex={-1}>
           Your Docks
         </h1>
-        <a className="button primary" href="#/new">
-          New Dock
-        </a>
+        {mayCreate && (
+          <a className="button primary" href="#/new">
+            New Dock
+          </a>
+        )}
       </div>
+      {!mayCreate && (
+        <p className="muted small">
+          These Docks are shared with you. To create Docks of your own, ask this Dock Notify's administrator
+          for an invitation.
+        </p>
+      )}
       {error && (
         <p className="error" role="alert">
           {error}
         </p>
       )}
       {docks === null && !error && <p className="muted">Loading…</p>}
-      {docks?.length === 0 && (
+      {docks?.length === 0 && mayCreate && (
         <div className="panel empty">
           <p>
             A Dock is the address your application sends notifications to; everybody subscribed to it receives
@@ -155,6 +163,9 @@ function DockLine({ dock }: { dock: DockSummary }) {
       <a className="dock-line-name" href={dockHref(dock.id)}>
         {dock.name}
       </a>
+      {dock.role !== "owner" && (
+        <span className="dock-line-role small muted">shared with you as {dock.role}</span>
+      )}
       {dock.description && <span className="dock-line-description muted small">{dock.description}</span>}
       <span className="dock-line-facts small">
         <span>

@@ -13,7 +13,8 @@ function ownerName(owner: OwnerView): string {
 const day = (at: number) => new Date(at).toLocaleDateString();
 
 /**
- * For administrators: who may sign in and own Docks, invitations into the bot (single-use, shown
+ * For administrators: who may sign in and own Docks (and, on a closed instance, who is let in only
+ * as a co-owner of Docks shared with them: their Docks' owners manage that), invitations into the bot (single-use, shown
  * once), and removing an owner (their sessions end at once; their Docks keep sending). Read again
  * whenever the live stream says who may sign in changed (another administrator, the CLI, an
  * invitation used in the bot).
@@ -178,11 +179,18 @@ export function OwnersPage({
                     {owner.id === selfId && <span className="muted"> (you)</span>}
                   </td>
                   <td>{owner.id}</td>
-                  <td>{owner.role === "admin" ? "Administrator" : "Owner"}</td>
-                  <td>{owner.docks === 1 ? "1 Dock" : `${owner.docks} Docks`}</td>
+                  <td>
+                    {owner.role === "admin" ? "Administrator" : owner.role === "owner" ? "Owner" : "Co-owner"}
+                  </td>
+                  <td>
+                    {owner.docks === 1 ? "1 Dock" : `${owner.docks} Docks`}
+                    {owner.source === "co_owner" && " shared"}
+                  </td>
                   <td>
                     {owner.source === "config" ? (
                       <span className="muted small">named by OWNERS</span>
+                    ) : owner.source === "co_owner" ? (
+                      <span className="muted small">let in for the Docks shared with them</span>
                     ) : !changeable(owner) ? (
                       <span className="muted small">the only administrator</span>
                     ) : anyone ? null : (

@@ -1,5 +1,14 @@
 /** The sections of a Dock's page, in the order its navigation shows them. */
-export const DOCK_TABS = ["send", "subscribers", "messages", "activity", "integrations", "settings"] as const;
+export const DOCK_TABS = [
+  "send",
+  "subscribers",
+  "messages",
+  "activity",
+  "integrations",
+  "settings",
+  "co-owners",
+  "audit",
+] as const;
 export type DockTab = (typeof DOCK_TABS)[number];
 
 export const TAB_LABEL: Record<DockTab, string> = {
@@ -9,6 +18,8 @@ export const TAB_LABEL: Record<DockTab, string> = {
   activity: "Activity",
   integrations: "Integrations",
   settings: "Settings",
+  "co-owners": "Co-owners",
+  audit: "Audit log",
 };
 
 /**

@@ -1,9 +1,11 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { AuditSink } from "../../domain/audit.ts";
 import type { CallbackTargets } from "../../domain/callback-target.ts";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
-import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
+import { allowedActions, can, type DockRole } from "../../domain/dock-roles.ts";
+import { MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
 import { OptionsError, prepareContent } from "../../domain/message-options.ts";
 import { SCOPES, type Scope } from "../../domain/principal.ts";
 import { notificationBody } from "../../domain/render.ts";
@@ -14,6 +16,7 @@ import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
 import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
+import type { CoOwnerRepository } from "../../store/co-owners.ts";
 import { type DockCredential, TooManyGithubCredentials } from "../../store/dock-credentials.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
@@ -23,6 +26,7 @@ import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import type { PayloadThread } from "../payload-thread.ts";
 import { requireSession, type SignedIn } from "../session.ts";
+import { dockAccess } from "./dock-access.ts";
 import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
 import {
   type ActivityAnswer,
@@ -54,6 +58,10 @@ import { dockStats } from "./stats.ts";
 
 export interface DocksOptions {
   docks: DockRepository;
+  /** Who has which role on each Dock beside its owner. */
+  coOwners: CoOwnerRepository;
+  /** Where what the owners and co-owners do to a Dock is recorded. */
+  audit: AuditSink;
   /** How the test message enters, like any other: rate limit, storage, counters. */
   intake: Intake;
   subscriptions: SubscriptionRepository;
@@ -78,10 +86,12 @@ export const TEST_MESSAGE =
   "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 /**
- * Everything an owner does with their Docks: create, edit, delete, rotate the secrets, see and
- * remove subscribers, watch deliveries, send a test message. Every route needs a session (and, to
- * change anything, its CSRF token) and answers `404` for another owner's Dock exactly as for a
- * missing one. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
+ * Everything an owner and the co-owners do with their Docks: create, edit, delete, rotate the
+ * secrets, see and remove subscribers, watch deliveries, send a test message. Every route needs a
+ * session (and, to change anything, its CSRF token), asks `dockAccess` whether the person's role
+ * on the Dock allows what it does (`403 insufficient_role` when not), and answers `404` for a Dock
+ * they have no role on exactly as for a missing one. What changes a Dock is written to its audit
+ * log. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
  */
 export async function docks(app: FastifyInstance, options: DocksOptions): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -92,43 +102,59 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   const signedIn = (request: FastifyRequest) => request.signedIn as SignedIn;
   const previewTime = templateTime();
 
-  /** The caller's Dock, or 404 — the same answer for a Dock that is someone else's. */
-  const ownedDock = async (request: FastifyRequest, id: string): Promise<DockWithSecret> => {
-    const dock = DOCK_ID_PATTERN.test(id) ? await options.docks.get(id) : undefined;
-    if (!dock || dock.ownerId !== signedIn(request).user.id) throw new ApiError("not_found", "No such Dock.");
-    return dock;
-  };
+  /** The Dock and the caller's role on it, when the role allows `action` (see dockAccess). */
+  const dockFor = dockAccess(options.docks, options.coOwners);
+  /** The signed-in person, as the Dock's audit log names who made a change. */
+  const by = (request: FastifyRequest) => ({ actor: signedIn(request).user.id });
 
-  /** A Dock with everything its page needs: its credentials, commands and tools' settings. */
-  const dockJson = async (dock: DockWithSecret): Promise<Dock> => {
+  /**
+   * A Dock with everything its page needs, as far as `role` may see it: its credentials, commands
+   * and tools' settings for a role that manages its credentials; its callback URL and settings for
+   * one that edits them.
+   */
+  const dockJson = async (dock: DockWithSecret, role: DockRole): Promise<Dock> => {
     const username = await options.botUsername();
     const numbers = (await options.activity.headlines([dock.id])).get(dock.id);
+    const secrets = can(role, "manage_credentials");
+    const settings = can(role, "edit_settings");
     return {
       id: dock.id,
       name: dock.name,
       link: dock.link,
       description: dock.description,
-      callback_url: dock.callback_url ?? null,
-      secret_key: dock.secretKey,
-      signing_secret: dock.signingSecret,
-      hook_token: dock.hookToken,
+      role,
+      may: allowedActions(role),
+      callback_url: settings ? (dock.callback_url ?? null) : null,
+      secret_key: secrets ? dock.secretKey : null,
+      signing_secret: secrets ? dock.signingSecret : null,
+      hook_token: secrets ? dock.hookToken : null,
       hook_url:
-        dock.hookToken === null ? null : `${options.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`,
-      inbound_format: dock.inboundFormat,
-      template: dock.template as Dock["template"],
-      integrations: integrationSnippets({
-        publicUrl: options.publicUrl,
-        dockId: dock.id,
-        secretKey: dock.secretKey,
-        hookToken: dock.hookToken,
-      }).map(({ needsHookToken, ...snippet }) => ({ ...snippet, needs_hook_token: needsHookToken })),
+        !secrets || dock.hookToken === null
+          ? null
+          : `${options.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`,
+      inbound_format: settings ? dock.inboundFormat : null,
+      template: settings ? (dock.template as Dock["template"]) : null,
+      integrations: secrets
+        ? integrationSnippets({
+            publicUrl: options.publicUrl,
+            dockId: dock.id,
+            secretKey: dock.secretKey,
+            hookToken: dock.hookToken,
+          }).map(({ needsHookToken, ...snippet }) => ({ ...snippet, needs_hook_token: needsHookToken }))
+        : [],
       subscribers: dock.activeSubscribers,
       created_at: dock.createdAt,
       updated_at: dock.updatedAt,
       open_in_telegram: telegramLink(options.publicUrl, username, dock.id, options.sandbox),
-      examples: curlExamples(options.publicUrl, dock.id, dock.secretKey),
+      examples: secrets ? curlExamples(options.publicUrl, dock.id, dock.secretKey) : null,
       stats: dockStats(dock.activeSubscribers, numbers),
     };
+  };
+
+  /** The Dock as the caller sees it now, after a change (read again: the change is in it). */
+  const dockAnswer = async (request: FastifyRequest, id: string): Promise<DockAnswer> => {
+    const { dock, role } = await dockFor(request, id, "read");
+    return { ok: true, dock: await dockJson(dock, role) };
   };
 
   /** `stored`: the Dock's callback URL, which an edit of another field keeps as it is. */
@@ -140,7 +166,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
 
   // Read again by the console whenever the live stream says a Dock changed: logged at debug.
   routes.get("/docks", { onRequest: quietly }, async (request): Promise<DockListAnswer> => {
-    const docks = await options.docks.list(signedIn(request).user.id);
+    const docks = await options.docks.listFor(signedIn(request).user.id);
     // The headline numbers of the whole list in a fixed number of queries, not per Dock.
     const headlines = await options.activity.headlines(docks.map((dock) => dock.id));
     return {
@@ -148,6 +174,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       docks: docks.map((dock) => ({
         id: dock.id,
         name: dock.name,
+        role: dock.role,
         link: dock.link,
         description: dock.description,
         subscribers: dock.activeSubscribers,
@@ -159,6 +186,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   });
 
   routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
+    // Someone let in only for the Docks shared with them creates none (an owner's invitation does).
+    if (signedIn(request).user.role === "co_owner") throw new ApiError("not_an_owner");
     const fields = validFields(request.body);
     const ownerId = signedIn(request).user.id;
     // Checked, then created: two creates at the same instant can pass it together, one Dock over
@@ -169,16 +198,14 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     ) {
       throw new ApiError("too_many_docks");
     }
-    const dock = await options.docks.create(ownerId, fields);
-    return reply.code(201).send({ ok: true, dock: await dockJson(dock) } satisfies DockAnswer);
+    const dock = await options.docks.create(ownerId, fields, by(request));
+    return reply.code(201).send({ ok: true, dock: await dockJson(dock, "owner") } satisfies DockAnswer);
   });
 
   routes.get(
     "/docks/:id",
     { schema: { params: dockParams }, onRequest: quietly },
-    async (request): Promise<DockAnswer> => {
-      return { ok: true, dock: await dockJson(await ownedDock(request, request.params.id)) };
-    },
+    async (request): Promise<DockAnswer> => dockAnswer(request, request.params.id),
   );
 
   /** The Dock's chart: `days` (7, the default, or 30) UTC days, oldest first, from the daily counts. */
@@ -186,7 +213,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/activity",
     { schema: { params: dockParams, querystring: activityQuery }, onRequest: quietly },
     async (request): Promise<ActivityAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "read");
       const days = request.query.days ?? "7";
       if (days !== "7" && days !== "30") throw new ApiError("invalid_request", "days must be 7 or 30.");
       return { ok: true, days: await options.activity.days(dock.id, Number(days)) };
@@ -197,7 +224,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id",
     { schema: { params: dockParams, body: dockFieldsBody } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "edit_settings");
       const fields = validFields(
         {
           name: dock.name,
@@ -208,14 +235,15 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         },
         dock.callback_url,
       );
-      await options.docks.update(dock.id, fields);
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      await options.docks.update(dock.id, fields, by(request));
+      return dockAnswer(request, dock.id);
     },
   );
 
   routes.delete("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<OkAnswer> => {
-    const dock = await ownedDock(request, request.params.id);
+    const { dock } = await dockFor(request, request.params.id, "delete_dock");
     await options.docks.delete(dock.id);
+    request.log.info({ dock_id: dock.id, by: signedIn(request).user.id }, "dock deleted");
     return { ok: true };
   });
 
@@ -223,9 +251,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/rotate-secret",
     { schema: { params: dockParams } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      await options.docks.rotateSecret(dock.id);
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
+      await options.docks.rotateSecret(dock.id, by(request));
+      return dockAnswer(request, dock.id);
     },
   );
 
@@ -233,9 +261,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/rotate-signing-secret",
     { schema: { params: dockParams } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      await options.docks.rotateSigningSecret(dock.id);
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
+      await options.docks.rotateSigningSecret(dock.id, by(request));
+      return dockAnswer(request, dock.id);
     },
   );
 
@@ -252,7 +280,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/credentials",
     { schema: { params: dockParams }, onRequest: quietly },
     async (request): Promise<CredentialListAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
       return { ok: true, credentials: (await options.docks.credentials.list(dock.id)).map(credentialJson) };
     },
   );
@@ -265,7 +293,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/credentials",
     { schema: { params: dockParams, body: credentialBody } },
     async (request, reply) => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
       const { name, scope } = request.body;
       const problems: { field: string; message: string }[] = [];
       const trimmed = typeof name === "string" ? name.trim() : "";
@@ -276,7 +304,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       if (problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
       let made: { credential: DockCredential; secret: string };
       try {
-        made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope);
+        made = await options.docks.credentials.create(dock.id, trimmed, scope as Scope, by(request));
       } catch (error) {
         if (error instanceof TooManyGithubCredentials) throw new ApiError("too_many_github_credentials");
         throw error;
@@ -294,8 +322,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/credentials/:credentialId",
     { schema: { params: credentialParams } },
     async (request): Promise<OkAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      if (!(await options.docks.credentials.revoke(dock.id, request.params.credentialId)))
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
+      if (!(await options.docks.credentials.revoke(dock.id, request.params.credentialId, by(request))))
         throw new ApiError("not_found", "This Dock has no such credential.");
       return { ok: true };
     },
@@ -305,9 +333,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/hook-token",
     { schema: { params: dockParams } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      await options.docks.rotateHookToken(dock.id);
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
+      await options.docks.rotateHookToken(dock.id, by(request));
+      return dockAnswer(request, dock.id);
     },
   );
 
@@ -315,9 +343,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/hook-token",
     { schema: { params: dockParams } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      await options.docks.revokeHookToken(dock.id);
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      const { dock } = await dockFor(request, request.params.id, "manage_credentials");
+      await options.docks.revokeHookToken(dock.id, by(request));
+      return dockAnswer(request, dock.id);
     },
   );
 
@@ -339,7 +367,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/integrations",
     { schema: { params: dockParams, body: integrationsBody } },
     async (request): Promise<DockAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "edit_settings");
       const { inbound_format: format, template } = request.body;
       if (format != null && !(ALL_FORMAT_NAMES as readonly string[]).includes(format)) {
         throw new ApiError("invalid_fields", undefined, {}, [
@@ -355,11 +383,15 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
           { field: "inbound_format", message: "template needs a template: write one first" },
         ]);
       }
-      await options.docks.updateIntegrations(dock.id, {
-        ...(format !== undefined ? { inboundFormat: format } : {}),
-        ...(value !== undefined ? { template: value } : {}),
-      });
-      return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
+      await options.docks.updateIntegrations(
+        dock.id,
+        {
+          ...(format !== undefined ? { inboundFormat: format } : {}),
+          ...(value !== undefined ? { template: value } : {}),
+        },
+        by(request),
+      );
+      return dockAnswer(request, dock.id);
     },
   );
 
@@ -367,7 +399,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/integrations/preview",
     { schema: { params: dockParams, body: previewBody } },
     async (request): Promise<PreviewAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "edit_settings");
       const { format, sample, template } = request.body;
       // The sample as the tool would send it: JSON if it reads as JSON, else XML or text.
       const trimmed = sample.trim();
@@ -419,7 +451,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/subscribers",
     { schema: { params: dockParams }, onRequest: quietly },
     async (request): Promise<SubscriberListAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "manage_subscribers");
       const subscribers = await options.subscriptions.list(dock.id);
       return {
         ok: true,
@@ -443,9 +475,10 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/subscribers/:chatId",
     { schema: { params: subscriberParams } },
     async (request): Promise<OkAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "manage_subscribers");
       const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
-      const removed = Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId));
+      const removed =
+        Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId, by(request)));
       if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
       return { ok: true };
     },
@@ -455,7 +488,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/messages",
     { schema: { params: dockParams, querystring: messageHistoryQuery }, onRequest: quietly },
     async (request): Promise<MessageListAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "read");
       const page = await options.report.history(dock.id, historyQuery(request.query));
       return { ok: true, messages: page.messages.map(messageReport), next_before: page.nextBefore };
     },
@@ -465,7 +498,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     "/docks/:id/messages/:messageId",
     { schema: { params: messageParams, querystring: messageDetailQuery }, onRequest: quietly },
     async (request): Promise<MessageDetailAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
+      const { dock } = await dockFor(request, request.params.id, "read");
       const copies = copiesQuery(request.query);
       const { messageId } = request.params;
       const detail = MESSAGE_ID_PATTERN.test(messageId)
@@ -485,12 +518,18 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   );
 
   routes.post("/docks/:id/test-message", { schema: { params: dockParams } }, async (request, reply) => {
-    const dock = await ownedDock(request, request.params.id);
+    const { dock } = await dockFor(request, request.params.id, "send");
     // Through the same door as the send API: the Dock's rate limit and the counters apply.
     const result = await options.intake.acceptAuthenticated({
       dockId: dock.id,
       text: TEST_MESSAGE,
       source: "console",
+    });
+    await options.audit.record({
+      dockId: dock.id,
+      actor: signedIn(request).user.id,
+      action: "test_message_sent",
+      detail: { message: result.messageId },
     });
     return reply.code(202).send({
       ok: true,

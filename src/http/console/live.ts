@@ -66,10 +66,11 @@ const RECONNECT_MS = 3000;
 /**
  * The console's live updates: every open stream (`GET /console/api/stream`, Server-Sent Events)
  * of this process, and ONE ticker for all of them. Each tick reads, in one query, a stamp of every
- * Dock of every person with a stream open (DockStamps: counts and times kept in the database, so
- * changes made by other instances and by the dispatcher anywhere are seen) and, in one more, which
- * of their sessions are still on. A stream hears `dock` when a stamp of its person's Docks
- * changed, `docks` when the set of their Docks did, `owners` (administrators only) when who may
+ * Dock of every person with a stream open — the Docks they own and those shared with them
+ * (DockStamps: counts and times kept in the database, so changes made by other instances and by
+ * the dispatcher anywhere are seen) — and, in one more, which of their sessions are still on. A
+ * stream hears `dock` when a stamp of its person's Docks changed, `docks` when the set of their
+ * Docks did (one made, deleted, shared with them or no longer), `owners` (administrators only) when who may
  * sign in did, and `signed_out` (then the end) when its session ended. Nothing runs while no stream
  * is open.
  *
@@ -169,7 +170,7 @@ export class LiveHub {
       const watched = [...this.#owners].filter(([, owner]) => owner.docks !== null).map(([id]) => id);
       const stamps = await this.#o.stamps.of(watched);
       const byOwner = new Map<number, Map<string, string>>(watched.map((id) => [id, new Map()]));
-      for (const dock of stamps) byOwner.get(dock.ownerId)?.set(dock.id, dock.stamp);
+      for (const dock of stamps) byOwner.get(dock.personId)?.set(dock.id, dock.stamp);
       for (const [ownerId, docks] of byOwner) {
         const owner = this.#owners.get(ownerId);
         if (owner?.docks == null) continue;

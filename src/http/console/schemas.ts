@@ -55,6 +55,20 @@ export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.St
 export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 export const credentialParams = Type.Object({ id: Type.String(), credentialId: Type.String() });
 
+export const coOwnerParams = Type.Object({ id: Type.String(), userId: Type.String() });
+export const coOwnerInviteParams = Type.Object({ id: Type.String(), inviteId: Type.String() });
+
+/** `POST /docks/{id}/co-owners/invites` and `PUT …/co-owners/{userId}/role`: the role, checked by the route. */
+export const coOwnerRoleBody = Type.Object({ role: Type.Optional(Type.Unknown()) });
+
+/** `GET /docks/{id}/audit`: strings, checked by the route so that its answer names the parameter. */
+export const auditQuery = Type.Object({
+  limit: Type.Optional(Type.String({ description: "Entries per page, 1 to 200; 50 when left out." })),
+  before: Type.Optional(
+    Type.String({ description: "The previous page's next_before: only entries older than that one." }),
+  ),
+});
+
 /** `POST /docks/{id}/credentials`: checked by the route, which names the field at fault. */
 export const credentialBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
@@ -164,24 +178,55 @@ export const dockStats = Type.Object({
 });
 export type DockStats = Static<typeof dockStats>;
 
-/** A Dock as its owner sees it, secret key included. */
+/** A person's role on a Dock (domain/dock-roles.ts). */
+export const dockRole = Type.Union(
+  [Type.Literal("owner"), Type.Literal("editor"), Type.Literal("approver"), Type.Literal("viewer")],
+  {
+    description:
+      "owner: everything; editor: settings, templates, credentials, sending; approver: subscribers; viewer: history and activity.",
+  },
+);
+export type DockRole = Static<typeof dockRole>;
+
+/** What a role on a Dock allows (domain/dock-roles.ts DockAction). */
+export const dockAction = Type.Union([
+  Type.Literal("read"),
+  Type.Literal("edit_settings"),
+  Type.Literal("manage_credentials"),
+  Type.Literal("send"),
+  Type.Literal("manage_subscribers"),
+  Type.Literal("manage_co_owners"),
+  Type.Literal("delete_dock"),
+]);
+export type DockAction = Static<typeof dockAction>;
+
+/** Null for a role that may not see it: the secrets and settings a role without the right never gets. */
+const hidden = "null for a role that may not see it.";
+
+/**
+ * A Dock as the signed-in person sees it: all of it for its owners and editors (the secret key
+ * included); without the secrets, the callback URL and the settings written with them for a role
+ * that may not manage its credentials or settings.
+ */
 export const dock = Type.Object({
   id: Type.String(),
   name: Type.String(),
   link: stringOrNull,
   description: stringOrNull,
+  role: dockRole,
+  may: Type.Array(dockAction, { description: "What the signed-in person's role allows on this Dock." }),
   callback_url: Type.Union([Type.String(), Type.Null()], {
-    description: "Where the Dock's events are posted (signed with its signing secret); null: none.",
+    description: `Where the Dock's events are posted (signed with its signing secret); null: none, or ${hidden}`,
   }),
-  secret_key: Type.String(),
-  signing_secret: Type.String({
-    description: "The key of the Dock-Signature on its callback events (dnss_…), apart from the secret key.",
+  secret_key: Type.Union([Type.String(), Type.Null()], { description: `The secret key; ${hidden}` }),
+  signing_secret: Type.Union([Type.String(), Type.Null()], {
+    description: `The key of the Dock-Signature on its callback events (dnss_…), apart from the secret key; ${hidden}`,
   }),
   hook_token: Type.Union([Type.String(), Type.Null()], {
-    description: "The hook token (POST /hook/<token>), a URL-only credential; null: none.",
+    description: `The hook token (POST /hook/<token>), a URL-only credential; null: none, or ${hidden}`,
   }),
   hook_url: Type.Union([Type.String(), Type.Null()], {
-    description: "The Dock's hook URL (PUBLIC_URL/hook/<token>); null: none.",
+    description: `The Dock's hook URL (PUBLIC_URL/hook/<token>); null: none, or ${hidden}`,
   }),
   inbound_format: Type.Union([Type.String(), Type.Null()], {
     description: "How a body without msg is read (a format, or template); null: detected.",
@@ -195,27 +240,33 @@ export const dock = Type.Object({
       text: Type.String(),
       needs_hook_token: Type.Boolean(),
     }),
-    { description: "Ready-to-paste settings per tool, with the Dock's real credentials." },
+    {
+      description:
+        "Ready-to-paste settings per tool, with the Dock's real credentials; empty for a role that may not see them.",
+    },
   ),
   subscribers: Type.Integer({ description: "Active subscribers." }),
   created_at: time,
   updated_at: time,
   open_in_telegram: Type.String({ description: "Opens the bot with this Dock, to subscribe." }),
-  examples: Type.Object(
-    {
-      ping: Type.String({ description: "Send, credentials in the JSON body." }),
-      webhook: Type.String({ description: "Send, credentials in HTTP Basic authentication." }),
-      replace: Type.String({
-        description: "Send with a key: a later send with the same key edits it in place.",
-      }),
-      edit: Type.String({ description: "Edit a sent message (PATCH /messages/<MESSAGE_ID>)." }),
-      delete: Type.String({
-        description: "Delete a sent message from every chat (DELETE /messages/<MESSAGE_ID>).",
-      }),
-      ack: Type.String({ description: "Send with an Acknowledge button." }),
-    },
-    { description: "Ready-to-run curl commands with the Dock's real credentials." },
-  ),
+  examples: Type.Union([
+    Type.Object(
+      {
+        ping: Type.String({ description: "Send, credentials in the JSON body." }),
+        webhook: Type.String({ description: "Send, credentials in HTTP Basic authentication." }),
+        replace: Type.String({
+          description: "Send with a key: a later send with the same key edits it in place.",
+        }),
+        edit: Type.String({ description: "Edit a sent message (PATCH /messages/<MESSAGE_ID>)." }),
+        delete: Type.String({
+          description: "Delete a sent message from every chat (DELETE /messages/<MESSAGE_ID>).",
+        }),
+        ack: Type.String({ description: "Send with an Acknowledge button." }),
+      },
+      { description: `Ready-to-run curl commands with the Dock's real credentials; ${hidden}` },
+    ),
+    Type.Null(),
+  ]),
   stats: dockStats,
 });
 export type Dock = Static<typeof dock>;
@@ -227,6 +278,7 @@ export type Dock = Static<typeof dock>;
 export const dockSummary = Type.Pick(dock, [
   "id",
   "name",
+  "role",
   "link",
   "description",
   "subscribers",
@@ -403,10 +455,20 @@ export const ownerRole = Type.Union([Type.Literal("admin"), Type.Literal("owner"
 });
 export type OwnerRole = Static<typeof ownerRole>;
 
+/** What the signed-in person is in the console (domain/owners.ts ConsoleRole). */
+export const consoleRole = Type.Union(
+  [Type.Literal("admin"), Type.Literal("owner"), Type.Literal("co_owner")],
+  {
+    description:
+      "`admin` also manages who may own Docks; `co_owner`: no owner here, let in for the Docks shared with them (creates none).",
+  },
+);
+export type ConsoleRole = Static<typeof consoleRole>;
+
 export const sessionAnswer = Type.Object({
   ok,
   user: telegramAccount,
-  role: ownerRole,
+  role: consoleRole,
   max_docks: Type.Union([Type.Integer(), Type.Null()], {
     description: "How many Docks one owner may create (MAX_DOCKS_PER_OWNER); null: no cap.",
   }),
@@ -420,12 +482,13 @@ export const ownerSchema = Type.Object({
   id: Type.Integer(),
   first_name: stringOrNull,
   username: stringOrNull,
-  role: ownerRole,
-  source: Type.Union([Type.Literal("config"), Type.Literal("store")], {
-    description: "`config`: named by OWNERS (only the configuration removes them).",
+  role: consoleRole,
+  source: Type.Union([Type.Literal("config"), Type.Literal("store"), Type.Literal("co_owner")], {
+    description:
+      "`config`: named by OWNERS (only the configuration removes them); `co_owner`: no owner, let in for the Docks shared with them (their owners remove them).",
   }),
   added_at: Type.Union([time, Type.Null()]),
-  docks: Type.Integer(),
+  docks: Type.Integer({ description: "Docks they own; for a co_owner, the Docks shared with them." }),
 });
 export type OwnerView = Static<typeof ownerSchema>;
 
@@ -452,6 +515,73 @@ export type InviteAnswer = Static<typeof inviteAnswer>;
 
 export const ownerParams = Type.Object({ id: Type.String() });
 export const ownerRoleBody = Type.Object({ role: ownerRole });
+
+/** Someone with a role on a Dock: its own owner, or a co-owner. */
+export const coOwnerSchema = Type.Object({
+  id: Type.Integer(),
+  first_name: stringOrNull,
+  username: stringOrNull,
+  role: dockRole,
+  owns_dock: Type.Boolean({
+    description: "The Dock's own owner (created it, or was given it): keeps the role owner.",
+  }),
+  added_at: Type.Union([time, Type.Null()], { description: "Null for the Dock's own owner." }),
+});
+export type CoOwnerView = Static<typeof coOwnerSchema>;
+
+/** A co-owner invitation that can still be used (its link was shown once, when it was made). */
+export const coOwnerInviteSchema = Type.Object({
+  id: Type.String(),
+  role: dockRole,
+  created_by: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: time,
+  expires_at: time,
+});
+export type CoOwnerInviteView = Static<typeof coOwnerInviteSchema>;
+
+/** `GET /docks/{id}/co-owners`: the Dock's team and its co-owner invitations still open. */
+export const coOwnersAnswer = Type.Object({
+  ok,
+  co_owners: Type.Array(coOwnerSchema),
+  invites: Type.Array(coOwnerInviteSchema),
+});
+export type CoOwnersAnswer = Static<typeof coOwnersAnswer>;
+
+/** `POST /docks/{id}/co-owners/invites`: a new invitation; its link is shown this once. */
+export const coOwnerInviteAnswer = Type.Object({ ok, invite: coOwnerInviteSchema, link: Type.String() });
+export type CoOwnerInviteAnswer = Static<typeof coOwnerInviteAnswer>;
+
+/** One entry of a Dock's audit log. */
+export const auditEntrySchema = Type.Object({
+  id: Type.Integer(),
+  at: time,
+  actor: Type.Union([telegramAccount, Type.Null()], {
+    description: "Who did it; null: the operator's command line, or the service itself.",
+  }),
+  action: Type.String({ description: "What was done (docs/console.md lists them)." }),
+  detail: Type.Record(
+    Type.String(),
+    Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]),
+    {
+      description: "Names and ids that say what was done; never a secret.",
+    },
+  ),
+});
+export type AuditEntryView = Static<typeof auditEntrySchema>;
+
+/** `GET /docks/{id}/audit`: a page of the audit log, newest first. */
+export const auditAnswer = Type.Object({
+  ok,
+  entries: Type.Array(auditEntrySchema),
+  next_before: Type.Union([Type.Integer(), Type.Null()], {
+    description: "Ask with before=<this> for the next (older) page; null: this is the last.",
+  }),
+  people: Type.Record(Type.String(), Type.Object({ first_name: stringOrNull, username: stringOrNull }), {
+    description:
+      "By Telegram id, the names of the people the entries' details name (user, invited_by, from, to), as the bot last saw them.",
+  }),
+});
+export type AuditAnswer = Static<typeof auditAnswer>;
 
 /** `POST /sign-in`: the single-use link to the bot, also as a QR code. */
 export const signInStartAnswer = Type.Object({
@@ -600,11 +730,12 @@ export type PreviewAnswer = Static<typeof previewAnswer>;
 
 /**
  * The live stream's `dock` event (live.ts): which Dock, and which parts of it moved — its
- * `settings` (fields, key, hook token, template), `subscribers`, or `messages` (and their copies).
+ * `settings` (fields, key, hook token, template), `subscribers`, `messages` (and their copies), or
+ * `audit` (its audit log, where every change of its team is written).
  */
 export interface DockEvent {
   id: string;
   changed: DockPart[];
 }
 /** A part of a Dock the live stream tells apart (store/dock-stamps.ts's STAMP_PARTS). */
-export type DockPart = "settings" | "subscribers" | "messages";
+export type DockPart = "settings" | "subscribers" | "messages" | "audit";

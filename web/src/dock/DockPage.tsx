@@ -6,10 +6,13 @@ import { onlyOnThisComputer } from "../local-address.ts";
 import { navigate } from "../navigation.ts";
 import { DOCK_TABS, type DockTab, dockHref, TAB_LABEL } from "../route.ts";
 import { ActivityTab } from "./ActivityTab.tsx";
+import { AuditTab } from "./AuditTab.tsx";
 import { type Guarded, useCardActions } from "./actions.ts";
+import { CoOwnersTab, ROLES } from "./CoOwnersTab.tsx";
 import { Integrations } from "./Integrations.tsx";
 import { MessageDetail } from "./MessageDetail.tsx";
 import { MessagesTab } from "./MessagesTab.tsx";
+import { may, type SecretDock, secretDock } from "./roles.ts";
 import { SendTab } from "./SendTab.tsx";
 import { SettingsTab } from "./SettingsTab.tsx";
 import { Subscribers } from "./Subscribers.tsx";
@@ -20,16 +23,24 @@ function toList() {
   navigate("#/");
 }
 
-/** The Dock was deleted while shown (another tab, the CLI): back to the list, saying why. */
-function goneElsewhere(announce: (text: string) => void, name: string) {
-  announce(`Dock “${name}” no longer exists: it was deleted elsewhere.`);
+/**
+ * The Dock went away while shown (deleted in another tab or by the CLI; for a co-owner, also no
+ * longer shared with them): back to the list, saying why.
+ */
+function goneElsewhere(announce: (text: string) => void, dock: Pick<Dock, "name" | "role">) {
+  announce(
+    dock.role === "owner"
+      ? `Dock “${dock.name}” no longer exists: it was deleted elsewhere.`
+      : `Dock “${dock.name}” is no longer shared with you, or was deleted.`,
+  );
   toList();
 }
 
 /**
  * One Dock: its name and what subscribing takes (Open in Telegram, the Dock ID, the subscribe link)
  * on top, then one section at a time — Send, Subscribers, Messages, Activity, Integrations,
- * Settings — each at its own address. Follows the live stream; a Dock deleted elsewhere sends the
+ * Settings, Co-owners, Audit log — each at its own address, those the person's role on the Dock
+ * allows. Follows the live stream; a Dock deleted elsewhere sends the
  * person back to the list, saying why.
  */
 export function DockPage({
@@ -38,16 +49,20 @@ export function DockPage({
   messageId,
   info,
   guarded,
+  selfId,
 }: {
   id: string;
   tab: DockTab;
   messageId: string | null;
   info: InfoAnswer;
   guarded: Guarded;
+  /** The signed-in person's Telegram id (the co-owners list says "you"). */
+  selfId: number;
 }) {
   const announce = useAnnounce();
-  // What this page shows of the Dock: its settings and its subscriber count, not its messages.
-  const version = useDockVersion(id, ["settings", "subscribers"]);
+  // What this page shows of the Dock: its settings and its subscriber count, not its messages; and
+  // the person's role on it, which changes with an entry of its audit log.
+  const version = useDockVersion(id, ["settings", "subscribers", "audit"]);
   const heading = useRef<HTMLHeadingElement>(null);
   const read = useLiveRead(
     async () => (await guarded(() => api<DockAnswer>("GET", `/docks/${encodeURIComponent(id)}`))).dock,
@@ -60,7 +75,7 @@ export function DockPage({
 
   // Deleted while shown (another tab, the CLI): back to the list, saying why, its heading focused.
   useEffect(() => {
-    if (missing && dock !== null) goneElsewhere(announce, dock.name);
+    if (missing && dock !== null) goneElsewhere(announce, dock);
   }, [missing, dock, announce]);
 
   // A new page (the Dock read, or back from a message): the focus starts at its heading, where a
@@ -102,8 +117,27 @@ export function DockPage({
       info={info}
       guarded={guarded}
       heading={heading}
+      selfId={selfId}
     />
   );
+}
+
+/**
+ * Whether a section is the signed-in person's to see: each needs what its role allows (Send,
+ * Integrations and Settings also the secrets, which only a role that manages them is given).
+ */
+function tabShown(tab: DockTab, dock: Dock, secrets: SecretDock | null): boolean {
+  switch (tab) {
+    case "send":
+      return may(dock, "send") && secrets !== null;
+    case "subscribers":
+      return may(dock, "manage_subscribers");
+    case "integrations":
+    case "settings":
+      return may(dock, "edit_settings") && secrets !== null;
+    default:
+      return may(dock, "read");
+  }
 }
 
 function LoadedDock({
@@ -114,6 +148,7 @@ function LoadedDock({
   info,
   guarded,
   heading,
+  selfId,
 }: {
   dock: Dock;
   setDock: (dock: Dock) => void;
@@ -122,10 +157,20 @@ function LoadedDock({
   info: InfoAnswer;
   guarded: Guarded;
   heading: React.RefObject<HTMLHeadingElement | null>;
+  selfId: number;
 }) {
   const announce = useAnnounce();
-  const { error, actions } = useCardActions(dock, guarded, () => goneElsewhere(announce, dock.name));
+  const { error, actions } = useCardActions(dock, guarded, () => goneElsewhere(announce, dock));
   const titleId = `dock-${dock.id}-title`;
+  const secrets = secretDock(dock);
+  const tabs = DOCK_TABS.filter((t) => tabShown(t, dock, secrets));
+  const shown = tabs.includes(tab);
+  const first = tabs[0];
+  // A section this role does not see (the first one, Send, is what a bare link opens): its first
+  // own section instead, in place of this address in the history.
+  useEffect(() => {
+    if (!shown && first !== undefined) window.location.replace(dockHref(dock.id, first));
+  }, [shown, first, dock.id]);
 
   return (
     <article className="dock" aria-labelledby={titleId}>
@@ -135,6 +180,12 @@ function LoadedDock({
       <h1 id={titleId} ref={heading} tabIndex={-1}>
         {dock.name}
       </h1>
+      {dock.role !== "owner" && (
+        <p className="small muted" data-testid="dock-role">
+          Shared with you as <strong>{ROLES.find((r) => r.role === dock.role)?.label.toLowerCase()}</strong>:{" "}
+          {ROLES.find((r) => r.role === dock.role)?.does}.
+        </p>
+      )}
       {dock.description && <p className="description">{dock.description}</p>}
       {dock.link && (
         <p className="dock-link">
@@ -173,7 +224,7 @@ function LoadedDock({
       </p>
 
       <nav className="tabs" aria-label="Dock sections">
-        {DOCK_TABS.map((t) => (
+        {tabs.map((t) => (
           <a key={t} href={dockHref(dock.id, t)} aria-current={t === tab ? "page" : undefined}>
             {TAB_LABEL[t]}
             {t === "subscribers" && <span className="count"> {dock.subscribers}</span>}
@@ -187,19 +238,25 @@ function LoadedDock({
         </p>
       )}
       <div className="tab-panel">
-        {tab === "send" && <SendTab dock={dock} actions={actions} apiUrl={info.api_base_url} />}
-        {tab === "subscribers" && <Subscribers dock={dock} guarded={guarded} actions={actions} />}
-        {tab === "messages" && messageId === null && (
+        {shown && tab === "send" && secrets && (
+          <SendTab dock={secrets} actions={actions} apiUrl={info.api_base_url} />
+        )}
+        {shown && tab === "subscribers" && <Subscribers dock={dock} guarded={guarded} actions={actions} />}
+        {shown && tab === "messages" && messageId === null && (
           <MessagesTab dock={dock} guarded={guarded} actions={actions} />
         )}
-        {tab === "messages" && messageId !== null && (
+        {shown && tab === "messages" && messageId !== null && (
           <MessageDetail dock={dock} messageId={messageId} guarded={guarded} />
         )}
-        {tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
-        {tab === "integrations" && <Integrations dock={dock} actions={actions} onChanged={setDock} />}
-        {tab === "settings" && (
-          <SettingsTab dock={dock} actions={actions} onChanged={setDock} onDeleted={toList} />
+        {shown && tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
+        {shown && tab === "integrations" && secrets && (
+          <Integrations dock={secrets} actions={actions} onChanged={setDock} />
         )}
+        {shown && tab === "settings" && secrets && (
+          <SettingsTab dock={secrets} actions={actions} onChanged={setDock} onDeleted={toList} />
+        )}
+        {shown && tab === "co-owners" && <CoOwnersTab dock={dock} actions={actions} selfId={selfId} />}
+        {shown && tab === "audit" && <AuditTab dock={dock} actions={actions} />}
       </div>
     </article>
   );

@@ -1,7 +1,8 @@
 import { useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
-import type { Dock, TestMessageAnswer } from "../api.ts";
+import type { TestMessageAnswer } from "../api.ts";
 import type { CardActions } from "./actions.ts";
+import type { SecretDock } from "./roles.ts";
 import { mask, SECRET_PLACEHOLDER } from "./secret.ts";
 import { type Endpoint, LANGUAGES, type Language, sendSnippet } from "./send-snippets.ts";
 
@@ -47,7 +48,15 @@ function savedLanguage(): Language {
  * ready-to-run code for both endpoints in the person's language. While the key is hidden, the code
  * on screen says `<SECRET_KEY>` and the Copy buttons copy it with the real key.
  */
-export function SendTab({ dock, actions, apiUrl }: { dock: Dock; actions: CardActions; apiUrl: string }) {
+export function SendTab({
+  dock,
+  actions,
+  apiUrl,
+}: {
+  dock: SecretDock;
+  actions: CardActions;
+  apiUrl: string;
+}) {
   const id = useId();
   const announce = useAnnounce();
   const [revealed, setRevealed] = useState(false);

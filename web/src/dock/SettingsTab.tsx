@@ -4,6 +4,7 @@ import type { DockAnswer } from "../api.ts";
 import { DockForm } from "../DockForm.tsx";
 import type { DockEditorProps } from "./actions.ts";
 import { Credentials } from "./Credentials.tsx";
+import { may } from "./roles.ts";
 import { mask } from "./secret.ts";
 
 /**
@@ -50,7 +51,7 @@ function SigningSecret({ dock, actions, onChanged }: DockEditorProps) {
 }
 
 /**
- * The Dock's fields, its secret keys' rotation and its deletion. The two that break something
+ * The Dock's fields, its secret keys' rotation and (for its owners) its deletion. The two that break something
  * (every application's key, every subscription) ask first and say what they break; a new key is
  * shown right here once, with its copy button, since every application needs it next.
  */
@@ -141,15 +142,18 @@ export function SettingsTab({
           Rotate secret
         </button>
       </section>
-      <section aria-labelledby="delete-title">
-        <h3 id="delete-title">Delete this Dock</h3>
-        <p className="muted small">
-          Its subscribers stop receiving its messages and its secret key stops working. This cannot be undone.
-        </p>
-        <button type="button" className="danger" onClick={remove}>
-          Delete
-        </button>
-      </section>
+      {may(dock, "delete_dock") && (
+        <section aria-labelledby="delete-title">
+          <h3 id="delete-title">Delete this Dock</h3>
+          <p className="muted small">
+            Its subscribers stop receiving its messages and its secret key stops working. This cannot be
+            undone.
+          </p>
+          <button type="button" className="danger" onClick={remove}>
+            Delete
+          </button>
+        </section>
+      )}
     </>
   );
 }

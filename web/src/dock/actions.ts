@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import { api, type Dock, type OkAnswer, ServiceError } from "../api.ts";
 import { copyText } from "../clipboard.ts";
+import type { SecretDock } from "./roles.ts";
 
 /** Runs a call; a lost session sends the person back to sign-in (App's `guarded`). */
 export type Guarded = <T>(call: () => Promise<T>) => Promise<T>;
@@ -19,9 +20,12 @@ export interface CardActions {
   call<T extends OkAnswer = OkAnswer>(method: string, path?: string, body?: unknown): Promise<T>;
 }
 
-/** What a section that changes the Dock gets: the Dock, its actions, and where its new state goes. */
+/**
+ * What a section that changes the Dock's settings or secrets gets: the Dock (as its owners and
+ * editors see it, secrets included), its actions, and where its new state goes.
+ */
 export interface DockEditorProps {
-  dock: Dock;
+  dock: SecretDock;
   actions: CardActions;
   onChanged: (dock: Dock) => void;
 }

@@ -1,0 +1,193 @@
+import { useEffect, useId, useState } from "react";
+import type { AuditAnswer, AuditEntryView, Dock } from "../api.ts";
+import { useDockVersion } from "../live.tsx";
+import type { CardActions } from "./actions.ts";
+import { ReadError } from "./ReadError.tsx";
+import { When } from "./When.tsx";
+
+/** Entries per page. */
+const PAGE = 50;
+
+type People = AuditAnswer["people"];
+
+function named(id: unknown, people: People): string {
+  if (typeof id !== "number") return "someone";
+  const person = people[String(id)];
+  const name = [person?.first_name, person?.username ? `@${person.username}` : null]
+    .filter(Boolean)
+    .join(" ");
+  return name || `Telegram user ${id}`;
+}
+
+/** Who did it: a person, the operator's command line, or the service itself. */
+function who(entry: AuditEntryView): string {
+  if (entry.actor === null) return entry.detail.via === "cli" ? "The operator (command line)" : "Dock Notify";
+  const { id, first_name, username } = entry.actor;
+  return [first_name, username ? `@${username}` : null].filter(Boolean).join(" ") || `Telegram user ${id}`;
+}
+
+const FIELD_NAMES: Record<string, string> = {
+  name: "name",
+  link: "link",
+  description: "description",
+  callback_url: "callback URL",
+  inbound_format: "default format",
+  template: "template",
+};
+
+/** What was done, in words (an action this console does not know is shown by its name). */
+function what(entry: AuditEntryView, people: People): string {
+  const d = entry.detail;
+  switch (entry.action) {
+    case "dock_created":
+      return "created the Dock";
+    case "settings_changed":
+      return `changed the ${String(d.fields ?? "")
+        .split(",")
+        .map((field) => FIELD_NAMES[field] ?? field)
+        .join(", ")}`;
+    case "owner_changed":
+      return `gave the Dock to ${named(d.to, people)}`;
+    case "secret_key_rotated":
+      return "rotated the secret key";
+    case "signing_secret_rotated":
+      return "rotated the signing secret";
+    case "hook_token_rotated":
+      return "made a new hook URL";
+    case "hook_token_revoked":
+      return "removed the hook URL";
+    case "credential_created":
+      return `made the ${d.scope} credential “${d.name}”`;
+    case "credential_revoked":
+      return `revoked the ${d.scope} credential “${d.name}”`;
+    case "test_message_sent":
+      return "sent a test message";
+    case "subscriber_removed":
+      return `removed the subscriber ${d.chat}`;
+    case "co_owner_invited":
+      return `invited a co-owner as ${d.role}`;
+    case "co_owner_invite_withdrawn":
+      return "withdrew a co-owner invitation";
+    case "co_owner_added":
+      return `joined as ${d.role}${d.invited_by == null ? "" : `, invited by ${named(d.invited_by, people)}`}`;
+    case "co_owner_removed":
+      return entry.actor?.id === d.user
+        ? `left (was ${d.role})`
+        : `removed ${named(d.user, people)} (${d.role})`;
+    case "co_owner_role_changed":
+      return `made ${named(d.user, people)} ${d.to} (was ${d.from})`;
+    default:
+      return [
+        entry.action.replaceAll("_", " "),
+        ...Object.entries(d)
+          .filter(([name]) => name !== "via")
+          .map(([name, value]) => `${name}: ${value}`),
+      ].join(" · ");
+  }
+}
+
+interface Pages {
+  entries: AuditEntryView[];
+  /** The service's cursor for the next older page; null: none. */
+  nextBefore: number | null;
+}
+
+/**
+ * The pages after a refresh that read the newest `answer`: older entries read before stay below it
+ * (an entry never changes), and their cursor goes on from them.
+ */
+function refreshed(old: Pages | null, answer: AuditAnswer): Pages {
+  const lowest = answer.entries.at(-1)?.id;
+  const rest = old && lowest !== undefined ? old.entries.filter((e) => e.id < lowest) : [];
+  if (old === null || rest.length === 0 || answer.next_before === null)
+    return { entries: answer.entries, nextBefore: answer.next_before };
+  return { entries: [...answer.entries, ...rest], nextBefore: old.nextBefore };
+}
+
+/**
+ * The Dock's audit log: who did what to it and when, newest first, a page at a time. The first page
+ * follows the live stream; older pages read with "Older entries" stay below it.
+ */
+export function AuditTab({ dock, actions }: { dock: Dock; actions: CardActions }) {
+  const id = useId();
+  const version = useDockVersion(dock.id, ["audit"]);
+  const [pages, setPages] = useState<Pages | null>(null);
+  const [people, setPeople] = useState<People>({});
+  const [readError, setReadError] = useState<unknown>(null);
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `version` is the live stream's "read again".
+  useEffect(() => {
+    let current = true;
+    actions.call<AuditAnswer>("GET", `/audit?limit=${PAGE}`).then(
+      (answer) => {
+        if (!current) return;
+        setReadError(null);
+        setPages((old) => refreshed(old, answer));
+        setPeople((old) => ({ ...old, ...answer.people }));
+      },
+      (e: unknown) => current && setReadError(e),
+    );
+    return () => {
+      current = false;
+    };
+  }, [dock.id, version]);
+
+  const more = () =>
+    actions.act(async () => {
+      const before = pages?.nextBefore;
+      if (before == null) return;
+      const answer = await actions.call<AuditAnswer>("GET", `/audit?limit=${PAGE}&before=${before}`);
+      setPages((old) => ({
+        entries: [...(old?.entries ?? []), ...answer.entries.filter((e) => e.id < before)],
+        nextBefore: answer.next_before,
+      }));
+      setPeople((old) => ({ ...old, ...answer.people }));
+    });
+
+  const entries = pages?.entries ?? null;
+  const nextBefore = pages?.nextBefore ?? null;
+
+  return (
+    <section aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>Audit log</h2>
+      <p className="muted small">
+        Who changed this Dock, its secrets, its subscribers and its team, and when. It never holds a secret,
+        and is kept as long as the messages are (<code>RETENTION_DAYS</code>).
+      </p>
+      <ReadError error={readError} />
+      {entries === null && !readError && <p className="muted">Loading…</p>}
+      {entries?.length === 0 && <p className="muted small">Nothing yet.</p>}
+      {entries && entries.length > 0 && (
+        <div className="table-scroll">
+          <table className="owners" data-testid="audit">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Who</th>
+                <th scope="col">What</th>
+              </tr>
+            </thead>
+            <tbody>
+              {entries.map((entry) => (
+                <tr key={entry.id}>
+                  <td>
+                    <When at={entry.at} relative />
+                  </td>
+                  <td>{who(entry)}</td>
+                  <td>{what(entry, people)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {nextBefore !== null && (
+        <p>
+          <button type="button" className="secondary" onClick={more}>
+            Older entries
+          </button>
+        </p>
+      )}
+    </section>
+  );
+}
