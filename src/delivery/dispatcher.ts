@@ -389,7 +389,7 @@ export class Dispatcher {
           // A copy resumed after some parts went out may show an older revision in those: recorded
           // as unknown (0), so that converging edits it to the newest.
           const shown = delivery.sentParts.length > 0 ? 0 : revision;
-          await this.#sendParts(delivery, parts, 0, progress, calls);
+          await this.#sendParts(delivery, parts, 0, progress, calls, true);
           this.#telegramAnswered();
           verdict = await this.#settler.sent(delivery, progress, shown);
         } else if (delivery.kind === "edit") {
@@ -455,13 +455,17 @@ export class Dispatcher {
     }
   }
 
-  /** Sends `parts` from `progress.length` on (those before went out already), adding each id to `progress`. */
+  /**
+   * Sends `parts` from `progress.length` on (those before went out already), adding each id to
+   * `progress`. `record`: each id goes on record as soon as Telegram answers (Settler.partsSent).
+   */
   async #sendParts(
     delivery: PendingDelivery,
     parts: RenderedPart[],
     offset: number,
     progress: number[],
     calls: TelegramCalls,
+    record = false,
   ): Promise<void> {
     for (let i = progress.length - offset; i < parts.length; i++) {
       const { text, ...sendOptions } = parts[i] as RenderedPart;
@@ -472,6 +476,7 @@ export class Dispatcher {
         }),
       );
       progress.push(message.message_id);
+      if (record) await this.#settler.partsSent(delivery, progress);
     }
   }
 
@@ -523,7 +528,7 @@ export class Dispatcher {
     }
     // More parts than before: the extra ones follow (those an earlier attempt sent are in progress).
     if (parts.length > old.length) {
-      await this.#sendParts(delivery, parts.slice(old.length), 0, progress, calls);
+      await this.#sendParts(delivery, parts.slice(old.length), 0, progress, calls, true);
       changed = true;
     }
     // Fewer: the parts left over go.

@@ -82,6 +82,20 @@ export class Settler {
     }
   }
 
+  /**
+   * Telegram took parts of the delivery (`sentParts`, all of them so far): their ids are written
+   * at once, ahead of the outcome (Outbox.recordParts), so that a crash before the settle commits
+   * resumes after them instead of sending them again. Not waited out when the database fails: the
+   * settle that follows keeps trying, and says so.
+   */
+  async partsSent(delivery: PendingDelivery, sentParts: number[]): Promise<void> {
+    try {
+      await this.#o.outbox.recordParts(delivery, sentParts);
+    } catch (error) {
+      if (!isOutage(error)) throw error;
+    }
+  }
+
   /** Every part reached the chat, showing the message's `revision`. */
   async sent(delivery: PendingDelivery, sentParts: number[], revision: number): Promise<Verdict> {
     this.#recorded(

@@ -476,6 +476,27 @@ export class Outbox {
   }
 
   /**
+   * Telegram took parts of a claimed delivery (a copy's, or those an edit adds): their ids go on
+   * record at once, in one statement of their own, while the row stays `sending`. The settle that
+   * follows is a transaction that may wait for the message's lock, the Dock's day of activity and
+   * the connection; a crash before it commits now costs nothing that Telegram did — the claim
+   * taken again after a restart resumes after these parts (`sentParts`) instead of sending them
+   * anew. Fenced by the lease like a settle; false when refused.
+   */
+  async recordParts(delivery: { id: number; lease: number }, telegramIds: number[]): Promise<boolean> {
+    const result = await this.#db.urgent(
+      this.#db.kysely
+        .updateTable("deliveries")
+        .set({ telegram_message_ids: telegramIds.join(","), updated_at: this.#now() })
+        .where("id", "=", delivery.id)
+        .where("state", "=", "sending")
+        .where("lease_until", "=", delivery.lease)
+        .compile(),
+    );
+    return (result.numAffectedRows ?? 0n) > 0n;
+  }
+
+  /**
    * Settling writes are fenced by the claim's lease: if the lease expired and the delivery was
    * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
    */
