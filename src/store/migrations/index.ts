@@ -15,6 +15,7 @@ import { chatTitles } from "./0012-chat-titles.ts";
 import { owners } from "./0013-owners.ts";
 import { signingSecrets } from "./0014-signing-secrets.ts";
 import { dockCredentials } from "./0015-dock-credentials.ts";
+import { unknownCopies } from "./0016-unknown-copies.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -33,6 +34,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0013-owners": owners(),
     "0014-signing-secrets": signingSecrets(),
     "0015-dock-credentials": dockCredentials(),
+    "0016-unknown-copies": unknownCopies(),
   };
 }
 

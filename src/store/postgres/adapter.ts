@@ -21,7 +21,9 @@ export function openPostgres(url: string, options: DbOptions): Db {
   const timeoutMs = options.timeoutMs ?? 5000;
   const warned = warnings();
   const kysely = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: discardingBroken(pool(url, options.poolSize ?? 10, timeoutMs, warned)) }),
+    dialect: new PostgresDialect({
+      pool: discardingBroken(pool(url, options.poolSize ?? 10, timeoutMs, warned)),
+    }),
   });
   // Db.urgent's connection, apart from the pool: a send's Telegram ids never wait for the
   // transactions that fill it (an accept storm, settles queued behind a Dock's hot row of activity).
