@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Outbox } from "../src/store/outbox.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
@@ -222,5 +223,8 @@ describe.each(DIALECTS)("delivery leases on %s", (dialect) => {
     release();
     await Promise.all(holders);
     expect(order).toEqual(["urgent"]);
+    // Its commits need not wait for the disk: what they record must outlive this process only.
+    const setting = await service.db.urgent(sql`show synchronous_commit`.compile(service.db.kysely));
+    expect(setting.rows).toEqual([{ synchronous_commit: "off" }]);
   });
 });

@@ -477,7 +477,12 @@ export class Outbox {
       const deleted = await tx
         .selectFrom("deliveries")
         .innerJoin("messages", "messages.id", "deliveries.message_id")
-        .select(["messages.deleted_at", "deliveries.kind", "deliveries.telegram_message_ids"])
+        .select([
+          "messages.deleted_at",
+          "deliveries.kind",
+          "deliveries.telegram_message_ids",
+          "deliveries.stray_ids",
+        ])
         .where("deliveries.id", "=", id)
         .executeTakeFirst();
       const reason = deleted?.deleted_at != null ? "the message was deleted" : "unsubscribed";
@@ -489,8 +494,13 @@ export class Outbox {
         .returning(["dock_id", "kind"])
         .executeTakeFirst();
       if (gone === undefined) return { status: "missing" as const };
-      // A copy whose first parts went out before its message was deleted: those parts go too.
-      if (deleted?.deleted_at != null && deleted.kind === "send" && deleted.telegram_message_ids !== null) {
+      // A copy whose first parts went out before its message was deleted: those parts go too (and
+      // its strays, copies of attempts whose outcome was unknown that Telegram named since).
+      if (
+        deleted?.deleted_at != null &&
+        deleted.kind === "send" &&
+        (deleted.telegram_message_ids !== null || deleted.stray_ids !== null)
+      ) {
         await queueWork(tx, "delete", { targetId: id }, now);
       }
       // A copy of a deleted message was cancelled, not lost with its chat: the chart's `gone` is

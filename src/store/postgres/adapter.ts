@@ -33,7 +33,7 @@ export function openPostgres(url: string, options: DbOptions): Db {
   // it was before the record existed.
   const urgent = new Kysely<Database>({
     dialect: new PostgresDialect({
-      pool: discardingBroken(pool(url, 1, timeoutMs, warned, "-c synchronous_commit=off")),
+      pool: discardingBroken(pool(url, 1, timeoutMs, warned, "set synchronous_commit to off")),
     }),
   });
   const messageLocks = advisoryMessageLocks();
@@ -64,19 +64,19 @@ export function openPostgres(url: string, options: DbOptions): Db {
 
 /**
  * A pool of at most `max` connections to `url`, bounded in time by `timeoutMs` (0: no bound);
- * `options`: the connections' server settings (libpq's `options`).
+ * `setting`: a statement each connection runs first (a SET, which a pooler in session mode keeps,
+ * where it may drop a startup parameter).
  */
 function pool(
   url: string,
   max: number,
   timeoutMs: number,
   warned: ReturnType<typeof warnings>,
-  options?: string,
+  setting?: string,
 ): pg.Pool {
   const created = new pg.Pool({
     connectionString: url,
     max,
-    ...(options === undefined ? {} : { options }),
     // A database that stops answering (down, a partition, a failover moving its address, a server
     // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
     // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
@@ -92,7 +92,11 @@ function pool(
   created.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
   // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
   // the reason and the pool drops it; the event itself must not crash the process either.
-  created.on("connect", (client) => client.on("error", () => {}));
+  created.on("connect", (client) => {
+    client.on("error", () => {});
+    // Queued ahead of the connection's first query; should it fail, so does that query.
+    if (setting !== undefined) client.query(setting).catch(() => {});
+  });
   return created;
 }
 
