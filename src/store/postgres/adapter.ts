@@ -25,15 +25,17 @@ export function openPostgres(url: string, options: DbOptions): Db {
       pool: discardingBroken(pool(url, options.poolSize ?? 10, timeoutMs, warned)),
     }),
   });
-  // Db.urgent's connection, apart from the pool: a send's Telegram ids never wait for the
+  // Db.urgent's connections, apart from the pool: a send's Telegram ids never wait for the
   // transactions that fill it (an accept storm, settles queued behind a Dock's hot row of activity).
-  // Its commits do not wait for the WAL to reach the disk either (synchronous_commit off): what it
-  // writes must outlive this process, which a commit in the server's memory does; should the server
-  // itself crash within the WAL writer's delay, the record is lost and the copy is sent again, as
-  // it was before the record existed.
+  // Their commits do not wait for the WAL to reach the disk either (synchronous_commit off): what
+  // they write must outlive this process, which a commit in the server's memory does; should the
+  // server itself crash within the WAL writer's delay, the record is lost and the copy is sent
+  // again, as it was before the record existed.
   const urgent = new Kysely<Database>({
     dialect: new PostgresDialect({
-      pool: discardingBroken(pool(url, 1, timeoutMs, warned, "set synchronous_commit to off")),
+      pool: discardingBroken(
+        pool(url, URGENT_CONNECTIONS, timeoutMs, warned, "set synchronous_commit to off"),
+      ),
     }),
   });
   const messageLocks = advisoryMessageLocks();
@@ -151,6 +153,13 @@ function advisoryMessageLocks(): MessageLocks {
     },
   };
 }
+
+/**
+ * Connections for Db.urgent (opened as needed, closed after 10 s idle). On a starved machine one
+ * alone made the records of the sends in flight wait for each other behind a server process the
+ * scheduler had set aside (bench:settle-window beside stress-ng: p99 595 ms against 315 ms with 4).
+ */
+const URGENT_CONNECTIONS = 4;
 
 /** The first key of every message lock: "dn" (Dock Notify). */
 const MESSAGE_LOCK_CLASS = 0x646e;
