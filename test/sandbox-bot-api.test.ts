@@ -230,6 +230,35 @@ describe("sandbox Bot API through grammY", () => {
     expect((await sandbox.api.sendMessage(chat, "welcome back")).text).toBe("welcome back");
   });
 
+  it("message ids as Telegram gives a bot: one sequence across its private chats and basic groups, the person's messages included; a supergroup numbers its own", async () => {
+    const ada = await sandbox.startedPerson("Ada");
+    const bo = await sandbox.startedPerson("Bo");
+    const first = await sandbox.api.sendMessage(ada, "one");
+    const between = await sandbox.api.sendMessage(bo, "elsewhere");
+    const said = await sandbox.control("POST", `/chats/${ada}/messages`, { text: "hi bot" });
+    const second = await sandbox.api.sendMessage(ada, "two");
+    // The id before the bot's second message in Ada's chat is Ada's own; before that, Bo's chat's.
+    expect([between.message_id, said.body.message_id, second.message_id]).toEqual([
+      first.message_id + 1,
+      first.message_id + 2,
+      first.message_id + 3,
+    ]);
+    const group = await sandbox.control("POST", "/groups", { title: "Ops", members: [ada], admins: [ada] });
+    await sandbox.control("POST", `/chats/${group.body.id}/bot`, { from: ada, status: "member" });
+    const inGroup = await sandbox.api.sendMessage(group.body.id, "to the group");
+    expect(inGroup.message_id).toBeGreaterThan(second.message_id);
+    const supergroup = await sandbox.control("POST", "/groups", {
+      title: "Big",
+      type: "supergroup",
+      members: [ada],
+      admins: [ada],
+    });
+    await sandbox.control("POST", `/chats/${supergroup.body.id}/bot`, { from: ada, status: "member" });
+    const history = await sandbox.control("GET", `/chats/${supergroup.body.id}/messages`);
+    const next = (history.body as { message_id: number }[]).length + 1;
+    expect((await sandbox.api.sendMessage(supergroup.body.id, "to the supergroup")).message_id).toBe(next);
+  });
+
   it("sendChatAction accepts a typing indicator", async () => {
     const chat = await sandbox.startedPerson();
     expect(await sandbox.api.sendChatAction(chat, "typing")).toBe(true);

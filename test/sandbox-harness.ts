@@ -21,12 +21,28 @@ export interface RunningSandbox {
   close: () => Promise<void>;
 }
 
+/**
+ * A fault point of a test: called with each Bot API answer (its method, lower case, and its body)
+ * once the sandbox has done what was asked and before the answer leaves; the answer waits for it.
+ * Killing the service here is a crash between "Telegram acted" and "the service recorded it".
+ */
+export type BeforeAnswer = (method: string, body: unknown) => void | Promise<void>;
+
 /** A sandbox on its own port (`port`: a chosen one, e.g. for a service started before it). */
 export async function startSandbox(
-  options: Partial<SandboxOptions> & { port?: number } = {},
+  options: Partial<SandboxOptions> & { port?: number; beforeAnswer?: BeforeAnswer } = {},
 ): Promise<RunningSandbox> {
-  const { port: listenPort = 0, ...sandboxOptions } = options;
+  const { port: listenPort = 0, beforeAnswer, ...sandboxOptions } = options;
   const server = Fastify();
+  if (beforeAnswer) {
+    server.addHook("onSend", async (request, _reply, payload) => {
+      const method = /\/bot[^/]+\/([A-Za-z]+)/.exec(request.url)?.[1];
+      if (method !== undefined && typeof payload === "string") {
+        await beforeAnswer(method.toLowerCase(), JSON.parse(payload));
+      }
+      return payload;
+    });
+  }
   await server.register(sandbox, {
     prefix: "/sandbox",
     rateLimits: false,

@@ -22,13 +22,23 @@ export function acknowledge(deps: BotDeps): Composer<Context> {
   composer.callbackQuery(ACK, async (ctx) => {
     const from = ctx.from;
     const chatId = ctx.chat?.id;
-    const telegramMessageId = ctx.callbackQuery.message?.message_id;
+    const pressed = ctx.callbackQuery.message;
+    const telegramMessageId = pressed?.message_id;
     if (chatId === undefined || telegramMessageId === undefined)
       return answer(ctx, { text: texts.staleButton });
+    // Telegram's own copy of the pressed message (not the client's word): the bot's, with this very
+    // button. It lets a copy the service lost track of (a crash as it was sent) be pressed too.
+    const named =
+      pressed !== undefined &&
+      "from" in pressed &&
+      pressed.from?.id === ctx.me.id &&
+      (pressed.reply_markup?.inline_keyboard ?? []).some((row) =>
+        row.some((button) => "callback_data" in button && button.callback_data === ctx.callbackQuery.data),
+      );
     const result = await deps.messages.acknowledge(
       ctx.match[1] as string,
       { id: from.id, name: displayName(from), username: from.username ?? null },
-      { chatId, telegramMessageId },
+      { chatId, telegramMessageId, named },
     );
     switch (result.kind) {
       case "first":

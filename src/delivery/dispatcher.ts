@@ -386,20 +386,24 @@ export class Dispatcher {
       let verdict: Verdict;
       try {
         if (delivery.kind === "send") {
-          // A copy resumed after some parts went out may show an older revision in those: recorded
-          // as unknown (0), so that converging edits it to the newest.
-          const shown = delivery.sentParts.length > 0 ? 0 : revision;
-          await this.#sendParts(delivery, parts, 0, progress, calls);
+          // A copy resumed after some parts went out shows in those the revision they were recorded
+          // with; another, or none, is recorded as unknown (0), so that converging edits it.
+          const resumed = delivery.sentParts.length > 0;
+          const shown = !resumed || delivery.partsRevision === revision ? revision : 0;
+          // An interrupted attempt that had recorded every part of this very rendering lost nothing.
+          const resolved =
+            delivery.unknownAttempts > 0 && resumed && shown === revision && progress.length >= parts.length;
+          await this.#sendParts(delivery, parts, 0, progress, calls, shown);
           this.#telegramAnswered();
-          verdict = await this.#settler.sent(delivery, progress, shown);
+          verdict = await this.#settler.sent(delivery, progress, shown, resolved);
         } else if (delivery.kind === "edit") {
           const result = await this.#edit(delivery, parts, progress, calls);
           this.#telegramAnswered();
           verdict = await this.#settler.edited(delivery, { ...result, revision });
         } else {
-          const result = await this.#deleteCopy(delivery, calls);
+          const { strays, ...result } = await this.#deleteCopy(delivery, calls);
           this.#telegramAnswered();
-          verdict = await this.#settler.deletedCopy(delivery, result);
+          verdict = await this.#settler.deletedCopy(delivery, result, strays);
         }
       } catch (failure) {
         const outcome = this.#classify(failure, delivery.chatId);
@@ -455,13 +459,18 @@ export class Dispatcher {
     }
   }
 
-  /** Sends `parts` from `progress.length` on (those before went out already), adding each id to `progress`. */
+  /**
+   * Sends `parts` from `progress.length` on (those before went out already), adding each id to
+   * `progress`. `record`: the revision the parts show, to put each id on record as soon as Telegram
+   * answers (Settler.partsSent); null: not recorded until the outcome is.
+   */
   async #sendParts(
     delivery: PendingDelivery,
     parts: RenderedPart[],
     offset: number,
     progress: number[],
     calls: TelegramCalls,
+    record: number | null = null,
   ): Promise<void> {
     for (let i = progress.length - offset; i < parts.length; i++) {
       const { text, ...sendOptions } = parts[i] as RenderedPart;
@@ -472,6 +481,7 @@ export class Dispatcher {
         }),
       );
       progress.push(message.message_id);
+      if (record !== null) await this.#settler.partsSent(delivery, progress, record);
     }
   }
 
@@ -486,9 +496,45 @@ export class Dispatcher {
     parts: RenderedPart[],
     progress: number[],
     calls: TelegramCalls,
-  ): Promise<{ telegramIds: number[]; outcome: EditOutcome; note: string | null }> {
+  ): Promise<{ telegramIds: number[]; outcome: EditOutcome; note: string | null; strays: number[] }> {
     const copy = delivery.targetId === null ? undefined : await this.#o.outbox.copy(delivery.targetId);
-    const old = copy?.telegramIds ?? [];
+    const strays = copy?.strays ?? [];
+    const edited = await this.#editCopy(delivery, copy?.telegramIds ?? [], parts, progress, calls);
+    // Then the copy's strays (messages of attempts whose outcome was unknown, that Telegram named
+    // since) go, where Telegram lets them; one it will not delete shows what the copy's last part
+    // shows (with its buttons), so that no stale Acknowledge button stays.
+    for (const id of strays) {
+      try {
+        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+      } catch (error) {
+        const answer = changeAnswer(error);
+        if (answer === null) throw error;
+        if (answer !== "cannot_delete") continue;
+        const { text, entities, reply_markup, link_preview_options } = parts.at(-1) as RenderedPart;
+        try {
+          await this.#call(calls, (api) =>
+            api.editMessageText(delivery.chatId, id, text, {
+              entities,
+              ...(reply_markup ? { reply_markup } : {}),
+              ...(link_preview_options ? { link_preview_options } : {}),
+            }),
+          );
+        } catch (failure) {
+          if (changeAnswer(failure) === null) throw failure;
+        }
+      }
+    }
+    return { ...edited, strays };
+  }
+
+  /** The edit of a copy's own messages (see #edit). */
+  async #editCopy(
+    delivery: PendingDelivery,
+    old: number[],
+    parts: RenderedPart[],
+    progress: number[],
+    calls: TelegramCalls,
+  ): Promise<{ telegramIds: number[]; outcome: EditOutcome; note: string | null }> {
     let changed = false;
     for (let i = 0; i < Math.min(parts.length, old.length); i++) {
       const { text, entities, reply_markup, link_preview_options } = parts[i] as RenderedPart;
@@ -523,7 +569,7 @@ export class Dispatcher {
     }
     // More parts than before: the extra ones follow (those an earlier attempt sent are in progress).
     if (parts.length > old.length) {
-      await this.#sendParts(delivery, parts.slice(old.length), 0, progress, calls);
+      await this.#sendParts(delivery, parts.slice(old.length), 0, progress, calls, 0);
       changed = true;
     }
     // Fewer: the parts left over go.
@@ -542,15 +588,20 @@ export class Dispatcher {
     };
   }
 
-  /** Deletes every Telegram message of a copy. */
+  /** Deletes every Telegram message of a copy, its strays included (returned: they leave its record). */
   async #deleteCopy(
     delivery: PendingDelivery,
     calls: TelegramCalls,
-  ): Promise<{ outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string }> {
+  ): Promise<
+    ({ outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string }) & {
+      strays: number[];
+    }
+  > {
     const copy = delivery.targetId === null ? undefined : await this.#o.outbox.copy(delivery.targetId);
+    const strays = copy?.strays ?? [];
     let deleted = 0;
     let refused: string | null = null;
-    for (const id of copy?.telegramIds ?? []) {
+    for (const id of [...(copy?.telegramIds ?? []), ...strays]) {
       try {
         await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
         deleted++;
@@ -561,8 +612,8 @@ export class Dispatcher {
         refused = `400 ${scrubToken((error as GrammyError).description, this.#token)}`;
       }
     }
-    if (refused !== null) return { outcome: "not_deleted", error: refused };
-    return { outcome: deleted > 0 ? "deleted" : "already_deleted" };
+    if (refused !== null) return { outcome: "not_deleted", error: refused, strays };
+    return { outcome: deleted > 0 ? "deleted" : "already_deleted", strays };
   }
 
   /** What becomes of a delivery in memory once its outcome is on record (settle.ts). */

@@ -82,12 +82,38 @@ export class Settler {
     }
   }
 
-  /** Every part reached the chat, showing the message's `revision`. */
-  async sent(delivery: PendingDelivery, sentParts: number[], revision: number): Promise<Verdict> {
-    this.#recorded(
-      await this.persist(delivery, () => this.#o.outbox.sent(delivery, sentParts, revision)),
-      delivery,
+  /**
+   * Telegram took parts of the delivery (`sentParts`, all of them so far, showing `revision`):
+   * their ids are written at once, ahead of the outcome (Outbox.recordParts), so that a crash
+   * before the settle commits resumes after them instead of sending them again. Not waited out
+   * when the database fails: the settle that follows keeps trying, and says so.
+   */
+  async partsSent(delivery: PendingDelivery, sentParts: number[], revision: number): Promise<void> {
+    try {
+      await this.#o.outbox.recordParts(delivery, sentParts, revision);
+    } catch (error) {
+      if (!isOutage(error)) throw error;
+    }
+  }
+
+  /**
+   * Every part reached the chat, showing the message's `revision`. `resolved`: an interrupted
+   * attempt had recorded every part (see Outbox.sent). An outcome that came too late to be recorded
+   * (another attempt holds the copy now, and may send it again) leaves its ids as the copy's strays.
+   */
+  async sent(
+    delivery: PendingDelivery,
+    sentParts: number[],
+    revision: number,
+    resolved = false,
+  ): Promise<Verdict> {
+    const recorded = await this.persist(delivery, () =>
+      this.#o.outbox.sent(delivery, sentParts, revision, resolved),
     );
+    this.#recorded(recorded, delivery);
+    if (recorded === "refused") {
+      await this.persist(delivery, () => this.#o.outbox.straysOf(delivery, sentParts));
+    }
     this.#o.metrics.outcomes.inc({ outcome: "sent", reason: "ok" });
     this.#o.metrics.acceptToSend.observe((this.#o.now() - delivery.createdAt) / 1000);
     return { kind: "done" };
@@ -96,7 +122,13 @@ export class Settler {
   /** An edit is done: the copy shows `revision` (see Outbox.edited). */
   async edited(
     delivery: PendingDelivery,
-    result: { telegramIds: number[]; revision: number; outcome: EditOutcome; note: string | null },
+    result: {
+      telegramIds: number[];
+      revision: number;
+      outcome: EditOutcome;
+      note: string | null;
+      strays: number[];
+    },
   ): Promise<Verdict> {
     const edit = { ...delivery, targetId: delivery.targetId as number };
     this.#recorded(await this.persist(delivery, () => this.#o.outbox.edited(edit, result)), delivery);
@@ -119,9 +151,10 @@ export class Settler {
   async deletedCopy(
     delivery: PendingDelivery,
     result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
+    strays: number[],
   ): Promise<Verdict> {
     this.#recorded(
-      await this.persist(delivery, () => this.#o.outbox.deletedCopy(delivery, result)),
+      await this.persist(delivery, () => this.#o.outbox.deletedCopy(delivery, result, strays)),
       delivery,
     );
     this.#o.metrics.outcomes.inc({ outcome: "deleted", reason: result.outcome });

@@ -370,6 +370,8 @@ function statusBody(status: MessageStatus) {
       telegram_message_ids: d.telegramMessageIds,
       updated_at: new Date(d.updatedAt).toISOString(),
       revision: d.revision,
+      unknown_attempts: d.unknownAttempts,
+      stray_telegram_message_ids: d.strayTelegramMessageIds,
       edit: changeBody(d.edit),
       delete: changeBody(d.delete),
     })),

@@ -315,6 +315,15 @@ export const messageStatus = Type.Object({
           description: "The revision this copy shows.",
           examples: [1],
         }),
+        unknown_attempts: count(
+          "Tries whose outcome was never recorded (the service stopped between Telegram's answer and its record): the copy was sent again, and the chat may also show a copy from each of these tries that the service does not know of.",
+          0,
+        ),
+        stray_telegram_message_ids: Type.Array(Type.Integer(), {
+          description:
+            "Copies from such tries that Telegram has named since (someone pressed their button): the copy's next edit or delete removes them.",
+          examples: [[]],
+        }),
         edit: copyChange,
         delete: copyChange,
       }),

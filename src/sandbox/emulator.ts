@@ -34,6 +34,10 @@ export interface SimChat {
   botStatus: BotStatus;
   /** Identifies the chat in callback queries (Telegram's `chat_instance`). */
   instance: string;
+  /**
+   * A supergroup's next message id: it numbers its own messages. Private chats and basic groups
+   * take theirs from the bot's one sequence instead (`Emulator`), as on Telegram.
+   */
   nextMessageId: number;
   messages: StoredMessage[];
   /** The reply keyboard the bot last put up here, until removed. */
@@ -124,8 +128,12 @@ export interface BotCommand {
 export interface EmulatorState {
   users: SimUser[];
   chats: SimChat[];
-  /** The counters new ids are taken from (a group's id is the negative of its counter). */
-  nextIds: { user: number; group: number; supergroup: number };
+  /**
+   * The counters new ids are taken from (a group's id is the negative of its counter); `message`:
+   * the bot's sequence of message ids in private chats and basic groups (absent in a file written
+   * before the sandbox kept one: it then starts after every id those chats hold).
+   */
+  nextIds: { user: number; group: number; supergroup: number; message?: number };
   updates: UpdateQueueState;
   /** setMyCommands per `scope|language`. */
   commands: [string, BotCommand[]][];
@@ -192,6 +200,14 @@ export class Emulator {
   #nextUserId = FIRST_USER_ID;
   #nextGroupId = FIRST_GROUP_ID;
   #nextSupergroupId = FIRST_SUPERGROUP_ID;
+  /**
+   * Message ids as the bot sees them in private chats and basic groups: Telegram numbers those in
+   * one sequence per account, across all of its chats, with the person's messages too (each side
+   * of a private chat sees its own ids). So the bot's two messages in one chat are seldom
+   * consecutive, and the id before its message may be anyone's in any chat. Supergroups and
+   * channels number their own messages, one sequence per chat that every member sees.
+   */
+  #nextBoxMessageId = 1;
   readonly #changeListeners: (() => void)[] = [];
 
   constructor(options: EmulatorOptions, onWebhookReply: WebhookReplyHandler) {
@@ -251,7 +267,12 @@ export class Emulator {
     return {
       users: [...this.users.values()],
       chats: [...this.chats.values()],
-      nextIds: { user: this.#nextUserId, group: this.#nextGroupId, supergroup: this.#nextSupergroupId },
+      nextIds: {
+        user: this.#nextUserId,
+        group: this.#nextGroupId,
+        supergroup: this.#nextSupergroupId,
+        message: this.#nextBoxMessageId,
+      },
       updates: this.updates.snapshot(),
       commands: [...this.commands],
     };
@@ -274,6 +295,12 @@ export class Emulator {
     this.#nextUserId = state.nextIds.user;
     this.#nextGroupId = state.nextIds.group;
     this.#nextSupergroupId = state.nextIds.supergroup;
+    this.#nextBoxMessageId =
+      state.nextIds.message ??
+      Math.max(
+        1,
+        ...state.chats.filter((chat) => chat.type !== "supergroup").map((chat) => chat.nextMessageId),
+      );
     this.updates.restore(state.updates);
     for (const [key, commands] of state.commands) this.commands.set(key, commands);
   }
@@ -397,7 +424,7 @@ export class Emulator {
     extra: Omit<StoredMessage, "message"> = {},
   ): StoredMessage {
     const message: Message = {
-      message_id: chat.nextMessageId++,
+      message_id: chat.type === "supergroup" ? chat.nextMessageId++ : this.#nextBoxMessageId++,
       from,
       chat: this.chatObject(chat),
       date: this.date(),

@@ -56,7 +56,7 @@ const StateFileSchema = Type.Object({
   version: Type.Literal(STATE_VERSION),
   users: Type.Array(User),
   chats: Type.Array(Chat),
-  nextIds: Type.Object({ user: Id, group: Id, supergroup: Id }),
+  nextIds: Type.Object({ user: Id, group: Id, supergroup: Id, message: Type.Optional(Id) }),
   updates: Type.Object({
     nextUpdateId: Id,
     pending: Type.Array(Type.Object({ update_id: Id })),

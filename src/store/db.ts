@@ -1,4 +1,4 @@
-import type { Kysely, RawBuilder, Transaction } from "kysely";
+import type { CompiledQuery, Kysely, QueryResult, RawBuilder, Transaction } from "kysely";
 import type { AcceptBatchRequest, AcceptOutcome } from "./accept-types.ts";
 import { storageFault } from "./faults.ts";
 import type { Database } from "./schema.ts";
@@ -26,6 +26,14 @@ export interface Db {
    * transaction holds.
    */
   acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
+  /**
+   * Runs one statement ahead of the work waiting for the database: what Telegram has just done
+   * (Outbox.recordParts), which a crash must find on record. SQLite: next on the connection, before
+   * every transaction queued for it; PostgreSQL: on a connection of its own, never waiting for a
+   * free one in the pool. Never call it inside a Kysely transaction (with SQLite it waits for the
+   * connection the transaction holds).
+   */
+  urgent(query: CompiledQuery): Promise<QueryResult<unknown>>;
   /** Orders a change of a message against the settling of its copies (see MessageLocks). */
   messageLocks: MessageLocks;
   /** Who among the instances sharing this database does the work called `name` (see Leadership). */

@@ -2,7 +2,7 @@ import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
-import { parseIds, queueDeletes } from "./outbox.ts";
+import { noteStray, parseIds, queueDeletes } from "./outbox.ts";
 import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -186,11 +186,16 @@ export class MessageChanges {
    * of two at once, exactly one wins) records who and when, takes a new revision (every copy is
    * edited to say so, its button gone) and queues a `message.acknowledged` event; a later press
    * learns who was first.
+   *
+   * `pressed.named`: Telegram's own copy of the pressed message (in the callback query) is the
+   * bot's and carries this very button. A press under a message the copy's record lacks then
+   * counts too: it is a copy from an attempt whose outcome was never recorded (outbox.ts, "Copies
+   * whose outcome is unknown"), and it joins the copy's strays, which its next edit removes.
    */
   async acknowledge(
     messageId: string,
     by: { id: number; name: string; username: string | null },
-    pressed: { chatId: number; telegramMessageId: number },
+    pressed: { chatId: number; telegramMessageId: number; named?: boolean },
   ): Promise<Acknowledged> {
     const chatId = pressed.chatId;
     const now = this.#now();
@@ -202,17 +207,21 @@ export class MessageChanges {
         .where("id", "=", messageId)
         .executeTakeFirst();
       // Only under a copy of this message in a chat that received it: a press arrives with
-      // whatever callback data the client sends, and a message ID alone proves nothing.
+      // whatever callback data the client sends, and a message ID alone proves nothing. A copy
+      // being sent again (its first attempt's outcome unknown) may be pressed where it first went.
       const copy = await tx
         .selectFrom("deliveries")
-        .select("telegram_message_ids")
+        .select(["id", "telegram_message_ids", "stray_ids"])
         .where("message_id", "=", messageId)
         .where("chat_id", "=", chatId)
         .where("kind", "=", "send")
-        .where("state", "=", "sent")
+        .where("state", "in", ["sent", "queued", "sending"])
         .executeTakeFirst();
-      const under = parseIds(copy?.telegram_message_ids ?? null).includes(pressed.telegramMessageId);
-      if (row === undefined || !under) return { kind: "missing" };
+      const known = [...parseIds(copy?.telegram_message_ids ?? null), ...parseIds(copy?.stray_ids ?? null)];
+      const under = known.includes(pressed.telegramMessageId);
+      const stray = !under && pressed.named === true && copy !== undefined;
+      if (row === undefined || !(under || stray)) return { kind: "missing" };
+      if (stray) await noteStray(tx, Number(copy.id), pressed.telegramMessageId, now);
       if (row.acked_at !== null)
         return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
       if (row.deleted_at !== null) return { kind: "deleted" };

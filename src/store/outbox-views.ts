@@ -35,6 +35,10 @@ export interface MessageStatus {
     updatedAt: number;
     /** The revision the copy shows (once sent). */
     revision: number | null;
+    /** Attempts whose outcome was never recorded: the chat may hold a copy from each (outbox.ts). */
+    unknownAttempts: number;
+    /** Copies from such attempts that Telegram named since, still to be removed. */
+    strayTelegramMessageIds: number[];
     edit: CopyChange | null;
     delete: CopyChange | null;
   }[];
@@ -144,6 +148,8 @@ export class OutboxViews {
         "updated_at",
         "revision",
         "outcome",
+        "unknown_attempts",
+        "stray_ids",
       ])
       .where("message_id", "=", messageId)
       .orderBy("id")
@@ -185,6 +191,8 @@ export class OutboxViews {
         telegramMessageIds: parseIds(r.telegram_message_ids),
         updatedAt: r.updated_at,
         revision: r.revision,
+        unknownAttempts: r.unknown_attempts,
+        strayTelegramMessageIds: parseIds(r.stray_ids),
         edit: changes.edits.get(Number(r.id)) ?? null,
         delete: changes.deletes.get(Number(r.id)) ?? null,
       })),

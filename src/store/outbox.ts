@@ -47,6 +47,18 @@ import type { Database, DeliveryKind } from "./schema.ts";
  * `requeueAbandoned` act on whatever is `sending`, by design (the chat is gone; the sender is).
  * Read views (a message's status, the backlog, the console's report) are in outbox-views.ts.
  *
+ * Copies whose outcome is unknown: Telegram's ids are on record the moment it answers
+ * (`recordParts`), but a process can still stop between the call and that record. A copy it left
+ * `sending` is queued again by `requeueAbandoned`, which counts the attempt in `unknown_attempts`:
+ * the chat may hold a copy from it that the service does not know of. Unless the attempt had
+ * recorded every part (the resumed send then sends nothing and `sent` takes the count back), the
+ * copy is sent again and the count stays, for the message's status to say. Should Telegram later
+ * name such a copy — a press on its Acknowledge button (`noteStray`), or an outcome that arrived
+ * after its lease had passed on (`straysOf`) — its ids join the copy's `stray_ids`, and the copy's
+ * next edit or delete removes them (an edit is queued for it at once). Telegram offers no way to
+ * find the others: a bot cannot read a chat, and in private chats and basic groups message ids are
+ * the bot's own sequence across all its chats (docs/architecture.md, "Failure modes").
+ *
  * Activity: every change of a copy (a `send`) to sent, failed or gone, and every `retry` of one, is
  * counted for its Dock's day (rollups.ts) in the transaction that makes it, from the rows the
  * statement changed: a copy is counted once whatever raced, and not at all when its outcome was
@@ -80,6 +92,10 @@ export interface PendingDelivery {
   acked: { name: string; at: number } | null;
   /** The lease of the current claim (0 until claimed); settling writes must present it. */
   lease: number;
+  /** A copy's attempts whose outcome was never recorded (see "Copies whose outcome is unknown" above). */
+  unknownAttempts: number;
+  /** A copy resumed after some parts went out: the revision those parts show (null or 0: unknown). */
+  partsRevision: number | null;
   /** The dispatcher's memory: the leases of claims whose answers the database lost (see claim's `orLeases`). */
   lostLeases?: number[];
   /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
@@ -315,6 +331,8 @@ export class Outbox {
         "deliveries.telegram_message_ids",
         "deliveries.kind",
         "deliveries.target_id",
+        "deliveries.unknown_attempts",
+        "deliveries.revision as parts_revision",
         "messages.text",
         "messages.content",
         "messages.revision",
@@ -348,6 +366,8 @@ export class Outbox {
       targetId: r.target_id === null ? null : Number(r.target_id),
       revision: r.revision,
       acked: ackOf(r),
+      unknownAttempts: r.unknown_attempts,
+      partsRevision: r.parts_revision,
       lease: 0,
     }));
   }
@@ -366,14 +386,25 @@ export class Outbox {
     return row && { text: row.text, content: row.content, revision: row.revision, acked: ackOf(row) };
   }
 
-  /** The Telegram messages of the copy an edit or a delete works on, and the revision they show. */
-  async copy(targetId: number): Promise<{ telegramIds: number[]; revision: number } | undefined> {
+  /**
+   * The Telegram messages of the copy an edit or a delete works on, the revision they show, and
+   * the strays of its attempts whose outcome was unknown (to be removed).
+   */
+  async copy(
+    targetId: number,
+  ): Promise<{ telegramIds: number[]; revision: number; strays: number[] } | undefined> {
     const row = await this.#db.kysely
       .selectFrom("deliveries")
-      .select(["telegram_message_ids", "revision"])
+      .select(["telegram_message_ids", "revision", "stray_ids"])
       .where("id", "=", targetId)
       .executeTakeFirst();
-    return row && { telegramIds: parseIds(row.telegram_message_ids), revision: row.revision ?? 1 };
+    return (
+      row && {
+        telegramIds: parseIds(row.telegram_message_ids),
+        revision: row.revision ?? 1,
+        strays: parseIds(row.stray_ids),
+      }
+    );
   }
 
   /**
@@ -446,7 +477,12 @@ export class Outbox {
       const deleted = await tx
         .selectFrom("deliveries")
         .innerJoin("messages", "messages.id", "deliveries.message_id")
-        .select(["messages.deleted_at", "deliveries.kind", "deliveries.telegram_message_ids"])
+        .select([
+          "messages.deleted_at",
+          "deliveries.kind",
+          "deliveries.telegram_message_ids",
+          "deliveries.stray_ids",
+        ])
         .where("deliveries.id", "=", id)
         .executeTakeFirst();
       const reason = deleted?.deleted_at != null ? "the message was deleted" : "unsubscribed";
@@ -458,8 +494,13 @@ export class Outbox {
         .returning(["dock_id", "kind"])
         .executeTakeFirst();
       if (gone === undefined) return { status: "missing" as const };
-      // A copy whose first parts went out before its message was deleted: those parts go too.
-      if (deleted?.deleted_at != null && deleted.kind === "send" && deleted.telegram_message_ids !== null) {
+      // A copy whose first parts went out before its message was deleted: those parts go too (and
+      // its strays, copies of attempts whose outcome was unknown that Telegram named since).
+      if (
+        deleted?.deleted_at != null &&
+        deleted.kind === "send" &&
+        (deleted.telegram_message_ids !== null || deleted.stray_ids !== null)
+      ) {
         await queueWork(tx, "delete", { targetId: id }, now);
       }
       // A copy of a deleted message was cancelled, not lost with its chat: the chart's `gone` is
@@ -476,13 +517,47 @@ export class Outbox {
   }
 
   /**
+   * Telegram took parts of a claimed delivery (a copy's, or those an edit adds): their ids go on
+   * record at once, in one statement of their own, while the row stays `sending`. The settle that
+   * follows is a transaction that may wait for the message's lock, the Dock's day of activity and
+   * the connection; a crash before it commits now costs nothing that Telegram did — the claim
+   * taken again after a restart resumes after these parts (`sentParts`) instead of sending them
+   * anew. A copy's parts are recorded with the `revision` they show (0: mixed, or unknown). Fenced
+   * by the lease like a settle; false when refused.
+   */
+  async recordParts(
+    delivery: { id: number; lease: number; kind: DeliveryKind },
+    telegramIds: number[],
+    revision: number,
+  ): Promise<boolean> {
+    const result = await this.#db.urgent(
+      this.#db.kysely
+        .updateTable("deliveries")
+        .set({
+          telegram_message_ids: telegramIds.join(","),
+          // An edit's revision is the one it applied, written when it settles.
+          ...(delivery.kind === "send" ? { revision } : {}),
+          updated_at: this.#now(),
+        })
+        .where("id", "=", delivery.id)
+        .where("state", "=", "sending")
+        .where("lease_until", "=", delivery.lease)
+        .compile(),
+    );
+    return (result.numAffectedRows ?? 0n) > 0n;
+  }
+
+  /**
    * Settling writes are fenced by the claim's lease: if the lease expired and the delivery was
    * claimed again meanwhile, this (late) outcome is not recorded and the method answers false.
+   * `resolved`: the copy was resumed after an interrupted attempt that had recorded every part, so
+   * that attempt's outcome is known after all (its count in `unknown_attempts` is taken back).
    */
   async sent(
     delivery: { id: number; lease: number; messageId: string },
     telegramIds: number[],
     revision: number,
+    resolved = false,
   ): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
@@ -491,11 +566,21 @@ export class Outbox {
         tx,
         delivery.id,
         delivery.lease,
-        { state: "sent", telegram_message_ids: telegramIds.join(","), last_error: null, revision },
+        (eb) => ({
+          state: "sent",
+          telegram_message_ids: telegramIds.join(","),
+          last_error: null,
+          revision,
+          ...(resolved
+            ? {
+                unknown_attempts: sql<number>`case when unknown_attempts > 0 then unknown_attempts - 1 else 0 end`,
+              }
+            : { unknown_attempts: eb.ref("unknown_attempts") }),
+        }),
         now,
       );
       if (written === undefined) return false;
-      await converge(tx, delivery.id, delivery.messageId, revision, now);
+      await converge(tx, delivery.id, delivery.messageId, revision, now, written.stray_ids !== null);
       await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
       return true;
     });
@@ -508,7 +593,14 @@ export class Outbox {
    */
   async edited(
     edit: { id: number; lease: number; messageId: string; targetId: number; chatId: number },
-    result: { telegramIds: number[]; revision: number; outcome: EditOutcome; note: string | null },
+    result: {
+      telegramIds: number[];
+      revision: number;
+      outcome: EditOutcome;
+      note: string | null;
+      /** Strays of the copy this edit removed (or found gone): they leave its `stray_ids`. */
+      strays?: number[];
+    },
   ): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
@@ -538,22 +630,54 @@ export class Outbox {
         })
         .where("id", "=", edit.targetId)
         .execute();
+      await forgetStrays(tx, edit.targetId, result.strays ?? [], now);
       await converge(tx, edit.targetId, edit.messageId, result.revision, now);
       await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
       return true;
     });
   }
 
-  /** A delete is done (`deleted`, `already_deleted`), or Telegram would not delete the copy (`failed`, why). */
+  /**
+   * A delete is done (`deleted`, `already_deleted`), or Telegram would not delete the copy
+   * (`failed`, why). `strays`: those of the copy's strays it removed (or found gone).
+   */
   async deletedCopy(
-    deletion: { id: number; lease: number },
+    deletion: { id: number; lease: number; messageId: string; targetId: number | null },
     result: { outcome: "deleted" | "already_deleted" } | { outcome: "not_deleted"; error: string },
+    strays: number[] = [],
   ): Promise<boolean> {
     const state = result.outcome === "not_deleted" ? "failed" : "sent";
-    return this.#settleCounted(deletion.id, deletion.lease, state, {
+    const values = {
       state,
       outcome: result.outcome,
       last_error: result.outcome === "not_deleted" ? result.error : null,
+    } as const;
+    if (strays.length === 0 || deletion.targetId === null)
+      return this.#settleCounted(deletion.id, deletion.lease, state, values);
+    const now = this.#now();
+    const targetId = deletion.targetId;
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#db.messageLocks.shared(tx, deletion.messageId);
+      const written = await this.#settle(tx, deletion.id, deletion.lease, values, now);
+      if (written === undefined) return false;
+      await forgetStrays(tx, targetId, strays, now);
+      await this.#rollups.add(tx, now, new Tallies().settled([written], state));
+      return true;
+    });
+  }
+
+  /**
+   * A copy's outcome came after its lease had passed to another attempt (a leader that lost its
+   * lock, a database outage longer than the lease): it is not recorded, but Telegram's ids are
+   * known, and the other attempt may send the copy again. They join the copy's strays, to be
+   * removed by its next edit (queued now if the copy is in its chat; converge queues it otherwise).
+   */
+  async straysOf(copy: { id: number; messageId: string }, telegramIds: number[]): Promise<void> {
+    if (telegramIds.length === 0) return;
+    const now = this.#now();
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#db.messageLocks.exclusive(tx, copy.messageId);
+      for (const id of telegramIds) await noteStray(tx, copy.id, id, now);
     });
   }
 
@@ -601,7 +725,7 @@ export class Outbox {
     lease: number,
     values: SettleValues,
     now: number,
-  ): Promise<{ dock_id: string; kind: DeliveryKind } | undefined> {
+  ): Promise<{ dock_id: string; kind: DeliveryKind; stray_ids: string | null } | undefined> {
     return tx
       .updateTable("deliveries")
       .set((eb) => ({
@@ -612,7 +736,7 @@ export class Outbox {
       .where("id", "=", id)
       .where("state", "=", "sending")
       .where("lease_until", "=", lease)
-      .returning(["dock_id", "kind"])
+      .returning(["dock_id", "kind", "stray_ids"])
       .executeTakeFirst();
   }
 
@@ -665,7 +789,13 @@ export class Outbox {
   async requeueAbandoned(all: boolean, except: Iterable<number> = []): Promise<number> {
     let query = this.#db.kysely
       .updateTable("deliveries")
-      .set({ state: "queued", lease_until: null, updated_at: this.#now() })
+      .set({
+        state: "queued",
+        lease_until: null,
+        // Whether Telegram took the copy (or the part after those recorded) is unknown.
+        unknown_attempts: sql<number>`case when kind = 'send' then unknown_attempts + 1 else unknown_attempts end`,
+        updated_at: this.#now(),
+      })
       .where("state", "=", "sending");
     if (!all) query = query.where("lease_until", "<", this.#now());
     const mine = [...except];
@@ -799,8 +929,15 @@ async function queueWork(
   kind: "edit" | "delete",
   scope: { messageId: string; after?: number; upto?: number } | { targetId: number },
   now: number,
+  /** A delete of a copy already deleted: strays learnt of since must go too. */
+  again = false,
 ): Promise<number> {
-  const pending = kind === "edit" ? (["queued"] as const) : (["queued", "sending", "sent"] as const);
+  const pending =
+    kind === "edit"
+      ? (["queued"] as const)
+      : again
+        ? (["queued", "sending"] as const)
+        : (["queued", "sending", "sent"] as const);
   const inserted = await tx
     .insertInto("deliveries")
     .columns([
@@ -819,9 +956,11 @@ async function queueWork(
         .selectFrom("deliveries as t")
         .where("t.kind", "=", "send")
         // An edit changes a copy that is in its chat; a delete takes away whatever parts of one
-        // went out (a copy cut short by a failure or by the deletion itself included).
+        // went out (a copy cut short by a failure or by the deletion itself included), and its strays.
         .where((w) =>
-          kind === "edit" ? w("t.state", "=", "sent") : w("t.telegram_message_ids", "is not", null),
+          kind === "edit"
+            ? w("t.state", "=", "sent")
+            : w.or([w("t.telegram_message_ids", "is not", null), w("t.stray_ids", "is not", null)]),
         )
         .where(({ not, exists, selectFrom }) =>
           not(
@@ -889,6 +1028,8 @@ async function converge(
   messageId: string,
   shown: number,
   now: number,
+  /** The copy has strays (noteStray, learnt while it was being sent): an edit removes them. */
+  strays = false,
 ): Promise<void> {
   const message = await tx
     .selectFrom("messages")
@@ -896,6 +1037,66 @@ async function converge(
     .where("id", "=", messageId)
     .executeTakeFirst();
   if (message === undefined) return;
-  if (message.deleted_at !== null) await queueWork(tx, "delete", { targetId }, now);
-  else if (message.revision > shown) await queueWork(tx, "edit", { targetId }, now);
+  if (message.deleted_at !== null) await queueWork(tx, "delete", { targetId }, now, strays);
+  else if (message.revision > shown || strays) await queueWork(tx, "edit", { targetId }, now);
+}
+
+/**
+ * Telegram named a message of the copy `copyId` that the copy's record lacks — a copy from an
+ * attempt whose outcome was never recorded (`unknown_attempts`), or one whose outcome came too
+ * late to be recorded: it joins the copy's `stray_ids`, and the work that removes it is queued —
+ * the copy's edit if it is in its chat (converge queues it when a copy still being sent settles),
+ * or, the message being deleted, the copy's delete again. The caller holds the message's
+ * exclusive lock (MessageLocks), so no settle of the copy reads its strays meanwhile.
+ */
+export async function noteStray(
+  tx: Transaction<Database>,
+  copyId: number,
+  telegramId: number,
+  now: number,
+): Promise<void> {
+  const copy = await tx
+    .selectFrom("deliveries")
+    .innerJoin("messages", "messages.id", "deliveries.message_id")
+    .select([
+      "deliveries.state",
+      "deliveries.telegram_message_ids",
+      "deliveries.stray_ids",
+      "messages.deleted_at",
+    ])
+    .where("deliveries.id", "=", copyId)
+    .where("deliveries.kind", "=", "send")
+    .executeTakeFirst();
+  if (copy === undefined) return;
+  const known = parseIds(copy.telegram_message_ids);
+  const strays = parseIds(copy.stray_ids);
+  if (known.includes(telegramId) || strays.includes(telegramId)) return;
+  await tx
+    .updateTable("deliveries")
+    .set({ stray_ids: [...strays, telegramId].join(","), updated_at: now })
+    .where("id", "=", copyId)
+    .execute();
+  if (copy.deleted_at !== null) await queueWork(tx, "delete", { targetId: copyId }, now, true);
+  else if (copy.state === "sent") await queueWork(tx, "edit", { targetId: copyId }, now);
+}
+
+/** Strays of a copy that an edit or a delete removed (or found gone, or gave up on) leave its record. */
+async function forgetStrays(
+  tx: Transaction<Database>,
+  copyId: number,
+  handled: number[],
+  now: number,
+): Promise<void> {
+  if (handled.length === 0) return;
+  const row = await tx
+    .selectFrom("deliveries")
+    .select("stray_ids")
+    .where("id", "=", copyId)
+    .executeTakeFirst();
+  const left = parseIds(row?.stray_ids ?? null).filter((id) => !handled.includes(id));
+  await tx
+    .updateTable("deliveries")
+    .set({ stray_ids: left.length > 0 ? left.join(",") : null, updated_at: now })
+    .where("id", "=", copyId)
+    .execute();
 }

@@ -186,6 +186,16 @@ export interface DeliveriesTable {
   revision: number | null;
   /** What an edit or a delete came to (see EditOutcome in outbox.ts). */
   outcome: string | null;
+  /**
+   * A copy's attempts whose outcome was never recorded: the process sending it stopped between the
+   * call and its record, so the chat may hold a copy from it that the service does not know of.
+   */
+  unknown_attempts: Generated<number>;
+  /**
+   * Telegram message ids of such copies learnt of since (a press on one's button; an outcome that
+   * came after its lease had passed on), comma-separated: the copy's next edit or delete removes them.
+   */
+  stray_ids: string | null;
 }
 
 export interface LoginTokensTable {

@@ -20,29 +20,26 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
  */
 export function openPostgres(url: string, options: DbOptions): Db {
   const timeoutMs = options.timeoutMs ?? 5000;
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.poolSize ?? 10,
-    // A database that stops answering (down, a partition, a failover moving its address, a server
-    // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
-    // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
-    // connecting and waiting for a free connection; the server cuts off a statement at it; and
-    // if its answer has not come a second later, the network lost it and the call fails here.
-    ...(timeoutMs > 0
-      ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 }
-      : {}),
-    keepAlive: true,
-  });
   const warned = warnings();
-  // An idle connection can be closed by the server (a restart, a failover, an administrator);
-  // the pool replaces it. Without a listener that event would crash the process.
-  pool.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
-  // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
-  // the reason and the pool drops it; the event itself must not crash the process either.
-  pool.on("connect", (client) => client.on("error", () => {}));
   const deadlines = new AsyncLocalStorage<number>();
   const kysely = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: boundedPool(pool, deadlines) }),
+    dialect: new PostgresDialect({
+      pool: boundedPool(pool(url, options.poolSize ?? 10, timeoutMs, warned), deadlines),
+    }),
+  });
+  // Db.urgent's connections, apart from the pool: a send's Telegram ids never wait for the
+  // transactions that fill it (an accept storm, settles queued behind a Dock's hot row of activity).
+  // Their commits do not wait for the WAL to reach the disk either (synchronous_commit off): what
+  // they write must outlive this process, which a commit in the server's memory does; should the
+  // server itself crash within the WAL writer's delay, the record is lost and the copy is sent
+  // again, as it was before the record existed.
+  const urgent = new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool: boundedPool(
+        pool(url, URGENT_CONNECTIONS, timeoutMs, warned, "set synchronous_commit to off"),
+        deadlines,
+      ),
+    }),
   });
   const messageLocks = advisoryMessageLocks();
   const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks);
@@ -69,12 +66,15 @@ export function openPostgres(url: string, options: DbOptions): Db {
       last = Promise.all([previous, run.catch(() => {})]);
       return run;
     }),
+    urgent: (query) => urgent.executeQuery(query),
     leadership: (name) => new PgLeadership(url, name, timeoutMs > 0 ? timeoutMs : 5000),
     announce: async (dockIds) => {
       await sql`select pg_notify(${ACCEPTED_CHANNEL}, ${dockIds.join(",")})`.execute(kysely);
     },
     onWarning: warned.on,
-    close: () => kysely.destroy(),
+    close: async () => {
+      await Promise.all([kysely.destroy(), urgent.destroy()]);
+    },
   };
 }
 
@@ -87,6 +87,44 @@ const COMMIT_ANSWER_MS = 500;
  * machine. Half the time left when the transaction begins, when that is less.
  */
 const MAX_FENCE_MS = 1000;
+
+/**
+ * A pool of at most `max` connections to `url`, bounded in time by `timeoutMs` (0: no bound);
+ * `setting`: a statement each connection runs first (a SET, which a pooler in session mode keeps,
+ * where it may drop a startup parameter).
+ */
+function pool(
+  url: string,
+  max: number,
+  timeoutMs: number,
+  warned: ReturnType<typeof warnings>,
+  setting?: string,
+): pg.Pool {
+  const created = new pg.Pool({
+    connectionString: url,
+    max,
+    // A database that stops answering (down, a partition, a failover moving its address, a server
+    // too busy) is an outage within the bound — a 503 with Retry-After, /readyz 503, a scrape's
+    // database_up 0 — never a request hanging for as long as the outage lasts. The bound covers
+    // connecting and waiting for a free connection; the server cuts off a statement at it; and
+    // if its answer has not come a second later, the network lost it and the call fails here.
+    ...(timeoutMs > 0
+      ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 }
+      : {}),
+    keepAlive: true,
+  });
+  // An idle connection can be closed by the server (a restart, a failover, an administrator);
+  // the pool replaces it. Without a listener that event would crash the process.
+  created.on("error", (error) => warned.emit(`an idle PostgreSQL connection was closed: ${error.message}`));
+  // So can one in use (a terminated backend, a proxy that cuts connections): its query fails with
+  // the reason and the pool drops it; the event itself must not crash the process either.
+  created.on("connect", (client) => {
+    client.on("error", () => {});
+    // Queued ahead of the connection's first query; should it fail, so does that query.
+    if (setting !== undefined) client.query(setting).catch(() => {});
+  });
+  return created;
+}
 
 /**
  * The pool as Kysely sees it, with two differences.
@@ -217,3 +255,10 @@ function advisoryMessageLocks(): MessageLocks {
 
 /** The first key of every message lock: "dn" (Dock Notify). */
 const MESSAGE_LOCK_CLASS = 0x646e;
+
+/**
+ * Connections for Db.urgent (opened as needed, closed after 10 s idle). On a starved machine one
+ * alone made the records of the sends in flight wait for each other behind a server process the
+ * scheduler had set aside (bench:settle-window beside stress-ng: p99 595 ms against 315 ms with 4).
+ */
+const URGENT_CONNECTIONS = 4;

@@ -68,7 +68,7 @@ type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<
  * other, so the next batch can be on its way while the last one is written. First come, first
  * served: a transaction waiting is not overtaken by later batches.
  */
-type Waiting = { batch: boolean; enter: () => void; refuse: (error: Error) => void };
+type Waiting = { batch: boolean; urgent: boolean; enter: () => void; refuse: (error: Error) => void };
 
 class Gate {
   #batches = 0;
@@ -76,13 +76,22 @@ class Gate {
   #shut: Error | null = null;
   readonly #waiting: Waiting[] = [];
 
-  enter(batch: boolean): Promise<void> {
+  /**
+   * `urgent`: one statement that must not wait behind the work queued (see Db.urgent): it goes
+   * next, after those urgent ones already waiting, as soon as whoever holds the connection leaves.
+   */
+  enter(batch: boolean, urgent = false): Promise<void> {
     if (this.#shut) return Promise.reject(this.#shut);
     if (this.#waiting.length === 0 && !this.#exclusive && (batch || this.#batches === 0)) {
       this.#admit(batch);
       return Promise.resolve();
     }
-    return new Promise((enter, refuse) => this.#waiting.push({ batch, enter, refuse }));
+    return new Promise((enter, refuse) => {
+      const waiting = { batch, urgent, enter, refuse };
+      const place = urgent ? this.#waiting.findIndex((w) => !w.urgent) : -1;
+      if (place < 0) this.#waiting.push(waiting);
+      else this.#waiting.splice(place, 0, waiting);
+    });
   }
 
   leave(batch: boolean): void {
@@ -311,6 +320,16 @@ export class SqliteThread {
       insertId: BigInt(result.lastInsertRowid),
       rows: [],
     };
+  }
+
+  /** Runs one statement ahead of everyone waiting for the connection (Db.urgent). */
+  async urgent<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    await this.gate.enter(false, true);
+    try {
+      return await this.query<R>(query);
+    } finally {
+      this.gate.leave(false);
+    }
   }
 
   /** Stores a batch of messages in one transaction, in the thread (AcceptBatch). */
