@@ -226,19 +226,37 @@ export async function startServiceOver(
       // Each step is timed: one that takes long says which (a close once hung past a 60 s hook
       // timeout on a loaded machine, and the log is all a CI run leaves).
       await slowStepWarning("app.stop()", () => app.stop());
-      await slowStepWarning("server.close()", () => app.server.close());
+      await slowStepWarning(
+        "server.close()",
+        () => app.server.close(),
+        () => {
+          // What a hung close waits for: connections still open, and the process's live handles.
+          app.server.server.getConnections((_error, count) =>
+            console.warn(`closing the test service: ${count} connections still open`),
+          );
+        },
+      );
       await slowStepWarning("db.close()", () => db.close());
     },
   };
 }
 
 /** Runs `step`, and says on stderr when it took more than 10 s. */
-async function slowStepWarning(name: string, step: () => Promise<unknown>): Promise<void> {
+async function slowStepWarning(
+  name: string,
+  step: () => Promise<unknown>,
+  explain?: () => void,
+): Promise<void> {
   const started = performance.now();
-  const warn = setTimeout(
-    () => console.warn(`closing the test service: ${name} still running after 10 s`),
-    10_000,
-  );
+  const warn = setTimeout(() => {
+    console.warn(`closing the test service: ${name} still running after 10 s`);
+    const resources = new Map<string, number>();
+    for (const kind of process.getActiveResourcesInfo()) resources.set(kind, (resources.get(kind) ?? 0) + 1);
+    console.warn(
+      `closing the test service: active resources ${JSON.stringify(Object.fromEntries(resources))}`,
+    );
+    explain?.();
+  }, 10_000);
   try {
     await step();
   } finally {
