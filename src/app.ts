@@ -8,6 +8,7 @@ import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
+import { type AuditSink, NO_AUDIT } from "./domain/audit.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
 import { telegramLink } from "./domain/telegram-link.ts";
@@ -35,6 +36,7 @@ import {
   registerStateGauges,
 } from "./metrics.ts";
 import { ActivityRepository } from "./store/activity.ts";
+import { Audience } from "./store/audience.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
@@ -72,6 +74,8 @@ export interface AppDeps {
    * names that resolve where they choose (a public-looking name to 127.0.0.1, say).
    */
   resolveHost?: HostResolver;
+  /** Where a Dock's audience actions are recorded (tests give their own to read them back). */
+  audit?: AuditSink;
 }
 
 /** A claim link into the bot, or — while the bot's username is unknown — the command to send it. */
@@ -105,6 +109,8 @@ export interface App {
   sessions: SessionRepository;
   /** Who may own Docks (OWNERS, the claim, invitations). */
   owners: OwnerRepository;
+  /** A Dock's audience: who may subscribe, invite links, join requests, removals (audited). */
+  audience: Audience;
   /** Each Dock's daily activity counts: its chart, the list's headline numbers. */
   activity: ActivityRepository;
   /** The console's live streams and their shared ticker. */
@@ -160,6 +166,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const sessions = new SessionRepository(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
   const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
+  // issue 37: the audit log replaces this
+  const audit = deps.audit ?? NO_AUDIT;
+  const audience = new Audience({ docks, audit });
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -262,6 +271,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   await server.register(consoleApi, {
     prefix: "/console/api",
     docks,
+    audience,
     intake,
     subscriptions,
     loginTokens,
@@ -405,6 +415,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     sessions,
     owners,
+    audience,
     activity,
     live,
     async claimLink() {

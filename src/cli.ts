@@ -5,11 +5,13 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
+import { VISIBILITIES, type Visibility } from "./domain/audience.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "./domain/principal.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
+import type { Audience } from "./store/audience.ts";
 import type { DockCredential } from "./store/dock-credentials.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
@@ -50,6 +52,7 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     name: dock.name,
     link: dock.link,
     description: dock.description,
+    visibility: dock.visibility,
     callback_url: dock.callback_url ?? null,
     owner_id: dock.ownerId,
     active_subscribers: dock.activeSubscribers,
@@ -66,6 +69,20 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
   };
 }
 
+/** How `docks show` says who may subscribe. */
+const VISIBILITY_TEXT: Record<Visibility, string> = {
+  open: "open (anyone with the Dock ID)",
+  invite: "invite (only through an invite link)",
+  approval: "approval (the owner approves each request)",
+};
+
+/** `--visibility`: who may subscribe. */
+const visibilityOption = () =>
+  new Option(
+    "--visibility <visibility>",
+    "who may subscribe: open (anyone with the Dock ID), invite (only through an invite link), approval (the owner approves each request)",
+  ).choices(VISIBILITIES);
+
 function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
   const lines = [
     `Dock "${dock.name}"`,
@@ -75,6 +92,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
     `  Callback URL: ${dock.callback_url ?? "-"}`,
+    `  Who can subscribe: ${VISIBILITY_TEXT[dock.visibility]}`,
     `  Signing secret: ${dock.signingSecret} (verifies the callback events)`,
     `  Hook URL:     ${dock.hookToken === null ? "- (dock-notify docks hook-token makes one)" : `${config.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
@@ -88,20 +106,25 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
 
 async function withDocks<T>(
   io: CliIo,
-  fn: (docks: DockRepository, config: Config, owners: OwnerRepository) => Promise<T>,
+  fn: (docks: DockRepository, config: Config, owners: OwnerRepository, audience: Audience) => Promise<T>,
 ): Promise<T> {
   const config = withServedUrl(loadConfig(io.env), io.env);
   const { explained, loadCheckedEncryptionKey, openMigratedDb } = await import("./main.ts");
   const { DockRepository } = await import("./store/docks.ts");
   const { OwnerRepository } = await import("./store/owners.ts");
+  const { Audience } = await import("./store/audience.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
+  const { NO_AUDIT } = await import("./domain/audit.ts");
   const db = await openMigratedDb(config);
   try {
     const { key } = await loadCheckedEncryptionKey(config, db).catch((error: unknown) => {
       throw explained(error, config);
     });
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
-    return await fn(new DockRepository(db, key), config, owners);
+    const docks = new DockRepository(db, key);
+    // The operator's actions are recorded with no actor. issue 37: the audit log replaces this
+    const audience = new Audience({ docks, audit: NO_AUDIT });
+    return await fn(docks, config, owners, audience);
   } finally {
     await db.close();
   }
@@ -207,6 +230,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
     .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .addOption(visibilityOption().default("open"))
     .addOption(json)
     .action(
       async (opts: {
@@ -215,6 +239,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         link?: string;
         description?: string;
         callbackUrl?: string;
+        visibility: Visibility;
         json?: boolean;
       }) => {
         const owner = parseOwner(opts.owner);
@@ -225,7 +250,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!fields.ok)
           throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
         await withDocks(io, async (repo, config) => {
-          const dock = await repo.create(owner, fields.value);
+          const dock = await repo.create(owner, fields.value, opts.visibility);
           if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
           else printDock(dock, config, io);
         });
@@ -282,12 +307,13 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
   docks
     .command("update <id>")
     .description(
-      'change a Dock\'s name, link, description, callback URL ("" clears an optional one) or owner',
+      'change a Dock\'s name, link, description, callback URL ("" clears an optional one), who may subscribe, or owner',
     )
     .option("--name <name>", "name shown to subscribers (1-64 characters)")
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
     .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .addOption(visibilityOption())
     .option("--owner <telegram_user_id>", "give the Dock to another owner (who may then sign in to see it)")
     .addOption(json)
     .action(
@@ -298,12 +324,13 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           link?: string;
           description?: string;
           callbackUrl?: string;
+          visibility?: Visibility;
           owner?: string;
           json?: boolean;
         },
       ) => {
         const owner = opts.owner === undefined ? undefined : parseOwner(opts.owner);
-        await withDocks(io, async (repo, config) => {
+        await withDocks(io, async (repo, config, _owners, audience) => {
           const dock = await requireDock(repo, id);
           const fields = validateDockFields(
             {
@@ -318,6 +345,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           if (!fields.ok)
             throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
           await repo.update(id, fields.value);
+          if (opts.visibility !== undefined) await audience.setVisibility(id, opts.visibility, null);
           if (owner !== undefined) await repo.transfer(id, owner);
           const updated = await requireDock(repo, id);
           if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));

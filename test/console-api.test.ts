@@ -652,6 +652,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         "stats",
         "subscribers",
         "updated_at",
+        "visibility",
       ]);
       expect(JSON.stringify(listed)).not.toContain(dock.secret_key);
     });

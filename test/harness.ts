@@ -9,6 +9,7 @@ import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
 import type { HostResolver } from "../src/delivery/callback-post.ts";
 import type { PacerLimits } from "../src/delivery/pacer.ts";
+import type { AuditEntry, AuditSink } from "../src/domain/audit.ts";
 import { openMigratedDb } from "../src/main.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
@@ -148,6 +149,22 @@ export interface ServiceOptions {
   foldIntervalMs?: number;
   /** Resolves callback URLs' host names instead of the system (names chosen by the test). */
   resolveHost?: HostResolver;
+  /** Where a Dock's audience actions are recorded (a RecordedAudit, to read them back). */
+  audit?: AuditSink;
+}
+
+/** An audit sink that keeps every entry, in order, for a test to read. */
+export class RecordedAudit implements AuditSink {
+  readonly entries: AuditEntry[] = [];
+  async record(entry: AuditEntry): Promise<void> {
+    this.entries.push(entry);
+  }
+  /** The entries of one Dock, as `[action, actor, detail]`. */
+  of(dockId: string): [string, number | null, AuditEntry["detail"]][] {
+    return this.entries
+      .filter((entry) => entry.dockId === dockId)
+      .map((entry) => [entry.action, entry.actor, entry.detail]);
+  }
 }
 
 /** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
@@ -207,6 +224,7 @@ export async function startServiceOver(
     ...(unpaced ? { pace: UNPACED } : {}),
     ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
+    ...(options.audit === undefined ? {} : { audit: options.audit }),
   });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();

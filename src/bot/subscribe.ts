@@ -15,7 +15,15 @@ const AWAITING_DOCK_ID = "awaiting_dock_id";
 /** How long the bot waits for a Dock ID after Subscribe before it forgets it asked. */
 const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
-/** Subscribes the update's chat (a person, or a group) to the Dock; what to say, and whether it is new. */
+/** Whether the Dock ID alone lets a chat in: a private Dock takes an invite link (or a request). */
+function openToId(dock: Dock): boolean {
+  return dock.visibility === "open";
+}
+
+/**
+ * Subscribes the update's chat (a person, or a group) to the Dock by its ID; what to say, and
+ * whether it is new. A private Dock refuses (a chat already subscribed stays, and is told so).
+ */
 async function subscribeChat(
   ctx: Context,
   deps: BotDeps,
@@ -23,6 +31,13 @@ async function subscribeChat(
 ): Promise<{ added: boolean; text: string }> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
+  if (!openToId(dock)) {
+    const active = (await deps.subscriptions.state(dock.id, chat.id)) === "active";
+    return {
+      added: false,
+      text: active ? texts.alreadySubscribed(dock.name, inGroup(ctx)) : texts.privateDock,
+    };
+  }
   const names =
     chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : { title: chat.title };
   const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, names);
@@ -47,6 +62,10 @@ export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: str
   }
   if ((await deps.subscriptions.state(dock.id, chat.id)) === "active") {
     await say(ctx, texts.alreadySubscribed(dock.name, inGroup(ctx)));
+    return;
+  }
+  if (!openToId(dock)) {
+    await say(ctx, texts.privateDock);
     return;
   }
   const buttons = new InlineKeyboard()

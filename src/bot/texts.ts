@@ -95,6 +95,8 @@ export const texts = {
   noSuchDock: (id: string) =>
     `There is no Dock with the ID <code>${escapeHtml(id)}</code>. It may have been deleted; ask its owner for the current link.`,
   dockGone: "This Dock no longer exists.",
+  // The Dock ID alone, for a Dock whose owner lets people in only by invite link (or by request).
+  privateDock: "This Dock is private: ask its owner for an invite link.",
 
   askDockId: "Send me the Dock ID (or paste the Dock's link).\nSend /cancel to stop.",
   askDockIdPlaceholder: "Dock ID",

@@ -56,6 +56,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   });
   await app.register(docks, {
     docks: options.docks,
+    audience: options.audience,
     intake: options.intake,
     subscriptions: options.subscriptions,
     sessions: options.sessions,

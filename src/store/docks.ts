@@ -1,4 +1,5 @@
 import type { ExpressionBuilder, Kysely } from "kysely";
+import type { Visibility } from "../domain/audience.ts";
 import type { DockFields } from "../domain/dock.ts";
 import { DOCK_ID_PATTERN, newDockId } from "../domain/ids.ts";
 import {
@@ -26,6 +27,8 @@ import { knowUser } from "./users.ts";
 export interface Dock extends DockFields {
   id: string;
   ownerId: number;
+  /** Who may subscribe (domain/audience.ts). */
+  visibility: Visibility;
   createdAt: number;
   updatedAt: number;
   activeSubscribers: number;
@@ -122,7 +125,11 @@ export class DockRepository {
     this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
-  async create(ownerId: number, fields: DockFields): Promise<DockWithSecret> {
+  async create(
+    ownerId: number,
+    fields: DockFields,
+    visibility: Visibility = "open",
+  ): Promise<DockWithSecret> {
     const now = this.#now();
     const id = newDockId();
     const secretKey = newSecretKey();
@@ -138,6 +145,7 @@ export class DockRepository {
           id,
           owner_id: ownerId,
           ...fields,
+          visibility,
           secret_hash: hashSecret(secretKey).toString("hex"),
           secret_sealed: encryptSecret(secretKey, this.#key),
           signing_sealed: encryptSecret(signingSecret, this.#key),
@@ -149,6 +157,7 @@ export class DockRepository {
     return {
       id,
       ownerId,
+      visibility,
       ...fields,
       createdAt: now,
       updatedAt: now,
@@ -174,6 +183,7 @@ export class DockRepository {
       "docks.hook_sealed",
       "docks.inbound_format",
       "docks.template",
+      "docks.visibility",
       "docks.created_at",
       "docks.updated_at",
       eb
@@ -197,6 +207,7 @@ export class DockRepository {
     hook_sealed: string | null;
     inbound_format: string | null;
     template: string | null;
+    visibility: Visibility;
     created_at: number;
     updated_at: number;
     active_subscribers: number | null;
@@ -204,6 +215,7 @@ export class DockRepository {
     return {
       id: row.id,
       ownerId: row.owner_id,
+      visibility: row.visibility,
       name: row.name,
       link: row.link,
       description: row.description,
@@ -415,6 +427,24 @@ export class DockRepository {
       .where("id", "=", id)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Sets who may subscribe to the Dock; its subscribers stay whatever it becomes. The visibility
+   * it had, or null when it already was this (or there is no such Dock): nothing changed.
+   */
+  async setVisibility(id: string, visibility: Visibility): Promise<Visibility | null> {
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const row = await tx.selectFrom("docks").select("visibility").where("id", "=", id).executeTakeFirst();
+      if (row === undefined || row.visibility === visibility) return null;
+      const changed = await tx
+        .updateTable("docks")
+        .set({ visibility, updated_at: this.#now() })
+        .where("id", "=", id)
+        .where("visibility", "=", row.visibility)
+        .executeTakeFirst();
+      return changed.numUpdatedRows > 0n ? row.visibility : null;
+    });
   }
 
   async update(id: string, fields: DockFields): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { Generated } from "kysely";
+import type { Visibility } from "../domain/audience.ts";
 import type { OwnerRole } from "../domain/owners.ts";
 
 /** Times are milliseconds since the Unix epoch, stored as 64-bit integers in both dialects. */
@@ -41,6 +42,8 @@ export interface DocksTable {
   inbound_format: string | null;
   /** The Dock's template (JSON of its fields); null: none. */
   template: string | null;
+  /** Who may subscribe (migration 0017; domain/audience.ts): `open` unless its owner chose otherwise. */
+  visibility: Generated<Visibility>;
   created_at: Millis;
   updated_at: Millis;
 }

@@ -38,6 +38,7 @@ export type {
   SubscriberListAnswer,
   TelegramAccount,
   TestMessageAnswer,
+  Visibility,
 } from "../../src/http/console/schemas.ts";
 export type { FieldProblem };
 

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { isVisibility, VISIBILITIES, type Visibility } from "../../domain/audience.ts";
 import type { CallbackTargets } from "../../domain/callback-target.ts";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
@@ -14,6 +15,7 @@ import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
 import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
+import type { Audience } from "../../store/audience.ts";
 import { type DockCredential, TooManyGithubCredentials } from "../../store/dock-credentials.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
@@ -54,6 +56,8 @@ import { dockStats } from "./stats.ts";
 
 export interface DocksOptions {
   docks: DockRepository;
+  /** Who may subscribe, invite links, join requests, removals: done and audited in one place. */
+  audience: Audience;
   /** How the test message enters, like any other: rate limit, storage, counters. */
   intake: Intake;
   subscriptions: SubscriptionRepository;
@@ -108,6 +112,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       name: dock.name,
       link: dock.link,
       description: dock.description,
+      visibility: dock.visibility,
       callback_url: dock.callback_url ?? null,
       secret_key: dock.secretKey,
       signing_secret: dock.signingSecret,
@@ -131,11 +136,18 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     };
   };
 
-  /** `stored`: the Dock's callback URL, which an edit of another field keeps as it is. */
+  /**
+   * The fields as sent, checked together (every problem named by its field). `stored`: the Dock's
+   * callback URL, which an edit of another field keeps as it is. `visibility`: undefined when not sent.
+   */
   const validFields = (input: Record<string, unknown>, stored: string | null = null) => {
     const result = validateDockFields(input, options.callbackTargets, stored);
-    if (!result.ok) throw new ApiError("invalid_fields", undefined, {}, result.errors);
-    return result.value;
+    const problems: { field: string; message: string }[] = result.ok ? [] : [...result.errors];
+    const visibility = input.visibility;
+    if (visibility !== undefined && !isVisibility(visibility))
+      problems.push({ field: "visibility", message: `visibility must be one of ${VISIBILITIES.join(", ")}` });
+    if (!result.ok || problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
+    return { fields: result.value, visibility: visibility as Visibility | undefined };
   };
 
   // Read again by the console whenever the live stream says a Dock changed: logged at debug.
@@ -150,6 +162,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         name: dock.name,
         link: dock.link,
         description: dock.description,
+        visibility: dock.visibility,
         subscribers: dock.activeSubscribers,
         created_at: dock.createdAt,
         updated_at: dock.updatedAt,
@@ -159,7 +172,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   });
 
   routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
-    const fields = validFields(request.body);
+    const { fields, visibility } = validFields(request.body);
     const ownerId = signedIn(request).user.id;
     // Checked, then created: two creates at the same instant can pass it together, one Dock over
     // at most. The cap is against runaway scripts and careless clicking, not a billing quota.
@@ -169,7 +182,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     ) {
       throw new ApiError("too_many_docks");
     }
-    const dock = await options.docks.create(ownerId, fields);
+    const dock = await options.docks.create(ownerId, fields, visibility);
     return reply.code(201).send({ ok: true, dock: await dockJson(dock) } satisfies DockAnswer);
   });
 
@@ -198,7 +211,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     { schema: { params: dockParams, body: dockFieldsBody } },
     async (request): Promise<DockAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const fields = validFields(
+      const { fields, visibility } = validFields(
         {
           name: dock.name,
           link: dock.link,
@@ -209,6 +222,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock.callback_url,
       );
       await options.docks.update(dock.id, fields);
+      if (visibility !== undefined)
+        await options.audience.setVisibility(dock.id, visibility, signedIn(request).user.id);
       return { ok: true, dock: await dockJson(await ownedDock(request, dock.id)) };
     },
   );

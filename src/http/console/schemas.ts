@@ -11,12 +11,16 @@ import { changeCountsSchema, entitySchema, storedOptionsSchema } from "../messag
 
 // ---- Requests ----
 
-/** A Dock's editable fields; validated by `validateDockFields`, whose messages the form shows per field. */
+/**
+ * A Dock's editable fields; validated by `validateDockFields` (and `visibility` by the route),
+ * whose messages the form shows per field.
+ */
 export const dockFieldsBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
   link: Type.Optional(Type.Unknown()),
   description: Type.Optional(Type.Unknown()),
   callback_url: Type.Optional(Type.Unknown()),
+  visibility: Type.Optional(Type.Unknown()),
 });
 
 /** A Dock's integration settings; the template is checked by `validateTemplate` (problems per field). */
@@ -164,12 +168,23 @@ export const dockStats = Type.Object({
 });
 export type DockStats = Static<typeof dockStats>;
 
+/** Who may subscribe to a Dock (domain/audience.ts). */
+export const visibility = Type.Union(
+  [Type.Literal("open"), Type.Literal("invite"), Type.Literal("approval")],
+  {
+    description:
+      "Who may subscribe: open (anyone with the Dock ID), invite (only through an invite link), approval (the owner approves each join request).",
+  },
+);
+export type Visibility = Static<typeof visibility>;
+
 /** A Dock as its owner sees it, secret key included. */
 export const dock = Type.Object({
   id: Type.String(),
   name: Type.String(),
   link: stringOrNull,
   description: stringOrNull,
+  visibility,
   callback_url: Type.Union([Type.String(), Type.Null()], {
     description: "Where the Dock's events are posted (signed with its signing secret); null: none.",
   }),
@@ -229,6 +244,7 @@ export const dockSummary = Type.Pick(dock, [
   "name",
   "link",
   "description",
+  "visibility",
   "subscribers",
   "created_at",
   "updated_at",
