@@ -42,6 +42,7 @@ import type { Db } from "./store/db.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
 import { EventOutbox } from "./store/events.ts";
+import { InviteLinkRepository } from "./store/invite-links.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageChanges } from "./store/message-changes.ts";
 import { MessageRepository } from "./store/messages.ts";
@@ -168,7 +169,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
   // issue 37: the audit log replaces this
   const audit = deps.audit ?? NO_AUDIT;
-  const audience = new Audience({ docks, audit });
+  const invites = new InviteLinkRepository(db, deps.encryptionKey, now);
+  const audience = new Audience({ docks, invites, audit });
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -272,6 +274,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     prefix: "/console/api",
     docks,
     audience,
+    invites,
     intake,
     subscriptions,
     loginTokens,
@@ -375,6 +378,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const bot = new BotWorker({
     docks,
     subscriptions,
+    invites,
     loginTokens,
     states: botStates,
     messages: messageChanges,

@@ -5,7 +5,13 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
-import { VISIBILITIES, type Visibility } from "./domain/audience.ts";
+import {
+  JOIN_PAYLOAD_PREFIX,
+  parseDuration,
+  VISIBILITIES,
+  type Visibility,
+  validateInviteRules,
+} from "./domain/audience.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "./domain/principal.ts";
@@ -14,6 +20,7 @@ import { withServedUrl } from "./service-url.ts";
 import type { Audience } from "./store/audience.ts";
 import type { DockCredential } from "./store/dock-credentials.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
+import type { InviteLink } from "./store/invite-links.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
 
 /**
@@ -113,6 +120,7 @@ async function withDocks<T>(
   const { DockRepository } = await import("./store/docks.ts");
   const { OwnerRepository } = await import("./store/owners.ts");
   const { Audience } = await import("./store/audience.ts");
+  const { InviteLinkRepository } = await import("./store/invite-links.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
   const { NO_AUDIT } = await import("./domain/audit.ts");
   const db = await openMigratedDb(config);
@@ -123,7 +131,7 @@ async function withDocks<T>(
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
     const docks = new DockRepository(db, key);
     // The operator's actions are recorded with no actor. issue 37: the audit log replaces this
-    const audience = new Audience({ docks, audit: NO_AUDIT });
+    const audience = new Audience({ docks, invites: new InviteLinkRepository(db, key), audit: NO_AUDIT });
     return await fn(docks, config, owners, audience);
   } finally {
     await db.close();
@@ -148,6 +156,25 @@ function ownerJson(owner: Owner) {
     added_at: owner.addedAt === null ? null : new Date(owner.addedAt).toISOString(),
     docks: owner.docks,
   };
+}
+
+/**
+ * The bot's username, for the links the CLI prints: the sandbox's, or Telegram's answer to getMe
+ * (the only call the CLI makes to Telegram).
+ */
+async function botUsername(config: Config): Promise<string> {
+  const { telegramTarget } = await import("./telegram-target.ts");
+  const telegram = telegramTarget(config);
+  if (telegram.botUsername !== null) return telegram.botUsername;
+  const { Api } = await import("grammy");
+  try {
+    const me = await new Api(telegram.token, { apiRoot: telegram.apiRoot }).getMe();
+    return me.username;
+  } catch {
+    throw new Error(
+      "could not ask Telegram for the bot's username (getMe) to build the link; check TELEGRAM_BOT_TOKEN and the network",
+    );
+  }
 }
 
 async function requireDock(docks: DockRepository, id: string): Promise<DockWithSecret> {
@@ -413,6 +440,141 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, deleted: true }));
         else out(`Deleted Dock ${id}.`);
+      });
+    });
+
+  /** An invite link as `docks invite --json` and `docks invites --json` print it. */
+  const inviteJson = (link: InviteLink, url: string) => ({
+    id: link.id,
+    name: link.name,
+    link: url,
+    creator_id: link.creator?.id ?? null,
+    created_at: new Date(link.createdAt).toISOString(),
+    expires_at: link.expiresAt === null ? null : new Date(link.expiresAt).toISOString(),
+    usage_limit: link.usageLimit,
+    uses: link.uses,
+    approval: link.approval,
+    revoked_at: link.revokedAt === null ? null : new Date(link.revokedAt).toISOString(),
+    state: link.state,
+  });
+  const linkOf = async (link: InviteLink, config: Config) => {
+    const { telegramLink } = await import("./domain/telegram-link.ts");
+    return telegramLink(
+      config.publicUrl,
+      await botUsername(config),
+      `${JOIN_PAYLOAD_PREFIX}${link.token}`,
+      config.telegramBotToken === null,
+    );
+  };
+
+  docks
+    .command("invite <id>")
+    .description("make an invite link: whoever opens it in Telegram may subscribe (or, --approval, ask to)")
+    .option("--name <name>", `what the link is for, as the console lists it (up to 32 characters)`)
+    .option("--uses <n>", "how many chats may join through it (1-99999); no limit when left out")
+    .option("--expires <duration>", "how long it works: 30m, 12h, 7d, 2w; for ever when left out")
+    .option("--approval", "whoever opens it asks to join; the owner approves in Telegram or the console")
+    .addOption(json)
+    .action(
+      async (
+        id: string,
+        opts: { name?: string; uses?: string; expires?: string; approval?: boolean; json?: boolean },
+      ) => {
+        const now = Date.now();
+        const uses =
+          opts.uses === undefined ? null : /^\d{1,9}$/.test(opts.uses) ? Number(opts.uses) : Number.NaN;
+        const duration = opts.expires === undefined ? null : parseDuration(opts.expires);
+        if (opts.expires !== undefined && duration === null)
+          throw new UsageError(
+            `--expires must be a duration such as 30m, 12h, 7d or 2w, got "${opts.expires}"`,
+          );
+        const rules = validateInviteRules(
+          {
+            name: opts.name,
+            usage_limit: uses,
+            expires_at: duration === null ? null : now + duration,
+            approval: opts.approval === true,
+          },
+          now,
+        );
+        if (!rules.ok)
+          throw new UsageError(
+            rules.errors
+              .map((e) => {
+                const option = {
+                  name: "--name",
+                  usage_limit: "--uses",
+                  expires_at: "--expires",
+                  approval: "--approval",
+                }[e.field];
+                return `${option}: ${e.message.replace(/^\S+ /, "")}`;
+              })
+              .join("; "),
+          );
+        await withDocks(io, async (repo, config, _owners, audience) => {
+          const dock = await requireDock(repo, id);
+          const link = await audience.createInvite(dock.id, rules.value, null);
+          const url = await linkOf(link, config);
+          if (opts.json) {
+            out(JSON.stringify(inviteJson(link, url), null, 2));
+            return;
+          }
+          const limits = [
+            link.usageLimit === null ? null : `${link.usageLimit} ${link.usageLimit === 1 ? "use" : "uses"}`,
+            link.expiresAt === null ? null : `until ${new Date(link.expiresAt).toISOString()}`,
+            link.approval ? "each join approved by the owner" : null,
+          ].filter(Boolean);
+          out(
+            `Invite link ${link.id}${link.name === null ? "" : ` "${link.name}"`} for "${dock.name}"${limits.length > 0 ? ` (${limits.join(", ")})` : ""}:\n  ${url}\nWhoever has it may ${link.approval ? "ask to join" : "subscribe"}; revoke it with: dock-notify docks revoke-invite ${dock.id} ${link.id}`,
+          );
+        });
+      },
+    );
+
+  docks
+    .command("invites <id>")
+    .description("list a Dock's invite links with their uses, revoked ones included")
+    .addOption(json)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo, config, _owners, audience) => {
+        const dock = await requireDock(repo, id);
+        const links = await audience.invites.list(dock.id);
+        const urls = await Promise.all(links.map((link) => linkOf(link, config)));
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              links.map((link, i) => inviteJson(link, urls[i] as string)),
+              null,
+              2,
+            ),
+          );
+          return;
+        }
+        if (links.length === 0) {
+          out(`Dock ${dock.id} has no invite links; make one with: dock-notify docks invite ${dock.id}`);
+          return;
+        }
+        out(["ID".padEnd(16), "STATE".padEnd(8), "USES".padStart(11), "NAME"].join("  "));
+        links.forEach((link, i) => {
+          const uses = `${link.uses}${link.usageLimit === null ? "" : `/${link.usageLimit}`}`;
+          out([link.id.padEnd(16), link.state.padEnd(8), uses.padStart(11), link.name ?? "-"].join("  "));
+          out(`  ${urls[i]}`);
+        });
+      });
+    });
+
+  docks
+    .command("revoke-invite <id> <invite_id>")
+    .description("revoke an invite link: nobody joins through it any more (who did stays subscribed)")
+    .addOption(json)
+    .action(async (id: string, inviteId: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo, _config, _owners, audience) => {
+        await requireDock(repo, id);
+        const revoked = await audience.revokeInvite(id, inviteId, null);
+        if (revoked === undefined)
+          throw new UsageError(`Dock "${id}" has no invite link "${inviteId}" that still works`, "not_found");
+        if (opts.json) out(JSON.stringify({ id: inviteId, revoked: true }));
+        else out(`Revoked ${inviteId}: nobody joins through it any more.`);
       });
     });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { People, subscriptionRows } from "./bot-harness.ts";
+import { type ChatMessage, People, subscriptionRows } from "./bot-harness.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { dialects, RecordedAudit, type RunningService, startService } from "./harness.ts";
 
@@ -48,6 +48,35 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
       .filter((row) => row[1] === chatId)
       .map((row) => [row[0], row[3]]);
   }
+
+  /** Sends a message to the Dock as an application would (its secret key in the body). */
+  async function send(dock: Json, msg: string): Promise<void> {
+    const response = await fetch(`${service.url}/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secret_key, msg }),
+    });
+    expect(response.status).toBe(202);
+  }
+
+  /** Waits until the bot has delivered `msg` to the chat (the Dock's name above it). */
+  function delivered(chatId: number, msg: string): Promise<ChatMessage> {
+    return people.waitFor(
+      `"${msg}" delivered to chat ${chatId}`,
+      async () => (await people.history(chatId)).find((m) => m.from.is_bot && m.text?.endsWith(msg)),
+      async () => (await people.history(chatId)).slice(-3),
+    );
+  }
+
+  /** A new invite link of the Dock, made in the console: `{invite, qr_svg}`. */
+  async function newLink(dock: Json, settings: Record<string, unknown> = {}): Promise<Json> {
+    const made = await owner.call("POST", `/docks/${dock.id}/invites`, settings);
+    expect(made.status).toBe(201);
+    return made.body;
+  }
+
+  /** The `start` payload of an invite link (`join_<token>`), as Telegram passes it to the bot. */
+  const payloadOf = (link: string) => new URL(link).searchParams.get("start") as string;
 
   /** A new person who opened the bot and got its welcome (and so the menu). */
   async function opened(name: string) {
@@ -134,6 +163,207 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
         "This Dock is private: ask its owner for an invite link.",
       );
       expect(await subscriptionsOf(dee)).toEqual([]);
+    });
+  });
+
+  describe("invite links", () => {
+    it("an invite Dock refuses its bare ID and accepts its link: the use is counted, the subscriber shows the link, the next message arrives", async () => {
+      const dock = await newDock("Vault", "invite");
+      const { invite, qr_svg } = await newLink(dock, { name: "Team" });
+      expect(invite).toMatchObject({
+        name: "Team",
+        uses: 0,
+        usage_limit: null,
+        expires_at: null,
+        approval: false,
+      });
+      expect(invite).toMatchObject({
+        state: "active",
+        revoked_at: null,
+        creator: { id: ownerId, name: "Olga (@olga_ops)" },
+      });
+      expect(invite.id).toMatch(/^dinv_[A-Za-z0-9]{11}$/);
+      expect(invite.link).toMatch(/\/sandbox\?start=join_[A-Za-z0-9]{22}$/);
+      // Never the Dock ID: whoever has a link cannot use the ID it does not hold.
+      expect(invite.link).not.toContain(dock.id);
+      expect(qr_svg).toMatch(/^<svg/);
+
+      const eve = await opened("Eve");
+      expect((await people.botReply(eve, await people.start(eve, dock.id))).text).toBe(
+        "This Dock is private: ask its owner for an invite link.",
+      );
+      const prompt = await people.botReply(
+        eve,
+        await people.start(eve, payloadOf(invite.link)),
+        "the link's prompt",
+      );
+      expect(prompt.text).toContain("Vault");
+      expect(prompt.text).toContain("Vault alerts");
+      expect(prompt.text).toContain("Subscribe to this Dock?");
+      await people.press(eve, prompt, "Yes");
+      expect((await people.edited(eve, prompt)).text).toContain("You are now subscribed to Vault");
+      expect(await subscriptionsOf(eve)).toEqual([[dock.id, "active"]]);
+
+      const links = (await owner.call("GET", `/docks/${dock.id}/invites`)).body.invites;
+      expect(links).toEqual([{ ...invite, uses: 1 }]);
+      const subscribers = (await owner.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
+      expect(subscribers).toEqual([
+        expect.objectContaining({ chat_id: eve, name: "Eve", invite: { id: invite.id, name: "Team" } }),
+      ]);
+      await send(dock, "The vault is open");
+      await delivered(eve, "The vault is open");
+
+      // The link pasted into the chat works as well as the link opened.
+      const fin = await opened("Fin");
+      const pasted = await people.botReply(
+        fin,
+        await people.say(fin, invite.link),
+        "the pasted link's prompt",
+      );
+      await people.press(fin, pasted, "Yes");
+      expect((await people.edited(fin, pasted)).text).toContain("You are now subscribed to Vault");
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/${invite.id}`)).body.invite.uses).toBe(2);
+      expect(audit.of(dock.id)).toEqual([
+        [
+          "invite_created",
+          ownerId,
+          { invite_id: invite.id, name: "Team", usage_limit: null, expires_at: null, approval: false },
+        ],
+      ]);
+      // Nothing the audit keeps holds the link's token.
+      expect(JSON.stringify(audit.entries)).not.toContain(payloadOf(invite.link).slice(5));
+    });
+
+    it("a used-up, an expired and a revoked link are refused, each saying why; who joined stays", async () => {
+      const dock = await newDock("Locker", "invite");
+      const once = (await newLink(dock, { name: "Once", usage_limit: 1 })).invite;
+      const gus = await opened("Gus");
+      const first = await people.botReply(gus, await people.start(gus, payloadOf(once.link)));
+      await people.press(gus, first, "Yes");
+      await people.edited(gus, first);
+      const hana = await opened("Hana");
+      expect((await people.botReply(hana, await people.start(hana, payloadOf(once.link)))).text).toBe(
+        "This invite link has been used as many times as it allows. Ask the Dock's owner for a new one.",
+      );
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/${once.id}`)).body.invite).toMatchObject({
+        uses: 1,
+        state: "used_up",
+      });
+
+      // An expiry a moment ahead, then the link as it is once that moment has passed.
+      const brief = (await newLink(dock, { expires_at: Date.now() + 1000 })).invite;
+      await people.waitFor("the link to expire", async () => {
+        const state = (await owner.call("GET", `/docks/${dock.id}/invites/${brief.id}`)).body.invite.state;
+        return state === "expired" ? state : undefined;
+      });
+      expect((await people.botReply(hana, await people.start(hana, payloadOf(brief.link)))).text).toBe(
+        "This invite link has expired. Ask the Dock's owner for a new one.",
+      );
+
+      // A prompt shown while the link worked, answered after it was revoked: refused all the same.
+      const later = (await newLink(dock, { name: "Later" })).invite;
+      const prompt = await people.botReply(hana, await people.start(hana, payloadOf(later.link)));
+      expect((await owner.call("DELETE", `/docks/${dock.id}/invites/${later.id}`)).status).toBe(200);
+      await people.press(hana, prompt, "Yes");
+      expect((await people.edited(hana, prompt)).text).toBe(
+        "This invite link was revoked. Ask the Dock's owner for a new one.",
+      );
+      expect((await people.botReply(hana, await people.start(hana, payloadOf(later.link)))).text).toBe(
+        "This invite link was revoked. Ask the Dock's owner for a new one.",
+      );
+      expect(await subscriptionsOf(hana)).toEqual([]);
+      const again = await owner.call("DELETE", `/docks/${dock.id}/invites/${later.id}`);
+      expect(again.status).toBe(404);
+
+      // Revoking the used-up link keeps the person who joined through it.
+      expect((await owner.call("DELETE", `/docks/${dock.id}/invites/${once.id}`)).status).toBe(200);
+      expect(await subscriptionsOf(gus)).toEqual([[dock.id, "active"]]);
+      const listed = (await owner.call("GET", `/docks/${dock.id}/invites`)).body.invites as Json[];
+      expect(listed.map((l) => [l.id, l.state])).toEqual([
+        [later.id, "revoked"],
+        [brief.id, "expired"],
+        [once.id, "revoked"],
+      ]);
+      expect(audit.of(dock.id).filter(([action]) => action === "invite_revoked")).toEqual([
+        ["invite_revoked", ownerId, { invite_id: later.id, name: "Later", uses: 0 }],
+        ["invite_revoked", ownerId, { invite_id: once.id, name: "Once", uses: 1 }],
+      ]);
+      // An unknown token says so, like a link that never was.
+      expect(
+        (await people.botReply(hana, await people.start(hana, "join_AAAAAAAAAAAAAAAAAAAAAA"))).text,
+      ).toBe("This invite link is not valid. Ask the Dock's owner for a new one.");
+    });
+
+    it("two chats pressing Yes at once on a link's last use: exactly one joins", async () => {
+      const dock = await newDock("Seat", "invite");
+      const last = (await newLink(dock, { usage_limit: 1 })).invite;
+      const [ivy, jon] = [await opened("Ivy"), await opened("Jon")];
+      const prompts = await Promise.all(
+        [ivy, jon].map(async (who) => people.botReply(who, await people.start(who, payloadOf(last.link)))),
+      );
+      await Promise.all([
+        people.press(ivy, prompts[0] as ChatMessage, "Yes"),
+        people.press(jon, prompts[1] as ChatMessage, "Yes"),
+      ]);
+      const answers = await Promise.all([
+        people.edited(ivy, prompts[0] as ChatMessage),
+        people.edited(jon, prompts[1] as ChatMessage),
+      ]);
+      expect(answers.map((a) => a.text).sort()).toEqual([
+        "This invite link has been used as many times as it allows. Ask the Dock's owner for a new one.",
+        "You are now subscribed to Seat. Its messages will appear here.",
+      ]);
+      const rows = [...(await subscriptionsOf(ivy)), ...(await subscriptionsOf(jon))];
+      expect(rows).toEqual([[dock.id, "active"]]);
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/${last.id}`)).body.invite.uses).toBe(1);
+    });
+
+    it("a link's settings are checked, each problem named; another owner's Dock has no links to show", async () => {
+      const dock = await newDock("Checked", "invite");
+      const refused = await owner.call("POST", `/docks/${dock.id}/invites`, {
+        name: "x".repeat(33),
+        usage_limit: 0,
+        expires_at: Date.now() - 1000,
+        approval: "yes",
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.fields).toEqual([
+        { field: "name", message: "name must be at most 32 characters" },
+        {
+          field: "usage_limit",
+          message: "usage_limit must be a whole number from 1 to 99999, or null for no limit",
+        },
+        { field: "expires_at", message: "expires_at must be in the future" },
+        { field: "approval", message: "approval must be true or false" },
+      ]);
+      expect((await owner.call("GET", `/docks/${dock.id}/invites`)).body.invites).toEqual([]);
+      const link = (await newLink(dock)).invite;
+      const stranger = await signIn(service, { id: 990_001, first_name: "Stan" });
+      for (const [method, path] of [
+        ["GET", `/docks/${dock.id}/invites`],
+        ["POST", `/docks/${dock.id}/invites`],
+        ["GET", `/docks/${dock.id}/invites/${link.id}`],
+        ["DELETE", `/docks/${dock.id}/invites/${link.id}`],
+      ] as const) {
+        const answer = await stranger.call(method, path, method === "POST" ? {} : undefined);
+        expect(answer.status, `${method} ${path}`).toBe(404);
+        expect(answer.body.error.code).toBe("not_found");
+      }
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/dinv_nosuchlink0`)).status).toBe(404);
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/${link.id}`)).body.invite.state).toBe(
+        "active",
+      );
+    });
+
+    it("the owner's own Dock is never private to them: Open in Telegram subscribes them", async () => {
+      const dock = await newDock("Mine", "invite");
+      const prompt = await people.botReply(
+        ownerId,
+        await people.start(ownerId, dock.id),
+        "the owner's prompt",
+      );
+      await people.press(ownerId, prompt, "Yes");
+      expect((await people.edited(ownerId, prompt)).text).toContain("You are now subscribed to Mine");
     });
   });
 });

@@ -1,7 +1,9 @@
 import { Composer, type Context } from "grammy";
+import { JOIN_PAYLOAD_PREFIX } from "../domain/audience.ts";
 import { CLAIM_PAYLOAD_PREFIX, INVITE_PAYLOAD_PREFIX } from "../domain/owners.ts";
 import { LOGIN_PAYLOAD_PREFIX } from "../store/login-tokens.ts";
 import { type BotDeps, say } from "./context.ts";
+import { offerInvite } from "./join.ts";
 import { askLoginConfirmation } from "./login.ts";
 import { askOwnerLink } from "./owners.ts";
 import { offerSubscription } from "./subscribe.ts";
@@ -10,8 +12,8 @@ import { texts } from "./texts.ts";
 /**
  * `/start`, what every Telegram link into the bot sends: `/start <dock_id>` offers the Dock,
  * `/start login_<token>` confirms a console sign-in, `/start claim_<token>` and
- * `/start invite_<token>` make the instance's administrator or an owner, and a plain `/start` greets the person with
- * the menu. Any `/start` in a private chat also resumes the subscriptions a block had paused:
+ * `/start invite_<token>` make the instance's administrator or an owner, `/start join_<token>` is a
+ * Dock's invite link, and a plain `/start` greets the person with the menu. Any `/start` in a private chat also resumes the subscriptions a block had paused:
  * unblocking a bot in Telegram is pressing its Restart button, which sends `/start`.
  */
 export function start(deps: BotDeps): Composer<Context> {
@@ -31,6 +33,10 @@ export function start(deps: BotDeps): Composer<Context> {
     }
     if (payload.startsWith(INVITE_PAYLOAD_PREFIX)) {
       await askOwnerLink(ctx, deps, "invite", payload.slice(INVITE_PAYLOAD_PREFIX.length));
+      return;
+    }
+    if (payload.startsWith(JOIN_PAYLOAD_PREFIX)) {
+      await offerInvite(ctx, deps, payload.slice(JOIN_PAYLOAD_PREFIX.length));
       return;
     }
     if (payload !== "") {

@@ -1,8 +1,10 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
-import { dockIdFrom } from "../domain/dock-reference.ts";
+import { mayDecide } from "../domain/deciders.ts";
+import { dockIdFrom, joinTokenFrom } from "../domain/dock-reference.ts";
 import type { Dock } from "../store/docks.ts";
-import { answer, type BotDeps, edit, inGroup, say } from "./context.ts";
+import { answer, type BotDeps, edit, inGroup, menuAfterFirst, namesOf, say } from "./context.ts";
 import { requireManager } from "./groups.ts";
+import { offerInvite } from "./join.ts";
 import { texts } from "./texts.ts";
 
 /** Callback data of the Yes / No buttons under a subscription prompt, followed by the Dock ID. */
@@ -15,9 +17,13 @@ const AWAITING_DOCK_ID = "awaiting_dock_id";
 /** How long the bot waits for a Dock ID after Subscribe before it forgets it asked. */
 const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
-/** Whether the Dock ID alone lets a chat in: a private Dock takes an invite link (or a request). */
-function openToId(dock: Dock): boolean {
-  return dock.visibility === "open";
+/**
+ * Whether the Dock ID alone lets the update's chat in: a private Dock takes an invite link (or a
+ * request), except from whoever decides its requests (its owner subscribing, or subscribing a
+ * group they administer).
+ */
+function openToId(ctx: Context, dock: Dock): boolean {
+  return dock.visibility === "open" || (ctx.from !== undefined && mayDecide(dock, ctx.from.id));
 }
 
 /**
@@ -31,16 +37,14 @@ async function subscribeChat(
 ): Promise<{ added: boolean; text: string }> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
-  if (!openToId(dock)) {
+  if (!openToId(ctx, dock)) {
     const active = (await deps.subscriptions.state(dock.id, chat.id)) === "active";
     return {
       added: false,
       text: active ? texts.alreadySubscribed(dock.name, inGroup(ctx)) : texts.privateDock,
     };
   }
-  const names =
-    chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : { title: chat.title };
-  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, names);
+  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, namesOf(chat));
   const text = added
     ? texts.subscribed(dock.name, inGroup(ctx))
     : texts.alreadySubscribed(dock.name, inGroup(ctx));
@@ -64,7 +68,7 @@ export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: str
     await say(ctx, texts.alreadySubscribed(dock.name, inGroup(ctx)));
     return;
   }
-  if (!openToId(dock)) {
+  if (!openToId(ctx, dock)) {
     await say(ctx, texts.privateDock);
     return;
   }
@@ -101,6 +105,13 @@ async function receiveDockId(ctx: Context, deps: BotDeps, text: string): Promise
   const chat = ctx.chat;
   const from = ctx.from;
   if (chat === undefined || from === undefined) return;
+  const token = joinTokenFrom(text);
+  if (token !== null) {
+    // An invite link where the Dock ID was asked for: it is offered like the link itself.
+    await deps.states.clear(chat.id, from.id);
+    await offerInvite(ctx, deps, token);
+    return;
+  }
   const id = dockIdFrom(text);
   if (id === null) {
     await askForDockId(ctx, deps, texts.notADockId);
@@ -133,18 +144,7 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
       return;
     }
     const result = await subscribeChat(ctx, deps, dock);
-    // A deep link's Yes is the one path into the bot that never showed the menu (a prompt with
-    // buttons cannot carry it, nor can its edit): it comes with the chat's first subscription,
-    // before the prompt turns into the confirmation, so that whoever sees the confirmation has the
-    // menu too. Telegram keeps it up after that: later subscriptions do not say it again.
-    const chat = ctx.chat;
-    if (
-      chat?.type === "private" &&
-      result.added &&
-      (await deps.subscriptions.listActive(chat.id)).length === 1
-    ) {
-      await say(ctx, texts.menuReady);
-    }
+    await menuAfterFirst(ctx, deps, result.added);
     await answer(ctx);
     await edit(ctx, result.text);
   });
@@ -186,6 +186,8 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
       return;
     }
     if (ctx.chat.type !== "private") return next();
+    const token = joinTokenFrom(ctx.message.text);
+    if (token !== null) return offerInvite(ctx, deps, token);
     const id = dockIdFrom(ctx.message.text);
     if (id !== null) await offerSubscription(ctx, deps, id);
     else await say(ctx, texts.unknownText);

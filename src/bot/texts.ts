@@ -97,6 +97,11 @@ export const texts = {
   dockGone: "This Dock no longer exists.",
   // The Dock ID alone, for a Dock whose owner lets people in only by invite link (or by request).
   privateDock: "This Dock is private: ask its owner for an invite link.",
+  inviteUnknown: "This invite link is not valid. Ask the Dock's owner for a new one.",
+  inviteRevoked: "This invite link was revoked. Ask the Dock's owner for a new one.",
+  inviteExpired: "This invite link has expired. Ask the Dock's owner for a new one.",
+  inviteUsedUp:
+    "This invite link has been used as many times as it allows. Ask the Dock's owner for a new one.",
 
   askDockId: "Send me the Dock ID (or paste the Dock's link).\nSend /cancel to stop.",
   askDockIdPlaceholder: "Dock ID",

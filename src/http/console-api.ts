@@ -1,5 +1,6 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
+import { type AudienceRoutesOptions, audience } from "./console/audience.ts";
 import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
 import { owners } from "./console/owners.ts";
@@ -10,7 +11,8 @@ import type { SignedIn } from "./session.ts";
 export { TEST_MESSAGE } from "./console/docks.ts";
 
 export type ConsoleApiOptions = SignInOptions &
-  DocksOptions & {
+  DocksOptions &
+  AudienceRoutesOptions & {
     /** The console's live stream (one per process). */
     live: LiveHub;
   };
@@ -24,7 +26,8 @@ declare module "fastify" {
 
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
- * everything an owner does with their Docks (`console/docks.ts`), who may own Docks (administrators:
+ * everything an owner does with their Docks (`console/docks.ts`), who may subscribe to them
+ * (`console/audience.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). Both share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
@@ -58,7 +61,6 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     docks: options.docks,
     audience: options.audience,
     intake: options.intake,
-    subscriptions: options.subscriptions,
     sessions: options.sessions,
     report: options.report,
     activity: options.activity,
@@ -68,6 +70,17 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
+  });
+  await app.register(audience, {
+    docks: options.docks,
+    audience: options.audience,
+    subscriptions: options.subscriptions,
+    invites: options.invites,
+    sessions: options.sessions,
+    publicUrl: options.publicUrl,
+    sandbox: options.sandbox,
+    botUsername: options.botUsername,
+    now: options.now,
   });
   await app.register(owners, {
     owners: options.owners,

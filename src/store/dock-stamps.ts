@@ -4,9 +4,10 @@ import { DAY_MS, dayOf } from "./rollups.ts";
 
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
- * its subscriptions, and its messages and copies (the activity counts).
+ * its subscriptions, its messages and copies (the activity counts), and who may join (its invite
+ * links).
  */
-export const STAMP_PARTS = ["settings", "subscribers", "messages"] as const;
+export const STAMP_PARTS = ["settings", "subscribers", "messages", "audience"] as const;
 export type StampPart = (typeof STAMP_PARTS)[number];
 
 /**
@@ -60,13 +61,18 @@ export class DockStamps {
           .whereRef("dock_days.dock_id", "=", "docks.id")
           .where("dock_days.day", ">=", since)
           .as("counted"),
+        eb
+          .selectFrom("dock_invites")
+          .select((s) => s.fn.max("dock_invites.updated_at").as("at"))
+          .whereRef("dock_invites.dock_id", "=", "docks.id")
+          .as("invited"),
       ])
       .where("docks.owner_id", "in", [...ownerIds])
       .execute();
     return rows.map((row) => ({
       id: row.id,
       ownerId: Number(row.owner_id),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}`,
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.invited ?? 0}`,
     }));
   }
 }

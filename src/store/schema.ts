@@ -75,6 +75,8 @@ export interface SubscriptionsTable {
    * since before it was accepted (Outbox.fanOut).
    */
   active_since: Millis;
+  /** The invite link the chat joined through (migration 0017); null: by the Dock ID, or before. */
+  invite_id: string | null;
 }
 
 export interface MessagesTable {
@@ -111,6 +113,32 @@ export interface MessagesTable {
    * key, the console). A send-only sender replaces by key only its own messages.
    */
   sender: string | null;
+}
+
+/** An invite link of a Dock (migration 0017), modelled on Telegram's ChatInviteLink. */
+export interface DockInvitesTable {
+  /** `dinv_…`: names the link in the console and the CLI (revoking it); not a secret. */
+  id: string;
+  dock_id: string;
+  /** Hex SHA-256 of the token in the link (`/start join_<token>`), to find it. */
+  token_hash: string;
+  /** The token sealed with the server's key: the console shows the link again. */
+  token_sealed: string;
+  name: string | null;
+  /** Who made it; null: the operator's CLI. */
+  created_by: number | null;
+  created_at: Millis;
+  /** When it stops working; null: never. */
+  expires_at: Millis | null;
+  /** How many chats may join through it; null: no limit. */
+  usage_limit: number | null;
+  /** Chats that joined through it so far. */
+  uses: Generated<number>;
+  /** 1: whoever opens it asks to join (a join request) instead of joining at once. */
+  approval: number;
+  revoked_at: Millis | null;
+  /** When its uses or state last changed (the console's live stream watches it). */
+  updated_at: Millis;
 }
 
 /** A named credential of a Dock (migration 0015): what it may do is its scope. */
@@ -326,4 +354,5 @@ export interface Database {
   owner_invites: OwnerInvitesTable;
   instance: InstanceTable;
   dock_credentials: DockCredentialsTable;
+  dock_invites: DockInvitesTable;
 }

@@ -1,7 +1,9 @@
+import type { Kysely } from "kysely";
 import { chatName, followTitle, rememberTitle } from "./chats.ts";
 import type { Db } from "./db.ts";
+import { useInviteLink } from "./invite-links.ts";
 import { cancelForSubscriber, followChat } from "./outbox.ts";
-import type { SubscriptionState } from "./schema.ts";
+import type { Database, SubscriptionState } from "./schema.ts";
 import { rememberName } from "./users.ts";
 
 /** An active subscription of a chat, with what the bot shows about its Dock. */
@@ -24,6 +26,69 @@ export interface Subscriber {
   /** The chat as the console names it (store/chats.ts); null: unknown. */
   name: string | null;
   since: number;
+  /** The invite link it joined through; null: by the Dock ID (or before invite links). */
+  invite: { id: string; name: string | null } | null;
+}
+
+/** Thrown to roll a link's use back: the chat it would count was subscribed already. */
+const ALREADY = Symbol("already subscribed");
+
+/** What Telegram calls a chat: a person's names in private, a group's title. */
+export interface ChatNames {
+  firstName?: string | undefined;
+  username?: string | undefined;
+  title?: string | undefined;
+}
+
+/** A chat joining a Dock: by its ID (`inviteId` null), through an invite link, or approved. */
+export interface Joining {
+  dockId: string;
+  chatId: number;
+  chatType: string;
+  inviteId: string | null;
+}
+
+/**
+ * Makes a chat's subscription active in `db` (a transaction, when the join goes with other
+ * writes: a link's use, a request's approval); true when it was not active before. No
+ * read-then-write: two presses of Yes at the same moment must both succeed, one of them finding
+ * the work done. A chat coming back after it left starts afresh, through the link it came by (or
+ * none); unblocking resumes (see SubscriptionsTable).
+ */
+export async function activate(db: Kysely<Database>, joining: Joining, now: number): Promise<boolean> {
+  const { dockId, chatId, chatType, inviteId } = joining;
+  const reactivated = await db
+    .updateTable("subscriptions")
+    .set((eb) => ({
+      state: "active",
+      chat_type: chatType,
+      updated_at: now,
+      active_since: eb.case().when("state", "=", "removed").then(now).else(eb.ref("active_since")).end(),
+      invite_id:
+        inviteId !== null
+          ? inviteId
+          : eb.case().when("state", "=", "removed").then(null).else(eb.ref("invite_id")).end(),
+    }))
+    .where("dock_id", "=", dockId)
+    .where("chat_id", "=", chatId)
+    .where("state", "!=", "active")
+    .executeTakeFirst();
+  if (reactivated.numUpdatedRows > 0n) return true;
+  const inserted = await db
+    .insertInto("subscriptions")
+    .values({
+      dock_id: dockId,
+      chat_id: chatId,
+      chat_type: chatType,
+      state: "active",
+      created_at: now,
+      updated_at: now,
+      active_since: now,
+      invite_id: inviteId,
+    })
+    .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
+    .executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
 /** Who receives a Dock's messages: one row per Dock × chat. */
@@ -40,54 +105,47 @@ export class SubscriptionRepository {
    * Subscribes a chat (or reactivates its subscription); true when it was not active before.
    * `names` is what Telegram calls the chat: a person's name in private, a group's title.
    */
-  async subscribe(
-    dockId: string,
-    chatId: number,
-    chatType: string,
-    names?: { firstName?: string | undefined; username?: string | undefined; title?: string | undefined },
-  ): Promise<boolean> {
+  async subscribe(dockId: string, chatId: number, chatType: string, names?: ChatNames): Promise<boolean> {
     const now = this.#now();
-    // Remember the name Telegram shows, so that the Dock's owner sees who it is (the console's
-    // subscriber list), not a number.
+    await this.rememberNames(chatId, chatType, names);
+    return activate(this.#db.kysely, { dockId, chatId, chatType, inviteId: null }, now);
+  }
+
+  /**
+   * Subscribes a chat through an invite link: the link's use is counted with the subscription, or
+   * neither happens. `refused`: the link no longer works (revoked, expired, used up: possibly by
+   * someone else a moment ago); `already`: the chat was subscribed, and no use is counted.
+   */
+  async joinThrough(joining: Joining & { inviteId: string }): Promise<"joined" | "already" | "refused"> {
+    const now = this.#now();
+    const outcome = await this.#db.kysely
+      .transaction()
+      .execute(async (tx) => {
+        if (!(await useInviteLink(tx, joining.inviteId, now))) return "refused" as const;
+        if (!(await activate(tx, joining, now))) throw ALREADY;
+        return "joined" as const;
+      })
+      .catch((error: unknown) => {
+        if (error === ALREADY) return "already" as const;
+        throw error;
+      });
+    return outcome;
+  }
+
+  /**
+   * Remembers the name Telegram shows for a chat, so that the Dock's owner sees who it is (the
+   * console's subscriber list, a join request), not a number.
+   */
+  async rememberNames(chatId: number, chatType: string, names: ChatNames | undefined): Promise<void> {
     if (names !== undefined && chatType === "private") {
       await rememberName(
         this.#db.kysely,
         { id: chatId, firstName: names.firstName, username: names.username },
-        now,
+        this.#now(),
       );
     } else if (names?.title !== undefined) {
       await this.nameChat(chatId, names.title);
     }
-    // No read-then-write: two presses of Yes at the same moment must both succeed, one of them
-    // finding the work done.
-    const reactivated = await this.#db.kysely
-      .updateTable("subscriptions")
-      .set((eb) => ({
-        state: "active",
-        chat_type: chatType,
-        updated_at: now,
-        // Coming back after leaving starts afresh; unblocking resumes (see SubscriptionsTable).
-        active_since: eb.case().when("state", "=", "removed").then(now).else(eb.ref("active_since")).end(),
-      }))
-      .where("dock_id", "=", dockId)
-      .where("chat_id", "=", chatId)
-      .where("state", "!=", "active")
-      .executeTakeFirst();
-    if (reactivated.numUpdatedRows > 0n) return true;
-    const inserted = await this.#db.kysely
-      .insertInto("subscriptions")
-      .values({
-        dock_id: dockId,
-        chat_id: chatId,
-        chat_type: chatType,
-        state: "active",
-        created_at: now,
-        updated_at: now,
-        active_since: now,
-      })
-      .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
-      .executeTakeFirst();
-    return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   /** Marks one subscription, or every subscription of a chat when `dockId` is omitted. */
@@ -170,14 +228,17 @@ export class SubscriptionRepository {
       // A private chat's id is the person's user id, so people who use the console get a name.
       .leftJoin("users", "users.telegram_id", "subscriptions.chat_id")
       .leftJoin("chats", "chats.chat_id", "subscriptions.chat_id")
+      .leftJoin("dock_invites", "dock_invites.id", "subscriptions.invite_id")
       .select([
         "subscriptions.chat_id",
         "subscriptions.chat_type",
         "subscriptions.state",
         "subscriptions.created_at",
+        "subscriptions.invite_id",
         "users.first_name",
         "users.username",
         "chats.title",
+        "dock_invites.name as invite_name",
       ])
       .where("subscriptions.dock_id", "=", dockId)
       .where("subscriptions.state", "!=", "removed")
@@ -192,6 +253,7 @@ export class SubscriptionRepository {
       title: row.title,
       name: chatName(row.title, row.first_name, row.username),
       since: row.created_at,
+      invite: row.invite_id === null ? null : { id: row.invite_id, name: row.invite_name },
     }));
   }
 

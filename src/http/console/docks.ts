@@ -4,7 +4,7 @@ import { isVisibility, VISIBILITIES, type Visibility } from "../../domain/audien
 import type { CallbackTargets } from "../../domain/callback-target.ts";
 import { curlExamples } from "../../domain/curl-examples.ts";
 import { validateDockFields } from "../../domain/dock.ts";
-import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
+import { MESSAGE_ID_PATTERN } from "../../domain/ids.ts";
 import { OptionsError, prepareContent } from "../../domain/message-options.ts";
 import { SCOPES, type Scope } from "../../domain/principal.ts";
 import { notificationBody } from "../../domain/render.ts";
@@ -20,12 +20,12 @@ import { type DockCredential, TooManyGithubCredentials } from "../../store/dock-
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
-import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import type { TemplateRenderer } from "../template-renderer.ts";
 import { copiesQuery, deliveryDetail, historyQuery, messageReport } from "./messages.ts";
+import { ownedDocks } from "./owned-dock.ts";
 import {
   type ActivityAnswer,
   activityQuery,
@@ -47,9 +47,6 @@ import {
   type OkAnswer,
   type PreviewAnswer,
   previewBody,
-  type Subscriber,
-  type SubscriberListAnswer,
-  subscriberParams,
   type TestMessageAnswer,
 } from "./schemas.ts";
 import { dockStats } from "./stats.ts";
@@ -60,7 +57,6 @@ export interface DocksOptions {
   audience: Audience;
   /** How the test message enters, like any other: rate limit, storage, counters. */
   intake: Intake;
-  subscriptions: SubscriptionRepository;
   sessions: SessionRepository;
   report: OutboxViews;
   /** The daily activity counts: a Dock's chart, the list's headline numbers. */
@@ -82,8 +78,8 @@ export const TEST_MESSAGE =
   "Test message from the Dock Notify console ✅\nIf you can read this, delivery works.";
 
 /**
- * Everything an owner does with their Docks: create, edit, delete, rotate the secrets, see and
- * remove subscribers, watch deliveries, send a test message. Every route needs a session (and, to
+ * Everything an owner does with their Docks: create, edit, delete, rotate the secrets, watch
+ * deliveries, send a test message (who may subscribe is `console/audience.ts`'s). Every route needs a session (and, to
  * change anything, its CSRF token) and answers `404` for another owner's Dock exactly as for a
  * missing one. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
  */
@@ -96,12 +92,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   const signedIn = (request: FastifyRequest) => request.signedIn as SignedIn;
   const previewTime = templateTime();
 
-  /** The caller's Dock, or 404 — the same answer for a Dock that is someone else's. */
-  const ownedDock = async (request: FastifyRequest, id: string): Promise<DockWithSecret> => {
-    const dock = DOCK_ID_PATTERN.test(id) ? await options.docks.get(id) : undefined;
-    if (!dock || dock.ownerId !== signedIn(request).user.id) throw new ApiError("not_found", "No such Dock.");
-    return dock;
-  };
+  const ownedDock = ownedDocks(options.docks);
 
   /** A Dock with everything its page needs: its credentials, commands and tools' settings. */
   const dockJson = async (dock: DockWithSecret): Promise<Dock> => {
@@ -427,42 +418,6 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
           final: result.final,
         },
       };
-    },
-  );
-
-  routes.get(
-    "/docks/:id/subscribers",
-    { schema: { params: dockParams }, onRequest: quietly },
-    async (request): Promise<SubscriberListAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      const subscribers = await options.subscriptions.list(dock.id);
-      return {
-        ok: true,
-        subscribers: subscribers.map(
-          (s): Subscriber => ({
-            chat_id: s.chatId,
-            chat_type: s.chatType,
-            state: s.state,
-            first_name: s.firstName,
-            username: s.username,
-            title: s.title,
-            name: s.name,
-            since: s.since,
-          }),
-        ),
-      };
-    },
-  );
-
-  routes.delete(
-    "/docks/:id/subscribers/:chatId",
-    { schema: { params: subscriberParams } },
-    async (request): Promise<OkAnswer> => {
-      const dock = await ownedDock(request, request.params.id);
-      const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
-      const removed = Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId));
-      if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
-      return { ok: true };
     },
   );
 

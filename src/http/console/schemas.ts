@@ -58,6 +58,15 @@ export const activityQuery = Type.Object({ days: Type.Optional(Type.String()) })
 export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
 export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 export const credentialParams = Type.Object({ id: Type.String(), credentialId: Type.String() });
+export const inviteLinkParams = Type.Object({ id: Type.String(), inviteId: Type.String() });
+
+/** `POST /docks/{id}/invites`: checked by `validateInviteRules`, whose problems name the field. */
+export const inviteLinkBody = Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  usage_limit: Type.Optional(Type.Unknown()),
+  expires_at: Type.Optional(Type.Unknown()),
+  approval: Type.Optional(Type.Unknown()),
+});
 
 /** `POST /docks/{id}/credentials`: checked by the route, which names the field at fault. */
 export const credentialBody = Type.Object({
@@ -258,6 +267,11 @@ const chatNameSchema = Type.Union([Type.String(), Type.Null()], {
     "The chat as the console names it: a group's title, or a person's name and @username; null when the service knows neither.",
 });
 
+/** The invite link something came through (a subscriber, a join request); null: none. */
+const throughLink = Type.Union([Type.Object({ id: Type.String(), name: stringOrNull }), Type.Null()], {
+  description: "The invite link it came through (its id and name); null: the Dock ID.",
+});
+
 /** A chat that receives (or, blocked, no longer can receive) a Dock's messages. */
 export const subscriber = Type.Object({
   chat_id: Type.Integer(),
@@ -271,8 +285,32 @@ export const subscriber = Type.Object({
   }),
   name: chatNameSchema,
   since: time,
+  invite: throughLink,
 });
 export type Subscriber = Static<typeof subscriber>;
+
+/** A Dock's invite link as its owner sees it, modelled on Telegram's ChatInviteLink. */
+export const inviteLink = Type.Object({
+  id: Type.String({ description: "dinv_…: names the link (to revoke it); not a secret." }),
+  name: stringOrNull,
+  link: Type.String({ description: "The link into the bot (start=join_<token>): whoever has it may join." }),
+  creator: Type.Union([Type.Object({ id: Type.Integer(), name: stringOrNull }), Type.Null()], {
+    description: "Who made it; null: the operator's CLI.",
+  }),
+  created_at: time,
+  expires_at: Type.Union([time, Type.Null()], { description: "When it stops working; null: never." }),
+  usage_limit: Type.Union([Type.Integer(), Type.Null()], {
+    description: "How many chats may join through it; null: no limit.",
+  }),
+  uses: Type.Integer({ description: "Chats that joined through it so far." }),
+  approval: Type.Boolean({ description: "Whoever opens it asks to join; the owner approves." }),
+  revoked_at: Type.Union([time, Type.Null()]),
+  state: Type.Union(
+    [Type.Literal("active"), Type.Literal("expired"), Type.Literal("used_up"), Type.Literal("revoked")],
+    { description: "Whether it works now, and if not why." },
+  ),
+});
+export type InviteLinkView = Static<typeof inviteLink>;
 
 export const deliveryState = Type.Union([
   Type.Literal("queued"),
@@ -543,6 +581,14 @@ export const credentialAnswer = Type.Object({
 });
 export type CredentialAnswer = Static<typeof credentialAnswer>;
 
+/** `GET /docks/{id}/invites`: the Dock's invite links, newest first, revoked ones included. */
+export const inviteLinkListAnswer = Type.Object({ ok, invites: Type.Array(inviteLink) });
+export type InviteLinkListAnswer = Static<typeof inviteLinkListAnswer>;
+
+/** `POST /docks/{id}/invites`, `GET /docks/{id}/invites/{inviteId}`: one link, with its QR code. */
+export const inviteLinkAnswer = Type.Object({ ok, invite: inviteLink, qr_svg: Type.String() });
+export type InviteLinkAnswer = Static<typeof inviteLinkAnswer>;
+
 /** `GET /docks/{id}/subscribers`. */
 export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });
 export type SubscriberListAnswer = Static<typeof subscriberListAnswer>;
@@ -616,11 +662,12 @@ export type PreviewAnswer = Static<typeof previewAnswer>;
 
 /**
  * The live stream's `dock` event (live.ts): which Dock, and which parts of it moved — its
- * `settings` (fields, key, hook token, template), `subscribers`, or `messages` (and their copies).
+ * `settings` (fields, key, hook token, template), `subscribers`, `messages` (and their copies), or
+ * `audience` (invite links).
  */
 export interface DockEvent {
   id: string;
   changed: DockPart[];
 }
 /** A part of a Dock the live stream tells apart (store/dock-stamps.ts's STAMP_PARTS). */
-export type DockPart = "settings" | "subscribers" | "messages";
+export type DockPart = "settings" | "subscribers" | "messages" | "audience";

@@ -161,8 +161,24 @@ function LoadedDock({
         </button>
       </div>
       <p className="muted small dock-hint">
-        Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the Dock
-        ID) with anyone who should receive these notifications.
+        {dock.visibility === "open" ? (
+          <>
+            Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the
+            Dock ID) with anyone who should receive these notifications.
+          </>
+        ) : (
+          <>
+            <strong>
+              {dock.visibility === "invite"
+                ? "Private: invite links only."
+                : "Private: you approve who joins."}
+            </strong>{" "}
+            {dock.visibility === "invite"
+              ? "The Dock ID alone is refused (except for you):"
+              : "The Dock ID or a link sends you a join request:"}{" "}
+            share an invite link from <a href={dockHref(dock.id, "subscribers")}>Subscribers</a>.
+          </>
+        )}
         {onlyOnThisComputer(dock.open_in_telegram) && (
           <>
             {" "}

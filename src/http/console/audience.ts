@@ -1,0 +1,168 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance } from "fastify";
+import { JOIN_PAYLOAD_PREFIX, validateInviteRules } from "../../domain/audience.ts";
+import { telegramLink } from "../../domain/telegram-link.ts";
+import { quietly } from "../../log.ts";
+import type { Audience } from "../../store/audience.ts";
+import type { DockRepository } from "../../store/docks.ts";
+import type { InviteLink, InviteLinkRepository } from "../../store/invite-links.ts";
+import type { SessionRepository } from "../../store/sessions.ts";
+import type { SubscriptionRepository } from "../../store/subscriptions.ts";
+import { ApiError } from "../errors.ts";
+import { qrSvg } from "../qr.ts";
+import { requireSession, type SignedIn } from "../session.ts";
+import { ownedDocks } from "./owned-dock.ts";
+import {
+  dockParams,
+  type InviteLinkAnswer,
+  type InviteLinkListAnswer,
+  type InviteLinkView,
+  inviteLinkBody,
+  inviteLinkParams,
+  type OkAnswer,
+  type Subscriber,
+  type SubscriberListAnswer,
+  subscriberParams,
+} from "./schemas.ts";
+
+export interface AudienceRoutesOptions {
+  docks: DockRepository;
+  /** The actions on a Dock's audience, each done and audited in one place. */
+  audience: Audience;
+  subscriptions: SubscriptionRepository;
+  invites: InviteLinkRepository;
+  sessions: SessionRepository;
+  publicUrl: string;
+  /** True when the built-in sandbox plays Telegram: links go to its chat page. */
+  sandbox: boolean;
+  botUsername: () => Promise<string>;
+  now: () => number;
+}
+
+/**
+ * Who receives a Dock's messages and who may (issue 37): its subscribers (and removing one), its
+ * invite links (made, listed with their uses and QR code, revoked). Every route needs a session
+ * (and, to change anything, its CSRF token) and answers `404` for another owner's Dock exactly as
+ * for a missing one. Part of `consoleApi`.
+ */
+export async function audience(app: FastifyInstance, options: AudienceRoutesOptions): Promise<void> {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("preHandler", async (request) => {
+    request.signedIn = await requireSession(request, options.sessions);
+  });
+  const ownedDock = ownedDocks(options.docks);
+  const actor = (signedIn: SignedIn | null) => (signedIn as SignedIn).user.id;
+
+  /** An invite link as the console shows it, with the link into the bot built from its token. */
+  const inviteView = async (link: InviteLink): Promise<InviteLinkView> => ({
+    id: link.id,
+    name: link.name,
+    link: telegramLink(
+      options.publicUrl,
+      await options.botUsername(),
+      `${JOIN_PAYLOAD_PREFIX}${link.token}`,
+      options.sandbox,
+    ),
+    creator: link.creator,
+    created_at: link.createdAt,
+    expires_at: link.expiresAt,
+    usage_limit: link.usageLimit,
+    uses: link.uses,
+    approval: link.approval,
+    revoked_at: link.revokedAt,
+    state: link.state,
+  });
+
+  routes.get(
+    "/docks/:id/subscribers",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<SubscriberListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const subscribers = await options.subscriptions.list(dock.id);
+      return {
+        ok: true,
+        subscribers: subscribers.map(
+          (s): Subscriber => ({
+            chat_id: s.chatId,
+            chat_type: s.chatType,
+            state: s.state,
+            first_name: s.firstName,
+            username: s.username,
+            title: s.title,
+            name: s.name,
+            since: s.since,
+            invite: s.invite,
+          }),
+        ),
+      };
+    },
+  );
+
+  routes.delete(
+    "/docks/:id/subscribers/:chatId",
+    { schema: { params: subscriberParams } },
+    async (request): Promise<OkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
+      const removed = Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId));
+      if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
+      return { ok: true };
+    },
+  );
+
+  routes.get(
+    "/docks/:id/invites",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<InviteLinkListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const links = await options.invites.list(dock.id);
+      return { ok: true, invites: await Promise.all(links.map(inviteView)) };
+    },
+  );
+
+  /** A new invite link, with its QR code. */
+  routes.post(
+    "/docks/:id/invites",
+    { schema: { params: dockParams, body: inviteLinkBody } },
+    async (request, reply) => {
+      const dock = await ownedDock(request, request.params.id);
+      const rules = validateInviteRules(request.body, options.now());
+      if (!rules.ok) throw new ApiError("invalid_fields", undefined, {}, rules.errors);
+      const link = await options.audience.createInvite(dock.id, rules.value, actor(request.signedIn));
+      const view = await inviteView(link);
+      return reply
+        .code(201)
+        .send({ ok: true, invite: view, qr_svg: await qrSvg(view.link) } satisfies InviteLinkAnswer);
+    },
+  );
+
+  /** One invite link with its QR code (the console's QR button). */
+  routes.get(
+    "/docks/:id/invites/:inviteId",
+    { schema: { params: inviteLinkParams } },
+    async (request): Promise<InviteLinkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const link = await options.invites.get(dock.id, request.params.inviteId);
+      if (link === undefined) throw new ApiError("not_found", "This Dock has no such invite link.");
+      const view = await inviteView(link);
+      return { ok: true, invite: view, qr_svg: await qrSvg(view.link) };
+    },
+  );
+
+  /** Revokes an invite link: nobody joins through it any more; who did stays subscribed. */
+  routes.delete(
+    "/docks/:id/invites/:inviteId",
+    { schema: { params: inviteLinkParams } },
+    async (request): Promise<OkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const revoked = await options.audience.revokeInvite(
+        dock.id,
+        request.params.inviteId,
+        actor(request.signedIn),
+      );
+      if (revoked === undefined)
+        throw new ApiError("not_found", "This Dock has no such invite link, or it was revoked already.");
+      return { ok: true };
+    },
+  );
+}
