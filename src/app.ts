@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
+import { NoticeSender } from "./bot/notices.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
@@ -43,9 +44,11 @@ import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
 import { EventOutbox } from "./store/events.ts";
 import { InviteLinkRepository } from "./store/invite-links.ts";
+import { JoinRequestRepository } from "./store/join-requests.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageChanges } from "./store/message-changes.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { NoticeQueue } from "./store/notices.ts";
 import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
@@ -170,7 +173,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // issue 37: the audit log replaces this
   const audit = deps.audit ?? NO_AUDIT;
   const invites = new InviteLinkRepository(db, deps.encryptionKey, now);
-  const audience = new Audience({ docks, invites, audit });
+  const joinRequests = new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs, now });
+  const notices = new NoticeQueue(db, now);
+  const audience = new Audience({ db, docks, invites, requests: joinRequests, notices, audit });
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -370,6 +375,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     owners,
     activity,
+    notices,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,
@@ -379,6 +385,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     docks,
     subscriptions,
     invites,
+    audience,
     loginTokens,
     states: botStates,
     messages: messageChanges,
@@ -398,7 +405,19 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events];
+  const noticeSender = new NoticeSender({
+    notices,
+    requests: joinRequests,
+    pacer,
+    log: server.log.child({ worker: "notices" }),
+    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    leaseMs: config.deliveryLeaseMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+    sweepMs: 1000,
+    now,
+  });
+
+  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events, noticeSender];
   let started: BackgroundWorker[] = [];
 
   return {

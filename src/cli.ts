@@ -121,6 +121,8 @@ async function withDocks<T>(
   const { OwnerRepository } = await import("./store/owners.ts");
   const { Audience } = await import("./store/audience.ts");
   const { InviteLinkRepository } = await import("./store/invite-links.ts");
+  const { JoinRequestRepository } = await import("./store/join-requests.ts");
+  const { NoticeQueue } = await import("./store/notices.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
   const { NO_AUDIT } = await import("./domain/audit.ts");
   const db = await openMigratedDb(config);
@@ -131,7 +133,15 @@ async function withDocks<T>(
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
     const docks = new DockRepository(db, key);
     // The operator's actions are recorded with no actor. issue 37: the audit log replaces this
-    const audience = new Audience({ docks, invites: new InviteLinkRepository(db, key), audit: NO_AUDIT });
+    const audience = new Audience({
+      db,
+      docks,
+      invites: new InviteLinkRepository(db, key),
+      requests: new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs }),
+      // The service that runs sends what the CLI queued (its sweep finds it).
+      notices: new NoticeQueue(db),
+      audit: NO_AUDIT,
+    });
     return await fn(docks, config, owners, audience);
   } finally {
     await db.close();

@@ -649,6 +649,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         "id",
         "link",
         "name",
+        "pending_requests",
         "stats",
         "subscribers",
         "updated_at",

@@ -151,6 +151,8 @@ export interface ServiceOptions {
   resolveHost?: HostResolver;
   /** Where a Dock's audience actions are recorded (a RecordedAudit, to read them back). */
   audit?: AuditSink;
+  /** The service's clock (a test moves it on to reach an expiry); the system's when omitted. */
+  now?: () => number;
 }
 
 /** An audit sink that keeps every entry, in order, for a test to read. */
@@ -225,6 +227,7 @@ export async function startServiceOver(
     ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
     ...(options.audit === undefined ? {} : { audit: options.audit }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();

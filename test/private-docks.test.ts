@@ -78,6 +78,26 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
   /** The `start` payload of an invite link (`join_<token>`), as Telegram passes it to the bot. */
   const payloadOf = (link: string) => new URL(link).searchParams.get("start") as string;
 
+  /** The chat's latest message (a marker: what the bot says next comes after it). */
+  async function latest(chatId: number): Promise<ChatMessage> {
+    return (await people.history(chatId)).at(-1) ?? ({ message_id: 0 } as ChatMessage);
+  }
+
+  /**
+   * A person asks to join an approval Dock by its ID, as a link from its owner would have them:
+   * the prompt, Yes, the answer; and the copy of the request the owner gets. `after`: the owner's
+   * chat before they asked.
+   */
+  async function askByLink(who: number, dock: Json, payload: string = dock.id) {
+    const before = await latest(ownerId);
+    const prompt = await people.botReply(who, await people.start(who, payload), "the ask prompt");
+    expect(prompt.text).toContain("Its owner approves who subscribes. Ask to join?");
+    await people.press(who, prompt, "Yes");
+    const answer = await people.edited(who, prompt, "the request to be sent");
+    const copy = await people.botReply(ownerId, before, "the owner's copy of the request");
+    return { answer, copy };
+  }
+
   /** A new person who opened the bot and got its welcome (and so the menu). */
   async function opened(name: string) {
     const id = await people.person(name);
@@ -365,5 +385,238 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
       await people.press(ownerId, prompt, "Yes");
       expect((await people.edited(ownerId, prompt)).text).toContain("You are now subscribed to Mine");
     });
+  });
+
+  describe("join requests", () => {
+    it("an approval Dock's request, approved from the owner's bot message: the copy says so, the requester is told, the next message arrives", async () => {
+      const dock = await newDock("Approvals", "approval");
+      const kim = await opened("Kim");
+      const { answer, copy } = await askByLink(kim, dock);
+      expect(answer.text).toBe(
+        "Your request to join Approvals is sent. Its owner decides; I will tell you here.",
+      );
+      expect(copy.text).toBe("Kim asks to join Approvals.");
+      expect(copy.reply_markup?.inline_keyboard).toEqual([
+        [expect.objectContaining({ text: "Approve" }), expect.objectContaining({ text: "Decline" })],
+      ]);
+      expect(await subscriptionsOf(kim)).toEqual([]);
+      // The console's queue, and the Dock's badge.
+      const queue = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+      expect(queue).toEqual([
+        expect.objectContaining({
+          chat_id: kim,
+          chat_type: "private",
+          name: "Kim",
+          requested_by: { id: kim, name: "Kim" },
+          member_count: null,
+          invite: null,
+          state: "pending",
+        }),
+      ]);
+      expect((await owner.call("GET", `/docks/${dock.id}`)).body.dock.pending_requests).toBe(1);
+      // Asking again while it waits says so; My subscriptions shows it waiting.
+      const again = await people.botReply(kim, await people.say(kim, `/subscribe ${dock.id}`));
+      expect(again.text).toBe("You have asked to join Approvals already: its owner has not decided yet.");
+      const list = await people.botReply(kim, await people.keyboard(kim, "My subscriptions"));
+      expect(list.text).toContain("Waiting for an owner's approval:\n⏳ Approvals");
+
+      const before = await latest(kim);
+      const press = await people.press(ownerId, copy, "Approve");
+      expect((await people.callbackAnswer(press)).text).toBe("Approved: they are subscribed, and told.");
+      const decided = await people.edited(ownerId, copy, "the copy to show the approval");
+      expect(decided.text).toBe("Kim asks to join Approvals.\n\n✔ Approved by Olga (@olga_ops).");
+      expect(decided.reply_markup).toBeUndefined();
+      expect((await people.botReply(kim, before, "the requester to be told")).text).toBe(
+        "Your request to join Approvals was approved: its messages will appear here.",
+      );
+      expect(await subscriptionsOf(kim)).toEqual([[dock.id, "active"]]);
+      expect((await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests).toEqual([]);
+      await send(dock, "Approved and delivered");
+      await delivered(kim, "Approved and delivered");
+      expect(audit.of(dock.id)).toEqual([
+        ["request_approved", ownerId, { request_id: queue[0].id, chat_id: kim, invite_id: null }],
+      ]);
+    });
+
+    it("a declined request delivers nothing; the requester is told; declined and banned, they cannot ask again until unbanned", async () => {
+      const dock = await newDock("Gated", "approval");
+      // The owner receives the Dock too: a message reaching them and not the declined shows it went out.
+      const mine = await people.botReply(ownerId, await people.start(ownerId, dock.id), "the owner's prompt");
+      await people.press(ownerId, mine, "Yes");
+      await people.edited(ownerId, mine);
+      const lou = await opened("Lou");
+      const { copy } = await askByLink(lou, dock);
+      const before = await latest(lou);
+      await people.press(ownerId, copy, "Decline");
+      expect((await people.edited(ownerId, copy)).text).toBe(
+        "Lou asks to join Gated.\n\n✖ Declined by Olga (@olga_ops).",
+      );
+      expect((await people.botReply(lou, before, "the requester to be told")).text).toBe(
+        "Your request to join Gated was declined.",
+      );
+      await send(dock, "Not for Lou");
+      await delivered(ownerId, "Not for Lou");
+      expect((await people.history(lou)).some((m) => m.text?.includes("Not for Lou"))).toBe(false);
+      expect(await subscriptionsOf(lou)).toEqual([]);
+
+      // Declined without a ban, they may ask again; declined with one (in the console), they may not.
+      const second = await askByLink(lou, dock);
+      expect(second.answer.text).toContain("Your request to join Gated is sent.");
+      const [waiting] = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+      const declined = await owner.call("POST", `/docks/${dock.id}/requests/${waiting.id}/decline`, {
+        ban: true,
+      });
+      expect(declined.status).toBe(200);
+      expect(declined.body.request).toMatchObject({ state: "declined", decided_by: { id: ownerId } });
+      expect((await people.edited(ownerId, second.copy)).text).toContain("✖ Declined by Olga");
+      const refused = await people.botReply(lou, await people.say(lou, `/subscribe ${dock.id}`));
+      expect(refused.text).toBe("The owner of Gated does not accept this chat.");
+      expect(audit.of(dock.id).map(([action]) => action)).toEqual([
+        "request_declined",
+        "request_declined",
+        "subscriber_banned",
+      ]);
+    });
+
+    it("two presses of Approve at once, and the console's approval beside the bot's: one decision, every copy shows it", async () => {
+      // Until co-owners exist the Dock has one decider, so one copy: two presses of that copy at
+      // the same moment stand for two deciders, and the console beside the bot for two faces.
+      const dock = await newDock("Race", "approval");
+      const max = await opened("Max");
+      const { copy } = await askByLink(max, dock);
+      const before = await latest(max);
+      const presses = await Promise.all([
+        people.press(ownerId, copy, "Approve"),
+        people.press(ownerId, copy, "Approve"),
+      ]);
+      const answers = (await Promise.all(presses.map((id) => people.callbackAnswer(id)))).map((a) => a.text);
+      expect(answers.sort()).toEqual([
+        "Already approved by Olga (@olga_ops).",
+        "Approved: they are subscribed, and told.",
+      ]);
+      expect((await people.edited(ownerId, copy)).text).toContain("✔ Approved by Olga (@olga_ops).");
+      await people.botReply(max, before, "the requester to be told");
+      expect(audit.of(dock.id).filter(([action]) => action === "request_approved")).toHaveLength(1);
+
+      const ned = await opened("Ned");
+      const asked = await askByLink(ned, dock);
+      const [pending] = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+      const [pressed, console] = await Promise.all([
+        people.press(ownerId, asked.copy, "Decline"),
+        owner.call("POST", `/docks/${dock.id}/requests/${pending.id}/approve`),
+      ]);
+      const botAnswer = (await people.callbackAnswer(pressed)).text as string;
+      const shown = (await people.edited(ownerId, asked.copy)).text as string;
+      if (console.status === 200) {
+        expect(botAnswer).toBe("Already approved by Olga (@olga_ops).");
+        expect(shown).toContain("✔ Approved by Olga");
+        expect(await subscriptionsOf(ned)).toEqual([[dock.id, "active"]]);
+      } else {
+        expect(console.status).toBe(409);
+        expect(console.body.error).toEqual({
+          code: "request_ended",
+          message: "This join request was already declined by Olga (@olga_ops).",
+        });
+        expect(botAnswer).toBe("Declined: they are told.");
+        expect(shown).toContain("✖ Declined by Olga");
+        expect(await subscriptionsOf(ned)).toEqual([]);
+      }
+      const decisions = audit.of(dock.id).filter(([action]) => action.startsWith("request_"));
+      expect(decisions).toHaveLength(2);
+      // The requester is told once, whatever raced.
+      await people.waitFor(
+        "the requester to be told",
+        async () =>
+          (await people.history(ned)).some((m) => m.text?.startsWith("Your request to join Race was")) ||
+          undefined,
+      );
+      const told = (await people.history(ned)).filter((m) =>
+        m.text?.startsWith("Your request to join Race was"),
+      );
+      expect(told).toHaveLength(1);
+    });
+
+    it("a link that asks: the request names it; approving counts its use", async () => {
+      const dock = await newDock("Linked", "invite");
+      const { invite } = await newLink(dock, { name: "Partners", approval: true });
+      const oz = await opened("Oz");
+      const { answer, copy } = await askByLink(oz, dock, payloadOf(invite.link));
+      expect(answer.text).toContain("Your request to join Linked is sent.");
+      expect(copy.text).toBe("Oz asks to join Linked.\nThrough the invite link “Partners”.");
+      await people.press(ownerId, copy, "Approve");
+      await people.edited(ownerId, copy);
+      const subscribers = (await owner.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers;
+      expect(subscribers).toEqual([
+        expect.objectContaining({ chat_id: oz, invite: { id: invite.id, name: "Partners" } }),
+      ]);
+      expect((await owner.call("GET", `/docks/${dock.id}/invites/${invite.id}`)).body.invite.uses).toBe(1);
+    });
+
+    it("the console refuses what is not there, or no longer waits", async () => {
+      const dock = await newDock("Strict", "approval");
+      const missing = await owner.call("POST", `/docks/${dock.id}/requests/jr_AAAAAAAAAAA/approve`);
+      expect(missing.status).toBe(404);
+      const pia = await opened("Pia");
+      await askByLink(pia, dock);
+      const [request] = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+      const stranger = await signIn(service, { id: 990_002, first_name: "Sid" });
+      const foreign = await stranger.call("POST", `/docks/${dock.id}/requests/${request.id}/approve`);
+      expect(foreign.status).toBe(404);
+      expect(
+        (await owner.call("POST", `/docks/${dock.id}/requests/${request.id}/decline`, { ban: "yes" })).status,
+      ).toBe(400);
+      expect((await owner.call("POST", `/docks/${dock.id}/requests/${request.id}/approve`)).status).toBe(200);
+      const twice = await owner.call("POST", `/docks/${dock.id}/requests/${request.id}/decline`);
+      expect(twice.status).toBe(409);
+      expect(twice.body.error.code).toBe("request_ended");
+    });
+  });
+});
+
+describe.each(DIALECTS)("join requests expire on %s", (dialect) => {
+  let service: RunningService;
+  let people: People;
+  /** How far the service's clock is ahead of the machine's. */
+  let ahead = 0;
+
+  beforeAll(async () => {
+    service = await startService(
+      dialect,
+      { JOIN_REQUEST_TTL_DAYS: "2" },
+      { pace: "unpaced", now: () => Date.now() + ahead },
+    );
+    people = new People(`${service.url}/sandbox`);
+  });
+  afterAll(async () => service.close());
+
+  it("unanswered for JOIN_REQUEST_TTL_DAYS, a request expires: the owner's copy says so, the requester is told and may ask again", async () => {
+    const ownerId = await people.person("Quinn");
+    await people.botReply(ownerId, await people.start(ownerId), "the owner's welcome");
+    const dock = await service.app.docks.create(
+      ownerId,
+      { name: "Slow", link: null, description: null },
+      "approval",
+    );
+    const rex = await people.person("Rex");
+    await people.botReply(rex, await people.start(rex), "the welcome");
+    const before = (await people.history(ownerId)).at(-1) as ChatMessage;
+    const prompt = await people.botReply(rex, await people.start(rex, dock.id));
+    await people.press(rex, prompt, "Yes");
+    await people.edited(rex, prompt);
+    const copy = await people.botReply(ownerId, before, "the owner's copy");
+    const [request] = await service.app.audience.requests.pending(dock.id);
+    expect(request?.expiresAt).toBe((request?.createdAt ?? 0) + 2 * 24 * 60 * 60 * 1000);
+
+    const told = (await people.history(rex)).at(-1) as ChatMessage;
+    ahead = 2 * 24 * 60 * 60 * 1000 + 1000;
+    const expired = await people.edited(ownerId, copy, "the copy to say it expired");
+    expect(expired.text).toBe("Rex asks to join Slow.\n\n⌛ Expired: nobody decided in time.");
+    expect(expired.reply_markup).toBeUndefined();
+    expect((await people.botReply(rex, told, "the requester to be told")).text).toBe(
+      "Your request to join Slow expired before its owner decided. You may ask again.",
+    );
+    expect(await service.app.audience.requests.pending(dock.id)).toEqual([]);
+    const again = await people.botReply(rex, await people.say(rex, `/subscribe ${dock.id}`));
+    expect(again.text).toBe("Your request to join Slow is sent. Its owner decides; I will tell you here.");
   });
 });

@@ -14,6 +14,7 @@ import { joinButtons } from "./join.ts";
 import { login } from "./login.ts";
 import { membership } from "./membership.ts";
 import { ownerLinks } from "./owners.ts";
+import { requestDecisions } from "./requests.ts";
 import { start } from "./start.ts";
 import { subscribe } from "./subscribe.ts";
 import { subscriptionsMenu } from "./subscriptions-menu.ts";
@@ -38,6 +39,7 @@ export function botHandlers(deps: BotDeps): Composer<Context> {
     subscriptionsMenu(deps),
     acknowledge(deps),
     joinButtons(deps),
+    requestDecisions(deps),
   );
   composer.command("help", (ctx) => say(ctx, texts.help));
   composer.hears(texts.menu.help, (ctx) => say(ctx, texts.help));

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { type Context, GrammyError, Keyboard } from "grammy";
+import type { Audience } from "../store/audience.ts";
 import type { BotStateRepository } from "../store/bot-states.ts";
 import type { DockRepository } from "../store/docks.ts";
 import type { InviteLinkRepository } from "../store/invite-links.ts";
@@ -15,6 +16,8 @@ export interface BotDeps {
   subscriptions: SubscriptionRepository;
   /** Docks' invite links, found by the token of `/start join_<token>`. */
   invites: InviteLinkRepository;
+  /** Join requests (asked, decided) and the other actions on a Dock's audience, audited. */
+  audience: Audience;
   loginTokens: LoginTokenRepository;
   states: BotStateRepository;
   messages: MessageChanges;

@@ -1,5 +1,6 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
 import { JOIN_TOKEN_PATTERN, needsApproval } from "../domain/audience.ts";
+import { mayDecide } from "../domain/deciders.ts";
 import type { Dock } from "../store/docks.ts";
 import type { InviteLink } from "../store/invite-links.ts";
 import { answer, type BotDeps, edit, inGroup, menuAfterFirst, namesOf, say } from "./context.ts";
@@ -32,6 +33,71 @@ function refusal(link: InviteLink | undefined): string {
   }
 }
 
+/**
+ * How the update's chat may come into the Dock, by its ID (`link` null) or through a link that
+ * works: `join` at once, `ask` its deciders (an `approval` Dock, a link that asks), or be `told`
+ * why not — already in, banned, or the bare ID of an `invite` Dock (which names nothing of it).
+ * Whoever decides the Dock's requests (domain/deciders.ts) always joins.
+ */
+export async function wayIn(
+  ctx: Context,
+  deps: BotDeps,
+  dock: Dock,
+  link: InviteLink | null,
+): Promise<{ kind: "join" } | { kind: "ask" } | { kind: "told"; text: string }> {
+  const chat = ctx.chat;
+  if (chat === undefined) throw new Error("joining needs a chat");
+  if ((await deps.subscriptions.state(dock.id, chat.id)) === "active")
+    return { kind: "told", text: texts.alreadySubscribed(dock.name, inGroup(ctx)) };
+  if (ctx.from !== undefined && mayDecide(dock, ctx.from.id)) return { kind: "join" };
+  if (link === null && dock.visibility === "invite") return { kind: "told", text: texts.privateDock };
+  if (await deps.audience.banned(dock.id, chat.id)) return { kind: "told", text: texts.banned(dock.name) };
+  return needsApproval(dock.visibility, link) ? { kind: "ask" } : { kind: "join" };
+}
+
+/**
+ * The update's chat asks to join the Dock (by its ID, or through `link`): every decider gets the
+ * request in the bot. A group's request names the group and how many members it has. What to say.
+ */
+export async function askToJoin(
+  ctx: Context,
+  deps: BotDeps,
+  dock: Dock,
+  link: InviteLink | null,
+): Promise<string> {
+  const chat = ctx.chat;
+  const from = ctx.from;
+  if (chat === undefined || from === undefined) throw new Error("asking needs a chat and a person");
+  const group = inGroup(ctx);
+  // The names the deciders' copies show: the person's, or the group's title and the admin's.
+  await deps.subscriptions.rememberNames(chat.id, chat.type, namesOf(chat));
+  if (group)
+    await deps.subscriptions.rememberNames(from.id, "private", {
+      firstName: from.first_name,
+      username: from.username,
+    });
+  const memberCount = group ? await ctx.api.getChatMemberCount(chat.id) : null;
+  const outcome = await deps.audience.ask(dock, {
+    chatId: chat.id,
+    chatType: chat.type,
+    userId: from.id,
+    inviteId: link?.id ?? null,
+    memberCount,
+  });
+  switch (outcome.kind) {
+    case "sent":
+      return texts.requestSent(dock.name, group);
+    case "pending":
+      return texts.requestWaiting(dock.name, group);
+    case "subscribed":
+      return texts.alreadySubscribed(dock.name, group);
+    case "banned":
+      return texts.banned(dock.name);
+    case "link_refused":
+      return refusal(link === null ? undefined : await deps.invites.find(link.token));
+  }
+}
+
 /** The link of this token and its Dock while the link works; otherwise tells why not, and null. */
 async function workingLink(
   ctx: Context,
@@ -49,31 +115,27 @@ async function workingLink(
 
 /**
  * `/start join_<token>` (a Dock's invite link, opened in Telegram or pasted): names the Dock and
- * asks Yes / No, as the Dock ID's link does; only a link that still works gets that far. In a
- * group only an admin may answer.
+ * asks Yes / No — to subscribe, or to ask its owner when the link (or the Dock) asks — as the Dock
+ * ID's link does; only a link that still works gets that far. In a group only an admin may answer.
  */
 export async function offerInvite(ctx: Context, deps: BotDeps, token: string): Promise<void> {
-  const chat = ctx.chat;
-  if (chat === undefined) return;
+  if (ctx.chat === undefined) return;
   if (!(await requireManager(ctx))) return;
   const found = await workingLink(ctx, deps, token);
   if (found === null) return;
-  const { dock, link } = found;
-  if ((await deps.subscriptions.state(dock.id, chat.id)) === "active") {
-    await say(ctx, texts.alreadySubscribed(dock.name, inGroup(ctx)));
-    return;
-  }
-  if (needsApproval(dock.visibility, link)) {
-    await say(ctx, texts.privateDock);
+  const way = await wayIn(ctx, deps, found.dock, found.link);
+  if (way.kind === "told") {
+    await say(ctx, way.text);
     return;
   }
   const buttons = new InlineKeyboard()
     .text(texts.buttons.yes, `${YES}${token}`)
     .text(texts.buttons.no, `${NO}${token}`);
-  await say(ctx, texts.subscribePrompt(dock, inGroup(ctx)), { reply_markup: buttons });
+  const prompt = way.kind === "ask" ? texts.askPrompt : texts.subscribePrompt;
+  await say(ctx, prompt(found.dock, inGroup(ctx)), { reply_markup: buttons });
 }
 
-/** The Yes and No of an invite link's prompt: Yes joins through the link if it still works. */
+/** The Yes and No of an invite link's prompt: Yes joins (or asks) through the link if it still works. */
 export function joinButtons(deps: BotDeps): Composer<Context> {
   const composer = new Composer<Context>();
 
@@ -84,7 +146,9 @@ export function joinButtons(deps: BotDeps): Composer<Context> {
     const found = await workingLink(ctx, deps, ctx.match[1] as string);
     if (found === null) return;
     const { dock, link } = found;
-    if (needsApproval(dock.visibility, link)) return tell(ctx, texts.privateDock);
+    const way = await wayIn(ctx, deps, dock, link);
+    if (way.kind === "told") return tell(ctx, way.text);
+    if (way.kind === "ask") return tell(ctx, await askToJoin(ctx, deps, dock, link));
     await deps.subscriptions.rememberNames(chat.id, chat.type, namesOf(chat));
     const outcome = await deps.subscriptions.joinThrough({
       dockId: dock.id,

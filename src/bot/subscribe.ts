@@ -1,10 +1,9 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
-import { mayDecide } from "../domain/deciders.ts";
 import { dockIdFrom, joinTokenFrom } from "../domain/dock-reference.ts";
 import type { Dock } from "../store/docks.ts";
 import { answer, type BotDeps, edit, inGroup, menuAfterFirst, namesOf, say } from "./context.ts";
 import { requireManager } from "./groups.ts";
-import { offerInvite } from "./join.ts";
+import { askToJoin, offerInvite, wayIn } from "./join.ts";
 import { texts } from "./texts.ts";
 
 /** Callback data of the Yes / No buttons under a subscription prompt, followed by the Dock ID. */
@@ -18,17 +17,8 @@ const AWAITING_DOCK_ID = "awaiting_dock_id";
 const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
 /**
- * Whether the Dock ID alone lets the update's chat in: a private Dock takes an invite link (or a
- * request), except from whoever decides its requests (its owner subscribing, or subscribing a
- * group they administer).
- */
-function openToId(ctx: Context, dock: Dock): boolean {
-  return dock.visibility === "open" || (ctx.from !== undefined && mayDecide(dock, ctx.from.id));
-}
-
-/**
- * Subscribes the update's chat (a person, or a group) to the Dock by its ID; what to say, and
- * whether it is new. A private Dock refuses (a chat already subscribed stays, and is told so).
+ * Subscribes the update's chat (a person, or a group) to the Dock by its ID, or asks its owner to
+ * let it in (an `approval` Dock); what to say, and whether it subscribed. A private Dock refuses.
  */
 async function subscribeChat(
   ctx: Context,
@@ -37,13 +27,9 @@ async function subscribeChat(
 ): Promise<{ added: boolean; text: string }> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
-  if (!openToId(ctx, dock)) {
-    const active = (await deps.subscriptions.state(dock.id, chat.id)) === "active";
-    return {
-      added: false,
-      text: active ? texts.alreadySubscribed(dock.name, inGroup(ctx)) : texts.privateDock,
-    };
-  }
+  const way = await wayIn(ctx, deps, dock, null);
+  if (way.kind === "told") return { added: false, text: way.text };
+  if (way.kind === "ask") return { added: false, text: await askToJoin(ctx, deps, dock, null) };
   const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, namesOf(chat));
   const text = added
     ? texts.subscribed(dock.name, inGroup(ctx))
@@ -53,7 +39,8 @@ async function subscribeChat(
 
 /**
  * The deep-link flow (`/start <dock_id>`, or a Dock link pasted unprompted): names the Dock and
- * asks Yes / No, so nobody is subscribed by following a link they did not read.
+ * asks Yes / No — to subscribe, or to ask its owner — so nobody is subscribed (or asks) by
+ * following a link they did not read. A private Dock says so, without naming itself.
  */
 export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: string): Promise<void> {
   const chat = ctx.chat;
@@ -64,18 +51,16 @@ export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: str
     await say(ctx, texts.noSuchDock(dockId));
     return;
   }
-  if ((await deps.subscriptions.state(dock.id, chat.id)) === "active") {
-    await say(ctx, texts.alreadySubscribed(dock.name, inGroup(ctx)));
-    return;
-  }
-  if (!openToId(ctx, dock)) {
-    await say(ctx, texts.privateDock);
+  const way = await wayIn(ctx, deps, dock, null);
+  if (way.kind === "told") {
+    await say(ctx, way.text);
     return;
   }
   const buttons = new InlineKeyboard()
     .text(texts.buttons.yes, `${YES}${dock.id}`)
     .text(texts.buttons.no, `${NO}${dock.id}`);
-  await say(ctx, texts.subscribePrompt(dock, inGroup(ctx)), { reply_markup: buttons });
+  const prompt = way.kind === "ask" ? texts.askPrompt : texts.subscribePrompt;
+  await say(ctx, prompt(dock, inGroup(ctx)), { reply_markup: buttons });
 }
 
 /** Asks for a Dock ID with `force_reply`, and remembers in the database that it asked. */

@@ -3,13 +3,15 @@ import type { ActivityRepository } from "../store/activity.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { NoticeQueue } from "../store/notices.ts";
 import type { Outbox } from "../store/outbox.ts";
 import type { OwnerRepository } from "../store/owners.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
  * failed or gone) older than RETENTION_DAYS with the events posted about them, expired sign-in
- * tokens, and the Docks' daily activity counts older than 400 days (ACTIVITY_DAYS_KEPT, whatever
+ * tokens, the bot's one-off notices sent (or given up on) more than a day ago, and the Docks'
+ * daily activity counts older than 400 days (ACTIVITY_DAYS_KEPT, whatever
  * RETENTION_DAYS says: a count holds nothing of a message). Queued work is never pruned.
  */
 export interface RetentionOptions {
@@ -19,6 +21,8 @@ export interface RetentionOptions {
   /** Its ended claim links and invitations are pruned with the sign-in tokens. */
   owners?: OwnerRepository;
   activity: ActivityRepository;
+  /** The bot's notices: those done for a day are pruned (a join request's copies go with it). */
+  notices?: NoticeQueue;
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
@@ -85,10 +89,11 @@ export class Retention {
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
       const tokens = await this.#o.loginTokens.prune();
       const ownerLinks = (await this.#o.owners?.prune()) ?? 0;
+      const notices = (await this.#o.notices?.prune(now - 24 * 60 * 60 * 1000)) ?? 0;
       const activityDays = await this.#o.activity.prune();
-      if (messages + events + tokens + ownerLinks + activityDays > 0) {
+      if (messages + events + tokens + ownerLinks + notices + activityDays > 0) {
         this.#o.log.info(
-          { messages, events, loginTokens: tokens, ownerLinks, activityDays },
+          { messages, events, loginTokens: tokens, ownerLinks, notices, activityDays },
           "pruned old records",
         );
       }

@@ -1,11 +1,20 @@
 import type { InviteLinkRules, Visibility } from "../domain/audience.ts";
 import type { AuditSink } from "../domain/audit.ts";
+import { type DecidingDock, deciders } from "../domain/deciders.ts";
+import type { Db } from "./db.ts";
+import { isBanned } from "./dock-bans.ts";
 import type { DockRepository } from "./docks.ts";
 import type { InviteLink, InviteLinkRepository } from "./invite-links.ts";
+import type { Asking, AskOutcome, DecideOutcome, JoinRequestRepository } from "./join-requests.ts";
+import type { NoticeQueue } from "./notices.ts";
 
 export interface AudienceOptions {
+  db: Db;
   docks: DockRepository;
   invites: InviteLinkRepository;
+  requests: JoinRequestRepository;
+  /** The bot's notices: told when some were queued here, so that they go at once. */
+  notices: NoticeQueue;
   /** Where every action is recorded once done (store/audit.ts's DockAudit, once wired). */
   audit: AuditSink;
 }
@@ -13,17 +22,21 @@ export interface AudienceOptions {
 /**
  * What a Dock's owner does to its audience (issue 37) — who may subscribe, invite links, join
  * requests, removing and banning — as one set of actions, whichever face they come through (the
- * console, the bot's buttons, the CLI): each is done in the store, then recorded in the audit log.
- * `actor` is the Telegram user who acted; null for the operator's CLI.
+ * console, the bot's buttons, the CLI): each is done in the store, then recorded in the audit log,
+ * and the bot's notices it queued are sent. `actor` is the Telegram user who acted; null for the
+ * operator's CLI. Who may act is the caller's to check (`mayDecide`, domain/deciders.ts).
  */
 export class Audience {
   readonly #o: AudienceOptions;
   /** The Dock's invite links, to read (what changes them is here). */
   readonly invites: InviteLinkRepository;
+  /** Join requests, to read (what decides them is here). */
+  readonly requests: JoinRequestRepository;
 
   constructor(options: AudienceOptions) {
     this.#o = options;
     this.invites = options.invites;
+    this.requests = options.requests;
   }
 
   /** Who may subscribe to the Dock; true when it changed. Nobody subscribed is dropped. */
@@ -72,5 +85,50 @@ export class Audience {
       detail: { invite_id: link.id, name: link.name, uses: link.uses },
     });
     return link;
+  }
+
+  /** Whether the chat is banned from the Dock: it may neither join nor ask to. */
+  banned(dockId: string, chatId: number): Promise<boolean> {
+    return isBanned(this.#o.db.kysely, dockId, chatId);
+  }
+
+  /** A chat asks to join the Dock: every decider gets the request in the bot. */
+  async ask(dock: DecidingDock & { id: string }, asking: Omit<Asking, "dockId">): Promise<AskOutcome> {
+    const outcome = await this.#o.requests.ask({ ...asking, dockId: dock.id }, deciders(dock));
+    if (outcome.kind === "sent") this.#o.notices.queued();
+    return outcome;
+  }
+
+  /**
+   * Approves or declines a join request as `actor` (whom the caller checked may decide); declining
+   * with `ban` also bans the chat from asking again.
+   */
+  async decide(
+    dockId: string,
+    requestId: string,
+    decision: "approved" | "declined",
+    actor: number,
+    options: { ban?: boolean } = {},
+  ): Promise<DecideOutcome> {
+    const outcome = await this.#o.requests.decide(dockId, requestId, decision, actor, options);
+    if (outcome.kind === "ended") this.#o.notices.queued();
+    if (outcome.kind !== "decided") return outcome;
+    this.#o.notices.queued();
+    const { request } = outcome;
+    await this.#o.audit.record({
+      dockId,
+      actor,
+      action: decision === "approved" ? "request_approved" : "request_declined",
+      detail: { request_id: request.id, chat_id: request.chatId, invite_id: request.invite?.id ?? null },
+    });
+    if (decision === "declined" && options.ban) {
+      await this.#o.audit.record({
+        dockId,
+        actor,
+        action: "subscriber_banned",
+        detail: { chat_id: request.chatId },
+      });
+    }
+    return outcome;
   }
 }

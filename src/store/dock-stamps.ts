@@ -5,7 +5,7 @@ import { DAY_MS, dayOf } from "./rollups.ts";
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
  * its subscriptions, its messages and copies (the activity counts), and who may join (its invite
- * links).
+ * links, join requests and bans).
  */
 export const STAMP_PARTS = ["settings", "subscribers", "messages", "audience"] as const;
 export type StampPart = (typeof STAMP_PARTS)[number];
@@ -66,13 +66,24 @@ export class DockStamps {
           .select((s) => s.fn.max("dock_invites.updated_at").as("at"))
           .whereRef("dock_invites.dock_id", "=", "docks.id")
           .as("invited"),
+        eb
+          .selectFrom("join_requests")
+          .select((s) => s.fn.max("join_requests.updated_at").as("at"))
+          .whereRef("join_requests.dock_id", "=", "docks.id")
+          .as("asked"),
+        // Unbanning deletes the row: the count moves when the newest time does not.
+        eb
+          .selectFrom("dock_bans")
+          .select(sql<string>`count(*) || ':' || coalesce(max(banned_at), 0)`.as("bans"))
+          .whereRef("dock_bans.dock_id", "=", "docks.id")
+          .as("banned"),
       ])
       .where("docks.owner_id", "in", [...ownerIds])
       .execute();
     return rows.map((row) => ({
       id: row.id,
       ownerId: Number(row.owner_id),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.invited ?? 0}`,
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.invited ?? 0}:${row.asked ?? 0}:${row.banned ?? 0}`,
     }));
   }
 }

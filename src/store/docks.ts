@@ -32,6 +32,8 @@ export interface Dock extends DockFields {
   createdAt: number;
   updatedAt: number;
   activeSubscribers: number;
+  /** Join requests waiting for a decision (not expired). */
+  pendingRequests: number;
 }
 
 export interface DockWithSecret extends Dock {
@@ -162,6 +164,7 @@ export class DockRepository {
       createdAt: now,
       updatedAt: now,
       activeSubscribers: 0,
+      pendingRequests: 0,
       secretKey,
       signingSecret,
       hookToken: null,
@@ -171,6 +174,7 @@ export class DockRepository {
   }
 
   #select() {
+    const now = this.#now();
     return this.#db.kysely.selectFrom("docks").select((eb) => [
       "docks.id",
       "docks.owner_id",
@@ -192,6 +196,13 @@ export class DockRepository {
         .where("subscriptions.state", "=", "active")
         .select((s) => s.fn.countAll<number>().as("n"))
         .as("active_subscribers"),
+      eb
+        .selectFrom("join_requests")
+        .whereRef("join_requests.dock_id", "=", "docks.id")
+        .where("join_requests.state", "=", "pending")
+        .where("join_requests.expires_at", ">", now)
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .as("pending_requests"),
     ]);
   }
 
@@ -211,6 +222,7 @@ export class DockRepository {
     created_at: number;
     updated_at: number;
     active_subscribers: number | null;
+    pending_requests: number | null;
   }): DockWithSecret {
     return {
       id: row.id,
@@ -223,6 +235,7 @@ export class DockRepository {
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),
+      pendingRequests: Number(row.pending_requests ?? 0),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
       signingSecret: decryptSecret(row.signing_sealed, this.#key),
       hookToken: row.hook_sealed === null ? null : decryptSecret(row.hook_sealed, this.#key),

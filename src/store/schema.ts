@@ -141,6 +141,77 @@ export interface DockInvitesTable {
   updated_at: Millis;
 }
 
+/** Where a join request stands: waiting, or how it ended. */
+export type JoinRequestState = "pending" | "approved" | "declined" | "expired";
+
+/** A chat asking to join a Dock (migration 0017); one per Dock × chat (a new one replaces an ended one). */
+export interface JoinRequestsTable {
+  /** `jr_…`: in the decision buttons' data and the console's routes. */
+  id: string;
+  dock_id: string;
+  chat_id: number;
+  chat_type: string;
+  /** Who asked: the person (in a group, the administrator who asked for it). */
+  user_id: number;
+  /** The invite link it came through; null: the Dock ID. */
+  invite_id: string | null;
+  /** A group's member count when it asked; null in private (or when Telegram did not say). */
+  member_count: number | null;
+  state: JoinRequestState;
+  created_at: Millis;
+  /** When it expires unanswered (JOIN_REQUEST_TTL_DAYS after it was made). */
+  expires_at: Millis;
+  decided_by: number | null;
+  decided_at: Millis | null;
+  /** When it last changed (the console's live stream watches it). */
+  updated_at: Millis;
+}
+
+/** A chat a Dock's owner banned from asking (or joining) again (migration 0017). */
+export interface DockBansTable {
+  dock_id: string;
+  chat_id: number;
+  /** Who banned it; null: the operator's CLI. */
+  banned_by: number | null;
+  banned_at: Millis;
+}
+
+/**
+ * What a bot notice is: `request_copy`, a join request as one decider sees it (edited as it
+ * ends); `request_outcome` (`detail`: approved, declined, expired), `removed` and `dock_deleted`,
+ * told once to the chat concerned.
+ */
+export type NoticeKind = "request_copy" | "request_outcome" | "removed" | "dock_deleted";
+
+export type NoticeState = "queued" | "sending" | "done" | "failed";
+
+/** Something the bot tells a chat outside a conversation (migration 0017), sent durably. */
+export interface BotNoticesTable {
+  id: Generated<number>;
+  chat_id: number;
+  kind: NoticeKind;
+  /** `request_copy`: the request it shows (the copy goes with the request). */
+  request_id: string | null;
+  /** The Dock's name when the notice was made (the Dock may be gone when it is sent). */
+  dock_name: string | null;
+  detail: string | null;
+  /** `request_copy`: the Telegram message of the copy once sent (later edits change it). */
+  message_id: number | null;
+  /**
+   * `request_copy`: counts the request's changes. A change made while the copy is being sent
+   * leaves it queued once the send settles, so that it is edited to the change.
+   */
+  version: Generated<number>;
+  /** `queued`: to be sent (or, for a copy, edited to the request as it is now). */
+  state: NoticeState;
+  attempts: Generated<number>;
+  next_attempt_at: Millis;
+  lease_until: Millis | null;
+  last_error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
 /** A named credential of a Dock (migration 0015): what it may do is its scope. */
 export interface DockCredentialsTable {
   id: string;
@@ -355,4 +426,7 @@ export interface Database {
   instance: InstanceTable;
   dock_credentials: DockCredentialsTable;
   dock_invites: DockInvitesTable;
+  join_requests: JoinRequestsTable;
+  dock_bans: DockBansTable;
+  bot_notices: BotNoticesTable;
 }

@@ -1,11 +1,13 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { JOIN_PAYLOAD_PREFIX, validateInviteRules } from "../../domain/audience.ts";
+import { mayDecide } from "../../domain/deciders.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import { quietly } from "../../log.ts";
 import type { Audience } from "../../store/audience.ts";
 import type { DockRepository } from "../../store/docks.ts";
 import type { InviteLink, InviteLinkRepository } from "../../store/invite-links.ts";
+import type { JoinRequest } from "../../store/join-requests.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
@@ -13,13 +15,18 @@ import { qrSvg } from "../qr.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import { ownedDocks } from "./owned-dock.ts";
 import {
+  declineBody,
   dockParams,
   type InviteLinkAnswer,
   type InviteLinkListAnswer,
   type InviteLinkView,
   inviteLinkBody,
   inviteLinkParams,
+  type JoinRequestAnswer,
+  type JoinRequestListAnswer,
+  type JoinRequestView,
   type OkAnswer,
+  requestParams,
   type Subscriber,
   type SubscriberListAnswer,
   subscriberParams,
@@ -39,9 +46,28 @@ export interface AudienceRoutesOptions {
   now: () => number;
 }
 
+/** A join request as the console's queue shows it. */
+function requestView(request: JoinRequest): JoinRequestView {
+  return {
+    id: request.id,
+    chat_id: request.chatId,
+    chat_type: request.chatType,
+    name: request.chatName,
+    requested_by: request.requester,
+    member_count: request.memberCount,
+    invite: request.invite,
+    state: request.state,
+    created_at: request.createdAt,
+    expires_at: request.expiresAt,
+    decided_by: request.decidedBy,
+    decided_at: request.decidedAt,
+  };
+}
+
 /**
  * Who receives a Dock's messages and who may (issue 37): its subscribers (and removing one), its
- * invite links (made, listed with their uses and QR code, revoked). Every route needs a session
+ * invite links (made, listed with their uses and QR code, revoked), its join requests (the queue,
+ * approved or declined here as in the bot). Every route needs a session
  * (and, to change anything, its CSRF token) and answers `404` for another owner's Dock exactly as
  * for a missing one. Part of `consoleApi`.
  */
@@ -164,5 +190,56 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
         throw new ApiError("not_found", "This Dock has no such invite link, or it was revoked already.");
       return { ok: true };
     },
+  );
+
+  routes.get(
+    "/docks/:id/requests",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<JoinRequestListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      return { ok: true, requests: (await options.audience.requests.pending(dock.id)).map(requestView) };
+    },
+  );
+
+  /** Approves or declines a join request, as its copies' buttons in the bot do: the first decision wins. */
+  const decide = async (
+    request: FastifyRequest,
+    params: { id: string; requestId: string },
+    decision: "approved" | "declined",
+    ban: boolean,
+  ): Promise<JoinRequestAnswer> => {
+    const dock = await ownedDock(request, params.id);
+    const who = actor(request.signedIn);
+    if (!mayDecide(dock, who)) throw new ApiError("not_found", "No such Dock.");
+    const outcome = await options.audience.decide(dock.id, params.requestId, decision, who, { ban });
+    if (outcome.kind === "not_found") throw new ApiError("not_found", "This Dock has no such join request.");
+    if (outcome.kind === "ended") {
+      const { state, decidedBy } = outcome.request;
+      throw new ApiError(
+        "request_ended",
+        state === "expired" || state === "pending"
+          ? "This join request has expired."
+          : `This join request was already ${state} by ${decidedBy?.name ?? "the Dock's owner"}.`,
+      );
+    }
+    return { ok: true, request: requestView(outcome.request) };
+  };
+
+  routes.post(
+    "/docks/:id/requests/:requestId/approve",
+    { schema: { params: requestParams } },
+    async (request) => decide(request, request.params, "approved", false),
+  );
+
+  routes.post(
+    "/docks/:id/requests/:requestId/decline",
+    {
+      schema: { params: requestParams, body: declineBody },
+      // No body means {}: a plain decline.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request) => decide(request, request.params, "declined", request.body?.ban === true),
   );
 }

@@ -59,6 +59,14 @@ export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.St
 export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 export const credentialParams = Type.Object({ id: Type.String(), credentialId: Type.String() });
 export const inviteLinkParams = Type.Object({ id: Type.String(), inviteId: Type.String() });
+export const requestParams = Type.Object({ id: Type.String(), requestId: Type.String() });
+export const banParams = Type.Object({ id: Type.String(), chatId: Type.String() });
+
+/** `POST /docks/{id}/requests/{requestId}/decline`: `ban` also bans the chat from asking again. */
+export const declineBody = Type.Optional(Type.Object({ ban: Type.Optional(Type.Boolean()) }));
+
+/** `POST /docks/{id}/bans`: the chat to ban (removed first, if subscribed). */
+export const banBody = Type.Object({ chat_id: Type.Integer() });
 
 /** `POST /docks/{id}/invites`: checked by `validateInviteRules`, whose problems name the field. */
 export const inviteLinkBody = Type.Object({
@@ -222,6 +230,7 @@ export const dock = Type.Object({
     { description: "Ready-to-paste settings per tool, with the Dock's real credentials." },
   ),
   subscribers: Type.Integer({ description: "Active subscribers." }),
+  pending_requests: Type.Integer({ description: "Join requests waiting for a decision." }),
   created_at: time,
   updated_at: time,
   open_in_telegram: Type.String({ description: "Opens the bot with this Dock, to subscribe." }),
@@ -255,6 +264,7 @@ export const dockSummary = Type.Pick(dock, [
   "description",
   "visibility",
   "subscribers",
+  "pending_requests",
   "created_at",
   "updated_at",
   "stats",
@@ -311,6 +321,42 @@ export const inviteLink = Type.Object({
   ),
 });
 export type InviteLinkView = Static<typeof inviteLink>;
+
+/** A chat asking to join a Dock, as its owner's queue shows it. */
+export const joinRequest = Type.Object({
+  id: Type.String({ description: "jr_…" }),
+  chat_id: Type.Integer(),
+  chat_type: Type.String({ description: "private, group or supergroup." }),
+  name: chatNameSchema,
+  requested_by: Type.Object(
+    { id: Type.Integer(), name: stringOrNull },
+    { description: "Who asked: the person, or in a group the administrator who asked for it." },
+  ),
+  member_count: Type.Union([Type.Integer(), Type.Null()], {
+    description: "A group's member count when it asked; null for a person.",
+  }),
+  invite: throughLink,
+  state: Type.Union([
+    Type.Literal("pending"),
+    Type.Literal("approved"),
+    Type.Literal("declined"),
+    Type.Literal("expired"),
+  ]),
+  created_at: time,
+  expires_at: time,
+  decided_by: Type.Union([Type.Object({ id: Type.Integer(), name: stringOrNull }), Type.Null()]),
+  decided_at: Type.Union([time, Type.Null()]),
+});
+export type JoinRequestView = Static<typeof joinRequest>;
+
+/** A chat banned from a Dock: it may neither join nor ask to. */
+export const ban = Type.Object({
+  chat_id: Type.Integer(),
+  name: chatNameSchema,
+  banned_by: Type.Union([Type.Integer(), Type.Null()], { description: "Who banned it; null: the CLI." }),
+  banned_at: time,
+});
+export type BanView = Static<typeof ban>;
 
 export const deliveryState = Type.Union([
   Type.Literal("queued"),
@@ -589,6 +635,18 @@ export type InviteLinkListAnswer = Static<typeof inviteLinkListAnswer>;
 export const inviteLinkAnswer = Type.Object({ ok, invite: inviteLink, qr_svg: Type.String() });
 export type InviteLinkAnswer = Static<typeof inviteLinkAnswer>;
 
+/** `GET /docks/{id}/requests`: join requests waiting for a decision, oldest first. */
+export const joinRequestListAnswer = Type.Object({ ok, requests: Type.Array(joinRequest) });
+export type JoinRequestListAnswer = Static<typeof joinRequestListAnswer>;
+
+/** `POST /docks/{id}/requests/{requestId}/approve|decline`: the request as decided. */
+export const joinRequestAnswer = Type.Object({ ok, request: joinRequest });
+export type JoinRequestAnswer = Static<typeof joinRequestAnswer>;
+
+/** `GET /docks/{id}/bans`: the Dock's banned chats, the latest first. */
+export const banListAnswer = Type.Object({ ok, bans: Type.Array(ban) });
+export type BanListAnswer = Static<typeof banListAnswer>;
+
 /** `GET /docks/{id}/subscribers`. */
 export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });
 export type SubscriberListAnswer = Static<typeof subscriberListAnswer>;
@@ -663,7 +721,7 @@ export type PreviewAnswer = Static<typeof previewAnswer>;
 /**
  * The live stream's `dock` event (live.ts): which Dock, and which parts of it moved — its
  * `settings` (fields, key, hook token, template), `subscribers`, `messages` (and their copies), or
- * `audience` (invite links).
+ * `audience` (invite links, join requests, bans).
  */
 export interface DockEvent {
   id: string;

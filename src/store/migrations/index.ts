@@ -36,7 +36,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0014-signing-secrets": signingSecrets(),
     "0015-dock-credentials": dockCredentials(),
     "0016-github-credentials": githubCredentials(),
-    "0017-private-docks": privateDocks(),
+    "0017-private-docks": privateDocks(db.spelling),
   };
 }
 

@@ -46,8 +46,9 @@ export function DockPage({
   guarded: Guarded;
 }) {
   const announce = useAnnounce();
-  // What this page shows of the Dock: its settings and its subscriber count, not its messages.
-  const version = useDockVersion(id, ["settings", "subscribers"]);
+  // What this page shows of the Dock: its settings, its subscriber count and the join requests
+  // waiting (the badge), not its messages.
+  const version = useDockVersion(id, ["settings", "subscribers", "audience"]);
   const heading = useRef<HTMLHeadingElement>(null);
   const read = useLiveRead(
     async () => (await guarded(() => api<DockAnswer>("GET", `/docks/${encodeURIComponent(id)}`))).dock,
@@ -193,6 +194,15 @@ function LoadedDock({
           <a key={t} href={dockHref(dock.id, t)} aria-current={t === tab ? "page" : undefined}>
             {TAB_LABEL[t]}
             {t === "subscribers" && <span className="count"> {dock.subscribers}</span>}
+            {t === "subscribers" && dock.pending_requests > 0 && (
+              <span className="badge" data-testid="requests-badge">
+                {dock.pending_requests}
+                <span className="offscreen">
+                  {" "}
+                  join request{dock.pending_requests === 1 ? "" : "s"} waiting
+                </span>
+              </span>
+            )}
           </a>
         ))}
       </nav>

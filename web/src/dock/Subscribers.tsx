@@ -5,6 +5,7 @@ import { useDockVersion, useLiveRead } from "../live.tsx";
 import type { CardActions, Guarded } from "./actions.ts";
 import { chatLabel } from "./chat-name.ts";
 import { InviteLinks, inviteLabel } from "./InviteLinks.tsx";
+import { JoinRequests } from "./JoinRequests.tsx";
 import { ReadError } from "./ReadError.tsx";
 
 /**
@@ -46,6 +47,7 @@ export function Subscribers({
 
   return (
     <>
+      <JoinRequests dock={dock} actions={actions} />
       <section aria-labelledby={`${id}-subs`}>
         <h2 id={`${id}-subs`}>
           Subscribers: <span data-testid="subscriber-count">{activeCount}</span>
