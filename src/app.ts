@@ -40,6 +40,7 @@ import { ActivityRepository } from "./store/activity.ts";
 import { Audience } from "./store/audience.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import type { Db } from "./store/db.ts";
+import { DockBanRepository } from "./store/dock-bans.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
 import { EventOutbox } from "./store/events.ts";
@@ -175,7 +176,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const invites = new InviteLinkRepository(db, deps.encryptionKey, now);
   const joinRequests = new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs, now });
   const notices = new NoticeQueue(db, now);
-  const audience = new Audience({ db, docks, invites, requests: joinRequests, notices, audit });
+  const audience = new Audience({
+    db,
+    docks,
+    invites,
+    requests: joinRequests,
+    bans: new DockBanRepository(db),
+    notices,
+    audit,
+    now,
+  });
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),

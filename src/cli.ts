@@ -123,6 +123,7 @@ async function withDocks<T>(
   const { InviteLinkRepository } = await import("./store/invite-links.ts");
   const { JoinRequestRepository } = await import("./store/join-requests.ts");
   const { NoticeQueue } = await import("./store/notices.ts");
+  const { DockBanRepository } = await import("./store/dock-bans.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
   const { NO_AUDIT } = await import("./domain/audit.ts");
   const db = await openMigratedDb(config);
@@ -138,6 +139,7 @@ async function withDocks<T>(
       docks,
       invites: new InviteLinkRepository(db, key),
       requests: new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs }),
+      bans: new DockBanRepository(db),
       // The service that runs sends what the CLI queued (its sweep finds it).
       notices: new NoticeQueue(db),
       audit: NO_AUDIT,

@@ -571,6 +571,93 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
       expect(twice.body.error.code).toBe("request_ended");
     });
   });
+
+  describe("removal", () => {
+    /** How many of the bot's messages in the chat say exactly this. */
+    const countOf = async (chatId: number, text: string) =>
+      (await people.history(chatId)).filter((m) => m.from.is_bot && m.text === text).length;
+
+    it("a removed person is told once, gets no later message, can be banned (then cannot come back) and unbanned", async () => {
+      const dock = await newDock("Pager");
+      const mine = await people.botReply(ownerId, await people.start(ownerId, dock.id), "the owner's prompt");
+      await people.press(ownerId, mine, "Yes");
+      await people.edited(ownerId, mine);
+      const sam = await opened("Sam");
+      const prompt = await people.botReply(sam, await people.start(sam, dock.id));
+      await people.press(sam, prompt, "Yes");
+      await people.edited(sam, prompt);
+      await send(dock, "Before the removal");
+      await delivered(sam, "Before the removal");
+
+      expect((await owner.call("DELETE", `/docks/${dock.id}/subscribers/${sam}`)).status).toBe(200);
+      expect((await owner.call("DELETE", `/docks/${dock.id}/subscribers/${sam}`)).status).toBe(404);
+      const removedText = "You were removed from Pager. Its messages will no longer arrive.";
+      await people.waitFor("Sam to be told", async () =>
+        (await countOf(sam, removedText)) > 0 ? true : undefined,
+      );
+      await send(dock, "After the removal");
+      await delivered(ownerId, "After the removal");
+      expect((await people.history(sam)).some((m) => m.text?.includes("After the removal"))).toBe(false);
+      expect(await countOf(sam, removedText)).toBe(1);
+
+      // An open Dock: removed, they could come back by its ID; banned, they cannot, by ID or link.
+      expect((await owner.call("POST", `/docks/${dock.id}/bans`, { chat_id: sam })).status).toBe(201);
+      expect((await owner.call("POST", `/docks/${dock.id}/bans`, { chat_id: sam })).status).toBe(200);
+      const bans = (await owner.call("GET", `/docks/${dock.id}/bans`)).body.bans;
+      expect(bans).toEqual([expect.objectContaining({ chat_id: sam, name: "Sam", banned_by: ownerId })]);
+      const refused = await people.botReply(sam, await people.start(sam, dock.id));
+      expect(refused.text).toBe("The owner of Pager does not accept this chat.");
+      const { invite } = await newLink(dock);
+      const byLink = await people.botReply(sam, await people.start(sam, payloadOf(invite.link)));
+      expect(byLink.text).toBe("The owner of Pager does not accept this chat.");
+      expect(await subscriptionsOf(sam)).toEqual([[dock.id, "removed"]]);
+
+      expect((await owner.call("DELETE", `/docks/${dock.id}/bans/${sam}`)).status).toBe(200);
+      expect((await owner.call("DELETE", `/docks/${dock.id}/bans/${sam}`)).status).toBe(404);
+      const back = await people.botReply(sam, await people.start(sam, dock.id));
+      await people.press(sam, back, "Yes");
+      expect((await people.edited(sam, back)).text).toContain("You are now subscribed to Pager");
+      expect(audit.of(dock.id).map(([action, actor, detail]) => [action, actor, detail])).toEqual([
+        ["subscriber_removed", ownerId, { chat_id: sam }],
+        ["subscriber_banned", ownerId, { chat_id: sam }],
+        ["invite_created", ownerId, expect.any(Object)],
+        ["subscriber_unbanned", ownerId, { chat_id: sam }],
+      ]);
+    });
+
+    it("banning a subscriber removes them (told once) at the same time", async () => {
+      const dock = await newDock("Console");
+      const tia = await opened("Tia");
+      await service.app.subscriptions.subscribe(dock.id, tia, "private");
+      expect((await owner.call("POST", `/docks/${dock.id}/bans`, { chat_id: tia })).status).toBe(201);
+      const removedText = "You were removed from Console. Its messages will no longer arrive.";
+      await people.waitFor("Tia to be told", async () =>
+        (await countOf(tia, removedText)) > 0 ? true : undefined,
+      );
+      expect(await subscriptionsOf(tia)).toEqual([[dock.id, "removed"]]);
+      expect((await owner.call("GET", `/docks/${dock.id}/subscribers`)).body.subscribers).toEqual([]);
+      expect(audit.of(dock.id).map(([action]) => action)).toEqual([
+        "subscriber_removed",
+        "subscriber_banned",
+      ]);
+      const bad = await owner.call("POST", `/docks/${dock.id}/bans`, { chat_id: "x" });
+      expect(bad.status).toBe(400);
+    });
+
+    it("a Dock deleted: each active subscriber is told", async () => {
+      const dock = await newDock("Doomed");
+      const [uma, vic] = [await opened("Uma"), await opened("Vic")];
+      for (const who of [uma, vic]) await service.app.subscriptions.subscribe(dock.id, who, "private");
+      expect((await owner.call("DELETE", `/docks/${dock.id}`)).status).toBe(200);
+      const deleted = "Doomed was deleted by its owner. Its messages will no longer arrive.";
+      for (const who of [uma, vic]) {
+        await people.waitFor(`${who} to be told`, async () =>
+          (await countOf(who, deleted)) > 0 ? true : undefined,
+        );
+      }
+      expect(await countOf(uma, deleted)).toBe(1);
+    });
+  });
 });
 
 describe.each(DIALECTS)("join requests expire on %s", (dialect) => {

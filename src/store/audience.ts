@@ -2,21 +2,24 @@ import type { InviteLinkRules, Visibility } from "../domain/audience.ts";
 import type { AuditSink } from "../domain/audit.ts";
 import { type DecidingDock, deciders } from "../domain/deciders.ts";
 import type { Db } from "./db.ts";
-import { isBanned } from "./dock-bans.ts";
+import { banChat, type DockBanRepository, isBanned } from "./dock-bans.ts";
 import type { DockRepository } from "./docks.ts";
 import type { InviteLink, InviteLinkRepository } from "./invite-links.ts";
 import type { Asking, AskOutcome, DecideOutcome, JoinRequestRepository } from "./join-requests.ts";
 import type { NoticeQueue } from "./notices.ts";
+import { removeChat } from "./subscriptions.ts";
 
 export interface AudienceOptions {
   db: Db;
   docks: DockRepository;
   invites: InviteLinkRepository;
   requests: JoinRequestRepository;
+  bans: DockBanRepository;
   /** The bot's notices: told when some were queued here, so that they go at once. */
   notices: NoticeQueue;
   /** Where every action is recorded once done (store/audit.ts's DockAudit, once wired). */
   audit: AuditSink;
+  now?: () => number;
 }
 
 /**
@@ -32,11 +35,16 @@ export class Audience {
   readonly invites: InviteLinkRepository;
   /** Join requests, to read (what decides them is here). */
   readonly requests: JoinRequestRepository;
+  /** Banned chats, to read (what bans and unbans them is here). */
+  readonly bans: DockBanRepository;
+  readonly #now: () => number;
 
   constructor(options: AudienceOptions) {
     this.#o = options;
     this.invites = options.invites;
     this.requests = options.requests;
+    this.bans = options.bans;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Who may subscribe to the Dock; true when it changed. Nobody subscribed is dropped. */
@@ -130,5 +138,66 @@ export class Audience {
       });
     }
     return outcome;
+  }
+
+  /**
+   * Removes a chat from the Dock: it stops receiving at once (what was queued for it is not sent)
+   * and is told once; with `ban`, it may not join or ask again. False: it was not subscribed.
+   */
+  async remove(dockId: string, chatId: number, actor: number | null, options: { ban?: boolean } = {}) {
+    const now = this.#now();
+    const done = await this.#o.db.kysely.transaction().execute(async (tx) => {
+      if (!(await removeChat(tx, dockId, chatId, now))) return { removed: false, banned: false };
+      return {
+        removed: true,
+        banned: options.ban === true && (await banChat(tx, dockId, chatId, actor, now)),
+      };
+    });
+    if (!done.removed) return false;
+    this.#o.notices.queued();
+    await this.#o.audit.record({ dockId, actor, action: "subscriber_removed", detail: { chat_id: chatId } });
+    if (done.banned)
+      await this.#o.audit.record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
+    return true;
+  }
+
+  /**
+   * Bans a chat from the Dock: it is removed if subscribed (and told), its request waiting is
+   * declined, and it may not join or ask again until unbanned. False: it was banned already.
+   */
+  async ban(dockId: string, chatId: number, actor: number): Promise<boolean> {
+    const now = this.#now();
+    const done = await this.#o.db.kysely.transaction().execute(async (tx) => ({
+      removed: await removeChat(tx, dockId, chatId, now),
+      banned: await banChat(tx, dockId, chatId, actor, now),
+    }));
+    if (done.removed) {
+      this.#o.notices.queued();
+      await this.#o.audit.record({
+        dockId,
+        actor,
+        action: "subscriber_removed",
+        detail: { chat_id: chatId },
+      });
+    }
+    const waiting = (await this.#o.requests.pending(dockId)).find((request) => request.chatId === chatId);
+    if (waiting !== undefined) await this.decide(dockId, waiting.id, "declined", actor);
+    if (!done.banned) return false;
+    await this.#o.audit.record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
+    return true;
+  }
+
+  /** Lets a banned chat join (or ask) again; false when it was not banned. */
+  async unban(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
+    if (!(await this.#o.bans.unban(dockId, chatId))) return false;
+    await this.#o.audit.record({ dockId, actor, action: "subscriber_unbanned", detail: { chat_id: chatId } });
+    return true;
+  }
+
+  /** Deletes the Dock; its active subscribers are told (DockRepository.delete queues it). */
+  async deleteDock(dockId: string): Promise<boolean> {
+    const deleted = await this.#o.docks.delete(dockId);
+    if (deleted) this.#o.notices.queued();
+    return deleted;
   }
 }

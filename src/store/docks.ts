@@ -21,6 +21,7 @@ import {
   openGithubSlots,
   sealGithubSlots,
 } from "./dock-credentials.ts";
+import { queueNoticeToSubscribers } from "./notices.ts";
 import type { Database } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
@@ -469,9 +470,17 @@ export class DockRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Deletes the Dock with its subscriptions, messages, pending deliveries and activity counts. */
+  /**
+   * Deletes the Dock with its subscriptions, messages, pending deliveries, invite links, join
+   * requests and activity counts. Its active subscribers are told (bot notices queued with the
+   * deletion: whatever face deleted it, the service that runs tells them).
+   */
   async delete(id: string): Promise<boolean> {
+    const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
+      const dock = await tx.selectFrom("docks").select("name").where("id", "=", id).executeTakeFirst();
+      if (dock === undefined) return false;
+      await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
       const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
       // Not by a foreign key's cascade (migration 0011 says why).
       await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();

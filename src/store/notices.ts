@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Db } from "./db.ts";
 import type { Database, NoticeKind, NoticeState } from "./schema.ts";
 
@@ -33,6 +33,48 @@ export async function queueNotice(db: Kysely<Database>, notice: NoticeText, now:
       created_at: now,
       updated_at: now,
     })
+    .execute();
+}
+
+/**
+ * Queues a one-off notice to every active subscriber of a Dock in `db`, in one statement however
+ * many there are (a Dock deleted: its subscribers are told).
+ */
+export async function queueNoticeToSubscribers(
+  db: Kysely<Database>,
+  dockId: string,
+  notice: Omit<NoticeText, "chatId">,
+  now: number,
+): Promise<void> {
+  await db
+    .insertInto("bot_notices")
+    .columns([
+      "chat_id",
+      "kind",
+      "dock_name",
+      "detail",
+      "state",
+      "next_attempt_at",
+      "created_at",
+      "updated_at",
+    ])
+    .expression((eb) =>
+      eb
+        .selectFrom("subscriptions")
+        // Typed in SQL: PostgreSQL would take the bare parameters of a select list for text.
+        .select([
+          "subscriptions.chat_id",
+          sql<NoticeKind>`cast(${notice.kind} as text)`.as("kind"),
+          sql<string>`cast(${notice.dockName} as text)`.as("dock_name"),
+          sql<string | null>`cast(${notice.detail ?? null} as text)`.as("detail"),
+          sql<NoticeState>`cast(${"queued"} as text)`.as("state"),
+          sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
+          sql<number>`cast(${now} as bigint)`.as("created_at"),
+          sql<number>`cast(${now} as bigint)`.as("updated_at"),
+        ])
+        .where("subscriptions.dock_id", "=", dockId)
+        .where("subscriptions.state", "=", "active"),
+    )
     .execute();
 }
 

@@ -1,7 +1,8 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { chatName, followTitle, rememberTitle } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { useInviteLink } from "./invite-links.ts";
+import { queueNotice } from "./notices.ts";
 import { cancelForSubscriber, followChat } from "./outbox.ts";
 import type { Database, SubscriptionState } from "./schema.ts";
 import { rememberName } from "./users.ts";
@@ -89,6 +90,41 @@ export async function activate(db: Kysely<Database>, joining: Joining, now: numb
     .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
     .executeTakeFirst();
   return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+/**
+ * Removes a chat from a Dock in `db` (a transaction): what was queued for it is not sent, and it
+ * is told (once) that it was removed; a chat that had blocked the bot is not told (it cannot be).
+ * True when it was subscribed.
+ */
+export async function removeChat(
+  tx: Transaction<Database>,
+  dockId: string,
+  chatId: number,
+  now: number,
+): Promise<boolean> {
+  const before = await tx
+    .selectFrom("subscriptions")
+    .select("state")
+    .where("dock_id", "=", dockId)
+    .where("chat_id", "=", chatId)
+    .executeTakeFirst();
+  if (before === undefined || before.state === "removed") return false;
+  const removed = await tx
+    .updateTable("subscriptions")
+    .set({ state: "removed", updated_at: now })
+    .where("dock_id", "=", dockId)
+    .where("chat_id", "=", chatId)
+    .where("state", "=", before.state)
+    .executeTakeFirst();
+  // Removed by someone else at the same moment: they tell it.
+  if (removed.numUpdatedRows === 0n) return false;
+  // Messages already queued for the chat are not sent either: removal takes effect now.
+  await cancelForSubscriber(tx, dockId, chatId, now);
+  const dock = await tx.selectFrom("docks").select("name").where("id", "=", dockId).executeTakeFirst();
+  if (dock !== undefined && before.state === "active")
+    await queueNotice(tx, { chatId, kind: "removed", dockName: dock.name }, now);
+  return true;
 }
 
 /** Who receives a Dock's messages: one row per Dock × chat. */
@@ -257,22 +293,13 @@ export class SubscriptionRepository {
     }));
   }
 
-  /** The owner removes a chat from a Dock: it stops receiving at once. True when it was subscribed. */
+  /**
+   * The owner removes a chat from a Dock: it stops receiving at once, and the bot tells it once
+   * (a notice queued in the same transaction). True when it was subscribed.
+   */
   async remove(dockId: string, chatId: number): Promise<boolean> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
-      const result = await tx
-        .updateTable("subscriptions")
-        .set({ state: "removed", updated_at: now })
-        .where("dock_id", "=", dockId)
-        .where("chat_id", "=", chatId)
-        .where("state", "!=", "removed")
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) return false;
-      // Messages already queued for the chat are not sent either: removal takes effect now.
-      await cancelForSubscriber(tx, dockId, chatId, now);
-      return true;
-    });
+    return this.#db.kysely.transaction().execute(async (tx) => removeChat(tx, dockId, chatId, now));
   }
 
   /**

@@ -8,6 +8,8 @@ import type { ErrorBody, FieldProblem } from "../../src/http/errors.ts";
  */
 export type {
   ActivityAnswer,
+  BanListAnswer,
+  BanView,
   CopyChange,
   Credential,
   CredentialAnswer,

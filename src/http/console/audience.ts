@@ -15,6 +15,9 @@ import { qrSvg } from "../qr.ts";
 import { requireSession, type SignedIn } from "../session.ts";
 import { ownedDocks } from "./owned-dock.ts";
 import {
+  type BanListAnswer,
+  banBody,
+  banParams,
   declineBody,
   dockParams,
   type InviteLinkAnswer,
@@ -46,6 +49,12 @@ export interface AudienceRoutesOptions {
   now: () => number;
 }
 
+/** A chat id as a route's path names it; null for anything that is none. */
+function chatIdOf(raw: string): number | null {
+  const id = /^-?\d{1,19}$/.test(raw) ? Number(raw) : Number.NaN;
+  return Number.isSafeInteger(id) ? id : null;
+}
+
 /** A join request as the console's queue shows it. */
 function requestView(request: JoinRequest): JoinRequestView {
   return {
@@ -67,7 +76,7 @@ function requestView(request: JoinRequest): JoinRequestView {
 /**
  * Who receives a Dock's messages and who may (issue 37): its subscribers (and removing one), its
  * invite links (made, listed with their uses and QR code, revoked), its join requests (the queue,
- * approved or declined here as in the bot). Every route needs a session
+ * approved or declined here as in the bot) and the chats banned from it. Every route needs a session
  * (and, to change anything, its CSRF token) and answers `404` for another owner's Dock exactly as
  * for a missing one. Part of `consoleApi`.
  */
@@ -129,8 +138,9 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     { schema: { params: subscriberParams } },
     async (request): Promise<OkAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
-      const removed = Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId));
+      const chatId = chatIdOf(request.params.chatId);
+      const removed =
+        chatId !== null && (await options.audience.remove(dock.id, chatId, actor(request.signedIn)));
       if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
       return { ok: true };
     },
@@ -241,5 +251,52 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
       },
     },
     async (request) => decide(request, request.params, "declined", request.body?.ban === true),
+  );
+
+  routes.get(
+    "/docks/:id/bans",
+    { schema: { params: dockParams }, onRequest: quietly },
+    async (request): Promise<BanListAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const bans = await options.audience.bans.list(dock.id);
+      return {
+        ok: true,
+        bans: bans.map((ban) => ({
+          chat_id: ban.chatId,
+          name: ban.name,
+          banned_by: ban.bannedBy,
+          banned_at: ban.bannedAt,
+        })),
+      };
+    },
+  );
+
+  /** Bans a chat: removed if subscribed (and told), its request waiting declined; it may not join or ask again. */
+  routes.post(
+    "/docks/:id/bans",
+    { schema: { params: dockParams, body: banBody } },
+    async (request, reply) => {
+      const dock = await ownedDock(request, request.params.id);
+      const chatId = request.body.chat_id;
+      if (!Number.isSafeInteger(chatId) || chatId === 0)
+        throw new ApiError("invalid_fields", undefined, {}, [
+          { field: "chat_id", message: "chat_id must be a Telegram chat id" },
+        ]);
+      const banned = await options.audience.ban(dock.id, chatId, actor(request.signedIn));
+      return reply.code(banned ? 201 : 200).send({ ok: true } satisfies OkAnswer);
+    },
+  );
+
+  routes.delete(
+    "/docks/:id/bans/:chatId",
+    { schema: { params: banParams } },
+    async (request): Promise<OkAnswer> => {
+      const dock = await ownedDock(request, request.params.id);
+      const chatId = chatIdOf(request.params.chatId);
+      const unbanned =
+        chatId !== null && (await options.audience.unban(dock.id, chatId, actor(request.signedIn)));
+      if (!unbanned) throw new ApiError("not_found", "This chat is not banned from the Dock.");
+      return { ok: true };
+    },
   );
 }

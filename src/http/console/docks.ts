@@ -223,7 +223,8 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
 
   routes.delete("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<OkAnswer> => {
     const dock = await ownedDock(request, request.params.id);
-    await options.docks.delete(dock.id);
+    // Through the audience: its subscribers are told at once.
+    await options.audience.deleteDock(dock.id);
     return { ok: true };
   });
 
