@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import { type ChatMessage, People, subscriptionRows } from "./bot-harness.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { dialects, RecordedAudit, type RunningService, startService } from "./harness.ts";
@@ -656,6 +657,124 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
         );
       }
       expect(await countOf(uma, deleted)).toBe(1);
+    });
+  });
+
+  describe("groups", () => {
+    /** A group with an admin and a plain member, the bot added by the admin; its hello read. */
+    async function groupWithBot(title: string) {
+      const admin = await people.person("Ada");
+      const member = await people.person("Moe");
+      const group = await people.control<{ id: number }>("POST", "/groups", {
+        title,
+        type: "supergroup",
+        members: [admin, member],
+        admins: [admin],
+      });
+      await people.control("POST", `/chats/${group.id}/bot`, { from: admin, status: "member" });
+      await people.botReply(group.id, { message_id: 0 }, "the bot's hello in the group");
+      return { admin, member, group: group.id };
+    }
+
+    const startIn = (group: number, payload: string, from: number) =>
+      people.say(group, `/start@${SANDBOX_BOT_USERNAME} ${payload}`, { from });
+
+    it("a member who is not an admin cannot subscribe the group through an invite link; made an admin, they can", async () => {
+      const dock = await newDock("Crew", "invite");
+      const { invite } = await newLink(dock, { name: "Crew link" });
+      const { member, group } = await groupWithBot("Deck");
+      const refused = await people.botReply(group, await startIn(group, payloadOf(invite.link), member));
+      expect(refused.text).toBe("Only this group's admins can change its subscriptions.");
+      // Nor by the Dock's ID, even as an admin: the Dock is private.
+      const promoted = await people.control("PUT", `/chats/${group}/members/${member}`, {
+        status: "administrator",
+      });
+      expect(promoted.admins).toContain(member);
+      const byId = await people.botReply(group, await startIn(group, dock.id, member));
+      expect(byId.text).toBe("This Dock is private: ask its owner for an invite link.");
+      const prompt = await people.botReply(group, await startIn(group, payloadOf(invite.link), member));
+      expect(prompt.text).toContain("Subscribe this group to this Dock?");
+      await people.press(group, prompt, "Yes", member);
+      expect((await people.edited(group, prompt)).text).toContain("This group is now subscribed to Crew");
+      expect(await subscriptionsOf(group)).toEqual([[dock.id, "active"]]);
+      // Demoted again, they can no longer unsubscribe it.
+      await people.control("PUT", `/chats/${group}/members/${member}`, { status: "member" });
+      const leave = await people.botReply(
+        group,
+        await people.say(group, `/unsubscribe ${dock.id}`, { from: member }),
+      );
+      expect(leave.text).toBe("Only this group's admins can change its subscriptions.");
+    });
+
+    it("a group's request names the group and how many members it has; approved, the group is told and subscribed", async () => {
+      const dock = await newDock("Fleet", "approval");
+      const { admin, group } = await groupWithBot("Harbour");
+      const before = await latest(ownerId);
+      const prompt = await people.botReply(group, await startIn(group, dock.id, admin), "the ask prompt");
+      expect(prompt.text).toContain("Its owner approves who subscribes. Ask to subscribe this group?");
+      await people.press(group, prompt, "Yes", admin);
+      expect((await people.edited(group, prompt)).text).toBe(
+        "This group's request to join Fleet is sent. Its owner decides; I will tell you here.",
+      );
+      const copy = await people.botReply(ownerId, before, "the owner's copy");
+      // Two people and the bot.
+      expect(copy.text).toBe("The group Harbour (3 members) asks to join Fleet. Asked by Ada.");
+      const [request] = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+      expect(request).toMatchObject({
+        chat_id: group,
+        chat_type: "supergroup",
+        name: "Harbour",
+        member_count: 3,
+        requested_by: { id: admin, name: "Ada" },
+      });
+      const told = await latest(group);
+      await people.press(ownerId, copy, "Approve");
+      expect((await people.botReply(group, told, "the group to be told")).text).toBe(
+        "This group's request to join Fleet was approved: its messages will appear here.",
+      );
+      expect(await subscriptionsOf(group)).toEqual([[dock.id, "active"]]);
+    });
+
+    it("the bot added back by a member who is not an admin: a private Dock's subscription stays paused until an admin's /start", async () => {
+      const privateDock = await newDock("Hidden", "invite");
+      const openDock = await newDock("Public");
+      const { admin, member, group } = await groupWithBot("Galley");
+      await service.app.subscriptions.subscribe(privateDock.id, group, "supergroup");
+      await service.app.subscriptions.subscribe(openDock.id, group, "supergroup");
+      await people.control("POST", `/chats/${group}/bot`, { from: admin, status: "left" });
+      await people.waitFor("the subscriptions to pause", async () => {
+        const rows = await subscriptionsOf(group);
+        return rows.every(([, state]) => state === "blocked") ? rows : undefined;
+      });
+      const gone = await latest(group);
+      await people.control("POST", `/chats/${group}/bot`, { from: member, status: "member" });
+      const hello = await people.botReply(group, gone, "the hello when re-added");
+      expect(hello.text).toContain("Its subscription is active again.");
+      expect(hello.text).toContain(
+        "Its subscription to a private Dock stays paused: an admin of this group resumes it with /start.",
+      );
+      expect((await subscriptionsOf(group)).sort()).toEqual(
+        [
+          [privateDock.id, "blocked"],
+          [openDock.id, "active"],
+        ].sort(),
+      );
+      const notAdmin = await people.botReply(
+        group,
+        await people.say(group, `/start@${SANDBOX_BOT_USERNAME}`, { from: member }),
+      );
+      expect(notAdmin.text).not.toContain("active again");
+      const resumed = await people.botReply(
+        group,
+        await people.say(group, `/start@${SANDBOX_BOT_USERNAME}`, { from: admin }),
+      );
+      expect(resumed.text).toContain("This group's subscription is active again.");
+      expect(await subscriptionsOf(group)).toEqual(
+        expect.arrayContaining([
+          [privateDock.id, "active"],
+          [openDock.id, "active"],
+        ]),
+      );
     });
   });
 });

@@ -3,6 +3,7 @@ import { JOIN_PAYLOAD_PREFIX } from "../domain/audience.ts";
 import { CLAIM_PAYLOAD_PREFIX, INVITE_PAYLOAD_PREFIX } from "../domain/owners.ts";
 import { LOGIN_PAYLOAD_PREFIX } from "../store/login-tokens.ts";
 import { type BotDeps, say } from "./context.ts";
+import { mayManage } from "./groups.ts";
 import { offerInvite } from "./join.ts";
 import { askLoginConfirmation } from "./login.ts";
 import { askOwnerLink } from "./owners.ts";
@@ -44,7 +45,12 @@ export function start(deps: BotDeps): Composer<Context> {
       return;
     }
     if (ctx.chat.type !== "private") {
-      await say(ctx, texts.help);
+      // In a group an administrator's /start resumes what stayed paused when someone else added
+      // the bot back (its subscriptions to private Docks).
+      const back = (await mayManage(ctx))
+        ? await deps.subscriptions.transition(ctx.chat.id, "blocked", "active")
+        : 0;
+      await say(ctx, back > 0 ? `${texts.groupResumed(back)}\n\n${texts.help}` : texts.help);
       return;
     }
     await deps.states.clear(ctx.chat.id, ctx.from?.id ?? ctx.chat.id);

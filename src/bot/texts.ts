@@ -98,6 +98,10 @@ export const texts = {
         ? `${resumed === 1 ? "Its subscription is" : `Its ${resumed} subscriptions are`} active again.`
         : "A group admin can subscribe the group to a Dock with /subscribe.",
     ].join("\n"),
+  privatePaused: (paused: number) =>
+    `${paused === 1 ? "Its subscription to a private Dock stays" : `Its ${paused} subscriptions to private Docks stay`} paused: an admin of this group resumes ${paused === 1 ? "it" : "them"} with /start.`,
+  groupResumed: (resumed: number) =>
+    `${resumed === 1 ? "This group's subscription is" : `This group's ${resumed} subscriptions are`} active again.`,
   unknownText: "I did not understand that. Press <b>Subscribe</b> to subscribe to a Dock, or see /help.",
 
   subscribePrompt: (dock: DockCard, group: boolean) =>

@@ -257,6 +257,31 @@ export class SubscriptionRepository {
     return Number(result.numUpdatedRows);
   }
 
+  /**
+   * The bot is back in a group: its subscriptions a block had paused resume — those to private
+   * Docks only with `privateToo` (an administrator of the group brought the bot back). How many
+   * resumed, and how many stay paused.
+   */
+  async resumeGroup(chatId: number, privateToo: boolean): Promise<{ resumed: number; paused: number }> {
+    let query = this.#db.kysely
+      .updateTable("subscriptions")
+      .set({ state: "active", updated_at: this.#now() })
+      .where("chat_id", "=", chatId)
+      .where("state", "=", "blocked");
+    if (!privateToo)
+      query = query.where("dock_id", "in", (eb) =>
+        eb.selectFrom("docks").select("docks.id").where("docks.visibility", "=", "open"),
+      );
+    const resumed = Number((await query.executeTakeFirst()).numUpdatedRows);
+    const paused = await this.#db.kysely
+      .selectFrom("subscriptions")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("chat_id", "=", chatId)
+      .where("state", "=", "blocked")
+      .executeTakeFirstOrThrow();
+    return { resumed, paused: Number(paused.n) };
+  }
+
   /** A Dock's subscribers, active and blocked (removed ones are gone), oldest first. */
   async list(dockId: string): Promise<Subscriber[]> {
     const rows = await this.#db.kysely
