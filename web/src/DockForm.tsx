@@ -88,10 +88,9 @@ export function DockForm({
             checked={values.visibility === choice.value}
             aria-describedby={`${id}-visibility-${choice.value}`}
             onChange={() => setValues({ ...values, visibility: choice.value })}
-          />{" "}
+          />
           {choice.label}
           <small id={`${id}-visibility-${choice.value}`} className="muted">
-            {" "}
             — {choice.hint}
           </small>
         </label>

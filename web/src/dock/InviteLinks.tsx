@@ -164,7 +164,7 @@ export function InviteLinks({ dock, actions }: { dock: Dock; actions: CardAction
             checked={approval || dock.visibility === "approval"}
             disabled={dock.visibility === "approval"}
             onChange={(e) => setApproval(e.target.checked)}
-          />{" "}
+          />
           I approve each join
         </label>
         <button type="submit" className="secondary">
