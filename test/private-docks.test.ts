@@ -251,8 +251,15 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
           { invite_id: invite.id, name: "Team", usage_limit: null, expires_at: null, approval: false },
         ],
       ]);
-      // Nothing the audit keeps holds the link's token.
-      expect(JSON.stringify(audit.entries)).not.toContain(payloadOf(invite.link).slice(5));
+      // Nothing the audit keeps holds the link's token, nor does the log: the link opened in the
+      // sandbox's chat page is logged with its token masked.
+      const token = payloadOf(invite.link).slice("join_".length);
+      expect(JSON.stringify(audit.entries)).not.toContain(token);
+      expect((await fetch(`${service.url}/sandbox?start=${payloadOf(invite.link)}`)).status).toBe(200);
+      await people.waitFor("the page's request in the log", async () =>
+        service.logs.text.includes("/sandbox?start=join_<redacted>") ? true : undefined,
+      );
+      expect(service.logs.text).not.toContain(token);
     });
 
     it("a used-up, an expired and a revoked link are refused, each saying why; who joined stays", async () => {
@@ -371,6 +378,18 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
         expect(answer.body.error.code).toBe("not_found");
       }
       expect((await owner.call("GET", `/docks/${dock.id}/invites/dinv_nosuchlink0`)).status).toBe(404);
+      // Whatever a path holds (a NUL, which PostgreSQL refuses in text), a missing link is a 404.
+      for (const odd of ["%00", "dinv_%00xxxxxxxxxx", "jr_%00%00"]) {
+        for (const [method, path] of [
+          ["GET", `/docks/${dock.id}/invites/${odd}`],
+          ["DELETE", `/docks/${dock.id}/invites/${odd}`],
+          ["POST", `/docks/${dock.id}/requests/${odd}/approve`],
+          ["DELETE", `/docks/${dock.id}/bans/${odd}`],
+        ] as const) {
+          const answer = await owner.call(method, path);
+          expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(404);
+        }
+      }
       expect((await owner.call("GET", `/docks/${dock.id}/invites/${link.id}`)).body.invite.state).toBe(
         "active",
       );

@@ -55,6 +55,10 @@ function chatIdOf(raw: string): number | null {
   return Number.isSafeInteger(id) ? id : null;
 }
 
+/** An invite link's id and a join request's: anything else names none (and never reaches the database). */
+const INVITE_ID = /^dinv_[A-Za-z0-9]{11}$/;
+const REQUEST_ID = /^jr_[A-Za-z0-9]{11}$/;
+
 /** A join request as the console's queue shows it. */
 function requestView(request: JoinRequest): JoinRequestView {
   return {
@@ -178,7 +182,8 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     { schema: { params: inviteLinkParams } },
     async (request): Promise<InviteLinkAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const link = await options.invites.get(dock.id, request.params.inviteId);
+      const { inviteId } = request.params;
+      const link = INVITE_ID.test(inviteId) ? await options.invites.get(dock.id, inviteId) : undefined;
       if (link === undefined) throw new ApiError("not_found", "This Dock has no such invite link.");
       const view = await inviteView(link);
       return { ok: true, invite: view, qr_svg: await qrSvg(view.link) };
@@ -191,11 +196,10 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     { schema: { params: inviteLinkParams } },
     async (request): Promise<OkAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const revoked = await options.audience.revokeInvite(
-        dock.id,
-        request.params.inviteId,
-        actor(request.signedIn),
-      );
+      const { inviteId } = request.params;
+      const revoked = INVITE_ID.test(inviteId)
+        ? await options.audience.revokeInvite(dock.id, inviteId, actor(request.signedIn))
+        : undefined;
       if (revoked === undefined)
         throw new ApiError("not_found", "This Dock has no such invite link, or it was revoked already.");
       return { ok: true };
@@ -221,7 +225,9 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     const dock = await ownedDock(request, params.id);
     const who = actor(request.signedIn);
     if (!mayDecide(dock, who)) throw new ApiError("not_found", "No such Dock.");
-    const outcome = await options.audience.decide(dock.id, params.requestId, decision, who, { ban });
+    const outcome = REQUEST_ID.test(params.requestId)
+      ? await options.audience.decide(dock.id, params.requestId, decision, who, { ban })
+      : ({ kind: "not_found" } as const);
     if (outcome.kind === "not_found") throw new ApiError("not_found", "This Dock has no such join request.");
     if (outcome.kind === "ended") {
       const { state, decidedBy } = outcome.request;
