@@ -386,6 +386,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     owners,
     activity,
     notices,
+    requests: joinRequests,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,

@@ -161,4 +161,21 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
     expect(renewed.kind === "sent" && renewed.request.id).not.toBe(request.id);
     expect(await requests.get(request.id)).toBeUndefined();
   });
+
+  it("retention prunes requests that ended before its cutoff, with their copies; waiting ones stay", async () => {
+    const ended = await asked();
+    await requests.decide(ended.dock.id, ended.request.id, "approved", 42);
+    const waiting = await asked();
+    clock += 31 * DAY;
+    expect(await requests.prune(clock - 30 * DAY)).toBeGreaterThanOrEqual(1);
+    expect(await requests.get(ended.request.id)).toBeUndefined();
+    const copies = await db.kysely
+      .selectFrom("bot_notices")
+      .select("id")
+      .where("request_id", "=", ended.request.id)
+      .execute();
+    expect(copies).toEqual([]);
+    // Waiting a month is long past its time: the sweep ends it (it is not pruned unended).
+    expect((await requests.get(waiting.request.id))?.state).toBe("pending");
+  });
 });

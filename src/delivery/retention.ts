@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { ActivityRepository } from "../store/activity.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
+import type { JoinRequestRepository } from "../store/join-requests.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 import type { NoticeQueue } from "../store/notices.ts";
 import type { Outbox } from "../store/outbox.ts";
@@ -9,7 +10,8 @@ import type { OwnerRepository } from "../store/owners.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
- * failed or gone) older than RETENTION_DAYS with the events posted about them, expired sign-in
+ * failed or gone) older than RETENTION_DAYS with the events posted about them, join requests that
+ * ended that long ago, expired sign-in
  * tokens, the bot's one-off notices sent (or given up on) more than a day ago, and the Docks'
  * daily activity counts older than 400 days (ACTIVITY_DAYS_KEPT, whatever
  * RETENTION_DAYS says: a count holds nothing of a message). Queued work is never pruned.
@@ -23,6 +25,8 @@ export interface RetentionOptions {
   activity: ActivityRepository;
   /** The bot's notices: those done for a day are pruned (a join request's copies go with it). */
   notices?: NoticeQueue;
+  /** Join requests that ended are pruned with the messages (RETENTION_DAYS). */
+  requests?: JoinRequestRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
@@ -87,13 +91,23 @@ export class Retention {
     const pass = async () => {
       const messages = this.#o.retentionMs > 0 ? await this.#o.outbox.prune(now - this.#o.retentionMs) : 0;
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
+      const requests =
+        this.#o.retentionMs > 0 ? ((await this.#o.requests?.prune(now - this.#o.retentionMs)) ?? 0) : 0;
       const tokens = await this.#o.loginTokens.prune();
       const ownerLinks = (await this.#o.owners?.prune()) ?? 0;
       const notices = (await this.#o.notices?.prune(now - 24 * 60 * 60 * 1000)) ?? 0;
       const activityDays = await this.#o.activity.prune();
-      if (messages + events + tokens + ownerLinks + notices + activityDays > 0) {
+      if (messages + events + requests + tokens + ownerLinks + notices + activityDays > 0) {
         this.#o.log.info(
-          { messages, events, loginTokens: tokens, ownerLinks, notices, activityDays },
+          {
+            messages,
+            events,
+            joinRequests: requests,
+            loginTokens: tokens,
+            ownerLinks,
+            notices,
+            activityDays,
+          },
           "pruned old records",
         );
       }

@@ -355,6 +355,16 @@ export class JoinRequestRepository {
     for (const { id } of due) if (await this.#expire(id)) expired++;
     return expired;
   }
+
+  /** Deletes requests that ended before `cutoff` (retention; their copies go with them). */
+  async prune(cutoff: number): Promise<number> {
+    const result = await this.#db.kysely
+      .deleteFrom("join_requests")
+      .where("state", "!=", "pending")
+      .where("updated_at", "<", cutoff)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
 }
 
 /** Whether an invite link still lets someone in (or ask to): not revoked, not expired, under its limit. */

@@ -14,7 +14,7 @@ import type { SchemaSpelling } from "../db.ts";
  * `join_requests`: a chat asking to join (an `approval` Dock, or a link that asks): who asked,
  * through which link, a group's member count, until when it waits, and how it ended (approved,
  * declined, expired; by whom, when). At most one per Dock × chat: a new request replaces one that
- * ended. `dock_bans`: chats a Dock's owner banned from asking (or joining) again.
+ * ended, and retention deletes those ended RETENTION_DAYS ago. `dock_bans`: chats a Dock's owner banned from asking (or joining) again.
  *
  * `bot_notices`: what the bot has to tell someone outside a conversation, durably (a crash loses
  * none, any instance may send them): a join request's copy in each decider's chat (sent, then
@@ -46,10 +46,12 @@ export function privateDocks(spelling: SchemaSpelling) {
         .addColumn("revoked_at", "bigint")
         .addColumn("updated_at", "bigint", (c) => c.notNull())
         .execute();
+      // The live stream reads each Dock's newest change of its links and of its requests every
+      // second: one seek each along these (as subscriptions_dock_updated, migration 0011).
       await db.schema
-        .createIndex("dock_invites_dock")
+        .createIndex("dock_invites_dock_updated")
         .on("dock_invites")
-        .columns(["dock_id", "created_at"])
+        .columns(["dock_id", "updated_at"])
         .execute();
       await db.schema.alterTable("subscriptions").addColumn("invite_id", "text").execute();
 
@@ -74,6 +76,11 @@ export function privateDocks(spelling: SchemaSpelling) {
         .createIndex("join_requests_due")
         .on("join_requests")
         .columns(["state", "expires_at"])
+        .execute();
+      await db.schema
+        .createIndex("join_requests_dock_updated")
+        .on("join_requests")
+        .columns(["dock_id", "updated_at"])
         .execute();
 
       await db.schema
