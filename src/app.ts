@@ -181,7 +181,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     docks,
     invites,
     requests: joinRequests,
-    bans: new DockBanRepository(db),
+    bans: new DockBanRepository(db, now),
     notices,
     audit,
     now,

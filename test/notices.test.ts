@@ -1,10 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../src/store/db.ts";
+import { banChat, DockBanRepository } from "../src/store/dock-bans.ts";
+import { DockStamps } from "../src/store/dock-stamps.ts";
 import { DockRepository } from "../src/store/docks.ts";
+import { InviteLinkRepository } from "../src/store/invite-links.ts";
 import { JoinRequestRepository } from "../src/store/join-requests.ts";
 import { NoticeQueue } from "../src/store/notices.ts";
 import { openDb } from "../src/store/open.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -22,13 +26,14 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
   let notices: NoticeQueue;
   let requests: JoinRequestRepository;
   let docks: DockRepository;
+  const key = randomBytes(32);
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect, { migrated: true });
     db = await openDb(database.url);
     notices = new NoticeQueue(db, now);
     requests = new JoinRequestRepository(db, { ttlMs: 7 * DAY, now });
-    docks = new DockRepository(db, randomBytes(32), now);
+    docks = new DockRepository(db, key, now);
   });
   afterAll(async () => {
     await db.close();
@@ -177,5 +182,65 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
     expect(copies).toEqual([]);
     // Waiting a month is long past its time: the sweep ends it (it is not pruned unended).
     expect((await requests.get(waiting.request.id))?.state).toBe("pending");
+  });
+
+  it("every change of a Dock's audience moves the audience part of its live stamp, and no other", async () => {
+    const { dock, request, chatId } = await asked();
+    const stamps = new DockStamps(db, now);
+    const parts = async () => {
+      const found = (await stamps.of([42])).find((stamp) => stamp.id === dock.id);
+      return (found?.stamp ?? "").split("/");
+    };
+    const invites = new InviteLinkRepository(db, key, now);
+    const bans = new DockBanRepository(db, now);
+    const subscriptions = new SubscriptionRepository(db, now);
+    const rules = { name: "L", usageLimit: null, expiresAt: null, approval: false };
+    let link: Awaited<ReturnType<InviteLinkRepository["create"]>> | undefined;
+    const changes: [string, () => Promise<unknown>][] = [
+      ["a link made", async () => (link = await invites.create(dock.id, 42, rules))],
+      [
+        "a link used",
+        () =>
+          subscriptions.joinThrough({
+            dockId: dock.id,
+            chatId: 7777,
+            chatType: "private",
+            inviteId: (link as NonNullable<typeof link>).id,
+          }),
+      ],
+      ["a link revoked", () => invites.revoke(dock.id, (link as NonNullable<typeof link>).id)],
+      ["a request decided", () => requests.decide(dock.id, request.id, "declined", 42)],
+      [
+        "a request made",
+        () =>
+          requests.ask(
+            {
+              dockId: dock.id,
+              chatId: 8888,
+              chatType: "private",
+              userId: 8888,
+              inviteId: null,
+              memberCount: null,
+            },
+            [42],
+          ),
+      ],
+      [
+        "a request expired",
+        async () => {
+          clock += 8 * DAY;
+          await requests.expireDue();
+        },
+      ],
+      ["a ban", () => db.kysely.transaction().execute((tx) => banChat(tx, dock.id, chatId, 42, clock))],
+      ["an unban", () => bans.unban(dock.id, chatId)],
+    ];
+    for (const [what, change] of changes) {
+      const [settings, , , audience] = await parts();
+      await change();
+      const after = await parts();
+      expect(after[3], what).not.toBe(audience);
+      expect(after[0], what).toBe(settings);
+    }
   });
 });

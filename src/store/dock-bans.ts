@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
+import { audienceChanged } from "./dock-stamps.ts";
 import type { Database } from "./schema.ts";
 
 /** A chat banned from a Dock, as the console lists it. */
@@ -36,15 +37,19 @@ export async function banChat(
     .values({ dock_id: dockId, chat_id: chatId, banned_by: by, banned_at: now })
     .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
     .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+  if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
+  await audienceChanged(db, dockId, now);
+  return true;
 }
 
 /** A Dock's banned chats: listed (named as the console names chats) and unbanned. */
 export class DockBanRepository {
   readonly #db: Db;
+  readonly #now: () => number;
 
-  constructor(db: Db) {
+  constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
+    this.#now = now;
   }
 
   /** The Dock's banned chats, the latest first. */
@@ -75,11 +80,15 @@ export class DockBanRepository {
 
   /** Lets the chat join (or ask) again; false when it was not banned. */
   async unban(dockId: string, chatId: number): Promise<boolean> {
-    const result = await this.#db.kysely
-      .deleteFrom("dock_bans")
-      .where("dock_id", "=", dockId)
-      .where("chat_id", "=", chatId)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx
+        .deleteFrom("dock_bans")
+        .where("dock_id", "=", dockId)
+        .where("chat_id", "=", chatId)
+        .executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await audienceChanged(tx, dockId, this.#now());
+      return true;
+    });
   }
 }

@@ -1,6 +1,7 @@
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Db } from "./db.ts";
 import { DAY_MS, dayOf } from "./rollups.ts";
+import type { Database } from "./schema.ts";
 
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
@@ -22,12 +23,14 @@ export interface DockStamp {
 
 /**
  * For the console's live stream: a stamp per Dock that changes whenever anything the console shows
- * of it changes, read for every Dock of many owners in one query. Made of what is already kept
- * (nothing is written for the stream's sake): the Dock's row (`updated_at`: edits, rotations, hook
- * token), its subscriptions (the newest `updated_at`: joins, leaves, blocks, removals, a group's new
- * title) and its
- * activity counts of today and yesterday (messages accepted and changed, copies settled; counted
- * in the transactions that make them, rollups.ts), so changes made by any process are seen.
+ * of it changes, read for every Dock of many owners in one query. Made of what is already kept:
+ * the Dock's row (`updated_at`: edits, rotations, hook token), its subscriptions (the newest
+ * `updated_at`: joins, leaves, blocks, removals, a group's new title) and its activity counts of
+ * today and yesterday (messages accepted and changed, copies settled; counted in the transactions
+ * that make them, rollups.ts), so changes made by any process are seen. One part is written for
+ * the stream's sake, its audience (`docks.audience_at`, moved by audienceChanged with every change
+ * of its invite links, join requests and bans): read from those three tables it tripled the
+ * stream's read (docs/benchmarks.md, bench:stamps), and such changes are rare.
  */
 export class DockStamps {
   readonly #db: Db;
@@ -61,29 +64,34 @@ export class DockStamps {
           .whereRef("dock_days.dock_id", "=", "docks.id")
           .where("dock_days.day", ">=", since)
           .as("counted"),
-        eb
-          .selectFrom("dock_invites")
-          .select((s) => s.fn.max("dock_invites.updated_at").as("at"))
-          .whereRef("dock_invites.dock_id", "=", "docks.id")
-          .as("invited"),
-        eb
-          .selectFrom("join_requests")
-          .select((s) => s.fn.max("join_requests.updated_at").as("at"))
-          .whereRef("join_requests.dock_id", "=", "docks.id")
-          .as("asked"),
-        // Unbanning deletes the row: the count moves when the newest time does not.
-        eb
-          .selectFrom("dock_bans")
-          .select(sql<string>`count(*) || ':' || coalesce(max(banned_at), 0)`.as("bans"))
-          .whereRef("dock_bans.dock_id", "=", "docks.id")
-          .as("banned"),
+        "docks.audience_at",
       ])
       .where("docks.owner_id", "in", [...ownerIds])
       .execute();
     return rows.map((row) => ({
       id: row.id,
       ownerId: Number(row.owner_id),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.invited ?? 0}:${row.asked ?? 0}:${row.banned ?? 0}`,
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audience_at}`,
     }));
   }
+}
+
+/**
+ * The Dock's audience changed (an invite link made, used or revoked; a join request made, decided
+ * or expired; a ban or an unban): its stamp's `audience` part moves, in `db`, the transaction of
+ * the change. Always forward, even twice in a millisecond, so no change goes untold.
+ */
+export async function audienceChanged(db: Kysely<Database>, dockId: string, now: number): Promise<void> {
+  await db
+    .updateTable("docks")
+    .set((eb) => ({
+      audience_at: eb
+        .case()
+        .when("audience_at", ">=", now)
+        .then(eb("audience_at", "+", 1))
+        .else(now)
+        .end(),
+    }))
+    .where("id", "=", dockId)
+    .execute();
 }

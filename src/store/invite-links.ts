@@ -4,6 +4,7 @@ import { randomBase62 } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, sha256Hex } from "../domain/secrets.ts";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
+import { audienceChanged } from "./dock-stamps.ts";
 import type { Database } from "./schema.ts";
 
 /** An invite link of a Dock, with its token (the link is built from it where the bot's name is known). */
@@ -85,23 +86,26 @@ export class InviteLinkRepository {
     const token = randomBase62(128);
     const id = `dinv_${randomBase62(64)}`;
     const now = this.#now();
-    await this.#db.kysely
-      .insertInto("dock_invites")
-      .values({
-        id,
-        dock_id: dockId,
-        token_hash: sha256Hex(token),
-        token_sealed: encryptSecret(token, this.#key),
-        name: rules.name,
-        created_by: createdBy,
-        created_at: now,
-        expires_at: rules.expiresAt,
-        usage_limit: rules.usageLimit,
-        approval: rules.approval ? 1 : 0,
-        revoked_at: null,
-        updated_at: now,
-      })
-      .execute();
+    await this.#db.kysely.transaction().execute(async (tx) => {
+      await tx
+        .insertInto("dock_invites")
+        .values({
+          id,
+          dock_id: dockId,
+          token_hash: sha256Hex(token),
+          token_sealed: encryptSecret(token, this.#key),
+          name: rules.name,
+          created_by: createdBy,
+          created_at: now,
+          expires_at: rules.expiresAt,
+          usage_limit: rules.usageLimit,
+          approval: rules.approval ? 1 : 0,
+          revoked_at: null,
+          updated_at: now,
+        })
+        .execute();
+      await audienceChanged(tx, dockId, now);
+    });
     return (await this.get(dockId, id)) as InviteLink;
   }
 
@@ -134,14 +138,19 @@ export class InviteLinkRepository {
   /** Revokes the link: nobody joins through it any more. The link as it was, or undefined when it was not active. */
   async revoke(dockId: string, id: string): Promise<InviteLink | undefined> {
     const now = this.#now();
-    const result = await this.#db.kysely
-      .updateTable("dock_invites")
-      .set({ revoked_at: now, updated_at: now })
-      .where("dock_id", "=", dockId)
-      .where("id", "=", id)
-      .where("revoked_at", "is", null)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n ? this.get(dockId, id) : undefined;
+    const revoked = await this.#db.kysely.transaction().execute(async (tx) => {
+      const result = await tx
+        .updateTable("dock_invites")
+        .set({ revoked_at: now, updated_at: now })
+        .where("dock_id", "=", dockId)
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      await audienceChanged(tx, dockId, now);
+      return true;
+    });
+    return revoked ? this.get(dockId, id) : undefined;
   }
 }
 
@@ -151,13 +160,16 @@ export class InviteLinkRepository {
  * link's last use at once cannot both have it. False: it no longer works.
  */
 export async function useInviteLink(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
-  const result = await db
+  const used = await db
     .updateTable("dock_invites")
     .set((eb) => ({ uses: eb("uses", "+", 1), updated_at: now }))
     .where("id", "=", id)
     .where("revoked_at", "is", null)
     .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
     .where((eb) => eb.or([eb("usage_limit", "is", null), eb("uses", "<", eb.ref("usage_limit"))]))
+    .returning("dock_id")
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  if (used === undefined) return false;
+  await audienceChanged(db, used.dock_id, now);
+  return true;
 }

@@ -3,6 +3,7 @@ import { randomBase62 } from "../domain/ids.ts";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { banChat, isBanned } from "./dock-bans.ts";
+import { audienceChanged } from "./dock-stamps.ts";
 import { queueNotice, queueRequestCopies, requeueRequestCopies } from "./notices.ts";
 import type { Database, JoinRequestState } from "./schema.ts";
 import { activate } from "./subscriptions.ts";
@@ -203,6 +204,7 @@ export class JoinRequestRepository {
           .executeTakeFirst();
         if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 0) throw new Nothing(null);
         await queueRequestCopies(tx, id, deciders, now);
+        await audienceChanged(tx, asking.dockId, now);
       });
     } catch (error) {
       if (!(error instanceof Nothing)) throw error;
@@ -318,6 +320,7 @@ export class JoinRequestRepository {
     now: number,
   ): Promise<void> {
     await requeueRequestCopies(tx, requestId, now);
+    await audienceChanged(tx, dockId, now);
     const dock = await tx.selectFrom("docks").select("name").where("id", "=", dockId).executeTakeFirst();
     if (dock !== undefined)
       await queueNotice(tx, { chatId, kind: "request_outcome", dockName: dock.name, detail: outcome }, now);

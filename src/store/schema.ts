@@ -44,6 +44,11 @@ export interface DocksTable {
   template: string | null;
   /** Who may subscribe (migration 0017; domain/audience.ts): `open` unless its owner chose otherwise. */
   visibility: Generated<Visibility>;
+  /**
+   * Moves whenever the Dock's invite links, join requests or bans change (migration 0017;
+   * store/dock-stamps.ts, audienceChanged): the console's live stream reads it with the Dock.
+   */
+  audience_at: Generated<Millis>;
   created_at: Millis;
   updated_at: Millis;
 }

@@ -3,7 +3,10 @@ import type { SchemaSpelling } from "../db.ts";
 
 /**
  * Private Docks (issue 37): `docks.visibility` says who may subscribe (`open`, the default and
- * every existing Dock's: nothing changes for them; `invite`; `approval`).
+ * every existing Dock's: nothing changes for them; `invite`; `approval`). `docks.audience_at`
+ * moves whenever the Dock's invite links, join requests or bans change: the console's live stream
+ * reads it with the Dock's row every second, where reading the three tables tripled the read
+ * (docs/benchmarks.md, bench:stamps).
  *
  * `dock_invites`: a Dock's invite links, modelled on Telegram's ChatInviteLink — a name, who made
  * it, an optional expiry and use limit, the uses so far, whether it asks the owner (`approval`),
@@ -29,6 +32,10 @@ export function privateDocks(spelling: SchemaSpelling) {
         .alterTable("docks")
         .addColumn("visibility", "text", (c) => c.notNull().defaultTo("open"))
         .execute();
+      await db.schema
+        .alterTable("docks")
+        .addColumn("audience_at", "bigint", (c) => c.notNull().defaultTo(0))
+        .execute();
 
       await db.schema
         .createTable("dock_invites")
@@ -46,12 +53,10 @@ export function privateDocks(spelling: SchemaSpelling) {
         .addColumn("revoked_at", "bigint")
         .addColumn("updated_at", "bigint", (c) => c.notNull())
         .execute();
-      // The live stream reads each Dock's newest change of its links and of its requests every
-      // second: one seek each along these (as subscriptions_dock_updated, migration 0011).
       await db.schema
-        .createIndex("dock_invites_dock_updated")
+        .createIndex("dock_invites_dock")
         .on("dock_invites")
-        .columns(["dock_id", "updated_at"])
+        .columns(["dock_id", "created_at"])
         .execute();
       await db.schema.alterTable("subscriptions").addColumn("invite_id", "text").execute();
 
@@ -76,11 +81,6 @@ export function privateDocks(spelling: SchemaSpelling) {
         .createIndex("join_requests_due")
         .on("join_requests")
         .columns(["state", "expires_at"])
-        .execute();
-      await db.schema
-        .createIndex("join_requests_dock_updated")
-        .on("join_requests")
-        .columns(["dock_id", "updated_at"])
         .execute();
 
       await db.schema
