@@ -556,6 +556,61 @@ describe.each(DIALECTS)("private Docks on %s", (dialect) => {
       expect(told).toHaveLength(1);
     });
 
+    it("Telegram failing: a request's copy is tried again until it goes; an owner who blocked the bot still has the console", async () => {
+      const dock = await newDock("Flaky", "approval");
+      const wil = await opened("Wil");
+      await people.control("POST", "/faults", {
+        kind: "server_error",
+        count: 2,
+        status: 502,
+        methods: ["sendMessage"],
+        chat_id: ownerId,
+      });
+      const { copy } = await askByLink(wil, dock);
+      expect(copy.text).toBe("Wil asks to join Flaky.");
+      // Sent on the third try (two 502s), then recorded as sent.
+      const sent = await people.waitFor("the copy to be recorded as sent", async () => {
+        const row = await service.db.kysely
+          .selectFrom("bot_notices")
+          .select(["state", "attempts"])
+          .where("chat_id", "=", ownerId)
+          .where("kind", "=", "request_copy")
+          .orderBy("id", "desc")
+          .limit(1)
+          .executeTakeFirstOrThrow();
+        return row.state === "done" ? row : undefined;
+      });
+      expect(sent.attempts).toBe(3);
+
+      // The owner blocks the bot: their copy is given up (not tried for ever); the console decides.
+      await people.control("POST", `/users/${ownerId}/block`);
+      try {
+        const xia = await opened("Xia");
+        const prompt = await people.botReply(xia, await people.start(xia, dock.id));
+        await people.press(xia, prompt, "Yes");
+        await people.edited(xia, prompt);
+        const queue = (await owner.call("GET", `/docks/${dock.id}/requests`)).body.requests as Json[];
+        const request = queue.find((r) => r.chat_id === xia);
+        expect(request).toMatchObject({ name: "Xia", state: "pending" });
+        const given = await people.waitFor("the copy to be given up", async () => {
+          const row = await service.db.kysely
+            .selectFrom("bot_notices")
+            .select(["state", "last_error"])
+            .where("request_id", "=", request.id)
+            .executeTakeFirst();
+          return row?.state === "failed" ? row : undefined;
+        });
+        expect(given.last_error).toContain("403");
+        const told = await latest(xia);
+        expect((await owner.call("POST", `/docks/${dock.id}/requests/${request.id}/approve`)).status).toBe(
+          200,
+        );
+        expect((await people.botReply(xia, told, "Xia to be told")).text).toContain("was approved");
+      } finally {
+        await people.control("POST", `/users/${ownerId}/unblock`);
+      }
+    });
+
     it("a link that asks: the request names it; approving counts its use", async () => {
       const dock = await newDock("Linked", "invite");
       const { invite } = await newLink(dock, { name: "Partners", approval: true });

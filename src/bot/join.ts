@@ -1,4 +1,4 @@
-import { Composer, type Context, InlineKeyboard } from "grammy";
+import { Composer, type Context, GrammyError, HttpError, InlineKeyboard } from "grammy";
 import { JOIN_TOKEN_PATTERN, needsApproval } from "../domain/audience.ts";
 import { mayDecide } from "../domain/deciders.ts";
 import type { Dock } from "../store/docks.ts";
@@ -76,7 +76,13 @@ export async function askToJoin(
       firstName: from.first_name,
       username: from.username,
     });
-  const memberCount = group ? await ctx.api.getChatMemberCount(chat.id) : null;
+  // The count is for the deciders' eyes: a request goes without it if Telegram does not say.
+  const memberCount = group
+    ? await ctx.api.getChatMemberCount(chat.id).catch((error: unknown) => {
+        if (error instanceof GrammyError || error instanceof HttpError) return null;
+        throw error;
+      })
+    : null;
   const outcome = await deps.audience.ask(dock, {
     chatId: chat.id,
     chatType: chat.type,

@@ -82,6 +82,7 @@ export const texts = {
     "<b>How to subscribe</b>",
     "• Open a Dock's link (from its owner, or the <i>Open in Telegram</i> button in the Dock console) and answer <b>Yes</b>.",
     "• Or press <b>Subscribe</b> and send me the Dock ID.",
+    "• A private Dock takes an invite link from its owner, or asks its owner to let you in.",
     "",
     "<b>Commands</b>",
     "/subscribe — subscribe to a Dock by its ID",
