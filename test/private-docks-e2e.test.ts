@@ -171,7 +171,7 @@ describe.skipIf(!chromiumPath)("private Docks in the console, in Chromium (sandb
     await tab("Settings").click();
     await card
       .getByRole("group", { name: "Who can subscribe?" })
-      .getByRole("radio", { name: /Only people with an invite link/ })
+      .getByRole("radio", { name: "Invite only" })
       .check();
     await card.getByRole("button", { name: "Save" }).click();
     await page.getByRole("status").filter({ hasText: "Changes saved." }).waitFor();

@@ -9,18 +9,21 @@ export interface DockFieldValues {
   visibility: Visibility;
 }
 
-/** "Who can subscribe?": each choice and what it means for someone who has the Dock ID. */
+/**
+ * "Who can subscribe?": each choice and what it means for someone who has the Dock ID. The names
+ * are short (the hints say the rest, apart from the label), and name no other field.
+ */
 const VISIBILITY_CHOICES: { value: Visibility; label: string; hint: string }[] = [
   { value: "open", label: "Anyone with the Dock ID", hint: "The ID or the subscribe link is enough." },
   {
     value: "invite",
-    label: "Only people with an invite link",
-    hint: "The Dock ID alone is refused: make invite links in Subscribers.",
+    label: "Invite only",
+    hint: "Only an invite link lets someone in (make them in Subscribers); the Dock ID alone is refused.",
   },
   {
     value: "approval",
     label: "Anyone may ask; I approve",
-    hint: "The ID or a link sends you a join request in Telegram and here.",
+    hint: "The Dock ID or an invite link sends you a join request, in Telegram and here.",
   },
 ];
 
@@ -80,20 +83,22 @@ export function DockForm({
     >
       <legend>Who can subscribe?</legend>
       {VISIBILITY_CHOICES.map((choice) => (
-        <label key={choice.value}>
-          <input
-            type="radio"
-            name={`${id}-visibility`}
-            value={choice.value}
-            checked={values.visibility === choice.value}
-            aria-describedby={`${id}-visibility-${choice.value}`}
-            onChange={() => setValues({ ...values, visibility: choice.value })}
-          />
-          {choice.label}
+        <div key={choice.value} className="choice">
+          <label>
+            <input
+              type="radio"
+              name={`${id}-visibility`}
+              value={choice.value}
+              checked={values.visibility === choice.value}
+              aria-describedby={`${id}-visibility-${choice.value}`}
+              onChange={() => setValues({ ...values, visibility: choice.value })}
+            />
+            {choice.label}
+          </label>
           <small id={`${id}-visibility-${choice.value}`} className="muted">
-            — {choice.hint}
+            {choice.hint}
           </small>
-        </label>
+        </div>
       ))}
       <small className="muted">People already subscribed stay subscribed whatever you choose.</small>
       {visibilityProblem && (
