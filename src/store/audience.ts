@@ -142,22 +142,16 @@ export class Audience {
 
   /**
    * Removes a chat from the Dock: it stops receiving at once (what was queued for it is not sent)
-   * and is told once; with `ban`, it may not join or ask again. False: it was not subscribed.
+   * and is told once. False: it was not subscribed. (Removing and banning at once is `ban`.)
    */
-  async remove(dockId: string, chatId: number, actor: number | null, options: { ban?: boolean } = {}) {
+  async remove(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
     const now = this.#now();
-    const done = await this.#o.db.kysely.transaction().execute(async (tx) => {
-      if (!(await removeChat(tx, dockId, chatId, now))) return { removed: false, banned: false };
-      return {
-        removed: true,
-        banned: options.ban === true && (await banChat(tx, dockId, chatId, actor, now)),
-      };
-    });
-    if (!done.removed) return false;
+    const removed = await this.#o.db.kysely
+      .transaction()
+      .execute(async (tx) => removeChat(tx, dockId, chatId, now));
+    if (!removed) return false;
     this.#o.notices.queued();
     await this.#o.audit.record({ dockId, actor, action: "subscriber_removed", detail: { chat_id: chatId } });
-    if (done.banned)
-      await this.#o.audit.record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
     return true;
   }
 
