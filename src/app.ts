@@ -289,7 +289,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     prefix: "/console/api",
     docks,
     audience,
-    invites,
     intake,
     subscriptions,
     loginTokens,

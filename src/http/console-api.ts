@@ -75,7 +75,6 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     docks: options.docks,
     audience: options.audience,
     subscriptions: options.subscriptions,
-    invites: options.invites,
     sessions: options.sessions,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,

@@ -6,7 +6,7 @@ import { telegramLink } from "../../domain/telegram-link.ts";
 import { quietly } from "../../log.ts";
 import type { Audience } from "../../store/audience.ts";
 import type { DockRepository } from "../../store/docks.ts";
-import type { InviteLink, InviteLinkRepository } from "../../store/invite-links.ts";
+import type { InviteLink } from "../../store/invite-links.ts";
 import type { JoinRequest } from "../../store/join-requests.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import type { SubscriptionRepository } from "../../store/subscriptions.ts";
@@ -40,7 +40,6 @@ export interface AudienceRoutesOptions {
   /** The actions on a Dock's audience, each done and audited in one place. */
   audience: Audience;
   subscriptions: SubscriptionRepository;
-  invites: InviteLinkRepository;
   sessions: SessionRepository;
   publicUrl: string;
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
@@ -155,7 +154,7 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     { schema: { params: dockParams }, onRequest: quietly },
     async (request): Promise<InviteLinkListAnswer> => {
       const dock = await ownedDock(request, request.params.id);
-      const links = await options.invites.list(dock.id);
+      const links = await options.audience.invites.list(dock.id);
       return { ok: true, invites: await Promise.all(links.map(inviteView)) };
     },
   );
@@ -183,7 +182,9 @@ export async function audience(app: FastifyInstance, options: AudienceRoutesOpti
     async (request): Promise<InviteLinkAnswer> => {
       const dock = await ownedDock(request, request.params.id);
       const { inviteId } = request.params;
-      const link = INVITE_ID.test(inviteId) ? await options.invites.get(dock.id, inviteId) : undefined;
+      const link = INVITE_ID.test(inviteId)
+        ? await options.audience.invites.get(dock.id, inviteId)
+        : undefined;
       if (link === undefined) throw new ApiError("not_found", "This Dock has no such invite link.");
       const view = await inviteView(link);
       return { ok: true, invite: view, qr_svg: await qrSvg(view.link) };
