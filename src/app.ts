@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { BotWorker } from "./bot/bot.ts";
+import { NoticeSender } from "./bot/notices.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
@@ -35,16 +36,21 @@ import {
   registerStateGauges,
 } from "./metrics.ts";
 import { ActivityRepository } from "./store/activity.ts";
+import { Audience } from "./store/audience.ts";
 import { DockAudit } from "./store/audit.ts";
 import { BotStateRepository } from "./store/bot-states.ts";
 import { CoOwnerRepository } from "./store/co-owners.ts";
 import type { Db } from "./store/db.ts";
+import { DockBanRepository } from "./store/dock-bans.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
 import { EventOutbox } from "./store/events.ts";
+import { InviteLinkRepository } from "./store/invite-links.ts";
+import { JoinRequestRepository } from "./store/join-requests.ts";
 import { LoginTokenRepository } from "./store/login-tokens.ts";
 import { MessageChanges } from "./store/message-changes.ts";
 import { MessageRepository } from "./store/messages.ts";
+import { NoticeQueue } from "./store/notices.ts";
 import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
@@ -109,6 +115,8 @@ export interface App {
   sessions: SessionRepository;
   /** Who may own Docks (OWNERS, the claim, invitations). */
   owners: OwnerRepository;
+  /** A Dock's audience: who may subscribe, invite links, join requests, removals (audited). */
+  audience: Audience;
   /** Each Dock's daily activity counts: its chart, the list's headline numbers. */
   activity: ActivityRepository;
   /** Who has which role on each Dock beside its owner. */
@@ -171,6 +179,20 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const coOwners = new CoOwnerRepository(db, now);
   const audit = new DockAudit(db, now);
   const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
+  const invites = new InviteLinkRepository(db, deps.encryptionKey, now);
+  const joinRequests = new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs, now });
+  const notices = new NoticeQueue(db, now);
+  const audience = new Audience({
+    db,
+    docks,
+    invites,
+    requests: joinRequests,
+    bans: new DockBanRepository(db, now),
+    notices,
+    audit,
+    team: coOwners,
+    now,
+  });
 
   const jsonHeaders = apiHeaders({
     https: config.publicUrl.startsWith("https:"),
@@ -278,6 +300,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     docks,
     coOwners,
     audit,
+    audience,
     intake,
     subscriptions,
     loginTokens,
@@ -374,6 +397,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     owners,
     activity,
     audit,
+    notices,
+    requests: joinRequests,
     retentionMs: config.retentionMs,
     log: server.log.child({ worker: "retention" }),
     now,
@@ -382,6 +407,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const bot = new BotWorker({
     docks,
     subscriptions,
+    invites,
+    audience,
     loginTokens,
     states: botStates,
     messages: messageChanges,
@@ -401,7 +428,19 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
-  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events];
+  const noticeSender = new NoticeSender({
+    notices,
+    requests: joinRequests,
+    pacer,
+    log: server.log.child({ worker: "notices" }),
+    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    leaseMs: config.deliveryLeaseMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+    sweepMs: 1000,
+    now,
+  });
+
+  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events, noticeSender];
   let started: BackgroundWorker[] = [];
 
   return {
@@ -422,6 +461,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     sessions,
     owners,
+    audience,
     activity,
     coOwners,
     audit,

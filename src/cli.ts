@@ -5,16 +5,25 @@ import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
 import { CLI_ERRORS, type CliErrorCode } from "./cli-errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
+import {
+  JOIN_PAYLOAD_PREFIX,
+  parseDuration,
+  VISIBILITIES,
+  type Visibility,
+  validateInviteRules,
+} from "./domain/audience.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { validateDockFields } from "./domain/dock.ts";
 import { DOCK_ROLES, type DockRole } from "./domain/dock-roles.ts";
 import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "./domain/principal.ts";
 import { personName, telegramUserId } from "./domain/telegram-identity.ts";
 import { withServedUrl } from "./service-url.ts";
+import type { Audience } from "./store/audience.ts";
 import type { AuditBy, AuditLine, DockAudit } from "./store/audit.ts";
 import type { CoOwnerRepository } from "./store/co-owners.ts";
 import type { DockCredential } from "./store/dock-credentials.ts";
 import type { Dock, DockRepository, DockWithSecret } from "./store/docks.ts";
+import type { InviteLink } from "./store/invite-links.ts";
 import type { Owner, OwnerRepository } from "./store/owners.ts";
 
 /**
@@ -53,6 +62,7 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
     name: dock.name,
     link: dock.link,
     description: dock.description,
+    visibility: dock.visibility,
     callback_url: dock.callback_url ?? null,
     owner_id: dock.ownerId,
     active_subscribers: dock.activeSubscribers,
@@ -69,6 +79,20 @@ function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
   };
 }
 
+/** How `docks show` says who may subscribe. */
+const VISIBILITY_TEXT: Record<Visibility, string> = {
+  open: "open (anyone with the Dock ID)",
+  invite: "invite (only through an invite link)",
+  approval: "approval (the owner approves each request)",
+};
+
+/** `--visibility`: who may subscribe. */
+const visibilityOption = () =>
+  new Option(
+    "--visibility <visibility>",
+    "who may subscribe: open (anyone with the Dock ID), invite (only through an invite link), approval (the owner approves each request)",
+  ).choices(VISIBILITIES);
+
 function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
   const lines = [
     `Dock "${dock.name}"`,
@@ -78,6 +102,7 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
     `  Link:         ${dock.link ?? "-"}`,
     `  Description:  ${dock.description ?? "-"}`,
     `  Callback URL: ${dock.callback_url ?? "-"}`,
+    `  Who can subscribe: ${VISIBILITY_TEXT[dock.visibility]}`,
     `  Signing secret: ${dock.signingSecret} (verifies the callback events)`,
     `  Hook URL:     ${dock.hookToken === null ? "- (dock-notify docks hook-token makes one)" : `${config.publicUrl.replace(/\/$/, "")}/hook/${dock.hookToken}`}`,
     `  Subscribers:  ${dock.activeSubscribers} active`,
@@ -93,6 +118,8 @@ function printDock(dock: DockWithSecret, config: Config, io: CliIo): void {
 interface DockTeam {
   coOwners: CoOwnerRepository;
   audit: DockAudit;
+  /** Who may subscribe, invite links, join requests, bans: done and audited in one place. */
+  audience: Audience;
 }
 
 /** Who the audit log says made a change from the command line: the operator (no actor, `via: cli`). */
@@ -108,6 +135,11 @@ async function withDocks<T>(
   const { OwnerRepository } = await import("./store/owners.ts");
   const { CoOwnerRepository } = await import("./store/co-owners.ts");
   const { DockAudit } = await import("./store/audit.ts");
+  const { Audience } = await import("./store/audience.ts");
+  const { InviteLinkRepository } = await import("./store/invite-links.ts");
+  const { JoinRequestRepository } = await import("./store/join-requests.ts");
+  const { NoticeQueue } = await import("./store/notices.ts");
+  const { DockBanRepository } = await import("./store/dock-bans.ts");
   const { ownerPolicy } = await import("./domain/owners.ts");
   const db = await openMigratedDb(config);
   try {
@@ -115,8 +147,22 @@ async function withDocks<T>(
       throw explained(error, config);
     });
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
-    const team: DockTeam = { coOwners: new CoOwnerRepository(db), audit: new DockAudit(db) };
-    return await fn(new DockRepository(db, key), config, owners, team);
+    const docks = new DockRepository(db, key);
+    const coOwners = new CoOwnerRepository(db);
+    const audit = new DockAudit(db);
+    // The operator's actions are recorded with no actor (via cli).
+    const audience = new Audience({
+      db,
+      docks,
+      invites: new InviteLinkRepository(db, key),
+      requests: new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs }),
+      bans: new DockBanRepository(db),
+      // The service that runs sends what the CLI queued (its sweep finds it).
+      notices: new NoticeQueue(db),
+      audit,
+      team: coOwners,
+    });
+    return await fn(docks, config, owners, { coOwners, audit, audience });
   } finally {
     await db.close();
   }
@@ -255,6 +301,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
     .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .addOption(visibilityOption().default("open"))
     .addOption(json)
     .action(
       async (opts: {
@@ -263,6 +310,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         link?: string;
         description?: string;
         callbackUrl?: string;
+        visibility: Visibility;
         json?: boolean;
       }) => {
         const owner = parseOwner(opts.owner);
@@ -273,7 +321,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!fields.ok)
           throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
         await withDocks(io, async (repo, config) => {
-          const dock = await repo.create(owner, fields.value, OPERATOR);
+          const dock = await repo.create(owner, fields.value, OPERATOR, opts.visibility);
           if (opts.json) out(JSON.stringify(dockJson(dock, true), null, 2));
           else printDock(dock, config, io);
         });
@@ -330,12 +378,13 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
   docks
     .command("update <id>")
     .description(
-      'change a Dock\'s name, link, description, callback URL ("" clears an optional one) or owner',
+      'change a Dock\'s name, link, description, callback URL ("" clears an optional one), who may subscribe, or owner',
     )
     .option("--name <name>", "name shown to subscribers (1-64 characters)")
     .option("--link <url>", "http(s) link of the application")
     .option("--description <text>", "what the Dock sends (up to 512 characters)")
     .option("--callback-url <url>", "where the Dock's events are posted, signed with its secret key")
+    .addOption(visibilityOption())
     .option("--owner <telegram_user_id>", "give the Dock to another owner (who may then sign in to see it)")
     .addOption(json)
     .action(
@@ -346,12 +395,13 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           link?: string;
           description?: string;
           callbackUrl?: string;
+          visibility?: Visibility;
           owner?: string;
           json?: boolean;
         },
       ) => {
         const owner = opts.owner === undefined ? undefined : parseOwner(opts.owner);
-        await withDocks(io, async (repo, config) => {
+        await withDocks(io, async (repo, config, _owners, { audience }) => {
           const dock = await requireDock(repo, id);
           const fields = validateDockFields(
             {
@@ -366,6 +416,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           if (!fields.ok)
             throw new UsageError(fields.errors.map((e) => `--${e.message.replace("_", "-")}`).join("; "));
           await repo.update(id, fields.value, OPERATOR);
+          if (opts.visibility !== undefined) await audience.setVisibility(id, opts.visibility, null);
           if (owner !== undefined) await repo.transfer(id, owner, OPERATOR);
           const updated = await requireDock(repo, id);
           if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));
@@ -434,6 +485,146 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (!(await repo.delete(id))) throw new UsageError(`no Dock with ID "${id}"`, "not_found");
         if (opts.json) out(JSON.stringify({ id, deleted: true }));
         else out(`Deleted Dock ${id}.`);
+      });
+    });
+
+  /** An invite link as `docks invite --json` and `docks invites --json` print it. */
+  const inviteJson = (link: InviteLink, url: string) => ({
+    id: link.id,
+    name: link.name,
+    link: url,
+    creator_id: link.creator?.id ?? null,
+    created_at: new Date(link.createdAt).toISOString(),
+    expires_at: link.expiresAt === null ? null : new Date(link.expiresAt).toISOString(),
+    usage_limit: link.usageLimit,
+    uses: link.uses,
+    approval: link.approval,
+    revoked_at: link.revokedAt === null ? null : new Date(link.revokedAt).toISOString(),
+    state: link.state,
+  });
+  const linkOf = async (link: InviteLink, config: Config) => {
+    const { telegramLink } = await import("./domain/telegram-link.ts");
+    const username = await botUsername(config);
+    if (username === null)
+      throw new Error(
+        "could not ask Telegram for the bot's username (getMe) to build the link; check TELEGRAM_BOT_TOKEN and the network",
+      );
+    return telegramLink(
+      config.publicUrl,
+      username,
+      `${JOIN_PAYLOAD_PREFIX}${link.token}`,
+      config.telegramBotToken === null,
+    );
+  };
+
+  docks
+    .command("invite <id>")
+    .description("make an invite link: whoever opens it in Telegram may subscribe (or, --approval, ask to)")
+    .option("--name <name>", `what the link is for, as the console lists it (up to 32 characters)`)
+    .option("--uses <n>", "how many chats may join through it (1-99999); no limit when left out")
+    .option("--expires <duration>", "how long it works: 30m, 12h, 7d, 2w; for ever when left out")
+    .option("--approval", "whoever opens it asks to join; the owner approves in Telegram or the console")
+    .addOption(json)
+    .action(
+      async (
+        id: string,
+        opts: { name?: string; uses?: string; expires?: string; approval?: boolean; json?: boolean },
+      ) => {
+        const now = Date.now();
+        const uses =
+          opts.uses === undefined ? null : /^\d{1,9}$/.test(opts.uses) ? Number(opts.uses) : Number.NaN;
+        const duration = opts.expires === undefined ? null : parseDuration(opts.expires);
+        if (opts.expires !== undefined && duration === null)
+          throw new UsageError(
+            `--expires must be a duration such as 30m, 12h, 7d or 2w, got "${opts.expires}"`,
+          );
+        const rules = validateInviteRules(
+          {
+            name: opts.name,
+            usage_limit: uses,
+            expires_at: duration === null ? null : now + duration,
+            approval: opts.approval === true,
+          },
+          now,
+        );
+        if (!rules.ok)
+          throw new UsageError(
+            rules.errors
+              .map((e) => {
+                const option = {
+                  name: "--name",
+                  usage_limit: "--uses",
+                  expires_at: "--expires",
+                  approval: "--approval",
+                }[e.field];
+                return `${option}: ${e.message.replace(/^\S+ /, "")}`;
+              })
+              .join("; "),
+          );
+        await withDocks(io, async (repo, config, _owners, { audience }) => {
+          const dock = await requireDock(repo, id);
+          const link = await audience.createInvite(dock.id, rules.value, null);
+          const url = await linkOf(link, config);
+          if (opts.json) {
+            out(JSON.stringify(inviteJson(link, url), null, 2));
+            return;
+          }
+          const limits = [
+            link.usageLimit === null ? null : `${link.usageLimit} ${link.usageLimit === 1 ? "use" : "uses"}`,
+            link.expiresAt === null ? null : `until ${new Date(link.expiresAt).toISOString()}`,
+            link.approval ? "each join approved by the owner" : null,
+          ].filter(Boolean);
+          out(
+            `Invite link ${link.id}${link.name === null ? "" : ` "${link.name}"`} for "${dock.name}"${limits.length > 0 ? ` (${limits.join(", ")})` : ""}:\n  ${url}\nWhoever has it may ${link.approval ? "ask to join" : "subscribe"}; revoke it with: dock-notify docks revoke-invite ${dock.id} ${link.id}`,
+          );
+        });
+      },
+    );
+
+  docks
+    .command("invites <id>")
+    .description("list a Dock's invite links with their uses, revoked ones included")
+    .addOption(json)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo, config, _owners, { audience }) => {
+        const dock = await requireDock(repo, id);
+        const links = await audience.invites.list(dock.id);
+        const urls = await Promise.all(links.map((link) => linkOf(link, config)));
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              links.map((link, i) => inviteJson(link, urls[i] as string)),
+              null,
+              2,
+            ),
+          );
+          return;
+        }
+        if (links.length === 0) {
+          out(`Dock ${dock.id} has no invite links; make one with: dock-notify docks invite ${dock.id}`);
+          return;
+        }
+        out(["ID".padEnd(16), "STATE".padEnd(8), "USES".padStart(11), "NAME"].join("  "));
+        links.forEach((link, i) => {
+          const uses = `${link.uses}${link.usageLimit === null ? "" : `/${link.usageLimit}`}`;
+          out([link.id.padEnd(16), link.state.padEnd(8), uses.padStart(11), link.name ?? "-"].join("  "));
+          out(`  ${urls[i]}`);
+        });
+      });
+    });
+
+  docks
+    .command("revoke-invite <id> <invite_id>")
+    .description("revoke an invite link: nobody joins through it any more (who did stays subscribed)")
+    .addOption(json)
+    .action(async (id: string, inviteId: string, opts: { json?: boolean }) => {
+      await withDocks(io, async (repo, _config, _owners, { audience }) => {
+        await requireDock(repo, id);
+        const revoked = await audience.revokeInvite(id, inviteId, null);
+        if (revoked === undefined)
+          throw new UsageError(`Dock "${id}" has no invite link "${inviteId}" that still works`, "not_found");
+        if (opts.json) out(JSON.stringify({ id: inviteId, revoked: true }));
+        else out(`Revoked ${inviteId}: nobody joins through it any more.`);
       });
     });
 

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
+import { JOIN_REQUEST_TTL_DAYS } from "./domain/audience.ts";
 import type { OwnersSetting } from "./domain/owners.ts";
 import { telegramUserId } from "./domain/telegram-identity.ts";
 import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
@@ -114,6 +115,8 @@ export interface Config {
   sessionTtlMs: number;
   /** Sign-in attempts allowed per client address per minute; 0 switches the limit off. */
   signInAttemptsPerMinute: number;
+  /** How long a join request to a private Dock waits for a decision before it expires (ms). */
+  joinRequestTtlMs: number;
   /**
    * The domain linked to the bot with BotFather's /setdomain. When set, the console also offers the
    * Telegram Login Widget, which only works on that domain.
@@ -447,6 +450,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxDocksPerOwner: integer(env, "MAX_DOCKS_PER_OWNER", 100, 0, 1_000_000),
     sessionTtlMs: integer(env, "SESSION_TTL_HOURS", 168, 1, 8760) * 60 * 60 * 1000,
     signInAttemptsPerMinute: integer(env, "SIGN_IN_ATTEMPTS_PER_MINUTE", 10, 0, 1_000_000),
+    joinRequestTtlMs: integer(env, "JOIN_REQUEST_TTL_DAYS", JOIN_REQUEST_TTL_DAYS, 1, 365) * 24 * HOUR_MS,
     telegramLoginDomain: telegramLoginDomain(text(env, "TELEGRAM_LOGIN_DOMAIN"), publicUrl, token),
     ...deliveryConfig(env),
   };

@@ -39,9 +39,9 @@ const HOOK_OR_KEY = /(\/hook\/)[^/?#]*|()\bdn(?:sk|hk|ss|sc|gh)_[A-Za-z0-9]+/g;
 
 /**
  * A start payload that carries a token: a console sign-in, the claim link, an invitation (to own
- * Docks, or to co-own one).
+ * Docks, or to co-own one), a Dock's invite link.
  */
-const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite|coown)_)[^&#]*/g;
+const SIGN_IN_PAYLOAD = /([?&]start=(?:login|claim|invite|coown|join)_)[^&#]*/g;
 
 /** A bot token anywhere (`123456:AAE…`, Telegram's shape), in a path, a query string or a value. */
 const BOT_TOKEN = /(?<!\d)\d{1,20}:[A-Za-z0-9_-]{30,}/g;
@@ -61,8 +61,8 @@ export function maskUrl(raw: string): string {
     masked = masked.replace(HOOK_OR_KEY, "$1<redacted>");
   if (masked.includes("?")) {
     masked = masked.replace(SECRET_PARAMETER, "$1<redacted>");
-    // A sign-in, claim or invitation link opened in the sandbox (`/sandbox?start=invite_<token>`):
-    // the token is a credential.
+    // A sign-in, claim, invitation or invite link opened in the sandbox
+    // (`/sandbox?start=invite_<token>`): the token is a credential.
     masked = masked.replace(SIGN_IN_PAYLOAD, "$1<redacted>");
   }
   return masked;

@@ -650,9 +650,11 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         "link",
         "name",
         "role",
+        "pending_requests",
         "stats",
         "subscribers",
         "updated_at",
+        "visibility",
       ]);
       expect(listed[0].role).toBe("owner");
       expect(JSON.stringify(listed)).not.toContain(dock.secret_key);

@@ -10,6 +10,7 @@ import { type Config, loadConfig } from "../src/config.ts";
 import type { HostResolver } from "../src/delivery/callback-post.ts";
 import type { PacerLimits } from "../src/delivery/pacer.ts";
 import { openMigratedDb } from "../src/main.ts";
+import { AUDIT_PAGE, type AuditLine, type DockAudit } from "../src/store/audit.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
 
@@ -150,6 +151,28 @@ export interface ServiceOptions {
   resolveHost?: HostResolver;
   /** The payload thread's deadline: a test that needs every job stopped makes it tiny. */
   threadDeadlineMs?: number;
+  /** Reads the service's audit log back for the test (see RecordedAudit). */
+  audit?: RecordedAudit;
+  /** The service's clock (a test moves it on to reach an expiry); the system's when omitted. */
+  now?: () => number;
+}
+
+/**
+ * A Dock's audit log as the service keeps it (store/audit.ts), read back for a test: give it to
+ * startService as `audit`, then ask `of(dockId)` for its entries, oldest first.
+ */
+export class RecordedAudit {
+  #log: DockAudit | null = null;
+  /** Where it reads (startService sets it). */
+  readFrom(log: DockAudit): void {
+    this.#log = log;
+  }
+  /** The entries of one Dock, oldest first, as `[action, actor, detail]`. */
+  async of(dockId: string): Promise<[string, number | null, AuditLine["detail"]][]> {
+    if (this.#log === null) throw new Error("RecordedAudit: not given to startService");
+    const page = await this.#log.page(dockId, { limit: AUDIT_PAGE.max });
+    return page.entries.toReversed().map((entry) => [entry.action, entry.actor?.id ?? null, entry.detail]);
+  }
 }
 
 /** Limits no test comes near: 1000 messages a second, to the bot and to any one chat. */
@@ -210,7 +233,9 @@ export async function startServiceOver(
     ...(options.foldIntervalMs === undefined ? {} : { foldIntervalMs: options.foldIntervalMs }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
     ...(options.threadDeadlineMs === undefined ? {} : { threadDeadlineMs: options.threadDeadlineMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
+  options.audit?.readFrom(app.audit);
   await app.server.listen({ port: config.port, host: "127.0.0.1" });
   await app.start();
   const address = app.server.server.address();

@@ -10,9 +10,11 @@ import { type TelegramTarget, webhookSecret } from "../telegram-target.ts";
 import type { BackgroundWorker } from "../worker.ts";
 import { acknowledge } from "./acknowledge.ts";
 import { answer, type BotDeps, say } from "./context.ts";
+import { joinButtons } from "./join.ts";
 import { login } from "./login.ts";
 import { membership } from "./membership.ts";
 import { ownerLinks } from "./owners.ts";
+import { requestDecisions } from "./requests.ts";
 import { start } from "./start.ts";
 import { subscribe } from "./subscribe.ts";
 import { subscriptionsMenu } from "./subscriptions-menu.ts";
@@ -36,6 +38,8 @@ export function botHandlers(deps: BotDeps): Composer<Context> {
     ownerLinks(deps),
     subscriptionsMenu(deps),
     acknowledge(deps),
+    joinButtons(deps),
+    requestDecisions(deps),
   );
   composer.command("help", (ctx) => say(ctx, texts.help));
   composer.hears(texts.menu.help, (ctx) => say(ctx, texts.help));

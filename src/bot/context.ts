@@ -1,17 +1,23 @@
 import type { FastifyBaseLogger } from "fastify";
 import { type Context, GrammyError, Keyboard } from "grammy";
+import type { Audience } from "../store/audience.ts";
 import type { BotStateRepository } from "../store/bot-states.ts";
 import type { DockRepository } from "../store/docks.ts";
+import type { InviteLinkRepository } from "../store/invite-links.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
 import type { MessageChanges } from "../store/message-changes.ts";
 import type { OwnerRepository } from "../store/owners.ts";
-import type { SubscriptionRepository } from "../store/subscriptions.ts";
+import type { ChatNames, SubscriptionRepository } from "../store/subscriptions.ts";
 import { texts } from "./texts.ts";
 
 /** What the bot's handlers work with: the store, nothing else. Each handler module receives it. */
 export interface BotDeps {
   docks: DockRepository;
   subscriptions: SubscriptionRepository;
+  /** Docks' invite links, found by the token of `/start join_<token>`. */
+  invites: InviteLinkRepository;
+  /** Join requests (asked, decided) and the other actions on a Dock's audience, audited. */
+  audience: Audience;
   loginTokens: LoginTokenRepository;
   states: BotStateRepository;
   messages: MessageChanges;
@@ -102,4 +108,25 @@ export async function answer(
       return;
     throw error;
   }
+}
+
+/**
+ * After a Yes that subscribed: a deep link's Yes is the one path into the bot that never showed
+ * the menu (a prompt with buttons cannot carry it, nor can its edit): it comes with the chat's
+ * first subscription, before the prompt turns into the confirmation, so that whoever sees the
+ * confirmation has the menu too. Telegram keeps it up after that: later subscriptions do not say
+ * it again.
+ */
+export async function menuAfterFirst(ctx: Context, deps: BotDeps, added: boolean): Promise<void> {
+  const chat = ctx.chat;
+  if (chat?.type === "private" && added && (await deps.subscriptions.listActive(chat.id)).length === 1) {
+    await say(ctx, texts.menuReady);
+  }
+}
+
+/** What Telegram calls the update's chat: a person's names in private, a group's title. */
+export function namesOf(chat: NonNullable<Context["chat"]>): ChatNames {
+  return chat.type === "private"
+    ? { firstName: chat.first_name, username: chat.username }
+    : { title: chat.title };
 }

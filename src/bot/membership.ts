@@ -1,6 +1,7 @@
 import { Composer, type Context } from "grammy";
 import type { ChatMember } from "grammy/types";
 import type { BotDeps } from "./context.ts";
+import { mayManage } from "./groups.ts";
 import { texts } from "./texts.ts";
 
 /** Whether the bot, with this membership, can still write in the chat. */
@@ -13,7 +14,8 @@ function present(member: ChatMember): boolean {
  * The bot's own membership (`my_chat_member`): a person who blocks the bot, or a group that
  * removes it, can no longer receive messages, so the chat's active subscriptions become
  * `blocked` (deliveries stop instead of failing). Unblocking or re-adding the bot resumes exactly
- * those; subscriptions the chat had left stay removed. A group upgraded to a supergroup keeps its
+ * those (a group's to private Docks only when an administrator re-added it); subscriptions the
+ * chat had left stay removed. A group upgraded to a supergroup keeps its
  * subscriptions under its new chat id. A group's title is kept up to date for the console.
  */
 export function membership(deps: BotDeps): Composer<Context> {
@@ -32,11 +34,17 @@ export function membership(deps: BotDeps): Composer<Context> {
       return;
     }
     if (wasPresent || !isPresent) return;
-    const resumed = await deps.subscriptions.transition(chatId, "blocked", "active");
-    // A private chat comes back with the person's /start, which greets them; a group gets a hello.
-    if (update.chat.type === "group" || update.chat.type === "supergroup") {
-      await ctx.reply(texts.groupWelcome(resumed), { parse_mode: "HTML" });
+    if (update.chat.type !== "group" && update.chat.type !== "supergroup") {
+      // A private chat comes back with the person's /start, which greets them.
+      await deps.subscriptions.transition(chatId, "blocked", "active");
+      return;
     }
+    // Only a group's administrator may subscribe it to a private Dock: one who added the bot back
+    // resumes those subscriptions too; anyone else, only the open Docks' (asked of Telegram, as
+    // for subscribing).
+    const { resumed, paused } = await deps.subscriptions.resumeGroup(chatId, await mayManage(ctx));
+    const hello = texts.groupWelcome(resumed);
+    await ctx.reply(paused > 0 ? `${hello}\n${texts.privatePaused(paused)}` : hello, { parse_mode: "HTML" });
   });
 
   // The group became a supergroup: a new chat with a new id, where the bot keeps its place. Telegram

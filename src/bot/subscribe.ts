@@ -1,8 +1,9 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
-import { dockIdFrom } from "../domain/dock-reference.ts";
+import { dockIdFrom, joinTokenFrom } from "../domain/dock-reference.ts";
 import type { Dock } from "../store/docks.ts";
-import { answer, type BotDeps, edit, inGroup, say } from "./context.ts";
+import { answer, type BotDeps, edit, inGroup, menuAfterFirst, namesOf, say } from "./context.ts";
 import { requireManager } from "./groups.ts";
+import { askToJoin, offerInvite, wayIn } from "./join.ts";
 import { texts } from "./texts.ts";
 
 /** Callback data of the Yes / No buttons under a subscription prompt, followed by the Dock ID. */
@@ -15,7 +16,10 @@ const AWAITING_DOCK_ID = "awaiting_dock_id";
 /** How long the bot waits for a Dock ID after Subscribe before it forgets it asked. */
 const DOCK_ID_WAIT_MS = 15 * 60 * 1000;
 
-/** Subscribes the update's chat (a person, or a group) to the Dock; what to say, and whether it is new. */
+/**
+ * Subscribes the update's chat (a person, or a group) to the Dock by its ID, or asks its owner to
+ * let it in (an `approval` Dock); what to say, and whether it subscribed. A private Dock refuses.
+ */
 async function subscribeChat(
   ctx: Context,
   deps: BotDeps,
@@ -23,9 +27,10 @@ async function subscribeChat(
 ): Promise<{ added: boolean; text: string }> {
   const chat = ctx.chat;
   if (chat === undefined) throw new Error("a subscription needs a chat");
-  const names =
-    chat.type === "private" ? { firstName: chat.first_name, username: chat.username } : { title: chat.title };
-  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, names);
+  const way = await wayIn(ctx, deps, dock, null);
+  if (way.kind === "told") return { added: false, text: way.text };
+  if (way.kind === "ask") return { added: false, text: await askToJoin(ctx, deps, dock, null) };
+  const added = await deps.subscriptions.subscribe(dock.id, chat.id, chat.type, namesOf(chat));
   const text = added
     ? texts.subscribed(dock.name, inGroup(ctx))
     : texts.alreadySubscribed(dock.name, inGroup(ctx));
@@ -34,7 +39,8 @@ async function subscribeChat(
 
 /**
  * The deep-link flow (`/start <dock_id>`, or a Dock link pasted unprompted): names the Dock and
- * asks Yes / No, so nobody is subscribed by following a link they did not read.
+ * asks Yes / No — to subscribe, or to ask its owner — so nobody is subscribed (or asks) by
+ * following a link they did not read. A private Dock says so, without naming itself.
  */
 export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: string): Promise<void> {
   const chat = ctx.chat;
@@ -45,14 +51,16 @@ export async function offerSubscription(ctx: Context, deps: BotDeps, dockId: str
     await say(ctx, texts.noSuchDock(dockId));
     return;
   }
-  if ((await deps.subscriptions.state(dock.id, chat.id)) === "active") {
-    await say(ctx, texts.alreadySubscribed(dock.name, inGroup(ctx)));
+  const way = await wayIn(ctx, deps, dock, null);
+  if (way.kind === "told") {
+    await say(ctx, way.text);
     return;
   }
   const buttons = new InlineKeyboard()
     .text(texts.buttons.yes, `${YES}${dock.id}`)
     .text(texts.buttons.no, `${NO}${dock.id}`);
-  await say(ctx, texts.subscribePrompt(dock, inGroup(ctx)), { reply_markup: buttons });
+  const prompt = way.kind === "ask" ? texts.askPrompt : texts.subscribePrompt;
+  await say(ctx, prompt(dock, inGroup(ctx)), { reply_markup: buttons });
 }
 
 /** Asks for a Dock ID with `force_reply`, and remembers in the database that it asked. */
@@ -82,6 +90,13 @@ async function receiveDockId(ctx: Context, deps: BotDeps, text: string): Promise
   const chat = ctx.chat;
   const from = ctx.from;
   if (chat === undefined || from === undefined) return;
+  const token = joinTokenFrom(text);
+  if (token !== null) {
+    // An invite link where the Dock ID was asked for: it is offered like the link itself.
+    await deps.states.clear(chat.id, from.id);
+    await offerInvite(ctx, deps, token);
+    return;
+  }
   const id = dockIdFrom(text);
   if (id === null) {
     await askForDockId(ctx, deps, texts.notADockId);
@@ -114,18 +129,7 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
       return;
     }
     const result = await subscribeChat(ctx, deps, dock);
-    // A deep link's Yes is the one path into the bot that never showed the menu (a prompt with
-    // buttons cannot carry it, nor can its edit): it comes with the chat's first subscription,
-    // before the prompt turns into the confirmation, so that whoever sees the confirmation has the
-    // menu too. Telegram keeps it up after that: later subscriptions do not say it again.
-    const chat = ctx.chat;
-    if (
-      chat?.type === "private" &&
-      result.added &&
-      (await deps.subscriptions.listActive(chat.id)).length === 1
-    ) {
-      await say(ctx, texts.menuReady);
-    }
+    await menuAfterFirst(ctx, deps, result.added);
     await answer(ctx);
     await edit(ctx, result.text);
   });
@@ -167,6 +171,8 @@ export function subscribe(deps: BotDeps): { commands: Composer<Context>; replies
       return;
     }
     if (ctx.chat.type !== "private") return next();
+    const token = joinTokenFrom(ctx.message.text);
+    if (token !== null) return offerInvite(ctx, deps, token);
     const id = dockIdFrom(ctx.message.text);
     if (id !== null) await offerSubscription(ctx, deps, id);
     else await say(ctx, texts.unknownText);

@@ -8,13 +8,21 @@ import { texts } from "./texts.ts";
 /** Callback data of an Unsubscribe button, followed by the Dock ID. */
 const UNSUBSCRIBE = "unsub:";
 
-/** The list message: one line per Dock, and an Unsubscribe button for each. */
+/**
+ * The list message: one line per Dock, and an Unsubscribe button for each; then the Docks the chat
+ * asked to join, waiting for their owner's approval.
+ */
 function listView(
   subscriptions: ChatSubscription[],
+  waiting: { dockName: string }[],
   group: boolean,
 ): { text: string; buttons?: InlineKeyboard } {
   const header = texts.subscriptionsHeader(subscriptions.length, group);
-  if (subscriptions.length === 0) return { text: header };
+  const pending =
+    waiting.length === 0
+      ? []
+      : ["", texts.waitingHeader, ...waiting.map((request) => texts.waitingLine(request.dockName))];
+  if (subscriptions.length === 0) return { text: [header, ...pending].join("\n") };
   const buttons = InlineKeyboard.from(
     subscriptions.map((subscription) => [
       InlineKeyboard.text(
@@ -24,18 +32,27 @@ function listView(
     ]),
   );
   const lines = subscriptions.map((subscription) => texts.subscriptionLine(subscription.dockName));
-  return { text: [header, ...lines].join("\n"), buttons };
+  return { text: [header, ...lines, ...pending].join("\n"), buttons };
+}
+
+/** The chat's list as it is now. */
+async function currentView(deps: BotDeps, chatId: number, group: boolean) {
+  const [subscriptions, waiting] = await Promise.all([
+    deps.subscriptions.listActive(chatId),
+    deps.audience.requests.pendingOfChat(chatId),
+  ]);
+  return listView(subscriptions, waiting, group);
 }
 
 async function showList(ctx: Context, deps: BotDeps): Promise<void> {
   if (ctx.chat === undefined) return;
-  const view = listView(await deps.subscriptions.listActive(ctx.chat.id), inGroup(ctx));
+  const view = await currentView(deps, ctx.chat.id, inGroup(ctx));
   await say(ctx, view.text, view.buttons ? { reply_markup: view.buttons } : {});
 }
 
 /**
- * Seeing and leaving subscriptions: My subscriptions / `/list`, the Unsubscribe buttons, and
- * `/unsubscribe [dock_id]`. Unsubscribing marks the subscription removed, so the delivery engine
+ * Seeing and leaving subscriptions: My subscriptions / `/list` (with the requests to join that
+ * wait for an owner), the Unsubscribe buttons, and `/unsubscribe [dock_id]`. Unsubscribing marks the subscription removed, so the delivery engine
  * stops queueing (and skips what is queued) for this chat from then on.
  */
 export function subscriptionsMenu(deps: BotDeps): Composer<Context> {
@@ -74,7 +91,7 @@ export function subscriptionsMenu(deps: BotDeps): Composer<Context> {
     await answer(ctx, {
       text: removed && current ? texts.unsubscribed(current.dockName) : texts.notSubscribed,
     });
-    const view = listView(await deps.subscriptions.listActive(chat.id), inGroup(ctx));
+    const view = await currentView(deps, chat.id, inGroup(ctx));
     await edit(ctx, view.text, view.buttons ? { reply_markup: view.buttons } : {});
   });
 

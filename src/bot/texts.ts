@@ -11,6 +11,21 @@ export function escapeHtml(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
 
+/** A join request as its copies show it (store/join-requests.ts, rendered by bot/notices.ts). */
+export interface RequestCard {
+  dock: string;
+  /** The person's name, or the group's title. */
+  chat: string;
+  group: boolean;
+  members: number | null;
+  /** Who asked (in a group, the admin). */
+  requester: string;
+  /** The invite link's name it came through; null: the Dock ID (or a link without a name). */
+  link: string | null;
+  state: "pending" | "approved" | "declined" | "expired";
+  decidedBy: string | null;
+}
+
 /** What the bot shows about a Dock when it asks whether to subscribe. */
 export interface DockCard {
   id: string;
@@ -85,6 +100,7 @@ export const texts = {
     "<b>How to subscribe</b>",
     "• Open a Dock's link (from its owner, or the <i>Open in Telegram</i> button in the Dock console) and answer <b>Yes</b>.",
     "• Or press <b>Subscribe</b> and send me the Dock ID.",
+    "• A private Dock takes an invite link from its owner, or asks its owner to let you in.",
     "",
     "<b>Commands</b>",
     "/subscribe — subscribe to a Dock by its ID",
@@ -101,6 +117,10 @@ export const texts = {
         ? `${resumed === 1 ? "Its subscription is" : `Its ${resumed} subscriptions are`} active again.`
         : "A group admin can subscribe the group to a Dock with /subscribe.",
     ].join("\n"),
+  privatePaused: (paused: number) =>
+    `${paused === 1 ? "Its subscription to a private Dock stays" : `Its ${paused} subscriptions to private Docks stay`} paused: an admin of this group resumes ${paused === 1 ? "it" : "them"} with /start.`,
+  groupResumed: (resumed: number) =>
+    `${resumed === 1 ? "This group's subscription is" : `This group's ${resumed} subscriptions are`} active again.`,
   unknownText: "I did not understand that. Press <b>Subscribe</b> to subscribe to a Dock, or see /help.",
 
   subscribePrompt: (dock: DockCard, group: boolean) =>
@@ -113,6 +133,63 @@ export const texts = {
   noSuchDock: (id: string) =>
     `There is no Dock with the ID <code>${escapeHtml(id)}</code>. It may have been deleted; ask its owner for the current link.`,
   dockGone: "This Dock no longer exists.",
+  // The Dock ID alone, for a Dock whose owner lets people in only by invite link (or by request).
+  privateDock: "This Dock is private: ask its owner for an invite link.",
+  inviteUnknown: "This invite link is not valid. Ask the Dock's owner for a new one.",
+  inviteRevoked: "This invite link was revoked. Ask the Dock's owner for a new one.",
+  inviteExpired: "This invite link has expired. Ask the Dock's owner for a new one.",
+  inviteUsedUp:
+    "This invite link has been used as many times as it allows. Ask the Dock's owner for a new one.",
+
+  /** Asking to join a Dock whose owner approves who subscribes (the ID of an `approval` Dock, or a link that asks). */
+  askPrompt: (dock: DockCard, group: boolean) =>
+    `${card(dock)}\n\nIts owner approves who subscribes. ${group ? "Ask to subscribe this group?" : "Ask to join?"}`,
+  requestSent: (name: string, group: boolean) =>
+    `${group ? "This group's" : "Your"} request to join ${dockName(name)} is sent. Its owner decides; I will tell you here.`,
+  requestWaiting: (name: string, group: boolean) =>
+    `${group ? "This group has" : "You have"} asked to join ${dockName(name)} already: its owner has not decided yet.`,
+  banned: (name: string) => `The owner of ${dockName(name)} does not accept this chat.`,
+  requestApproved: (name: string, group: boolean) =>
+    `${group ? "This group's" : "Your"} request to join ${dockName(name)} was approved: its messages will appear here.`,
+  requestDeclined: (name: string, group: boolean) =>
+    `${group ? "This group's" : "Your"} request to join ${dockName(name)} was declined.`,
+  requestExpired: (name: string, group: boolean) =>
+    `${group ? "This group's" : "Your"} request to join ${dockName(name)} expired before its owner decided. You may ask again.`,
+  removed: (name: string, group: boolean) =>
+    `${group ? "This group was" : "You were"} removed from ${dockName(name)}. Its messages will no longer arrive.`,
+  dockDeleted: (name: string) =>
+    `${dockName(name)} was deleted by its owner. Its messages will no longer arrive.`,
+
+  /** A join request as each of the Dock's deciders gets it: who asks, how they came, and (once ended) how it ended. */
+  requestCopy: (request: RequestCard) => {
+    const lines = [
+      request.group
+        ? `The group <b>${escapeHtml(request.chat)}</b>${request.members === null ? "" : ` (${request.members === 1 ? "1 member" : `${request.members} members`})`} asks to join ${dockName(request.dock)}. Asked by ${escapeHtml(request.requester)}.`
+        : `<b>${escapeHtml(request.chat)}</b> asks to join ${dockName(request.dock)}.`,
+    ];
+    if (request.link !== null) lines.push(`Through the invite link “${escapeHtml(request.link)}”.`);
+    switch (request.state) {
+      case "approved":
+        lines.push("", `✔ Approved by ${escapeHtml(request.decidedBy ?? "the Dock's owner")}.`);
+        break;
+      case "declined":
+        lines.push("", `✖ Declined by ${escapeHtml(request.decidedBy ?? "the Dock's owner")}.`);
+        break;
+      case "expired":
+        lines.push("", "⌛ Expired: nobody decided in time.");
+        break;
+    }
+    return lines.join("\n");
+  },
+  requestButtons: { approve: "Approve", decline: "Decline" },
+  approvedAnswer: "Approved: they are subscribed, and told.",
+  declinedAnswer: "Declined: they are told.",
+  requestEnded: (state: "approved" | "declined" | "expired" | "pending", by: string | null) =>
+    state === "expired" || state === "pending"
+      ? "This request has expired."
+      : `Already ${state} by ${by ?? "the Dock's owner"}.`,
+  requestGone: "This request no longer exists.",
+  notDecider: "Only the Dock's owner can decide this request.",
 
   askDockId: "Send me the Dock ID (or paste the Dock's link).\nSend /cancel to stop.",
   askDockIdPlaceholder: "Dock ID",
@@ -128,6 +205,8 @@ export const texts = {
       ? `${group ? "This group has" : "You have"} no subscriptions. Press <b>Subscribe</b> or open a Dock's link to add one.`
       : `${group ? "This group is" : "You are"} subscribed to ${count === 1 ? "1 Dock" : `${count} Docks`}:`,
   subscriptionLine: (name: string) => `• ${escapeHtml(name)}`,
+  waitingHeader: "Waiting for an owner's approval:",
+  waitingLine: (name: string) => `⏳ ${escapeHtml(name)}`,
   unsubscribed: (name: string) => `Unsubscribed from ${name}.`,
   unsubscribedMessage: (name: string) =>
     `Unsubscribed from ${dockName(name)}. Its messages will no longer arrive.`,

@@ -3,15 +3,18 @@ import type { ActivityRepository } from "../store/activity.ts";
 import type { DockAudit } from "../store/audit.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
+import type { JoinRequestRepository } from "../store/join-requests.ts";
 import type { LoginTokenRepository } from "../store/login-tokens.ts";
+import type { NoticeQueue } from "../store/notices.ts";
 import type { Outbox } from "../store/outbox.ts";
 import type { OwnerRepository } from "../store/owners.ts";
 
 /**
  * Deletes what is no longer needed, hourly and at start: finished messages (every delivery sent,
  * failed or gone) older than RETENTION_DAYS with the events posted about them, the Docks' audit
- * entries older than RETENTION_DAYS, expired sign-in tokens, and the Docks' daily activity counts
- * older than 400 days (ACTIVITY_DAYS_KEPT, whatever RETENTION_DAYS says: a count holds nothing of a
+ * entries and the join requests that ended that long ago, expired sign-in tokens, the bot's one-off
+ * notices sent (or given up on) more than a day ago, and the Docks' daily activity counts older
+ * than 400 days (ACTIVITY_DAYS_KEPT, whatever RETENTION_DAYS says: a count holds nothing of a
  * message). Queued work is never pruned.
  */
 export interface RetentionOptions {
@@ -23,6 +26,10 @@ export interface RetentionOptions {
   activity: ActivityRepository;
   /** The Docks' audit logs, kept as long as the messages. */
   audit?: DockAudit;
+  /** The bot's notices: those done for a day are pruned (a join request's copies go with it). */
+  notices?: NoticeQueue;
+  /** Join requests that ended are pruned with the messages (RETENTION_DAYS). */
+  requests?: JoinRequestRepository;
   retentionMs: number;
   log: FastifyBaseLogger;
   intervalMs?: number;
@@ -89,12 +96,24 @@ export class Retention {
       const events = this.#o.retentionMs > 0 ? await this.#o.events.prune(now - this.#o.retentionMs) : 0;
       const auditEntries =
         this.#o.retentionMs > 0 ? ((await this.#o.audit?.prune(now - this.#o.retentionMs)) ?? 0) : 0;
+      const requests =
+        this.#o.retentionMs > 0 ? ((await this.#o.requests?.prune(now - this.#o.retentionMs)) ?? 0) : 0;
       const tokens = await this.#o.loginTokens.prune();
       const ownerLinks = (await this.#o.owners?.prune()) ?? 0;
+      const notices = (await this.#o.notices?.prune(now - 24 * 60 * 60 * 1000)) ?? 0;
       const activityDays = await this.#o.activity.prune();
-      if (messages + events + auditEntries + tokens + ownerLinks + activityDays > 0) {
+      if (messages + events + auditEntries + requests + tokens + ownerLinks + notices + activityDays > 0) {
         this.#o.log.info(
-          { messages, events, auditEntries, loginTokens: tokens, ownerLinks, activityDays },
+          {
+            messages,
+            events,
+            auditEntries,
+            joinRequests: requests,
+            loginTokens: tokens,
+            ownerLinks,
+            notices,
+            activityDays,
+          },
           "pruned old records",
         );
       }

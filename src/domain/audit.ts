@@ -79,3 +79,6 @@ export function cleanDetail(detail: AuditEntry["detail"]): AuditEntry["detail"] 
     ]),
   );
 }
+
+/** A sink that keeps nothing: for parts run without the audit log (a test of the store alone). */
+export const NO_AUDIT: AuditSink = { record: async () => {} };

@@ -1,6 +1,7 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import type { DockAudit } from "../store/audit.ts";
+import { type AudienceRoutesOptions, audience } from "./console/audience.ts";
 import { audit } from "./console/audit.ts";
 import { coOwners } from "./console/co-owners.ts";
 import { type DocksOptions, docks } from "./console/docks.ts";
@@ -13,7 +14,8 @@ import type { SignedIn } from "./session.ts";
 export { TEST_MESSAGE } from "./console/docks.ts";
 
 export type ConsoleApiOptions = SignInOptions &
-  DocksOptions & {
+  DocksOptions &
+  AudienceRoutesOptions & {
     /** Each Dock's audit log: written by the routes, read by its own. */
     audit: DockAudit;
     /** The console's live stream (one per process). */
@@ -29,8 +31,9 @@ declare module "fastify" {
 
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
- * everything an owner does with their Docks (`console/docks.ts`), their co-owners
- * (`console/co-owners.ts`) and audit logs (`console/audit.ts`), who may own Docks (administrators:
+ * everything an owner does with their Docks (`console/docks.ts`), who may subscribe to them
+ * (`console/audience.ts`), their co-owners (`console/co-owners.ts`) and audit logs
+ * (`console/audit.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). They share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
@@ -64,8 +67,8 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     docks: options.docks,
     coOwners: options.coOwners,
     audit: options.audit,
+    audience: options.audience,
     intake: options.intake,
-    subscriptions: options.subscriptions,
     sessions: options.sessions,
     report: options.report,
     activity: options.activity,
@@ -84,6 +87,17 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,
     botUsername: options.botUsername,
+  });
+  await app.register(audience, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    audience: options.audience,
+    subscriptions: options.subscriptions,
+    sessions: options.sessions,
+    publicUrl: options.publicUrl,
+    sandbox: options.sandbox,
+    botUsername: options.botUsername,
+    now: options.now,
   });
   await app.register(audit, {
     docks: options.docks,

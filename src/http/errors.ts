@@ -99,6 +99,10 @@ export const ERRORS = {
     status: 409,
     message: `This Dock has ${MAX_GITHUB_CREDENTIALS} GitHub credentials, as many as a Dock may have: revoke one first.`,
   },
+  request_ended: {
+    status: 409,
+    message: "This join request has ended already: it was approved, declined, or it expired.",
+  },
   message_deleted: {
     status: 409,
     message: "The message was deleted; it can no longer be changed.",

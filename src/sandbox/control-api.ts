@@ -16,6 +16,7 @@ import { SEND_LIMITS } from "./limits.ts";
 import {
   ActionError,
   deleteMessage,
+  type MemberStatus,
   openStartLink,
   pressInlineButton,
   pressKeyboardButton,
@@ -23,6 +24,7 @@ import {
   sendText,
   setBlocked,
   setBotStatus,
+  setMemberStatus,
   upgradeGroup,
 } from "./people.ts";
 
@@ -50,6 +52,7 @@ function errorBody(status: number, message: string) {
 const Id = Type.String({ pattern: "^-?[0-9]{1,16}$" });
 const IdParams = Type.Object({ id: Id });
 const MessageParams = Type.Object({ id: Id, messageId: Type.String({ pattern: "^[0-9]{1,10}$" }) });
+const MemberParams = Type.Object({ id: Id, userId: Type.String({ pattern: "^[0-9]{1,16}$" }) });
 const UserId = Type.Integer({ minimum: 1, maximum: 2 ** 52 });
 
 const NewUser = Type.Object({
@@ -312,6 +315,28 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
     async (request) =>
       emulator.chatView(
         setBotStatus(emulator, num(request.params.id), request.body.status as BotStatus, request.body.from),
+      ),
+  );
+
+  // The group's creator promotes, demotes, adds or removes a person (see setMemberStatus).
+  server.put(
+    "/chats/:id/members/:userId",
+    {
+      schema: {
+        params: MemberParams,
+        body: Type.Object({
+          status: Type.Union(["member", "administrator", "left"].map((s) => Type.Literal(s))),
+        }),
+      },
+    },
+    async (request) =>
+      emulator.chatView(
+        setMemberStatus(
+          emulator,
+          num(request.params.id),
+          num(request.params.userId),
+          request.body.status as MemberStatus,
+        ),
       ),
   );
 

@@ -276,6 +276,39 @@ export function setBotStatus(
   return chat;
 }
 
+/** A person's place in a group, as the control API sets it. */
+export type MemberStatus = "member" | "administrator" | "left";
+
+/**
+ * Makes a person a member of a group, promotes them to administrator, demotes them, or takes them
+ * out of it, as the group's creator would in Telegram: `getChatMember` (and so the bot's checks of
+ * who may subscribe the group) answers accordingly from then on, and `getChatMemberCount` counts
+ * them. The creator's place is not changed. Telegram tells a bot nothing of it unless the bot is an
+ * administrator that asked for `chat_member` updates (ours does not).
+ */
+export function setMemberStatus(
+  emulator: Emulator,
+  chatId: number,
+  userId: number,
+  status: MemberStatus,
+): SimChat {
+  const chat = chatById(emulator, chatId);
+  if (chat.type === "private") throw new ActionError(400, "a private chat has no members to change");
+  if (chat.migratedTo !== undefined) {
+    throw new ActionError(409, `chat ${chat.id} was upgraded to a supergroup: change ${chat.migratedTo}`);
+  }
+  person(emulator, userId);
+  if (chat.creatorId === userId) throw new ActionError(400, `person ${userId} created chat ${chatId}`);
+  const members = chat.members.filter((id) => id !== userId);
+  const admins = chat.admins.filter((id) => id !== userId);
+  if (status !== "left") members.push(userId);
+  if (status === "administrator") admins.push(userId);
+  chat.members = members;
+  chat.admins = admins;
+  emulator.emit({ type: "chat_updated", chat: emulator.chatView(chat) });
+  return chat;
+}
+
 /**
  * A member renames a group (Telegram's default permissions let every member change a group's
  * info). Everyone sees a `new_chat_title` service message, the bot too, privacy mode or not, as

@@ -1,13 +1,15 @@
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Db } from "./db.ts";
 import { DAY_MS, dayOf } from "./rollups.ts";
+import type { Database } from "./schema.ts";
 
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
- * its subscriptions, its messages and copies (the activity counts), and its audit log (the newest
- * entry: every change of its team, who joined through an invitation, is written there).
+ * its subscriptions, its messages and copies (the activity counts), its audit log (the newest
+ * entry: every change of its team, who joined through an invitation, is written there), and who
+ * may join (its invite links, join requests and bans).
  */
-export const STAMP_PARTS = ["settings", "subscribers", "messages", "audit"] as const;
+export const STAMP_PARTS = ["settings", "subscribers", "messages", "audit", "audience"] as const;
 export type StampPart = (typeof STAMP_PARTS)[number];
 
 /**
@@ -24,11 +26,14 @@ export interface DockStamp {
 /**
  * For the console's live stream: a stamp per Dock that changes whenever anything the console shows
  * of it changes, read for every Dock of many people (owned or shared with them) in one query. Made
- * of what is already kept (nothing is written for the stream's sake): the Dock's row (`updated_at`:
+ * of what is already kept (but one part, below): the Dock's row (`updated_at`:
  * edits, rotations, hook token), its subscriptions (the newest `updated_at`: joins, leaves, blocks,
  * removals, a group's new title), its activity counts of today and yesterday (messages accepted
  * and changed, copies settled; counted in the transactions that make them, rollups.ts) and its
- * newest audit entry, so changes made by any process are seen.
+ * newest audit entry, so changes made by any process are seen. One part is
+ * written for the stream's sake, its audience (`docks.audience_at`, moved by audienceChanged with
+ * every change of its invite links, join requests and bans): read from those three tables it
+ * tripled the stream's read (docs/benchmarks.md, bench:stamps), and such changes are rare.
  */
 export class DockStamps {
   readonly #db: Db;
@@ -82,13 +87,34 @@ export class DockStamps {
           .select((a) => a.fn.max("dock_audit.id").as("id"))
           .whereRef("dock_audit.dock_id", "=", "docks.id")
           .as("audited"),
+        "docks.audience_at",
       ])
       .execute();
     const stamps = rows.map((row) => ({
       id: row.id,
       personId: Number(row.person),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audited ?? 0}`,
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audited ?? 0}/${row.audience_at}`,
     }));
     return stamps;
   }
+}
+
+/**
+ * The Dock's audience changed (an invite link made, used or revoked; a join request made, decided
+ * or expired; a ban or an unban): its stamp's `audience` part moves, in `db`, the transaction of
+ * the change. Always forward, even twice in a millisecond, so no change goes untold.
+ */
+export async function audienceChanged(db: Kysely<Database>, dockId: string, now: number): Promise<void> {
+  await db
+    .updateTable("docks")
+    .set((eb) => ({
+      audience_at: eb
+        .case()
+        .when("audience_at", ">=", now)
+        .then(eb("audience_at", "+", 1))
+        .else(now)
+        .end(),
+    }))
+    .where("id", "=", dockId)
+    .execute();
 }

@@ -1,4 +1,5 @@
 import type { ExpressionBuilder, Kysely, Updateable } from "kysely";
+import type { Visibility } from "../domain/audience.ts";
 import type { AuditAction } from "../domain/audit.ts";
 import type { DockFields } from "../domain/dock.ts";
 import type { DockRole } from "../domain/dock-roles.ts";
@@ -23,15 +24,20 @@ import {
   openGithubSlots,
   sealGithubSlots,
 } from "./dock-credentials.ts";
+import { queueNoticeToSubscribers } from "./notices.ts";
 import type { Database, DocksTable } from "./schema.ts";
 import { knowUser } from "./users.ts";
 
 export interface Dock extends DockFields {
   id: string;
   ownerId: number;
+  /** Who may subscribe (domain/audience.ts). */
+  visibility: Visibility;
   createdAt: number;
   updatedAt: number;
   activeSubscribers: number;
+  /** Join requests waiting for a decision (not expired). */
+  pendingRequests: number;
 }
 
 export interface DockWithSecret extends Dock {
@@ -125,8 +131,16 @@ export class DockRepository {
     this.credentials = new DockCredentialRepository(db, encryptionKey, now);
   }
 
-  /** A new Dock of `ownerId`; `by`: who made it, for its audit log (none: nothing is recorded). */
-  async create(ownerId: number, fields: DockFields, by?: AuditBy): Promise<DockWithSecret> {
+  /**
+   * A new Dock of `ownerId`; `by`: who made it, for its audit log (none: nothing is recorded);
+   * `visibility`: who may subscribe (open unless said).
+   */
+  async create(
+    ownerId: number,
+    fields: DockFields,
+    by?: AuditBy,
+    visibility: Visibility = "open",
+  ): Promise<DockWithSecret> {
     const now = this.#now();
     const id = newDockId();
     const secretKey = newSecretKey();
@@ -142,6 +156,7 @@ export class DockRepository {
           id,
           owner_id: ownerId,
           ...fields,
+          visibility,
           secret_hash: hashSecret(secretKey).toString("hex"),
           secret_sealed: encryptSecret(secretKey, this.#key),
           signing_sealed: encryptSecret(signingSecret, this.#key),
@@ -154,10 +169,12 @@ export class DockRepository {
     return {
       id,
       ownerId,
+      visibility,
       ...fields,
       createdAt: now,
       updatedAt: now,
       activeSubscribers: 0,
+      pendingRequests: 0,
       secretKey,
       signingSecret,
       hookToken: null,
@@ -167,6 +184,7 @@ export class DockRepository {
   }
 
   #select() {
+    const now = this.#now();
     return this.#db.kysely.selectFrom("docks").select((eb) => [
       "docks.id",
       "docks.owner_id",
@@ -179,6 +197,7 @@ export class DockRepository {
       "docks.hook_sealed",
       "docks.inbound_format",
       "docks.template",
+      "docks.visibility",
       "docks.created_at",
       "docks.updated_at",
       eb
@@ -187,6 +206,13 @@ export class DockRepository {
         .where("subscriptions.state", "=", "active")
         .select((s) => s.fn.countAll<number>().as("n"))
         .as("active_subscribers"),
+      eb
+        .selectFrom("join_requests")
+        .whereRef("join_requests.dock_id", "=", "docks.id")
+        .where("join_requests.state", "=", "pending")
+        .where("join_requests.expires_at", ">", now)
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .as("pending_requests"),
     ]);
   }
 
@@ -202,13 +228,16 @@ export class DockRepository {
     hook_sealed: string | null;
     inbound_format: string | null;
     template: string | null;
+    visibility: Visibility;
     created_at: number;
     updated_at: number;
     active_subscribers: number | null;
+    pending_requests: number | null;
   }): DockWithSecret {
     return {
       id: row.id,
       ownerId: row.owner_id,
+      visibility: row.visibility,
       name: row.name,
       link: row.link,
       description: row.description,
@@ -216,6 +245,7 @@ export class DockRepository {
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       activeSubscribers: Number(row.active_subscribers ?? 0),
+      pendingRequests: Number(row.pending_requests ?? 0),
       secretKey: decryptSecret(row.secret_sealed, this.#key),
       signingSecret: decryptSecret(row.signing_sealed, this.#key),
       hookToken: row.hook_sealed === null ? null : decryptSecret(row.hook_sealed, this.#key),
@@ -509,11 +539,34 @@ export class DockRepository {
   }
 
   /**
+   * Sets who may subscribe to the Dock; its subscribers stay whatever it becomes. The visibility
+   * it had, or null when it already was this (or there is no such Dock): nothing changed.
+   */
+  async setVisibility(id: string, visibility: Visibility): Promise<Visibility | null> {
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const row = await tx.selectFrom("docks").select("visibility").where("id", "=", id).executeTakeFirst();
+      if (row === undefined || row.visibility === visibility) return null;
+      const changed = await tx
+        .updateTable("docks")
+        .set({ visibility, updated_at: this.#now() })
+        .where("id", "=", id)
+        .where("visibility", "=", row.visibility)
+        .executeTakeFirst();
+      return changed.numUpdatedRows > 0n ? row.visibility : null;
+    });
+  }
+
+  /**
    * Deletes the Dock with its subscriptions, messages, pending deliveries, activity counts,
-   * co-owners and audit log.
+   * co-owners, audit log, invite links and join requests. Its active subscribers are told (bot
+   * notices queued with the deletion: whatever face deleted it, the service that runs tells them).
    */
   async delete(id: string): Promise<boolean> {
+    const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
+      const dock = await tx.selectFrom("docks").select("name").where("id", "=", id).executeTakeFirst();
+      if (dock === undefined) return false;
+      await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
       const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
       // Not by a foreign key's cascade (migrations 0011 and 0018 say why).
       await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();

@@ -1,4 +1,5 @@
 import type { Generated } from "kysely";
+import type { Visibility } from "../domain/audience.ts";
 import type { DockRole } from "../domain/dock-roles.ts";
 import type { OwnerRole } from "../domain/owners.ts";
 
@@ -42,6 +43,13 @@ export interface DocksTable {
   inbound_format: string | null;
   /** The Dock's template (JSON of its fields); null: none. */
   template: string | null;
+  /** Who may subscribe (migration 0017; domain/audience.ts): `open` unless its owner chose otherwise. */
+  visibility: Generated<Visibility>;
+  /**
+   * Moves whenever the Dock's invite links, join requests or bans change (migration 0017;
+   * store/dock-stamps.ts, audienceChanged): the console's live stream reads it with the Dock.
+   */
+  audience_at: Generated<Millis>;
   created_at: Millis;
   updated_at: Millis;
 }
@@ -73,6 +81,8 @@ export interface SubscriptionsTable {
    * since before it was accepted (Outbox.fanOut).
    */
   active_since: Millis;
+  /** The invite link the chat joined through (migration 0017); null: by the Dock ID, or before. */
+  invite_id: string | null;
 }
 
 export interface MessagesTable {
@@ -109,6 +119,103 @@ export interface MessagesTable {
    * key, the console). A send-only sender replaces by key only its own messages.
    */
   sender: string | null;
+}
+
+/** An invite link of a Dock (migration 0017), modelled on Telegram's ChatInviteLink. */
+export interface DockInvitesTable {
+  /** `dinv_…`: names the link in the console and the CLI (revoking it); not a secret. */
+  id: string;
+  dock_id: string;
+  /** Hex SHA-256 of the token in the link (`/start join_<token>`), to find it. */
+  token_hash: string;
+  /** The token sealed with the server's key: the console shows the link again. */
+  token_sealed: string;
+  name: string | null;
+  /** Who made it; null: the operator's CLI. */
+  created_by: number | null;
+  created_at: Millis;
+  /** When it stops working; null: never. */
+  expires_at: Millis | null;
+  /** How many chats may join through it; null: no limit. */
+  usage_limit: number | null;
+  /** Chats that joined through it so far. */
+  uses: Generated<number>;
+  /** 1: whoever opens it asks to join (a join request) instead of joining at once. */
+  approval: number;
+  revoked_at: Millis | null;
+  /** When its uses or state last changed (the console's live stream watches it). */
+  updated_at: Millis;
+}
+
+/** Where a join request stands: waiting, or how it ended. */
+export type JoinRequestState = "pending" | "approved" | "declined" | "expired";
+
+/** A chat asking to join a Dock (migration 0017); one per Dock × chat (a new one replaces an ended one). */
+export interface JoinRequestsTable {
+  /** `jr_…`: in the decision buttons' data and the console's routes. */
+  id: string;
+  dock_id: string;
+  chat_id: number;
+  chat_type: string;
+  /** Who asked: the person (in a group, the administrator who asked for it). */
+  user_id: number;
+  /** The invite link it came through; null: the Dock ID. */
+  invite_id: string | null;
+  /** A group's member count when it asked; null in private (or when Telegram did not say). */
+  member_count: number | null;
+  state: JoinRequestState;
+  created_at: Millis;
+  /** When it expires unanswered (JOIN_REQUEST_TTL_DAYS after it was made). */
+  expires_at: Millis;
+  decided_by: number | null;
+  decided_at: Millis | null;
+  /** When it last changed (the console's live stream watches it). */
+  updated_at: Millis;
+}
+
+/** A chat a Dock's owner banned from asking (or joining) again (migration 0017). */
+export interface DockBansTable {
+  dock_id: string;
+  chat_id: number;
+  /** Who banned it; null: the operator's CLI. */
+  banned_by: number | null;
+  banned_at: Millis;
+}
+
+/**
+ * What a bot notice is: `request_copy`, a join request as one decider sees it (edited as it
+ * ends); `request_outcome` (`detail`: approved, declined, expired), `removed` and `dock_deleted`,
+ * told once to the chat concerned.
+ */
+export type NoticeKind = "request_copy" | "request_outcome" | "removed" | "dock_deleted";
+
+export type NoticeState = "queued" | "sending" | "done" | "failed";
+
+/** Something the bot tells a chat outside a conversation (migration 0017), sent durably. */
+export interface BotNoticesTable {
+  id: Generated<number>;
+  chat_id: number;
+  kind: NoticeKind;
+  /** `request_copy`: the request it shows (the copy goes with the request). */
+  request_id: string | null;
+  /** The Dock's name when the notice was made (the Dock may be gone when it is sent). */
+  dock_name: string | null;
+  detail: string | null;
+  /** `request_copy`: the Telegram message of the copy once sent (later edits change it). */
+  message_id: number | null;
+  /**
+   * `request_copy`: counts the request's changes. A change made while the copy is being sent
+   * leaves it queued once the send settles, so that it is edited to the change.
+   */
+  version: Generated<number>;
+  /** `queued`: to be sent (or, for a copy, edited to the request as it is now). */
+  state: NoticeState;
+  attempts: Generated<number>;
+  next_attempt_at: Millis;
+  lease_until: Millis | null;
+  last_error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
 }
 
 /** A named credential of a Dock (migration 0015): what it may do is its scope. */
@@ -365,4 +472,8 @@ export interface Database {
   dock_credentials: DockCredentialsTable;
   co_owners: CoOwnersTable;
   dock_audit: DockAuditTable;
+  dock_invites: DockInvitesTable;
+  join_requests: JoinRequestsTable;
+  dock_bans: DockBansTable;
+  bot_notices: BotNoticesTable;
 }

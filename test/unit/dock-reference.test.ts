@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dockIdFrom } from "../../src/domain/dock-reference.ts";
+import { dockIdFrom, joinTokenFrom } from "../../src/domain/dock-reference.ts";
 
 const ID = "4fGh2kLmN8pQrS0tUvWxYz";
 
@@ -25,5 +25,28 @@ describe("dockIdFrom: the Dock ID in what a person pasted", () => {
     [`javascript:alert(1)?start=${ID}`, "another URL scheme"],
   ])("finds none in %j (%s)", (text) => {
     expect(dockIdFrom(text)).toBeNull();
+  });
+});
+
+describe("joinTokenFrom: an invite link's token in what a person pasted", () => {
+  const TOKEN = "Zy9xW8vU7tS6rQ5pO4nM3l";
+
+  it.each([
+    [`https://t.me/DockNotifyBot?start=join_${TOKEN}`, "a t.me link"],
+    [` t.me/DockNotifyBot?start=join_${TOKEN} `, "a t.me link without the scheme"],
+    [`http://127.0.0.1:8080/sandbox?start=join_${TOKEN}`, "a sandbox link"],
+    [`join_${TOKEN}`, "the payload alone"],
+  ])("finds it in %j (%s)", (text) => {
+    expect(joinTokenFrom(text)).toBe(TOKEN);
+    expect(dockIdFrom(text)).toBeNull();
+  });
+
+  it.each([
+    [TOKEN, "a bare token (a Dock ID's shape: that is what it is taken for)"],
+    [`https://t.me/DockNotifyBot?start=join_${TOKEN}x`, "a token one character too long"],
+    [`https://t.me/DockNotifyBot?start=invite_${TOKEN}`, "an invitation to own Docks"],
+    [`javascript:alert(1)?start=join_${TOKEN}`, "another URL scheme"],
+  ])("finds none in %j (%s)", (text) => {
+    expect(joinTokenFrom(text)).toBeNull();
   });
 });

@@ -1,16 +1,36 @@
 import { type FormEvent, useEffect, useId, useState } from "react";
-import { type FieldProblem, ServiceError } from "./api.ts";
+import { type FieldProblem, ServiceError, type Visibility } from "./api.ts";
 
 export interface DockFieldValues {
   name: string;
   link: string;
   description: string;
   callback_url: string;
+  visibility: Visibility;
 }
 
 /**
- * Name, Link, Description and Callback URL with the server's verdict next to each field. The server validates
- * (one set of rules, in src/domain/dock.ts); the form only shows what it says.
+ * "Who can subscribe?": each choice and what it means for someone who has the Dock ID. The names
+ * are short (the hints say the rest, apart from the label), and name no other field.
+ */
+const VISIBILITY_CHOICES: { value: Visibility; label: string; hint: string }[] = [
+  { value: "open", label: "Anyone with the Dock ID", hint: "The ID or the subscribe link is enough." },
+  {
+    value: "invite",
+    label: "Invite only",
+    hint: "Only an invite link lets someone in (make them in Subscribers); the Dock ID alone is refused.",
+  },
+  {
+    value: "approval",
+    label: "Anyone may ask; I approve",
+    hint: "The Dock ID or an invite link sends you a join request, in Telegram and here.",
+  },
+];
+
+/**
+ * Name, Link, Description, Callback URL and who can subscribe, with the server's verdict next to
+ * each field. The server validates (one set of rules, in src/domain/dock.ts); the form only shows
+ * what it says.
  */
 export function DockForm({
   initial,
@@ -55,7 +75,46 @@ export function DockForm({
     }
   };
 
-  const field = (name: keyof DockFieldValues, label: string, hint: string, multiline = false) => {
+  const visibilityProblem = problems.find((p) => p.field === "visibility");
+  const visibility = (
+    <fieldset
+      className="field choices"
+      aria-describedby={visibilityProblem ? `${id}-visibility-error` : undefined}
+    >
+      <legend>Who can subscribe?</legend>
+      {VISIBILITY_CHOICES.map((choice) => (
+        <div key={choice.value} className="choice">
+          <label>
+            <input
+              type="radio"
+              name={`${id}-visibility`}
+              value={choice.value}
+              checked={values.visibility === choice.value}
+              aria-describedby={`${id}-visibility-${choice.value}`}
+              onChange={() => setValues({ ...values, visibility: choice.value })}
+            />
+            {choice.label}
+          </label>
+          <small id={`${id}-visibility-${choice.value}`} className="muted">
+            {choice.hint}
+          </small>
+        </div>
+      ))}
+      <small className="muted">People already subscribed stay subscribed whatever you choose.</small>
+      {visibilityProblem && (
+        <small id={`${id}-visibility-error`} className="field-error">
+          {visibilityProblem.message}
+        </small>
+      )}
+    </fieldset>
+  );
+
+  const field = (
+    name: Exclude<keyof DockFieldValues, "visibility">,
+    label: string,
+    hint: string,
+    multiline = false,
+  ) => {
     const problem = problems.find((p) => p.field === name);
     const inputId = `${id}-${name}`;
     const describedBy = [`${inputId}-hint`, problem ? `${inputId}-error` : null].filter(Boolean).join(" ");
@@ -101,6 +160,7 @@ export function DockForm({
         "Optional. Your application's address (ci.example.com means https://ci.example.com): a dotted host name or IP address, as Telegram requires for its button.",
       )}
       {field("description", "Description", "What this Dock sends, for you and your subscribers.", true)}
+      {visibility}
       {field(
         "callback_url",
         "Callback URL",

@@ -170,6 +170,11 @@ function DockLine({ dock }: { dock: DockSummary }) {
       <span className="dock-line-facts small">
         <span>
           {dock.stats.subscribers} subscriber{dock.stats.subscribers === 1 ? "" : "s"}
+          {dock.pending_requests > 0 && (
+            <span className="state state-queued">
+              {dock.pending_requests} join request{dock.pending_requests === 1 ? "" : "s"}
+            </span>
+          )}
         </span>
         <span>
           {dock.stats.accepted_7d} message{dock.stats.accepted_7d === 1 ? "" : "s"} in 7 days

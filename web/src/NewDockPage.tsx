@@ -5,7 +5,7 @@ import type { Guarded } from "./dock/actions.ts";
 import { navigate } from "./navigation.ts";
 import { dockHref } from "./route.ts";
 
-const EMPTY: DockFieldValues = { name: "", link: "", description: "", callback_url: "" };
+const EMPTY: DockFieldValues = { name: "", link: "", description: "", callback_url: "", visibility: "open" };
 
 /** "New Dock": the form; once created, the Dock's page, where subscribing and sending start. */
 export function NewDockPage({ guarded }: { guarded: Guarded }) {

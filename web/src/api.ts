@@ -10,6 +10,8 @@ export type {
   ActivityAnswer,
   AuditAnswer,
   AuditEntryView,
+  BanListAnswer,
+  BanView,
   ConsoleRole,
   CoOwnerInviteAnswer,
   CoOwnerInviteView,
@@ -31,6 +33,12 @@ export type {
   DockSummary,
   InfoAnswer,
   InviteAnswer,
+  InviteLinkAnswer,
+  InviteLinkListAnswer,
+  InviteLinkView,
+  JoinRequestAnswer,
+  JoinRequestListAnswer,
+  JoinRequestView,
   MessageDetailAnswer,
   MessageListAnswer,
   MessageReport,
@@ -47,6 +55,7 @@ export type {
   SubscriberListAnswer,
   TelegramAccount,
   TestMessageAnswer,
+  Visibility,
 } from "../../src/http/console/schemas.ts";
 export type { FieldProblem };
 

@@ -5,11 +5,11 @@ import { api, type DockEvent, type DockPart, ServiceError } from "./api.ts";
 const GATHER_MS = 250;
 /** The first wait before opening the stream again after the service refused it; doubled up to the last. */
 const REOPEN_MS = [5000, 10_000, 20_000, 40_000, 60_000];
-const ALL_PARTS: readonly DockPart[] = ["settings", "subscribers", "messages", "audit"];
+const ALL_PARTS: readonly DockPart[] = ["settings", "subscribers", "messages", "audit", "audience"];
 
 /** Per part of a Dock, how often it changed. */
 type PartVersions = Readonly<Record<DockPart, number>>;
-const UNCHANGED: PartVersions = { settings: 0, subscribers: 0, messages: 0, audit: 0 };
+const UNCHANGED: PartVersions = { settings: 0, subscribers: 0, messages: 0, audit: 0, audience: 0 };
 
 interface Versions {
   /** Goes up each time the stream opens again: everything may have changed while it was closed. */

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { isVisibility, VISIBILITIES, type Visibility } from "../../domain/audience.ts";
 import type { AuditSink } from "../../domain/audit.ts";
 import type { CallbackTargets } from "../../domain/callback-target.ts";
 import { curlExamples } from "../../domain/curl-examples.ts";
@@ -16,12 +17,12 @@ import { integrationSnippets } from "../../integrations/snippets.ts";
 import { validateTemplate } from "../../integrations/template.ts";
 import { quietly } from "../../log.ts";
 import type { ActivityRepository } from "../../store/activity.ts";
+import type { Audience } from "../../store/audience.ts";
 import type { CoOwnerRepository } from "../../store/co-owners.ts";
 import { type DockCredential, TooManyGithubCredentials } from "../../store/dock-credentials.ts";
 import type { DockRepository, DockWithSecret } from "../../store/docks.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
-import type { SubscriptionRepository } from "../../store/subscriptions.ts";
 import { ApiError } from "../errors.ts";
 import { inboundMessage, inboundOf, templateTime } from "../inbound.ts";
 import type { PayloadThread } from "../payload-thread.ts";
@@ -49,9 +50,6 @@ import {
   type OkAnswer,
   type PreviewAnswer,
   previewBody,
-  type Subscriber,
-  type SubscriberListAnswer,
-  subscriberParams,
   type TestMessageAnswer,
 } from "./schemas.ts";
 import { dockStats } from "./stats.ts";
@@ -62,9 +60,10 @@ export interface DocksOptions {
   coOwners: CoOwnerRepository;
   /** Where what the owners and co-owners do to a Dock is recorded. */
   audit: AuditSink;
+  /** Who may subscribe, invite links, join requests, removals: done and audited in one place. */
+  audience: Audience;
   /** How the test message enters, like any other: rate limit, storage, counters. */
   intake: Intake;
-  subscriptions: SubscriptionRepository;
   sessions: SessionRepository;
   report: OutboxViews;
   /** The daily activity counts: a Dock's chart, the list's headline numbers. */
@@ -87,11 +86,11 @@ export const TEST_MESSAGE =
 
 /**
  * Everything an owner and the co-owners do with their Docks: create, edit, delete, rotate the
- * secrets, see and remove subscribers, watch deliveries, send a test message. Every route needs a
- * session (and, to change anything, its CSRF token), asks `dockAccess` whether the person's role
- * on the Dock allows what it does (`403 insufficient_role` when not), and answers `404` for a Dock
- * they have no role on exactly as for a missing one. What changes a Dock is written to its audit
- * log. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
+ * secrets, watch deliveries, send a test message (who may subscribe is `console/audience.ts`'s).
+ * Every route needs a session (and, to change anything, its CSRF token), asks `dockAccess` whether
+ * the person's role on the Dock allows what it does (`403 insufficient_role` when not), and answers
+ * `404` for a Dock they have no role on exactly as for a missing one. What changes a Dock is
+ * written to its audit log. Part of `consoleApi`, which provides the cookies and `request.signedIn`.
  */
 export async function docks(app: FastifyInstance, options: DocksOptions): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -128,6 +127,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
       secret_key: secrets ? dock.secretKey : null,
       signing_secret: secrets ? dock.signingSecret : null,
       hook_token: secrets ? dock.hookToken : null,
+      visibility: dock.visibility,
       hook_url:
         !secrets || dock.hookToken === null
           ? null
@@ -143,6 +143,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
           }).map(({ needsHookToken, ...snippet }) => ({ ...snippet, needs_hook_token: needsHookToken }))
         : [],
       subscribers: dock.activeSubscribers,
+      pending_requests: dock.pendingRequests,
       created_at: dock.createdAt,
       updated_at: dock.updatedAt,
       open_in_telegram: telegramLink(options.publicUrl, username, dock.id, options.sandbox),
@@ -157,11 +158,18 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     return { ok: true, dock: await dockJson(dock, role) };
   };
 
-  /** `stored`: the Dock's callback URL, which an edit of another field keeps as it is. */
+  /**
+   * The fields as sent, checked together (every problem named by its field). `stored`: the Dock's
+   * callback URL, which an edit of another field keeps as it is. `visibility`: undefined when not sent.
+   */
   const validFields = (input: Record<string, unknown>, stored: string | null = null) => {
     const result = validateDockFields(input, options.callbackTargets, stored);
-    if (!result.ok) throw new ApiError("invalid_fields", undefined, {}, result.errors);
-    return result.value;
+    const problems: { field: string; message: string }[] = result.ok ? [] : [...result.errors];
+    const visibility = input.visibility;
+    if (visibility !== undefined && !isVisibility(visibility))
+      problems.push({ field: "visibility", message: `visibility must be one of ${VISIBILITIES.join(", ")}` });
+    if (!result.ok || problems.length > 0) throw new ApiError("invalid_fields", undefined, {}, problems);
+    return { fields: result.value, visibility: visibility as Visibility | undefined };
   };
 
   // Read again by the console whenever the live stream says a Dock changed: logged at debug.
@@ -177,7 +185,9 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         role: dock.role,
         link: dock.link,
         description: dock.description,
+        visibility: dock.visibility,
         subscribers: dock.activeSubscribers,
+        pending_requests: dock.pendingRequests,
         created_at: dock.createdAt,
         updated_at: dock.updatedAt,
         stats: dockStats(dock.activeSubscribers, headlines.get(dock.id)),
@@ -188,7 +198,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
   routes.post("/docks", { schema: { body: dockFieldsBody } }, async (request, reply) => {
     // Someone let in only for the Docks shared with them creates none (an owner's invitation does).
     if (signedIn(request).user.role === "co_owner") throw new ApiError("not_an_owner");
-    const fields = validFields(request.body);
+    const { fields, visibility } = validFields(request.body);
     const ownerId = signedIn(request).user.id;
     // Checked, then created: two creates at the same instant can pass it together, one Dock over
     // at most. The cap is against runaway scripts and careless clicking, not a billing quota.
@@ -198,7 +208,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     ) {
       throw new ApiError("too_many_docks");
     }
-    const dock = await options.docks.create(ownerId, fields, by(request));
+    const dock = await options.docks.create(ownerId, fields, by(request), visibility);
     return reply.code(201).send({ ok: true, dock: await dockJson(dock, "owner") } satisfies DockAnswer);
   });
 
@@ -225,7 +235,7 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
     { schema: { params: dockParams, body: dockFieldsBody } },
     async (request): Promise<DockAnswer> => {
       const { dock } = await dockFor(request, request.params.id, "edit_settings");
-      const fields = validFields(
+      const { fields, visibility } = validFields(
         {
           name: dock.name,
           link: dock.link,
@@ -236,13 +246,16 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
         dock.callback_url,
       );
       await options.docks.update(dock.id, fields, by(request));
+      if (visibility !== undefined)
+        await options.audience.setVisibility(dock.id, visibility, signedIn(request).user.id);
       return dockAnswer(request, dock.id);
     },
   );
 
   routes.delete("/docks/:id", { schema: { params: dockParams } }, async (request): Promise<OkAnswer> => {
     const { dock } = await dockFor(request, request.params.id, "delete_dock");
-    await options.docks.delete(dock.id);
+    // Through the audience: its subscribers are told at once.
+    await options.audience.deleteDock(dock.id);
     request.log.info({ dock_id: dock.id, by: signedIn(request).user.id }, "dock deleted");
     return { ok: true };
   });
@@ -444,43 +457,6 @@ export async function docks(app: FastifyInstance, options: DocksOptions): Promis
           final: result.final,
         },
       };
-    },
-  );
-
-  routes.get(
-    "/docks/:id/subscribers",
-    { schema: { params: dockParams }, onRequest: quietly },
-    async (request): Promise<SubscriberListAnswer> => {
-      const { dock } = await dockFor(request, request.params.id, "manage_subscribers");
-      const subscribers = await options.subscriptions.list(dock.id);
-      return {
-        ok: true,
-        subscribers: subscribers.map(
-          (s): Subscriber => ({
-            chat_id: s.chatId,
-            chat_type: s.chatType,
-            state: s.state,
-            first_name: s.firstName,
-            username: s.username,
-            title: s.title,
-            name: s.name,
-            since: s.since,
-          }),
-        ),
-      };
-    },
-  );
-
-  routes.delete(
-    "/docks/:id/subscribers/:chatId",
-    { schema: { params: subscriberParams } },
-    async (request): Promise<OkAnswer> => {
-      const { dock } = await dockFor(request, request.params.id, "manage_subscribers");
-      const chatId = /^-?\d{1,19}$/.test(request.params.chatId) ? Number(request.params.chatId) : Number.NaN;
-      const removed =
-        Number.isSafeInteger(chatId) && (await options.subscriptions.remove(dock.id, chatId, by(request)));
-      if (!removed) throw new ApiError("not_found", "This chat is not subscribed to the Dock.");
-      return { ok: true };
     },
   );
 

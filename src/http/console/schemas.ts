@@ -11,12 +11,16 @@ import { changeCountsSchema, entitySchema, storedOptionsSchema } from "../messag
 
 // ---- Requests ----
 
-/** A Dock's editable fields; validated by `validateDockFields`, whose messages the form shows per field. */
+/**
+ * A Dock's editable fields; validated by `validateDockFields` (and `visibility` by the route),
+ * whose messages the form shows per field.
+ */
 export const dockFieldsBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
   link: Type.Optional(Type.Unknown()),
   description: Type.Optional(Type.Unknown()),
   callback_url: Type.Optional(Type.Unknown()),
+  visibility: Type.Optional(Type.Unknown()),
 });
 
 /** A Dock's integration settings; the template is checked by `validateTemplate` (problems per field). */
@@ -54,6 +58,23 @@ export const activityQuery = Type.Object({ days: Type.Optional(Type.String()) })
 export const subscriberParams = Type.Object({ id: Type.String(), chatId: Type.String() });
 export const messageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 export const credentialParams = Type.Object({ id: Type.String(), credentialId: Type.String() });
+export const inviteLinkParams = Type.Object({ id: Type.String(), inviteId: Type.String() });
+export const requestParams = Type.Object({ id: Type.String(), requestId: Type.String() });
+export const banParams = Type.Object({ id: Type.String(), chatId: Type.String() });
+
+/** `POST /docks/{id}/requests/{requestId}/decline`: `ban` also bans the chat from asking again. */
+export const declineBody = Type.Optional(Type.Object({ ban: Type.Optional(Type.Boolean()) }));
+
+/** `POST /docks/{id}/bans`: the chat to ban (removed first, if subscribed). */
+export const banBody = Type.Object({ chat_id: Type.Integer() });
+
+/** `POST /docks/{id}/invites`: checked by `validateInviteRules`, whose problems name the field. */
+export const inviteLinkBody = Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  usage_limit: Type.Optional(Type.Unknown()),
+  expires_at: Type.Optional(Type.Unknown()),
+  approval: Type.Optional(Type.Unknown()),
+});
 
 export const coOwnerParams = Type.Object({ id: Type.String(), userId: Type.String() });
 export const coOwnerInviteParams = Type.Object({ id: Type.String(), inviteId: Type.String() });
@@ -178,6 +199,16 @@ export const dockStats = Type.Object({
 });
 export type DockStats = Static<typeof dockStats>;
 
+/** Who may subscribe to a Dock (domain/audience.ts). */
+export const visibility = Type.Union(
+  [Type.Literal("open"), Type.Literal("invite"), Type.Literal("approval")],
+  {
+    description:
+      "Who may subscribe: open (anyone with the Dock ID), invite (only through an invite link), approval (the owner approves each join request).",
+  },
+);
+export type Visibility = Static<typeof visibility>;
+
 /** A person's role on a Dock (domain/dock-roles.ts). */
 export const dockRole = Type.Union(
   [Type.Literal("owner"), Type.Literal("editor"), Type.Literal("approver"), Type.Literal("viewer")],
@@ -215,6 +246,7 @@ export const dock = Type.Object({
   description: stringOrNull,
   role: dockRole,
   may: Type.Array(dockAction, { description: "What the signed-in person's role allows on this Dock." }),
+  visibility,
   callback_url: Type.Union([Type.String(), Type.Null()], {
     description: `Where the Dock's events are posted (signed with its signing secret); null: none, or ${hidden}`,
   }),
@@ -246,6 +278,7 @@ export const dock = Type.Object({
     },
   ),
   subscribers: Type.Integer({ description: "Active subscribers." }),
+  pending_requests: Type.Integer({ description: "Join requests waiting for a decision." }),
   created_at: time,
   updated_at: time,
   open_in_telegram: Type.String({ description: "Opens the bot with this Dock, to subscribe." }),
@@ -281,7 +314,9 @@ export const dockSummary = Type.Pick(dock, [
   "role",
   "link",
   "description",
+  "visibility",
   "subscribers",
+  "pending_requests",
   "created_at",
   "updated_at",
   "stats",
@@ -292,6 +327,11 @@ export type DockSummary = Static<typeof dockSummary>;
 const chatNameSchema = Type.Union([Type.String(), Type.Null()], {
   description:
     "The chat as the console names it: a group's title, or a person's name and @username; null when the service knows neither.",
+});
+
+/** The invite link something came through (a subscriber, a join request); null: none. */
+const throughLink = Type.Union([Type.Object({ id: Type.String(), name: stringOrNull }), Type.Null()], {
+  description: "The invite link it came through (its id and name); null: the Dock ID.",
 });
 
 /** A chat that receives (or, blocked, no longer can receive) a Dock's messages. */
@@ -307,8 +347,68 @@ export const subscriber = Type.Object({
   }),
   name: chatNameSchema,
   since: time,
+  invite: throughLink,
 });
 export type Subscriber = Static<typeof subscriber>;
+
+/** A Dock's invite link as its owner sees it, modelled on Telegram's ChatInviteLink. */
+export const inviteLink = Type.Object({
+  id: Type.String({ description: "dinv_…: names the link (to revoke it); not a secret." }),
+  name: stringOrNull,
+  link: Type.String({ description: "The link into the bot (start=join_<token>): whoever has it may join." }),
+  creator: Type.Union([Type.Object({ id: Type.Integer(), name: stringOrNull }), Type.Null()], {
+    description: "Who made it; null: the operator's CLI.",
+  }),
+  created_at: time,
+  expires_at: Type.Union([time, Type.Null()], { description: "When it stops working; null: never." }),
+  usage_limit: Type.Union([Type.Integer(), Type.Null()], {
+    description: "How many chats may join through it; null: no limit.",
+  }),
+  uses: Type.Integer({ description: "Chats that joined through it so far." }),
+  approval: Type.Boolean({ description: "Whoever opens it asks to join; the owner approves." }),
+  revoked_at: Type.Union([time, Type.Null()]),
+  state: Type.Union(
+    [Type.Literal("active"), Type.Literal("expired"), Type.Literal("used_up"), Type.Literal("revoked")],
+    { description: "Whether it works now, and if not why." },
+  ),
+});
+export type InviteLinkView = Static<typeof inviteLink>;
+
+/** A chat asking to join a Dock, as its owner's queue shows it. */
+export const joinRequest = Type.Object({
+  id: Type.String({ description: "jr_…" }),
+  chat_id: Type.Integer(),
+  chat_type: Type.String({ description: "private, group or supergroup." }),
+  name: chatNameSchema,
+  requested_by: Type.Object(
+    { id: Type.Integer(), name: stringOrNull },
+    { description: "Who asked: the person, or in a group the administrator who asked for it." },
+  ),
+  member_count: Type.Union([Type.Integer(), Type.Null()], {
+    description: "A group's member count when it asked; null for a person.",
+  }),
+  invite: throughLink,
+  state: Type.Union([
+    Type.Literal("pending"),
+    Type.Literal("approved"),
+    Type.Literal("declined"),
+    Type.Literal("expired"),
+  ]),
+  created_at: time,
+  expires_at: time,
+  decided_by: Type.Union([Type.Object({ id: Type.Integer(), name: stringOrNull }), Type.Null()]),
+  decided_at: Type.Union([time, Type.Null()]),
+});
+export type JoinRequestView = Static<typeof joinRequest>;
+
+/** A chat banned from a Dock: it may neither join nor ask to. */
+export const ban = Type.Object({
+  chat_id: Type.Integer(),
+  name: chatNameSchema,
+  banned_by: Type.Union([Type.Integer(), Type.Null()], { description: "Who banned it; null: the CLI." }),
+  banned_at: time,
+});
+export type BanView = Static<typeof ban>;
 
 export const deliveryState = Type.Union([
   Type.Literal("queued"),
@@ -657,6 +757,26 @@ export const credentialAnswer = Type.Object({
 });
 export type CredentialAnswer = Static<typeof credentialAnswer>;
 
+/** `GET /docks/{id}/invites`: the Dock's invite links, newest first, revoked ones included. */
+export const inviteLinkListAnswer = Type.Object({ ok, invites: Type.Array(inviteLink) });
+export type InviteLinkListAnswer = Static<typeof inviteLinkListAnswer>;
+
+/** `POST /docks/{id}/invites`, `GET /docks/{id}/invites/{inviteId}`: one link, with its QR code. */
+export const inviteLinkAnswer = Type.Object({ ok, invite: inviteLink, qr_svg: Type.String() });
+export type InviteLinkAnswer = Static<typeof inviteLinkAnswer>;
+
+/** `GET /docks/{id}/requests`: join requests waiting for a decision, oldest first. */
+export const joinRequestListAnswer = Type.Object({ ok, requests: Type.Array(joinRequest) });
+export type JoinRequestListAnswer = Static<typeof joinRequestListAnswer>;
+
+/** `POST /docks/{id}/requests/{requestId}/approve|decline`: the request as decided. */
+export const joinRequestAnswer = Type.Object({ ok, request: joinRequest });
+export type JoinRequestAnswer = Static<typeof joinRequestAnswer>;
+
+/** `GET /docks/{id}/bans`: the Dock's banned chats, the latest first. */
+export const banListAnswer = Type.Object({ ok, bans: Type.Array(ban) });
+export type BanListAnswer = Static<typeof banListAnswer>;
+
 /** `GET /docks/{id}/subscribers`. */
 export const subscriberListAnswer = Type.Object({ ok, subscribers: Type.Array(subscriber) });
 export type SubscriberListAnswer = Static<typeof subscriberListAnswer>;
@@ -731,11 +851,12 @@ export type PreviewAnswer = Static<typeof previewAnswer>;
 /**
  * The live stream's `dock` event (live.ts): which Dock, and which parts of it moved — its
  * `settings` (fields, key, hook token, template), `subscribers`, `messages` (and their copies), or
- * `audit` (its audit log, where every change of its team is written).
+ * `audit` (its audit log, where every change of its team is written) and `audience` (invite links,
+ * join requests, bans).
  */
 export interface DockEvent {
   id: string;
   changed: DockPart[];
 }
 /** A part of a Dock the live stream tells apart (store/dock-stamps.ts's STAMP_PARTS). */
-export type DockPart = "settings" | "subscribers" | "messages" | "audit";
+export type DockPart = "settings" | "subscribers" | "messages" | "audit" | "audience";

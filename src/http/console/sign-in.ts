@@ -16,6 +16,7 @@ import {
 import type { OwnerRepository } from "../../store/owners.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { ApiError } from "../errors.ts";
+import { qrSvg } from "../qr.ts";
 import {
   clearCookie,
   cookieOptions,
@@ -151,10 +152,7 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
     );
     // The link carries the token; only this browser gets the secret the token was made from.
     reply.setCookie(LOGIN_COOKIE, browserSecret, cookieOptions(secure, expiresAt));
-    // Loaded on the first sign-in, not at start: most of the time nobody is signing in.
-    const { default: QRCode } = await import("qrcode");
-    const qrSvg = await QRCode.toString(link, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
-    return { ok: true, link, qr_svg: qrSvg, expires_at: expiresAt };
+    return { ok: true, link, qr_svg: await qrSvg(link), expires_at: expiresAt };
   });
 
   // Polled by the page. A confirmed sign-in names who confirmed it and starts no session: the

@@ -16,6 +16,7 @@ import { owners } from "./0013-owners.ts";
 import { signingSecrets } from "./0014-signing-secrets.ts";
 import { dockCredentials } from "./0015-dock-credentials.ts";
 import { githubCredentials } from "./0016-github-credentials.ts";
+import { privateDocks } from "./0017-private-docks.ts";
 import { coOwnersAudit } from "./0018-co-owners-audit.ts";
 import { unknownCopies } from "./0019-unknown-copies.ts";
 
@@ -37,6 +38,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0014-signing-secrets": signingSecrets(),
     "0015-dock-credentials": dockCredentials(),
     "0016-github-credentials": githubCredentials(),
+    "0017-private-docks": privateDocks(db.spelling),
     "0018-co-owners-audit": coOwnersAudit(db.spelling),
     "0019-unknown-copies": unknownCopies(),
   };

@@ -60,9 +60,10 @@ export function DockPage({
   selfId: number;
 }) {
   const announce = useAnnounce();
-  // What this page shows of the Dock: its settings and its subscriber count, not its messages; and
-  // the person's role on it, which changes with an entry of its audit log.
-  const version = useDockVersion(id, ["settings", "subscribers", "audit"]);
+  // What this page shows of the Dock: its settings, its subscriber count and the join requests
+  // waiting (the badge), not its messages; and the person's role on it, which changes with an
+  // entry of its audit log.
+  const version = useDockVersion(id, ["settings", "subscribers", "audit", "audience"]);
   const heading = useRef<HTMLHeadingElement>(null);
   const read = useLiveRead(
     async () => (await guarded(() => api<DockAnswer>("GET", `/docks/${encodeURIComponent(id)}`))).dock,
@@ -212,8 +213,24 @@ function LoadedDock({
         </button>
       </div>
       <p className="muted small dock-hint">
-        Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the Dock
-        ID) with anyone who should receive these notifications.
+        {dock.visibility === "open" ? (
+          <>
+            Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the
+            Dock ID) with anyone who should receive these notifications.
+          </>
+        ) : (
+          <>
+            <strong>
+              {dock.visibility === "invite"
+                ? "Private: invite links only."
+                : "Private: you approve who joins."}
+            </strong>{" "}
+            {dock.visibility === "invite"
+              ? "The Dock ID alone is refused (except for you):"
+              : "The Dock ID or a link sends you a join request:"}{" "}
+            share an invite link from <a href={dockHref(dock.id, "subscribers")}>Subscribers</a>.
+          </>
+        )}
         {onlyOnThisComputer(dock.open_in_telegram) && (
           <>
             {" "}
@@ -228,6 +245,15 @@ function LoadedDock({
           <a key={t} href={dockHref(dock.id, t)} aria-current={t === tab ? "page" : undefined}>
             {TAB_LABEL[t]}
             {t === "subscribers" && <span className="count"> {dock.subscribers}</span>}
+            {t === "subscribers" && dock.pending_requests > 0 && (
+              <span className="badge" data-testid="requests-badge">
+                {dock.pending_requests}
+                <span className="offscreen">
+                  {" "}
+                  join request{dock.pending_requests === 1 ? "" : "s"} waiting
+                </span>
+              </span>
+            )}
           </a>
         ))}
       </nav>

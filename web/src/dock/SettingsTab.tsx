@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import type { DockAnswer } from "../api.ts";
-import { DockForm } from "../DockForm.tsx";
+import { type DockFieldValues, DockForm } from "../DockForm.tsx";
 import type { DockEditorProps } from "./actions.ts";
 import { Credentials } from "./Credentials.tsx";
 import { may } from "./roles.ts";
@@ -72,7 +72,7 @@ export function SettingsTab({
     newKeyBox.current?.scrollIntoView({ block: "center" });
   }, [newKey]);
 
-  const save = async (values: { name: string; link: string; description: string; callback_url: string }) => {
+  const save = async (values: DockFieldValues) => {
     const answer = await actions.call<DockAnswer>("PATCH", "", values);
     onChanged(answer.dock);
     // The form starts again from what was saved (a bare host shows as the https:// link it became).
@@ -114,6 +114,7 @@ export function SettingsTab({
             link: dock.link ?? "",
             description: dock.description ?? "",
             callback_url: dock.callback_url ?? "",
+            visibility: dock.visibility,
           }}
           submitLabel="Save"
           onSubmit={save}
