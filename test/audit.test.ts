@@ -139,7 +139,7 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     expect(details[8]).toEqual({ credential: github.credential.id, name: "GitHub org", scope: "github" });
     expect(details[9]).toEqual({ credential: ci.credential.id, name: "ci", scope: "send" });
     expect(details[10]).toEqual({ message: test.message_id });
-    expect(details[11]).toEqual({ chat });
+    expect(details[11]).toEqual({ chat_id: chat });
     expect(details[12]).toEqual({ invite: withdrawn.invite.id, role: "editor" });
     expect(details[15]).toMatchObject({ user: EDITOR, role: "viewer", invited_by: OWNER });
     expect(details[16]).toEqual({ user: EDITOR, from: "viewer", to: "approver" });

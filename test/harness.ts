@@ -157,6 +157,18 @@ export interface ServiceOptions {
   now?: () => number;
 }
 
+/** The actions of a Dock's audience (domain/audit.ts), which the private-Docks tests read back. */
+const AUDIENCE_ACTIONS = new Set([
+  "visibility_changed",
+  "invite_created",
+  "invite_revoked",
+  "request_approved",
+  "request_declined",
+  "subscriber_removed",
+  "subscriber_banned",
+  "subscriber_unbanned",
+]);
+
 /**
  * A Dock's audit log as the service keeps it (store/audit.ts), read back for a test: give it to
  * startService as `audit`, then ask `of(dockId)` for its entries, oldest first.
@@ -167,11 +179,18 @@ export class RecordedAudit {
   readFrom(log: DockAudit): void {
     this.#log = log;
   }
-  /** The entries of one Dock, oldest first, as `[action, actor, detail]`. */
+  /**
+   * The entries of one Dock's audience (who may subscribe, invite links, join requests, removals,
+   * bans: AUDIENCE_ACTIONS), oldest first, as `[action, actor, detail]`. The rest of its log (its
+   * creation, settings, team) is test/audit.test.ts's.
+   */
   async of(dockId: string): Promise<[string, number | null, AuditLine["detail"]][]> {
     if (this.#log === null) throw new Error("RecordedAudit: not given to startService");
     const page = await this.#log.page(dockId, { limit: AUDIT_PAGE.max });
-    return page.entries.toReversed().map((entry) => [entry.action, entry.actor?.id ?? null, entry.detail]);
+    return page.entries
+      .toReversed()
+      .filter((entry) => AUDIENCE_ACTIONS.has(entry.action))
+      .map((entry) => [entry.action, entry.actor?.id ?? null, entry.detail]);
   }
 }
 

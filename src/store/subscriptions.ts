@@ -328,7 +328,7 @@ export class SubscriptionRepository {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const removed = await removeChat(tx, dockId, chatId, now);
-      if (removed && by) await writeAuditBy(tx, dockId, by, "subscriber_removed", { chat: chatId }, now);
+      if (removed && by) await writeAuditBy(tx, dockId, by, "subscriber_removed", { chat_id: chatId }, now);
       return removed;
     });
   }
