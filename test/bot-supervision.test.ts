@@ -1,3 +1,4 @@
+import { type AddressInfo, createConnection, createServer, type Socket } from "node:net";
 import { Api } from "grammy";
 import { describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
@@ -63,7 +64,26 @@ describe.concurrent("the bot keeps running", () => {
   it("Telegram unreachable at start: the service starts and takes messages; the bot starts once Telegram answers", async ({
     onTestFinished,
   }) => {
-    const port = await freePort();
+    // Telegram's address, held by the test the whole time (a port found free and listened on later
+    // can be taken meanwhile by another test's server): its connections are reset until the
+    // sandbox is up, then passed through to it.
+    let target: number | null = null;
+    const sockets = new Set<Socket>();
+    const front = createServer((socket) => {
+      if (target === null) return socket.destroy();
+      const upstream = createConnection({ host: "127.0.0.1", port: target });
+      for (const end of [socket, upstream]) {
+        sockets.add(end);
+        end.on("close", () => sockets.delete(end));
+        end.on("error", () => {
+          socket.destroy();
+          upstream.destroy();
+        });
+      }
+      socket.pipe(upstream).pipe(socket);
+    });
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    const port = (front.address() as AddressInfo).port;
     const running = await startService("sqlite", {
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: `http://127.0.0.1:${port}/sandbox`,
@@ -71,6 +91,8 @@ describe.concurrent("the bot keeps running", () => {
     let sandbox: RunningSandbox | undefined;
     onTestFinished(async () => {
       await running.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => front.close(resolve));
       await sandbox?.close();
     });
     expect(running.logs.text).toContain("bot could not start yet; retrying");
@@ -83,7 +105,8 @@ describe.concurrent("the bot keeps running", () => {
     });
     expect(accepted.status).toBe(202);
 
-    sandbox = await startSandbox({ port });
+    sandbox = await startSandbox();
+    target = Number(new URL(sandbox.root).port);
     await waitFor("the bot running", async () => (await botState(running)).state === "running", 20_000, 200);
     const people = new People(sandbox.root);
     const rui = await people.person("Rui");
