@@ -123,4 +123,58 @@ describe("dock-notify CLI: private Docks", () => {
     expect(missing.code).toBe(1);
     expect((await run("docks", "invites", "NoSuchDock000000000000")).code).toBe(1);
   });
+
+  it("records each audience change in the Dock's audit log as the operator's (no actor, via cli), and a refused one not at all", async () => {
+    /** The newest entries of the Dock's log as `docks audit --json` prints them, newest first. */
+    const latest = async (dockId: string, count: number) =>
+      (await runJson("docks", "audit", dockId, "--limit", String(count))).entries.map(
+        (entry: { action: string; actor: unknown; detail: Record<string, unknown> }) => [
+          entry.action,
+          entry.actor,
+          entry.detail,
+        ],
+      );
+    const dock = await runJson("docks", "create", "--owner", "4242", "--name", "Audited");
+    expect(await latest(dock.id, 1)).toEqual([["dock_created", null, { name: "Audited", via: "cli" }]]);
+
+    await runJson("docks", "update", dock.id, "--visibility", "approval");
+    expect(await latest(dock.id, 1)).toEqual([
+      ["visibility_changed", null, { from: "open", to: "approval", via: "cli" }],
+    ]);
+    // The same visibility again changes nothing, and records nothing.
+    await runJson("docks", "update", dock.id, "--visibility", "approval");
+    expect((await latest(dock.id, 1))[0][0]).toBe("visibility_changed");
+    expect((await runJson("docks", "audit", dock.id)).entries).toHaveLength(2);
+
+    const link = await runJson("docks", "invite", dock.id, "--name", "Night crew", "--uses", "3");
+    expect(await latest(dock.id, 1)).toEqual([
+      [
+        "invite_created",
+        null,
+        {
+          invite_id: link.id,
+          name: "Night crew",
+          usage_limit: 3,
+          expires_at: null,
+          approval: false,
+          via: "cli",
+        },
+      ],
+    ]);
+    await runJson("docks", "revoke-invite", dock.id, link.id);
+    expect(await latest(dock.id, 1)).toEqual([
+      ["invite_revoked", null, { invite_id: link.id, name: "Night crew", uses: 0, via: "cli" }],
+    ]);
+    // Revoked already: refused, and the log holds one revocation.
+    expect((await run("docks", "revoke-invite", dock.id, link.id)).code).toBe(1);
+    const log = (await runJson("docks", "audit", dock.id)).entries;
+    expect(log.map((entry: { action: string }) => entry.action)).toEqual([
+      "invite_revoked",
+      "invite_created",
+      "visibility_changed",
+      "dock_created",
+    ]);
+    // Nothing of the link's token is kept: only its id and name.
+    expect(JSON.stringify(log)).not.toContain(new URL(link.link).searchParams.get("start")?.slice(5));
+  });
 });

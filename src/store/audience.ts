@@ -1,5 +1,5 @@
 import type { InviteLinkRules, Visibility } from "../domain/audience.ts";
-import type { AuditSink } from "../domain/audit.ts";
+import type { AuditAction, AuditEntry, AuditSink } from "../domain/audit.ts";
 import { type DecidingDock, type DockTeam, deciders, mayDecide } from "../domain/deciders.ts";
 import type { Db } from "./db.ts";
 import { banChat, type DockBanRepository, isBanned } from "./dock-bans.ts";
@@ -49,11 +49,26 @@ export class Audience {
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Records an action done. With no actor it was the operator's command line, and its entry says
+   * so (`via: cli`), as every other change the command line makes (store/audit.ts's writeAuditBy).
+   */
+  #record(entry: {
+    dockId: string;
+    actor: number | null;
+    action: AuditAction;
+    detail: AuditEntry["detail"];
+  }) {
+    return this.#o.audit.record(
+      entry.actor === null ? { ...entry, detail: { ...entry.detail, via: "cli" } } : entry,
+    );
+  }
+
   /** Who may subscribe to the Dock; true when it changed. Nobody subscribed is dropped. */
   async setVisibility(dockId: string, visibility: Visibility, actor: number | null): Promise<boolean> {
     const from = await this.#o.docks.setVisibility(dockId, visibility);
     if (from === null) return false;
-    await this.#o.audit.record({
+    await this.#record({
       dockId,
       actor,
       action: "visibility_changed",
@@ -65,7 +80,7 @@ export class Audience {
   /** A new invite link of the Dock (its token is never recorded). */
   async createInvite(dockId: string, rules: InviteLinkRules, actor: number | null): Promise<InviteLink> {
     const link = await this.#o.invites.create(dockId, actor, rules);
-    await this.#o.audit.record({
+    await this.#record({
       dockId,
       actor,
       action: "invite_created",
@@ -88,7 +103,7 @@ export class Audience {
   ): Promise<InviteLink | undefined> {
     const link = await this.#o.invites.revoke(dockId, inviteId);
     if (link === undefined) return undefined;
-    await this.#o.audit.record({
+    await this.#record({
       dockId,
       actor,
       action: "invite_revoked",
@@ -133,14 +148,14 @@ export class Audience {
     if (outcome.kind !== "decided") return outcome;
     this.#o.notices.queued();
     const { request } = outcome;
-    await this.#o.audit.record({
+    await this.#record({
       dockId,
       actor,
       action: decision === "approved" ? "request_approved" : "request_declined",
       detail: { request_id: request.id, chat_id: request.chatId, invite_id: request.invite?.id ?? null },
     });
     if (decision === "declined" && options.ban) {
-      await this.#o.audit.record({
+      await this.#record({
         dockId,
         actor,
         action: "subscriber_banned",
@@ -161,7 +176,7 @@ export class Audience {
       .execute(async (tx) => removeChat(tx, dockId, chatId, now));
     if (!removed) return false;
     this.#o.notices.queued();
-    await this.#o.audit.record({ dockId, actor, action: "subscriber_removed", detail: { chat_id: chatId } });
+    await this.#record({ dockId, actor, action: "subscriber_removed", detail: { chat_id: chatId } });
     return true;
   }
 
@@ -177,7 +192,7 @@ export class Audience {
     }));
     if (done.removed) {
       this.#o.notices.queued();
-      await this.#o.audit.record({
+      await this.#record({
         dockId,
         actor,
         action: "subscriber_removed",
@@ -187,14 +202,14 @@ export class Audience {
     const waiting = (await this.#o.requests.pending(dockId)).find((request) => request.chatId === chatId);
     if (waiting !== undefined) await this.decide(dockId, waiting.id, "declined", actor);
     if (!done.banned) return false;
-    await this.#o.audit.record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
+    await this.#record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
     return true;
   }
 
   /** Lets a banned chat join (or ask) again; false when it was not banned. */
   async unban(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
     if (!(await this.#o.bans.unban(dockId, chatId))) return false;
-    await this.#o.audit.record({ dockId, actor, action: "subscriber_unbanned", detail: { chat_id: chatId } });
+    await this.#record({ dockId, actor, action: "subscriber_unbanned", detail: { chat_id: chatId } });
     return true;
   }
 
