@@ -131,7 +131,7 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     ]);
     const details = stored.map((row) => (row.detail === null ? {} : JSON.parse(row.detail)));
     expect(details.slice(0, 3)).toEqual([
-      { name: "Payments" },
+      { name: "Payments", visibility: "open" },
       { fields: "name,description" },
       { fields: "inbound_format,template" },
     ]);

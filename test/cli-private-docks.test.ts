@@ -135,7 +135,9 @@ describe("dock-notify CLI: private Docks", () => {
         ],
       );
     const dock = await runJson("docks", "create", "--owner", "4242", "--name", "Audited");
-    expect(await latest(dock.id, 1)).toEqual([["dock_created", null, { name: "Audited", via: "cli" }]]);
+    expect(await latest(dock.id, 1)).toEqual([
+      ["dock_created", null, { name: "Audited", visibility: "open", via: "cli" }],
+    ]);
 
     await runJson("docks", "update", dock.id, "--visibility", "approval");
     expect(await latest(dock.id, 1)).toEqual([

@@ -22,13 +22,14 @@ export interface AuditPage {
   nextBefore: number | null;
   /**
    * The names, as the bot last saw them, of the people the entries' details name (`user`,
-   * `invited_by`, and an owner change's `from` and `to`), by their Telegram id.
+   * `invited_by`, an owner change's `from` and `to`, and the `chat_id` of a subscriber removed,
+   * banned or asking, when the chat is a person's), by their Telegram id.
    */
   people: Map<number, { firstName: string | null; username: string | null }>;
 }
 
 /** The detail fields that hold a Telegram user id. */
-const PERSON_FIELDS = ["user", "invited_by", "from", "to"];
+const PERSON_FIELDS = ["user", "invited_by", "from", "to", "chat_id"];
 
 /**
  * Who makes a change that the Dock's audit log records: a signed-in person (their Telegram id), or
@@ -135,8 +136,8 @@ export class DockAudit implements AuditSink {
     for (const entry of entries) {
       for (const field of PERSON_FIELDS) {
         const value = entry.detail[field];
-        // `from` and `to` of a role change are roles, not people.
-        if (typeof value === "number" && Number.isSafeInteger(value)) ids.add(value);
+        // `from` and `to` of a role change are roles, not people; a group's chat id is below zero.
+        if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) ids.add(value);
       }
     }
     if (ids.size === 0) return new Map();

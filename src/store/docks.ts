@@ -164,7 +164,7 @@ export class DockRepository {
           updated_at: now,
         })
         .execute();
-      if (by) await writeAuditBy(tx, id, by, "dock_created", { name: fields.name }, now);
+      if (by) await writeAuditBy(tx, id, by, "dock_created", { name: fields.name, visibility }, now);
     });
     return {
       id,

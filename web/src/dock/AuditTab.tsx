@@ -16,8 +16,20 @@ function named(id: unknown, people: People): string {
   const name = [person?.first_name, person?.username ? `@${person.username}` : null]
     .filter(Boolean)
     .join(" ");
-  return name || `Telegram user ${id}`;
+  // A group's chat id is below zero: it is no person.
+  return name || (id < 0 ? `the group ${id}` : `Telegram user ${id}`);
 }
+
+/** Who can subscribe (a Dock's visibility), as the log says it. */
+const VISIBILITY_NAMES: Record<string, string> = {
+  open: "anyone with the Dock ID",
+  invite: "invite links only",
+  approval: "anyone may ask, each approved",
+};
+
+/** An invite link as an entry names it. */
+const inviteName = (name: unknown) =>
+  typeof name === "string" && name ? `the invite link “${name}”` : "an invite link";
 
 /** Who did it: a person, the operator's command line, or the service itself. */
 function who(entry: AuditEntryView): string {
@@ -40,7 +52,10 @@ function what(entry: AuditEntryView, people: People): string {
   const d = entry.detail;
   switch (entry.action) {
     case "dock_created":
-      return "created the Dock";
+      // Who could subscribe from the start (entries written before it was recorded have none).
+      return d.visibility === undefined || d.visibility === "open"
+        ? "created the Dock"
+        : `created the Dock (who can subscribe: ${VISIBILITY_NAMES[String(d.visibility)] ?? d.visibility})`;
     case "settings_changed":
       return `changed the ${String(d.fields ?? "")
         .split(",")
@@ -62,8 +77,22 @@ function what(entry: AuditEntryView, people: People): string {
       return `revoked the ${d.scope} credential “${d.name}”`;
     case "test_message_sent":
       return "sent a test message";
+    case "visibility_changed":
+      return `changed who can subscribe: ${VISIBILITY_NAMES[String(d.to)] ?? d.to} (was ${VISIBILITY_NAMES[String(d.from)] ?? d.from})`;
+    case "invite_created":
+      return `made ${inviteName(d.name)}`;
+    case "invite_revoked":
+      return `revoked ${inviteName(d.name)}`;
+    case "request_approved":
+      return `approved the request of ${named(d.chat_id, people)}`;
+    case "request_declined":
+      return `declined the request of ${named(d.chat_id, people)}`;
     case "subscriber_removed":
-      return `removed the subscriber ${d.chat}`;
+      return `removed ${named(d.chat_id, people)}`;
+    case "subscriber_banned":
+      return `banned ${named(d.chat_id, people)}`;
+    case "subscriber_unbanned":
+      return `unbanned ${named(d.chat_id, people)}`;
     case "co_owner_invited":
       return `invited a co-owner as ${d.role}`;
     case "co_owner_invite_withdrawn":
