@@ -5,6 +5,7 @@ import { ownerPolicy } from "../src/domain/owners.ts";
 import { EventOutbox } from "../src/store/events.ts";
 import { openDb } from "../src/store/open.ts";
 import { OwnerRepository } from "../src/store/owners.ts";
+import { type ChatMessage, People } from "./bot-harness.ts";
 import { type ConsoleClient, payloadOf, signIn } from "./console-client.ts";
 import { createTestDatabase, dialects, type RunningService, startService } from "./harness.ts";
 
@@ -183,6 +184,90 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     expect((await stranger.call("GET", on("/audit"))).status).toBe(404);
   });
 
+  it("records every change to the audience — by the owner in the console, by an approver in the bot — with who made it, and never a link's token", {
+    timeout: 120_000,
+  }, async () => {
+    const people = new People(`${service.url}/sandbox`);
+    const opened = async (name: string) => {
+      const id = await people.person(name);
+      await people.botReply(id, await people.start(id), "the welcome");
+      return id;
+    };
+    const [ada, rex, sue] = [await opened("Ada"), await opened("Rex"), await opened("Sue")];
+    /** `who` follows the invite link and asks to join; the copy of the request Ada gets. */
+    const asks = async (who: number, link: string): Promise<ChatMessage> => {
+      const before = (await people.history(ada)).at(-1) as ChatMessage;
+      const prompt = await people.botReply(who, await people.start(who, payloadOf(link)), "the ask prompt");
+      await people.press(who, prompt, "Yes");
+      await people.edited(who, prompt, "the request to be sent");
+      return people.botReply(ada, before, "the approver's copy of the request");
+    };
+
+    const created = await owner.call("POST", "/docks", { name: "Pager", visibility: "invite" });
+    const dock = created.body.dock;
+    const on = (path: string) => `/docks/${dock.id}${path}`;
+    const ok = async (method: string, path: string, body?: unknown) => {
+      const answer = await owner.call(method, on(path), body);
+      expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
+      return answer.body;
+    };
+    await ok("PATCH", "", { visibility: "approval" });
+    const crew = (await ok("POST", "/invites", { name: "Crew" })).invite;
+    const token = payloadOf(crew.link).slice("join_".length);
+    const adaToken = await joins(dock.id, "approver", ada, "Ada");
+
+    // Ada, an approver, approves Rex from her copy in the bot; the owner declines Sue in the console.
+    const rexCopy = await asks(rex, crew.link);
+    await people.press(ada, rexCopy, "Approve");
+    expect((await people.edited(ada, rexCopy)).text).toContain("✔ Approved by Ada");
+    await asks(sue, crew.link);
+    const [waiting] = (await ok("GET", "/requests")).requests;
+    await ok("POST", `/requests/${waiting.id}/decline`);
+    await ok("DELETE", `/subscribers/${rex}`);
+    await ok("POST", "/bans", { chat_id: sue });
+    await ok("DELETE", `/bans/${sue}`);
+    await ok("DELETE", `/invites/${crew.id}`);
+
+    const stored = await rows(dock.id);
+    expect(stored.map((row) => [row.action, row.actor === null ? null : Number(row.actor)])).toEqual([
+      ["dock_created", OWNER],
+      ["visibility_changed", OWNER],
+      ["invite_created", OWNER],
+      ["co_owner_invited", OWNER],
+      ["co_owner_added", ada],
+      ["request_approved", ada],
+      ["request_declined", OWNER],
+      ["subscriber_removed", OWNER],
+      ["subscriber_banned", OWNER],
+      ["subscriber_unbanned", OWNER],
+      ["invite_revoked", OWNER],
+    ]);
+    const details = stored.map((row) => (row.detail === null ? {} : JSON.parse(row.detail)));
+    expect(details[0]).toEqual({ name: "Pager", visibility: "invite" });
+    expect(details[1]).toEqual({ from: "invite", to: "approval" });
+    expect(details[2]).toEqual({
+      invite_id: crew.id,
+      name: "Crew",
+      usage_limit: null,
+      expires_at: null,
+      approval: false,
+    });
+    expect(details[5]).toMatchObject({ chat_id: rex, invite_id: crew.id });
+    expect(details[6]).toMatchObject({ request_id: waiting.id, chat_id: sue, invite_id: crew.id });
+    expect(details.slice(7, 10)).toEqual([{ chat_id: rex }, { chat_id: sue }, { chat_id: sue }]);
+    // Uses count who joined through it: Rex (Sue was declined).
+    expect(details[10]).toEqual({ invite_id: crew.id, name: "Crew", uses: 1 });
+    const everything = JSON.stringify(stored);
+    for (const secret of [token, adaToken, dock.secret_key]) expect(everything).not.toContain(secret);
+    expect(everything).not.toMatch(SECRET_SHAPE);
+
+    // The console's page names the approver who acted and the people each entry is about.
+    const page = (await owner.call("GET", on("/audit"))).body;
+    expect(page.entries[5].actor).toEqual({ id: ada, first_name: "Ada", username: null });
+    expect(page.people[String(rex)]).toEqual({ first_name: "Rex", username: null });
+    expect(page.people[String(sue)]).toEqual({ first_name: "Sue", username: null });
+  });
+
   it("an entry whose detail holds something shaped like a secret keeps it out", async () => {
     const dock = (await owner.call("POST", "/docks", { name: "Careless" })).body.dock;
     await service.app.audit.record({
@@ -268,6 +353,9 @@ describe.each(DIALECTS)("the operator's command line and the audit log on %s", (
       const withdrawn = await json("docks", "co-owners", "invite", dock.id, "--role", "viewer");
       await json("docks", "co-owners", "withdraw", dock.id, withdrawn.id);
       await json("docks", "co-owners", "remove", dock.id, String(EDITOR));
+      await json("docks", "update", dock.id, "--visibility", "invite");
+      const link = await json("docks", "invite", dock.id, "--name", "Ops");
+      await json("docks", "revoke-invite", dock.id, link.id);
       const refused = await cli(env, "docks", "co-owners", "remove", dock.id, String(OWNER));
       expect(refused.code).toBe(2);
       expect(refused.err).toContain("keeps the role owner");
@@ -275,6 +363,9 @@ describe.each(DIALECTS)("the operator's command line and the audit log on %s", (
 
       const log = await json("docks", "audit", dock.id);
       expect(log.entries.map((e: { action: string; actor: unknown }) => [e.action, e.actor])).toEqual([
+        ["invite_revoked", null],
+        ["invite_created", null],
+        ["visibility_changed", null],
         ["co_owner_removed", null],
         ["co_owner_invite_withdrawn", null],
         ["co_owner_invited", null],
@@ -297,14 +388,17 @@ describe.each(DIALECTS)("the operator's command line and the audit log on %s", (
       expect(text.code).toBe(0);
       const lines = text.out.trim().split("\n");
       expect(lines[0]).toMatch(/^ID\s+WHEN\s+WHO\s+WHAT$/);
-      expect(lines[1]).toMatch(new RegExp(`command line\\s+co_owner_removed user=${EDITOR} role=viewer$`));
-      expect(lines[2]).toContain("co_owner_invite_withdrawn invite=");
+      expect(lines[1]).toMatch(
+        new RegExp(`command line\\s+invite_revoked invite_id=${link.id} name=Ops uses=0$`),
+      );
+      expect(lines[2]).toContain("invite_created invite_id=");
       expect(lines.at(-1)).toMatch(
         new RegExp(`^older entries: dock-notify docks audit ${dock.id} --before \\d+$`),
       );
       const older = lines.at(-1)?.split(" ").at(-1) as string;
       const rest = await cli(env, "docks", "audit", dock.id, "--before", older);
       expect(rest.out).toContain(`Ed (${EDITOR})`);
+      expect(rest.out).toMatch(new RegExp(`command line\\s+co_owner_removed user=${EDITOR} role=viewer\n`));
       expect(rest.out).toContain("dock_created name=Backups");
       expect((await cli(env, "docks", "audit", "NoSuchDock")).code).toBe(1);
       expect((await cli(env, "docks", "audit", dock.id, "--limit", "0")).code).toBe(2);
