@@ -119,6 +119,13 @@ describe.skipIf(!chromiumPath)("private Docks in the console, in Chromium (sandb
     const queue = card.getByTestId("join-requests");
     const request = queue.getByRole("listitem").filter({ hasText: "Wes" });
     await request.getByText("through “Ops team”").waitFor();
+    // The badge beside the count keeps the eight sections on one line.
+    const tops = await card
+      .getByRole("navigation", { name: "Dock sections" })
+      .getByRole("link")
+      .evaluateAll((all) => all.map((link) => Math.round(link.getBoundingClientRect().top)));
+    expect(tops).toHaveLength(8);
+    expect(new Set(tops).size).toBe(1);
     await clean(page, "3-request");
 
     // Approved here: off the queue, on the list with its link; the badge goes, the link counts it.
