@@ -3,7 +3,7 @@ import { Bot } from "grammy";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
-import { chromiumPath, launchChromium } from "./browser.ts";
+import { accessibilityProblems, chromiumPath, launchChromium } from "./browser.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
@@ -249,5 +249,60 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
     await alert.waitFor({ state: "hidden" });
 
     expect(popUps).toEqual([]);
+  });
+  it("a group's members and administrators are shown and changed on the page; the bot reads what was set", async () => {
+    const person = async (first_name: string) =>
+      ((await sandbox.control("POST", "/users", { first_name })).body as { id: number }).id;
+    const [cleo, dan, eve] = [await person("Cleo"), await person("Dan"), await person("Eve")];
+    const made = await sandbox.control("POST", "/groups", {
+      title: "Release crew",
+      members: [cleo, dan],
+      creator_id: cleo,
+    });
+    const groupId = (made.body as { id: number }).id;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.addInitScript(`localStorage.setItem("sandbox.person", "${cleo}")`);
+    const page = await context.newPage();
+    await page.goto(sandbox.root);
+    await page.getByRole("button", { name: "Release crew" }).click();
+    await page.getByRole("heading", { name: "Release crew" }).waitFor();
+
+    // Closed at first; opened, each person with where they stand, the creator as such.
+    const summary = page.getByText("Members (2) and administrators");
+    await summary.click();
+    const list = page.getByRole("list", { name: "Members (2) and administrators" });
+    await list.getByRole("listitem").filter({ hasText: "Cleo" }).getByText("creator").waitFor();
+    const status = (name: string) => page.getByRole("combobox", { name: `Status of ${name}` });
+    expect(await status("Cleo").count()).toBe(0);
+    expect(await status("Dan").inputValue()).toBe("member");
+    expect(await status("Eve").inputValue()).toBe("left");
+    expect(await accessibilityProblems(page)).toEqual([]);
+
+    // Dan made an administrator, Eve added: the emulator holds it, and the bot reads it.
+    await status("Dan").selectOption("administrator");
+    await status("Eve").selectOption({ label: "member" });
+    await page.getByText("Members (3) and administrators").waitFor();
+    await expect
+      .poll(async () => {
+        const chat = (await sandbox.control("GET", `/chats/${groupId}`)).body as {
+          members: number[];
+          admins: number[];
+        };
+        return { members: chat.members.toSorted(), admins: chat.admins };
+      })
+      .toEqual({ members: [cleo, dan, eve].toSorted(), admins: [dan] });
+    expect((await bot.api.getChatMember(groupId, dan)).status).toBe("administrator");
+    expect((await bot.api.getChatMember(groupId, eve)).status).toBe("member");
+    expect((await bot.api.getChatMember(groupId, cleo)).status).toBe("creator");
+    expect(await bot.api.getChatMemberCount(groupId)).toBe(3);
+    await page.screenshot({ path: "test-results/sandbox-group-members.png", fullPage: true });
+
+    // Changed from outside (the control API), the page follows; Dan taken out of the group.
+    await sandbox.control("PUT", `/chats/${groupId}/members/${dan}`, { status: "left" });
+    await expect.poll(() => status("Dan").inputValue()).toBe("left");
+    await page.getByText("Members (2) and administrators").waitFor();
+    expect((await bot.api.getChatMember(groupId, dan)).status).toBe("left");
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await context.close();
   });
 });

@@ -305,6 +305,84 @@ const BOT_IN_GROUP = {
   kicked: "bot removed",
 };
 
+/** A person's place in a group, as the chat page offers to change it (Telegram's member statuses). */
+const MEMBER_STATUSES = [
+  ["administrator", "administrator"],
+  ["member", "member"],
+  ["left", "not in the group"],
+];
+
+/**
+ * A group's people and their status (creator, administrator, member, not in it): each but the
+ * creator changeable, through the control API's PUT /chats/:id/members/:user_id. Updated in place,
+ * so a list being used keeps its focus when the chat changes.
+ */
+function renderMembers(chat) {
+  const panel = $("members");
+  panel.hidden = !chat || chat.type === "private";
+  if (panel.hidden) return;
+  const count = chat.members.length;
+  $("members-summary").textContent = `Members (${count}) and administrators`;
+  const list = $("member-list");
+  if (list.dataset.chat !== String(chat.id)) {
+    list.replaceChildren();
+    list.dataset.chat = String(chat.id);
+  }
+  const items = state.users.map((user) => {
+    let item = list.querySelector(`li[data-user="${user.id}"]`);
+    if (!item) {
+      item = document.createElement("li");
+      item.dataset.user = String(user.id);
+      const name = document.createElement("span");
+      item.append(name);
+    }
+    const name = personName(user.id);
+    item.firstElementChild.textContent = name;
+    const creator = chat.creator_id === user.id;
+    let control = item.children[1];
+    if (creator && control?.tagName !== "SPAN") {
+      control?.remove();
+      control = document.createElement("span");
+      control.className = "hint";
+      control.textContent = "creator";
+      item.append(control);
+    } else if (!creator && control?.tagName !== "SELECT") {
+      control?.remove();
+      control = document.createElement("select");
+      for (const [value, label] of MEMBER_STATUSES) {
+        const option = document.createElement("option");
+        option.value = value;
+        option.textContent = label;
+        control.append(option);
+      }
+      control.addEventListener("change", (event) =>
+        act(async () => {
+          try {
+            await api("PUT", `/chats/${chat.id}/members/${user.id}`, { status: event.target.value });
+          } finally {
+            renderChrome();
+          }
+        }),
+      );
+      item.append(control);
+    }
+    if (!creator) {
+      control.setAttribute("aria-label", `Status of ${name}`);
+      control.value = chat.admins.includes(user.id)
+        ? "administrator"
+        : chat.members.includes(user.id)
+          ? "member"
+          : "left";
+    }
+    return item;
+  });
+  for (const item of [...list.children]) if (!items.includes(item)) item.remove();
+  // Only what is out of place moves (a moved list would lose the focus).
+  items.forEach((item, index) => {
+    if (list.children[index] !== item) list.insertBefore(item, list.children[index] ?? null);
+  });
+}
+
 function renderChrome() {
   const chat = currentChat();
   const privateChat = isPrivate();
@@ -321,6 +399,7 @@ function renderChrome() {
   $("block-toggle").checked = blocked;
   $("member-label").hidden = privateChat;
   $("member-toggle").checked = chat?.bot_status === "member" || chat?.bot_status === "administrator";
+  renderMembers(privateChat ? null : chat);
   const needsStart = privateChat && (blocked || state.messages.length === 0);
   $("start-bar").hidden = !needsStart;
   $("start").textContent = blocked ? "Restart bot" : "Start";
@@ -476,6 +555,7 @@ function onEvent(event) {
     case "user_created":
       state.users = [...state.users.filter((u) => u.id !== event.user.id), event.user];
       renderPeople();
+      renderMembers(isPrivate() ? null : currentChat());
       break;
     case "reset":
       location.reload();
