@@ -220,8 +220,16 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     const rexCopy = await asks(rex, crew.link);
     await people.press(ada, rexCopy, "Approve");
     expect((await people.edited(ada, rexCopy)).text).toContain("✔ Approved by Ada");
-    await asks(sue, crew.link);
+    const sueCopy = await asks(sue, crew.link);
+    // Made a viewer, Ada's copy no longer decides: refused, and nothing recorded.
+    await ok("PUT", `/co-owners/${ada}/role`, { role: "viewer" });
+    const refused = await people.callbackAnswer(await people.press(ada, sueCopy, "Approve"));
+    expect(refused).toEqual({
+      text: "Only the Dock's owners and approvers can decide this request.",
+      show_alert: true,
+    });
     const [waiting] = (await ok("GET", "/requests")).requests;
+    expect(waiting).toMatchObject({ chat_id: sue, state: "pending" });
     await ok("POST", `/requests/${waiting.id}/decline`);
     await ok("DELETE", `/subscribers/${rex}`);
     await ok("POST", "/bans", { chat_id: sue });
@@ -236,6 +244,7 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
       ["co_owner_invited", OWNER],
       ["co_owner_added", ada],
       ["request_approved", ada],
+      ["co_owner_role_changed", OWNER],
       ["request_declined", OWNER],
       ["subscriber_removed", OWNER],
       ["subscriber_banned", OWNER],
@@ -253,17 +262,18 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
       approval: false,
     });
     expect(details[5]).toMatchObject({ chat_id: rex, invite_id: crew.id });
-    expect(details[6]).toMatchObject({ request_id: waiting.id, chat_id: sue, invite_id: crew.id });
-    expect(details.slice(7, 10)).toEqual([{ chat_id: rex }, { chat_id: sue }, { chat_id: sue }]);
+    expect(details[7]).toMatchObject({ request_id: waiting.id, chat_id: sue, invite_id: crew.id });
+    expect(details.slice(8, 11)).toEqual([{ chat_id: rex }, { chat_id: sue }, { chat_id: sue }]);
     // Uses count who joined through it: Rex (Sue was declined).
-    expect(details[10]).toEqual({ invite_id: crew.id, name: "Crew", uses: 1 });
+    expect(details[11]).toEqual({ invite_id: crew.id, name: "Crew", uses: 1 });
     const everything = JSON.stringify(stored);
     for (const secret of [token, adaToken, dock.secret_key]) expect(everything).not.toContain(secret);
     expect(everything).not.toMatch(SECRET_SHAPE);
 
     // The console's page names the approver who acted and the people each entry is about.
     const page = (await owner.call("GET", on("/audit"))).body;
-    expect(page.entries[5].actor).toEqual({ id: ada, first_name: "Ada", username: null });
+    const approved = page.entries.find((entry: { action: string }) => entry.action === "request_approved");
+    expect(approved.actor).toEqual({ id: ada, first_name: "Ada", username: null });
     expect(page.people[String(rex)]).toEqual({ first_name: "Rex", username: null });
     expect(page.people[String(sue)]).toEqual({ first_name: "Sue", username: null });
   });

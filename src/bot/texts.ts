@@ -189,7 +189,7 @@ export const texts = {
       ? "This request has expired."
       : `Already ${state} by ${by ?? "the Dock's owner"}.`,
   requestGone: "This request no longer exists.",
-  notDecider: "Only the Dock's owner can decide this request.",
+  notDecider: "Only the Dock's owners and approvers can decide this request.",
 
   askDockId: "Send me the Dock ID (or paste the Dock's link).\nSend /cancel to stop.",
   askDockIdPlaceholder: "Dock ID",
