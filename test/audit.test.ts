@@ -234,6 +234,23 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     await ok("DELETE", `/subscribers/${rex}`);
     await ok("POST", "/bans", { chat_id: sue });
     await ok("DELETE", `/bans/${sue}`);
+    // A group, banned: the bot knows its title from the moment it was added.
+    const group = await people.control<{ id: number }>("POST", "/groups", {
+      title: "Night ops",
+      type: "group",
+      members: [ada],
+      admins: [ada],
+    });
+    await people.control("POST", `/chats/${group.id}/bot`, { from: ada, status: "member" });
+    await people.waitFor("the bot to learn the group's title", async () => {
+      const row = await service.db.kysely
+        .selectFrom("chats")
+        .select("title")
+        .where("chat_id", "=", group.id)
+        .executeTakeFirst();
+      return row?.title;
+    });
+    await ok("POST", "/bans", { chat_id: group.id });
     await ok("DELETE", `/invites/${crew.id}`);
 
     const stored = await rows(dock.id);
@@ -249,6 +266,7 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
       ["subscriber_removed", OWNER],
       ["subscriber_banned", OWNER],
       ["subscriber_unbanned", OWNER],
+      ["subscriber_banned", OWNER],
       ["invite_revoked", OWNER],
     ]);
     const details = stored.map((row) => (row.detail === null ? {} : JSON.parse(row.detail)));
@@ -265,7 +283,8 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     expect(details[7]).toMatchObject({ request_id: waiting.id, chat_id: sue, invite_id: crew.id });
     expect(details.slice(8, 11)).toEqual([{ chat_id: rex }, { chat_id: sue }, { chat_id: sue }]);
     // Uses count who joined through it: Rex (Sue was declined).
-    expect(details[11]).toEqual({ invite_id: crew.id, name: "Crew", uses: 1 });
+    expect(details[11]).toEqual({ chat_id: group.id });
+    expect(details[12]).toEqual({ invite_id: crew.id, name: "Crew", uses: 1 });
     const everything = JSON.stringify(stored);
     for (const secret of [token, adaToken, dock.secret_key]) expect(everything).not.toContain(secret);
     expect(everything).not.toMatch(SECRET_SHAPE);
@@ -276,6 +295,7 @@ describe.each(DIALECTS)("a Dock's audit log on %s", (dialect) => {
     expect(approved.actor).toEqual({ id: ada, first_name: "Ada", username: null });
     expect(page.people[String(rex)]).toEqual({ first_name: "Rex", username: null });
     expect(page.people[String(sue)]).toEqual({ first_name: "Sue", username: null });
+    expect(page.groups).toEqual({ [String(group.id)]: "Night ops" });
   });
 
   it("an entry whose detail holds something shaped like a secret keeps it out", async () => {

@@ -26,6 +26,8 @@ export interface AuditPage {
    * banned or asking, when the chat is a person's), by their Telegram id.
    */
   people: Map<number, { firstName: string | null; username: string | null }>;
+  /** The titles, as the bot last saw them, of the groups the entries' `chat_id` name, by chat id. */
+  groups: Map<number, string>;
 }
 
 /** The detail fields that hold a Telegram user id. */
@@ -128,6 +130,7 @@ export class DockAudit implements AuditSink {
       entries,
       nextBefore: rows.length > options.limit && last ? last.id : null,
       people: await this.#people(entries),
+      groups: await this.#groups(entries),
     };
   }
 
@@ -149,6 +152,22 @@ export class DockAudit implements AuditSink {
     return new Map(
       rows.map((row) => [Number(row.telegram_id), { firstName: row.first_name, username: row.username }]),
     );
+  }
+
+  async #groups(entries: AuditLine[]): Promise<AuditPage["groups"]> {
+    // A group's (or channel's) chat id is below zero; a person's is their Telegram id.
+    const ids = new Set(
+      entries
+        .map((entry) => entry.detail.chat_id)
+        .filter((id): id is number => typeof id === "number" && Number.isSafeInteger(id) && id < 0),
+    );
+    if (ids.size === 0) return new Map();
+    const rows = await this.#db.kysely
+      .selectFrom("chats")
+      .select(["chat_id", "title"])
+      .where("chat_id", "in", [...ids])
+      .execute();
+    return new Map(rows.map((row) => [Number(row.chat_id), row.title]));
   }
 
   /** Deletes the entries written before `olderThan`; returns how many. */

@@ -73,6 +73,7 @@ export async function audit(app: FastifyInstance, options: AuditOptions): Promis
             { first_name: names.firstName, username: names.username },
           ]),
         ),
+        groups: Object.fromEntries([...page.groups].map(([id, title]) => [String(id), title])),
       };
     },
   );

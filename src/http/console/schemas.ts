@@ -678,7 +678,10 @@ export const auditAnswer = Type.Object({
   }),
   people: Type.Record(Type.String(), Type.Object({ first_name: stringOrNull, username: stringOrNull }), {
     description:
-      "By Telegram id, the names of the people the entries' details name (user, invited_by, from, to), as the bot last saw them.",
+      "By Telegram id, the names of the people the entries' details name (user, invited_by, from, to, a person's chat_id), as the bot last saw them.",
+  }),
+  groups: Type.Record(Type.String(), Type.String(), {
+    description: "By chat id, the titles of the groups the entries' chat_id name, as the bot last saw them.",
   }),
 });
 export type AuditAnswer = Static<typeof auditAnswer>;

@@ -8,16 +8,21 @@ import { When } from "./When.tsx";
 /** Entries per page. */
 const PAGE = 50;
 
-type People = AuditAnswer["people"];
+/** The names of the people and the titles of the groups the entries read so far name. */
+type People = Pick<AuditAnswer, "people" | "groups">;
 
-function named(id: unknown, people: People): string {
+function named(id: unknown, { people, groups }: People): string {
   if (typeof id !== "number") return "someone";
+  // A group's chat id is below zero: it is no person.
+  if (id < 0) {
+    const title = groups[String(id)];
+    return title ? `the group “${title}”` : `the group ${id}`;
+  }
   const person = people[String(id)];
   const name = [person?.first_name, person?.username ? `@${person.username}` : null]
     .filter(Boolean)
     .join(" ");
-  // A group's chat id is below zero: it is no person.
-  return name || (id < 0 ? `the group ${id}` : `Telegram user ${id}`);
+  return name || `Telegram user ${id}`;
 }
 
 /** Who can subscribe (a Dock's visibility), as the log says it. */
@@ -141,7 +146,7 @@ export function AuditTab({ dock, actions }: { dock: Dock; actions: CardActions }
   const id = useId();
   const version = useDockVersion(dock.id, ["audit"]);
   const [pages, setPages] = useState<Pages | null>(null);
-  const [people, setPeople] = useState<People>({});
+  const [people, setPeople] = useState<People>({ people: {}, groups: {} });
   const [readError, setReadError] = useState<unknown>(null);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: `version` is the live stream's "read again".
@@ -152,7 +157,10 @@ export function AuditTab({ dock, actions }: { dock: Dock; actions: CardActions }
         if (!current) return;
         setReadError(null);
         setPages((old) => refreshed(old, answer));
-        setPeople((old) => ({ ...old, ...answer.people }));
+        setPeople((old) => ({
+          people: { ...old.people, ...answer.people },
+          groups: { ...old.groups, ...answer.groups },
+        }));
       },
       (e: unknown) => current && setReadError(e),
     );
@@ -170,7 +178,10 @@ export function AuditTab({ dock, actions }: { dock: Dock; actions: CardActions }
         entries: [...(old?.entries ?? []), ...answer.entries.filter((e) => e.id < before)],
         nextBefore: answer.next_before,
       }));
-      setPeople((old) => ({ ...old, ...answer.people }));
+      setPeople((old) => ({
+        people: { ...old.people, ...answer.people },
+        groups: { ...old.groups, ...answer.groups },
+      }));
     });
 
   const entries = pages?.entries ?? null;
