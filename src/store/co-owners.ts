@@ -127,13 +127,8 @@ export class CoOwnerRepository {
   async setRole(dockId: string, userId: number, role: DockRole, actor: number | null): Promise<TeamChange> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
-      const dock = await tx
-        .selectFrom("docks")
-        .select("owner_id")
-        .where("id", "=", dockId)
-        .executeTakeFirst();
-      if (dock === undefined) return "not_found";
-      if (Number(dock.owner_id) === userId) return "dock_owner";
+      const refused = await dockOwnerRefusal(tx, dockId, userId);
+      if (refused !== null) return refused;
       const row = await tx
         .selectFrom("co_owners")
         .select("role")
@@ -170,13 +165,8 @@ export class CoOwnerRepository {
   async remove(dockId: string, userId: number, actor: number | null): Promise<TeamChange> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
-      const dock = await tx
-        .selectFrom("docks")
-        .select("owner_id")
-        .where("id", "=", dockId)
-        .executeTakeFirst();
-      if (dock === undefined) return "not_found";
-      if (Number(dock.owner_id) === userId) return "dock_owner";
+      const refused = await dockOwnerRefusal(tx, dockId, userId);
+      if (refused !== null) return refused;
       const removed = await tx
         .deleteFrom("co_owners")
         .where("dock_id", "=", dockId)
@@ -209,4 +199,18 @@ export class CoOwnerRepository {
       .where("revoked_at", "is", null)
       .execute();
   }
+}
+
+/**
+ * Why a change to `userId`'s place on the Dock cannot be made before looking at co-owners: the Dock
+ * is not there, or `userId` is its own owner (who keeps `owner`); null when it can go on.
+ */
+async function dockOwnerRefusal(
+  tx: Kysely<Database>,
+  dockId: string,
+  userId: number,
+): Promise<"not_found" | "dock_owner" | null> {
+  const dock = await tx.selectFrom("docks").select("owner_id").where("id", "=", dockId).executeTakeFirst();
+  if (dock === undefined) return "not_found";
+  return Number(dock.owner_id) === userId ? "dock_owner" : null;
 }
