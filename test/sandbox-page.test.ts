@@ -83,6 +83,8 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
     const people = (await sandbox.control("GET", "/users")).body as { id: number }[];
     expect(pressed).toEqual([{ data: "yes:abc", from: people[0]?.id }]);
     await page.getByRole("status").filter({ hasText: "Subscribed" }).waitFor();
+    // A chat with messages, buttons and a notice: nothing serious for a screen reader or in contrast.
+    expect(await accessibilityProblems(page)).toEqual([]);
 
     mkdirSync("test-results", { recursive: true });
     await page.screenshot({ path: "test-results/sandbox-chat-page.png", fullPage: true });

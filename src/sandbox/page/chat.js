@@ -294,7 +294,8 @@ function renderInlineKeyboard(message, keyboard) {
 function renderMessages() {
   const list = $("messages");
   list.replaceChildren(...state.messages.map(renderMessage));
-  list.scrollTop = list.scrollHeight;
+  const log = $("message-log");
+  log.scrollTop = log.scrollHeight;
 }
 
 /** Where the bot stands in a group, as its header says it (Telegram's member statuses). */
