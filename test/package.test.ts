@@ -1,19 +1,14 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pkg from "../package.json" with { type: "json" };
+import { freshClone, withNode } from "./fresh-clone.ts";
 
 const run = promisify(execFile);
-const root = join(import.meta.dirname, "..");
-
-/** An environment whose `node` (the installed command's `#!/usr/bin/env node`) is `nodeBin`'s. */
-function withNode(env: NodeJS.ProcessEnv, nodeBin: string): NodeJS.ProcessEnv {
-  return { ...env, PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ""}` };
-}
 
 /** `npm install` of `spec` (the `node` package of a Node.js line) into `folder`; its node binary. */
 async function nodeFromNpm(spec: string, folder: string, env: NodeJS.ProcessEnv): Promise<string> {
@@ -69,10 +64,8 @@ async function stopped(child: ChildProcess): Promise<number | null> {
 
 /**
  * The npm package as a user gets it, made the way a release is: `npm pack` of a fresh clone of
- * this repository's HEAD (committed work only), in which nothing was built — its `prepack` builds
- * the console and the service. The clone reuses this checkout's node_modules through a symlink (an
- * `npm ci` in it took 82 s on the 2-core machine; the package's contents do not depend on it). The
- * tarball is installed with `npm install -g` into a prefix of its own (its two dependencies come
+ * this repository's HEAD (committed work only, see fresh-clone.ts), in which nothing was built —
+ * its `prepack` builds the console and the service. The tarball is installed with `npm install -g` into a prefix of its own (its two dependencies come
  * from the registry); the installed `dock-notify` command serves and manages Docks on Node.js 24
  * and on Node.js 22 (from npm's `node` package), tells a user of an older Node.js which to install,
  * and is uninstalled.
@@ -90,9 +83,7 @@ describe("the npm package, packed from a fresh clone", () => {
   let node20 = "";
 
   beforeAll(async () => {
-    await run("git", ["clone", "--quiet", root, clone]);
-    symlinkSync(join(root, "node_modules"), join(clone, "node_modules"), "dir");
-    expect(existsSync(join(clone, "dist"))).toBe(false);
+    await freshClone(clone);
     const pack = run("npm", ["pack", "--json", "--pack-destination", work], { cwd: clone, env });
     // The two other Nodes download meanwhile (~30 MB each at most, from npm's cache once fetched).
     [node22, node20] = await Promise.all([
