@@ -305,7 +305,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         );
       }
       const { existsSync, realpathSync } = await import("node:fs");
-      const { resolve } = await import("node:path");
+      const { dirname, resolve } = await import("node:path");
       const source = config.databaseUrl.slice("sqlite:".length);
       const target = resolve(file);
       if (!existsSync(source)) {
@@ -314,6 +314,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
       if (existsSync(target) && realpathSync(target) === realpathSync(source)) {
         throw new UsageError(`${file} is the database itself: name another file`);
       }
+      if (!existsSync(dirname(target))) throw new UsageError(`there is no folder ${dirname(target)}`);
       const refuseExisting = () =>
         new UsageError(`${file} exists: name another file, or add --force to replace it`);
       if (existsSync(target) && !opts.force) throw refuseExisting();
@@ -321,7 +322,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
       const made = await backupSqliteFile(source, target, { replace: opts.force === true });
       if (!made.made) throw refuseExisting();
       const key =
-        config.encryptionKey === null ? `${resolve(config.dataDir, "encryption.key")}` : "ENCRYPTION_KEY";
+        config.encryptionKey === null ? resolve(config.dataDir, "encryption.key") : "ENCRYPTION_KEY";
       if (opts.json) out(JSON.stringify({ file: target, pages: made.pages, bytes: made.bytes }));
       else
         out(

@@ -172,6 +172,10 @@ describe("dock-notify backup (SQLite)", () => {
     expect(forced.out).toContain(`Keep the encryption key with it (${join(dataDir, "encryption.key")})`);
     expect(sqliteRows(target, "select name from docks")).toEqual([{ name: "Kept" }]);
 
+    const nowhere = await dockNotify(env, "backup", join(work, "no-such-folder", "backup.db"));
+    expect(nowhere.status).toBe(2);
+    expect(nowhere.err).toContain(`there is no folder ${join(work, "no-such-folder")}`);
+
     const itself = await dockNotify(env, "backup", join(dataDir, "dock-notify.db"), "--force");
     expect(itself.status).toBe(2);
     expect(itself.err).toContain("is the database itself");
