@@ -157,10 +157,14 @@ describe("the npm package, packed from a fresh clone", () => {
     children.delete(child);
   }, 120_000);
 
-  it("installed, on Node.js 22: the version and a sandbox service that answers", async () => {
+  it("installed, on Node.js 22: the version, a Dock, a sandbox service that answers, a backup", async () => {
     const on22 = { ...withNode(env, node22), DATA_DIR: join(work, "data22") };
     expect((await run("node", ["--version"], { env: on22 })).stdout).toMatch(/^v22\./);
     expect((await run(installed, ["--version"], { env: on22 })).stdout).toBe(`${pkg.version}\n`);
+    const created = JSON.parse(
+      (await run(installed, ["docks", "create", "--owner", "1", "--name", "On 22", "--json"], { env: on22 }))
+        .stdout,
+    ) as { id: string; secret_key: string };
     const { child, port } = await serveUntilReady(installed, on22);
     children.add(child);
     const url = `http://127.0.0.1:${port}`;
@@ -169,6 +173,18 @@ describe("the npm package, packed from a fresh clone", () => {
     const console = await fetch(`${url}/console/`);
     expect(console.status).toBe(200);
     await console.arrayBuffer();
+    const ping = await fetch(`${url}/webhook`, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${Buffer.from(`${created.id}:${created.secret_key}`).toString("base64")}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ msg: "from Node 22" }),
+    });
+    expect(ping.status).toBe(202);
+    // node:sqlite's backup(), new in 22.16.
+    const backup = await run(installed, ["backup", join(work, "backup22.db"), "--json"], { env: on22 });
+    expect(JSON.parse(backup.stdout)).toMatchObject({ file: join(work, "backup22.db") });
     expect(await stopped(child)).toBe(0);
     children.delete(child);
   }, 120_000);
