@@ -290,6 +290,49 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
       }
     });
 
+  program
+    .command("backup <file>")
+    .description(
+      "copy the SQLite database into <file>, consistent while the service runs (SQLite's online backup); PostgreSQL: use pg_dump",
+    )
+    .addOption(new Option("--force", "replace <file> if it exists"))
+    .addOption(new Option("--json", "print JSON instead of text"))
+    .action(async (file: string, opts: { force?: boolean; json?: boolean }) => {
+      const config = loadConfig(io.env);
+      if (!config.databaseUrl.startsWith("sqlite:")) {
+        throw new Error(
+          `backup copies a SQLite database, and DATABASE_URL is PostgreSQL: back it up with PostgreSQL's pg_dump instead, e.g. ${pgDumpCommand(config.databaseUrl, file)} (docs/upgrading.md)`,
+        );
+      }
+      const { existsSync, realpathSync } = await import("node:fs");
+      const { dirname, resolve } = await import("node:path");
+      const source = config.databaseUrl.slice("sqlite:".length);
+      const target = resolve(file);
+      if (!existsSync(source)) {
+        throw new Error(`there is no database at ${source} (DATA_DIR or DATABASE_URL names it)`);
+      }
+      if (existsSync(target) && realpathSync(target) === realpathSync(source)) {
+        throw new UsageError(`${file} is the database itself: name another file`);
+      }
+      if (!existsSync(dirname(target))) throw new UsageError(`there is no folder ${dirname(target)}`);
+      const refuseExisting = () =>
+        new UsageError(`${file} exists: name another file, or add --force to replace it`);
+      if (existsSync(target) && !opts.force) throw refuseExisting();
+      const { backupSqliteFile } = await import("./store/open.ts");
+      const made = await backupSqliteFile(source, target, { replace: opts.force === true });
+      if (!made.made) throw refuseExisting();
+      const key =
+        config.encryptionKey === null ? resolve(config.dataDir, "encryption.key") : "ENCRYPTION_KEY";
+      if (opts.json) out(JSON.stringify({ file: target, pages: made.pages, bytes: made.bytes }));
+      else
+        out(
+          [
+            `backed up ${source} to ${target} (${(made.bytes / 1024 / 1024).toFixed(1)} MB)`,
+            `Keep the encryption key with it (${key}): without it the Docks' secret keys in the backup cannot be opened.`,
+          ].join("\n"),
+        );
+    });
+
   const docks = program.command("docks").description("manage Docks as an operator (owners use the console)");
   const json = new Option("--json", "print JSON instead of text");
 
@@ -1053,6 +1096,26 @@ function coOwnerRefusal(
 /** Why the last administrator keeps their role, and how to go on. */
 function lastAdministrator(id: number): string {
   return `${id} is the last administrator: make someone else one first (dock-notify owners add <id> --admin)`;
+}
+
+/**
+ * The pg_dump command that backs up the PostgreSQL database at `url` into `file`, to print: the
+ * URL without its password (pg_dump asks for it, or reads PGPASSWORD or ~/.pgpass).
+ */
+function pgDumpCommand(url: string, file: string): string {
+  let target = "<DATABASE_URL>";
+  try {
+    const parsed = new URL(url);
+    parsed.password = "";
+    for (const name of [...parsed.searchParams.keys()]) {
+      if (/pass/i.test(name)) parsed.searchParams.delete(name);
+    }
+    target = parsed.toString();
+  } catch {
+    // An unparseable URL is not repeated.
+  }
+  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+  return `pg_dump --format=custom --file ${quote(file)} ${quote(target)}`;
 }
 
 /** How runCli reports a failure: exit code, stable code (for `--json`), and the one line to print. */

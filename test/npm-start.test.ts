@@ -1,9 +1,11 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { freshClone, withNode } from "./fresh-clone.ts";
 import { waitFor } from "./wait.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -90,4 +92,80 @@ describe("npm start", () => {
     // Every line is there, the last request's included, down to "stopped".
     expect(messages.slice(-3)).toEqual(["request", "shutting down", "stopped"]);
   }, 60_000);
+});
+
+/**
+ * `npm start` builds first only when a source changed since the last build (scripts/build.ts and its
+ * stamp), in a fresh clone of this repository (fresh-clone.ts) so that the test can edit sources
+ * without touching the ones the other tests run.
+ */
+describe("npm start's build", () => {
+  const work = mkdtempSync(join(tmpdir(), "dock-notify-npm-start-build-"));
+  const clone = join(work, "clone");
+  const env = {
+    ...withNode(process.env, process.execPath),
+    PORT: "0",
+    DATA_DIR: join(work, "data"),
+    LOG_LEVEL: "info",
+  };
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  /** `npm run prestart`, what `npm start` runs first: whether it built (and what it said). */
+  async function prestart(): Promise<"built" | "current"> {
+    const { stderr } = await promisify(execFile)("npm", ["run", "prestart"], { cwd: clone, env });
+    if (stderr.includes("dock-notify: built the console and the service")) return "built";
+    if (stderr.includes("dock-notify: the build is current")) return "current";
+    throw new Error(`npm run prestart said neither: ${stderr}`);
+  }
+
+  /** Which files dist/cli.js and web/dist/index.html are (a build writes new ones). */
+  function outputs(): string {
+    return ["dist/cli.js", "web/dist/index.html"]
+      .map((file) => {
+        const stat = statSync(join(clone, file));
+        return `${stat.ino}@${stat.mtimeMs}`;
+      })
+      .join(" ");
+  }
+
+  it("builds a fresh clone, then starts at once until a source or a console file changes", async () => {
+    await freshClone(clone);
+    expect(await prestart()).toBe("built");
+    const first = outputs();
+
+    // npm start itself: no build, and the service it starts is ready.
+    const npm = spawn("npm", ["start"], { cwd: clone, env, stdio: ["ignore", "pipe", "pipe"] });
+    let said = "";
+    npm.stderr.on("data", (chunk: Buffer) => (said += chunk));
+    const exited = new Promise((resolve) => npm.once("exit", resolve));
+    for await (const line of createInterface({ input: npm.stdout })) {
+      if (line.includes('"msg":"Dock Notify is ready')) break;
+    }
+    npm.kill("SIGTERM");
+    await exited;
+    expect(said).toContain("dock-notify: the build is current");
+    expect(outputs()).toBe(first);
+
+    // A change of the service's sources: built again, then current again.
+    appendFileSync(join(clone, "src", "banner.ts"), "// changed after the build\n");
+    expect(await prestart()).toBe("built");
+    const second = outputs();
+    expect(second).not.toBe(first);
+    expect(await prestart()).toBe("current");
+    expect(outputs()).toBe(second);
+
+    // A change of the console's.
+    appendFileSync(join(clone, "web", "src", "main.tsx"), "// changed after the build\n");
+    expect(await prestart()).toBe("built");
+    expect(outputs()).not.toBe(second);
+    expect(await prestart()).toBe("current");
+
+    // A change whose file carries an old time (copied with its times, unpacked from an archive):
+    // the build is known by the sources' contents, not their times.
+    const banner = join(clone, "src", "banner.ts");
+    appendFileSync(banner, "// changed again\n");
+    utimesSync(banner, new Date("2001-01-01"), new Date("2001-01-01"));
+    expect(await prestart()).toBe("built");
+    // Four builds and a start on a busy machine: a minute or two, none of it the service's speed.
+  }, 300_000);
 });

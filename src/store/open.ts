@@ -15,3 +15,12 @@ export async function openDb(url: string, options: DbOptions = {}): Promise<Db> 
   const { openPostgres } = await import("./postgres/adapter.ts");
   return openPostgres(url, options);
 }
+
+/**
+ * A consistent copy of a SQLite database file made while the service may be writing to it (see
+ * store/sqlite/backup.ts); PostgreSQL is backed up with its own tools (pg_dump).
+ */
+export async function backupSqliteFile(source: string, target: string, options: { replace: boolean }) {
+  const { backupSqlite } = await import("./sqlite/backup.ts");
+  return backupSqlite(source, target, options);
+}
