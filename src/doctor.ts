@@ -390,7 +390,22 @@ async function databaseChecks(config: Config, key: Buffer | null): Promise<Check
 export async function runDoctor(config: Config, servedAt: string): Promise<CheckResult[]> {
   const results = await telegramChecks(config, servedAt);
   results.push(await publicUrlCheck(servedAt));
-  results.push(dataFolderCheck(config.dataDir));
+  const folder = dataFolderCheck(config.dataDir);
+  // With PostgreSQL, ENCRYPTION_KEY and a real bot nothing the service needs lives in DATA_DIR
+  // (only the URL it answers at, a hint for the CLI): a folder it cannot write is then no failure.
+  const folderNeeded =
+    config.databaseUrl.startsWith("sqlite:") ||
+    config.encryptionKey === null ||
+    config.telegramBotToken === null;
+  results.push(
+    folder.status === "fail" && !folderNeeded
+      ? {
+          ...folder,
+          status: "warn",
+          detail: `${folder.detail}; not needed with PostgreSQL and ENCRYPTION_KEY`,
+        }
+      : folder,
+  );
   const { result, key } = encryptionKeyCheck(config);
   results.push(result);
   results.push(...(await databaseChecks(config, key)));

@@ -117,6 +117,5 @@ export function bannerBotLine(
   if (state === "starting") return ["starting: Telegram has not answered yet; Dock Notify keeps trying"];
   const problem = botProblem(state, reason, options);
   if (problem === null) return [state];
-  const label = state === "unreachable" ? "Telegram unreachable" : state;
-  return [`${label}: ${problem.what}`, `fix: ${problem.fix}`];
+  return [`${state}: ${problem.what}`, `fix: ${problem.fix}`];
 }

@@ -49,7 +49,7 @@ describe("the bot's states as an operator reads them", () => {
       ],
     );
     expect(bannerBotLine("unreachable", "ETIMEDOUT", { ...telegram, username: null })[0]).toBe(
-      "Telegram unreachable: Telegram cannot be reached (ETIMEDOUT)",
+      "unreachable: Telegram cannot be reached (ETIMEDOUT)",
     );
   });
 });
