@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
 import pkg from "../package.json" with { type: "json" };
-import { BotWorker } from "./bot/bot.ts";
+import { type BotStatus, BotWorker } from "./bot/bot.ts";
+import type { BotProblem } from "./bot/bot-health.ts";
 import { NoticeSender } from "./bot/notices.ts";
 import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
@@ -18,7 +19,7 @@ import { consoleApi } from "./http/console-api.ts";
 import { consolePage } from "./http/console-page.ts";
 import { docs } from "./http/docs.ts";
 import { clientErrorHandler, errorBoundary, frameworkErrors } from "./http/error-boundary.ts";
-import { ApiError } from "./http/errors.ts";
+import { ApiError, ERRORS } from "./http/errors.ts";
 import { health } from "./http/health.ts";
 import { PayloadThread } from "./http/payload-thread.ts";
 import { utf8Parsers } from "./http/request-body.ts";
@@ -67,6 +68,8 @@ export interface AppDeps {
   /** Where log lines go; stdout when omitted. */
   logStream?: DestinationStream;
   now?: () => number;
+  /** How often a bot that is down warns again (a minute when omitted); tests that watch the repeats set less. */
+  botDownWarningEveryMs?: number;
   /**
    * Overrides Telegram's flood limits in the pacer. For tests whose subject is not the pace (a
    * conversation with the bot, the console) against a sandbox with its limits off; never set by
@@ -111,6 +114,11 @@ export interface App {
    * the sandbox, from `getMe` once the bot started otherwise; null until then.
    */
   botInfo(): { username: string } | null;
+  /**
+   * The bot's state, and while it is not running what is wrong and the fix (bot/bot-health.ts):
+   * for the banner, which prints it once the start settled.
+   */
+  botHealth(): { status: BotStatus; problem: BotProblem | null; username: string | null; apiRoot: string };
   /** Console sessions (sign-in through the bot or the Login Widget). */
   sessions: SessionRepository;
   /** Who may own Docks (OWNERS, the claim, invitations). */
@@ -253,10 +261,22 @@ export async function createApp(deps: AppDeps): Promise<App> {
     metricsToken: config.metricsToken,
     version: pkg.version,
     // Read at request time: the bot and the dispatcher are created below.
-    checks: () => ({
-      bot: statusView(bot.status()),
-      telegram: statusView(dispatcher.telegramStatus()),
-    }),
+    checks: () => {
+      const problem = bot.problem();
+      return {
+        bot: { ...statusView(bot.status()), ...(problem ? { fix: problem.fix } : {}) },
+        telegram: statusView(dispatcher.telegramStatus()),
+      };
+    },
+    // A refused token is this instance's configuration, and nothing will be sent until it is
+    // replaced: unready, so that a deploy with a wrong token stops at its first instance. Telegram
+    // unreachable is Telegram's outage, the same for every instance: still ready (messages are
+    // taken and sent once it is back), or a load balancer would pull them all at once.
+    unready: () => {
+      if (bot.status().state !== "unauthorized") return null;
+      const problem = bot.problem();
+      return problem && `${problem.what}: ${problem.fix}.`;
+    },
   });
   registerStateGauges(metrics, {
     botUp: () => bot.status().state === "running",
@@ -315,8 +335,26 @@ export async function createApp(deps: AppDeps): Promise<App> {
     // The bot learns its username from getMe when it starts (known at once in the sandbox).
     botUsername: async () => {
       const username = bot.botUsername() ?? telegram.botUsername;
-      if (username === null) throw new ApiError("telegram_unavailable");
-      return username;
+      if (username !== null) return username;
+      // Not known yet: say why, and what to do, rather than "try again" for a token that never works.
+      const { state } = bot.status();
+      const problem = bot.problem();
+      // The console's error page shows what is wrong and the fix apart (`bot` beside `error`).
+      const context = { bot: { state, ...(problem ?? {}) } };
+      if (state === "unauthorized" && problem) {
+        throw new ApiError("bot_token_refused", `${problem.what}: ${problem.fix}.`, {}, undefined, {
+          context,
+        });
+      }
+      throw new ApiError(
+        "telegram_unavailable",
+        problem
+          ? `${ERRORS.telegram_unavailable.message} ${capitalised(problem.what)}: ${problem.fix}.`
+          : undefined,
+        {},
+        undefined,
+        { context },
+      );
     },
     botToken: telegram.token,
     loginWidgetDomain: config.telegramLoginDomain,
@@ -335,6 +373,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       prefix: "/sandbox",
       rateLimits: config.sandboxRateLimits,
       historyLimit: config.sandboxHistoryLimit,
+      builtIn: true,
       // Simulated people outlive a restart as their subscriptions do; not beside an in-memory database.
       ...(config.databaseUrl === "sqlite::memory:" ? {} : { stateFile: `${config.dataDir}/sandbox.json` }),
     });
@@ -419,6 +458,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     webhookCheckMs: config.telegramWebhookCheckMs,
     pacer,
     replyTimeoutMs: config.telegramTimeoutSeconds * 1000,
+    ...(deps.botDownWarningEveryMs === undefined ? {} : { downWarningEveryMs: deps.botDownWarningEveryMs }),
     now,
   });
   if (config.telegramWebhookUrl !== null) {
@@ -459,6 +499,14 @@ export async function createApp(deps: AppDeps): Promise<App> {
       const username = bot.botUsername() ?? telegram.botUsername;
       return username === null ? null : { username };
     },
+    botHealth() {
+      return {
+        status: bot.status(),
+        problem: bot.problem(),
+        username: bot.botUsername() ?? telegram.botUsername,
+        apiRoot: bot.apiRoot() || telegram.apiRoot,
+      };
+    },
     sessions,
     owners,
     audience,
@@ -494,6 +542,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
       await Promise.all(running.map((worker) => worker.stop()));
     },
   };
+}
+
+/** A sentence's first letter in capitals. */
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** A background part's state for `/readyz`: its time as an ISO date. */

@@ -1,4 +1,5 @@
-import type { ClaimLink } from "./app.ts";
+import type { App, ClaimLink } from "./app.ts";
+import { bannerBotLine } from "./bot/bot-health.ts";
 import type { Config } from "./config.ts";
 
 /**
@@ -25,10 +26,24 @@ export function databaseLocation(databaseUrl: string): string {
  * the console, the sandbox and the API reference, where the data is, how to stop. For people only;
  * machines read the "Dock Notify is ready" log line, which says the same.
  */
-export function banner(config: Config, url: string, version: string, claim: ClaimLink | null = null): string {
+export function banner(
+  config: Config,
+  url: string,
+  version: string,
+  claim: ClaimLink | null = null,
+  bot: ReturnType<App["botHealth"]> | null = null,
+): string {
   const rows: [string, string][] = [["Console", `${url}/console/`]];
   if (config.telegramBotToken === null) {
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
+  }
+  if (bot !== null) {
+    const [first = "", ...more] = bannerBotLine(bot.status.state, bot.status.reason, {
+      apiRoot: bot.apiRoot,
+      mode: bot.status.mode,
+      username: bot.username,
+    });
+    rows.push(["Bot", first], ...more.map((line): [string, string] => ["", line]));
   }
   rows.push(["API docs", `${url}/docs`], ["Data", databaseLocation(config.databaseUrl)]);
   if (config.owners === "anyone") {

@@ -56,6 +56,11 @@ class UsageError extends Error {
   }
 }
 
+/** `doctor` found something wrong: it has printed every result, so nothing more is said; exit 1. */
+class DoctorFound extends Error {
+  override name = "DoctorFound";
+}
+
 function dockJson(dock: Dock | DockWithSecret, withSecret: boolean) {
   return {
     id: dock.id,
@@ -331,6 +336,22 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
             `Keep the encryption key with it (${key}): without it the Docks' secret keys in the backup cannot be opened.`,
           ].join("\n"),
         );
+    });
+
+  program
+    .command("doctor")
+    .description(
+      "check the configuration end to end (bot token, webhook or polling, PUBLIC_URL, data folder, encryption key, database), each result with its fix; exits 1 when something is wrong",
+    )
+    .addOption(new Option("--json", "print JSON instead of text"))
+    .action(async (opts: { json?: boolean }) => {
+      const config = loadConfig(io.env);
+      const { doctorReport, runDoctor } = await import("./doctor.ts");
+      const results = await runDoctor(config, withServedUrl(config, io.env).publicUrl);
+      const failed = results.some((result) => result.status === "fail");
+      if (opts.json) out(JSON.stringify({ ok: !failed, checks: results }, null, 2));
+      else io.stdout.write(doctorReport(results));
+      if (failed) throw new DoctorFound();
     });
 
   const docks = program.command("docks").description("manage Docks as an operator (owners use the console)");
@@ -1159,6 +1180,7 @@ export async function runCli(args: string[], io: CliIo = PROCESS_IO): Promise<nu
     await program.parseAsync(args, { from: "user" });
     return 0;
   } catch (error) {
+    if (error instanceof DoctorFound) return CLI_ERRORS.failed.exitCode;
     const { exitCode, code, message } = failure(error);
     // Commander has printed its own (help, version, or the usage error as text).
     if (exitCode === 0 || (error instanceof CommanderError && !json)) return exitCode;

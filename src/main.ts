@@ -8,6 +8,7 @@ import { type Config, ConfigError } from "./config.ts";
 import { loadEncryptionKey } from "./encryption-key.ts";
 import { HeapTidier } from "./heap.ts";
 import { flushLogs, maskUrl, standardOutput } from "./log.ts";
+import { type PortReservation, reservePort } from "./port-reservation.ts";
 import { forPeople, readableLogs } from "./readable-log.ts";
 import { recordServedUrl, servedUrl } from "./service-url.ts";
 import { DockRepository } from "./store/docks.ts";
@@ -121,11 +122,28 @@ export async function serve(
   const { createApp } = await import("./app.ts");
   const human = logStream === undefined && forPeople(config.logFormat);
   const logs = human ? readableLogs(standardOutput()) : logStream;
-  const db = await openMigratedDb(config);
+  // The port first: a start that cannot listen writes nothing to DATA_DIR (no database, no key).
+  let reservation: PortReservation;
+  try {
+    reservation = await reservePort(config.host, config.port);
+  } catch (error) {
+    // A port in use, an address not on this machine, a name that does not resolve.
+    throw new ConfigError(
+      `cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`,
+    );
+  }
+  let db: Db;
+  try {
+    db = await openMigratedDb(config);
+  } catch (error) {
+    await reservation.release();
+    throw error;
+  }
   let loaded: { key: Buffer; generated: boolean };
   try {
     loaded = await loadCheckedEncryptionKey(config, db);
   } catch (error) {
+    await reservation.release();
     await db.close();
     throw explained(error, config);
   }
@@ -135,6 +153,7 @@ export async function serve(
     app = await createApp({ config, db, encryptionKey: key, logStream: logs });
   } catch (error) {
     // The database's thread would keep the process alive, not listening, for nothing.
+    await reservation.release();
     await db.close();
     throw error;
   }
@@ -174,7 +193,9 @@ export async function serve(
   process.on("SIGINT", onSignal);
 
   try {
-    await server.listen({ port: config.port, host: config.host });
+    // Handed over at once: the reservation's port, free again for an instant.
+    await reservation.release();
+    await server.listen({ port: reservation.port, host: config.host });
   } catch (error) {
     // Nothing left to stop: a caller that goes on (a test running the CLI in its process) keeps no handler.
     process.off("SIGTERM", onSignal);
@@ -227,6 +248,6 @@ export async function serve(
     );
   }
   // Last, so that it is what a person sees when the start-up settles.
-  if (human) standardOutput().write(banner(config, url, pkg.version, claim));
+  if (human) standardOutput().write(banner(config, url, pkg.version, claim, app.botHealth()));
   tidier?.start();
 }

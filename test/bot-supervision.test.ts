@@ -45,10 +45,16 @@ describe.concurrent("the bot keeps running", () => {
       20_000,
       200,
     );
-    const stopped = running.logs.lines.find((line) => line.includes("bot stopped; relaunching")) as string;
-    expect(JSON.parse(stopped).reason).toMatch(
-      /409 .*another getUpdates call or instance uses this bot token/,
+    const stopped = JSON.parse(
+      running.logs.lines.find((line) => line.includes("bot stopped; relaunching")) as string,
     );
+    expect(stopped.reason).toMatch(/409 .*another getUpdates call or instance uses this bot token/);
+    // Named as such, with what to do; and still ready (the instance takes messages meanwhile).
+    expect(stopped.state).toBe("conflict");
+    expect(stopped.msg).toBe(
+      "bot stopped; relaunching: another program polls Telegram with this bot token (409 Conflict)",
+    );
+    expect(stopped.fix).toMatch(/stop the other program or Dock Notify instance that uses the token/);
 
     const newcomer = await people.person("Nia");
     const welcome = await people.botReply(
@@ -95,8 +101,9 @@ describe.concurrent("the bot keeps running", () => {
       await new Promise((resolve) => front.close(resolve));
       await sandbox?.close();
     });
-    expect(running.logs.text).toContain("bot could not start yet; retrying");
-    expect(await botState(running)).toEqual({ state: "reconnecting", up: 0, ready: 200 });
+    expect(running.logs.text).toContain("bot could not start yet; retrying: Telegram cannot be reached");
+    // Telegram's outage, not this instance's: still ready (messages are taken, sent once it is back).
+    expect(await botState(running)).toEqual({ state: "unreachable", up: 0, ready: 200 });
     const dock = await running.app.docks.create(1, { name: "Early", link: null, description: null });
     const accepted = await fetch(`${running.url}/ping`, {
       method: "POST",
@@ -113,7 +120,7 @@ describe.concurrent("the bot keeps running", () => {
     expect((await people.botReply(rui, await people.start(rui), "the welcome")).text).toContain("Dock");
   }, 60_000);
 
-  it("Telegram failing its polls puts it in reconnecting (gauge 0, /readyz still 200) until they work again", async ({
+  it("Telegram failing its polls (5xx) puts it in unreachable (gauge 0, /readyz still 200) until they work again", async ({
     onTestFinished,
   }) => {
     const sandbox = await startSandbox();
@@ -129,12 +136,12 @@ describe.concurrent("the bot keeps running", () => {
     const people = new People(sandbox.root);
     await people.start(await people.person("Early"));
     await waitFor(
-      "the bot reconnecting",
-      async () => (await botState(running)).state === "reconnecting",
+      "the bot unreachable",
+      async () => (await botState(running)).state === "unreachable",
       20_000,
       200,
     );
-    expect(await botState(running)).toEqual({ state: "reconnecting", up: 0, ready: 200 });
+    expect(await botState(running)).toEqual({ state: "unreachable", up: 0, ready: 200 });
 
     await sandbox.control("DELETE", "/faults");
     await waitFor(

@@ -605,9 +605,12 @@ describe("dock-notify CLI", () => {
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as AddressInfo).port;
     try {
-      const inUse = await serve({ PORT: String(port) });
+      // A new DATA_DIR: the port is held before anything is written, so it is not even created.
+      const fresh = join(dataDir, "never-started");
+      const inUse = await serve({ PORT: String(port), DATA_DIR: fresh });
       expect(inUse.code).toBe(2);
       expect(inUse.err).toMatch(new RegExp(`cannot listen on HOST 127.0.0.1 PORT ${port}: .*EADDRINUSE`));
+      expect(existsSync(fresh)).toBe(false);
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }

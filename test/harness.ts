@@ -155,6 +155,8 @@ export interface ServiceOptions {
   audit?: RecordedAudit;
   /** The service's clock (a test moves it on to reach an expiry); the system's when omitted. */
   now?: () => number;
+  /** How often a bot that is down warns again (a minute when omitted): a test that watches the repeats sets less. */
+  botDownWarningEveryMs?: number;
 }
 
 /** The actions of a Dock's audience (domain/audit.ts), which the private-Docks tests read back. */
@@ -253,6 +255,9 @@ export async function startServiceOver(
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
     ...(options.threadDeadlineMs === undefined ? {} : { threadDeadlineMs: options.threadDeadlineMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.botDownWarningEveryMs === undefined
+      ? {}
+      : { botDownWarningEveryMs: options.botDownWarningEveryMs }),
   });
   options.audit?.readFrom(app.audit);
   await app.server.listen({ port: config.port, host: "127.0.0.1" });

@@ -124,9 +124,17 @@ describe("the sandbox's long polls", () => {
     const service = await sandboxService("info");
     try {
       await service.api.getUpdates({ timeout: 0 });
+      // Nor is any call of the built-in sandbox that succeeds: its client is the service's own bot
+      // (its getMe, its webhook, its command list would come before the banner).
       await service.api.getMe();
-      const urls = service.requestLines().map((line) => line.url);
-      expect(urls).toEqual(["/sandbox/bot<redacted>/getMe"]);
+      await service.api.setMyCommands([{ command: "help", description: "Help" }]);
+      expect(service.requestLines().map((line) => line.url)).toEqual([]);
+      // One that fails is an info line: a wrong token (401) is news.
+      await fetch(`${service.root}/bot123456:AAHnotTheSandboxTokenButWellFormed00/getMe`);
+      await waitFor("the refused call's line", () => service.requestLines().length > 0);
+      expect(service.requestLines().map((line) => [line.url, line.status, line.level])).toEqual([
+        ["/sandbox/bot<redacted>/getMe", 401, 30],
+      ]);
       // A poll that fails is news: a second poller ends the first with 409, logged at info.
       const first = service.api.getUpdates({ timeout: 5 }).catch((error: unknown) => error);
       // The first poll is waiting (the sandbox counted it) before the second comes.

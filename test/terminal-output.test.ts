@@ -90,6 +90,7 @@ describe("what serve shows", () => {
     expect(lines).toContain(`  Dock Notify ${pkg.version} is running`);
     expect(lines).toContain(`  Console   ${url}/console/`);
     expect(lines).toContain(`  Sandbox   ${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`);
+    expect(lines).toContain("  Bot       running @DockNotifySandboxBot (polling)");
     expect(lines).toContain(`  API docs  ${url}/docs`);
     expect(lines).toContain(`  Data      SQLite file ${join(dir, "dock-notify.db")}`);
     // Every other line is a readable log line, not JSON; the banner comes once the service answers.
@@ -100,6 +101,8 @@ describe("what serve shows", () => {
       lines.indexOf("  Press Ctrl+C to stop."),
     );
     expect(lines.some((line) => /^\d\d:\d\d:\d\d INFO {2}bot started .*mode=polling/.test(line))).toBe(true);
+    // The bot's own calls to the built-in sandbox (getMe, deleteWebhook, setMyCommands) are at debug.
+    expect(lines.filter((line) => line.includes("/sandbox/bot"))).toEqual([]);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     // A request reads as one: method, path, status, time.
     await waitFor("the request's log line", () =>
@@ -147,6 +150,35 @@ describe("what serve shows", () => {
       expect(again.output()).not.toContain("no administrator");
       again.child.kill("SIGTERM");
       await again.exited;
+    } finally {
+      await telegram.close();
+    }
+  }, 60_000);
+
+  it("with a bot token Telegram refuses: the banner says so and what to set, and the log repeats it", async () => {
+    // A standalone sandbox plays Telegram, and refuses a token it does not know with 401.
+    const telegram = await startSandbox();
+    try {
+      const served = onTerminal({
+        DATA_DIR: dataDir(),
+        PORT: String(await freePort()),
+        OWNERS: "1",
+        TELEGRAM_BOT_TOKEN: "123456789:AAHrefusedTokenForTheBannerTest000000",
+        TELEGRAM_API_ROOT: telegram.root,
+      });
+      const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
+      const lines = shown.split(/\r?\n/);
+      expect(lines).toContain("  Bot       unauthorized: Telegram refused the bot token (401)");
+      expect(lines).toContain(
+        "            fix: set TELEGRAM_BOT_TOKEN to the token @BotFather gave you (send /token to @BotFather to see it again), then restart Dock Notify",
+      );
+      // The warning before it, with the same fix, for a log collector.
+      expect(shown).toMatch(
+        /WARN {2}bot could not start yet; retrying: Telegram refused the bot token \(401\) .*state=unauthorized .*fix="set TELEGRAM_BOT_TOKEN/,
+      );
+      expect(shown).not.toContain("AAHrefusedTokenForTheBannerTest000000");
+      served.child.stdin?.write("\x03");
+      expect(await served.exited).toBe(0);
     } finally {
       await telegram.close();
     }

@@ -9,6 +9,7 @@ import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../stor
 import { type TelegramTarget, webhookSecret } from "../telegram-target.ts";
 import type { BackgroundWorker } from "../worker.ts";
 import { acknowledge } from "./acknowledge.ts";
+import { type BotProblem, type BotState, botProblem, DOWN_STATES, stateForFailure } from "./bot-health.ts";
 import { answer, type BotDeps, say } from "./context.ts";
 import { joinButtons } from "./join.ts";
 import { login } from "./login.ts";
@@ -60,6 +61,8 @@ const HEALTHY_AFTER_MS = 60_000;
 const POLISH_RETRY_MAX_MS = 10 * 60_000;
 /** A poll the server has held open this long (not failed) shows the bot is reachable again. */
 const POLL_HELD_MS = 2000;
+/** While the bot is down, its warning (with the fix) is repeated this often, not at every retry. */
+export const DOWN_WARNING_EVERY_MS = 60_000;
 /** How long stopping waits for polling to confirm the last update before giving up on it. */
 const STOP_CONFIRM_MS = 3000;
 
@@ -82,16 +85,17 @@ export interface BotWorkerOptions extends BotDeps {
   pacer: Pacer;
   /** A reply Telegram has not answered by then fails (TELEGRAM_TIMEOUT_SECONDS). */
   replyTimeoutMs: number;
+  /** How often a bot that is down warns again (DOWN_WARNING_EVERY_MS when omitted). */
+  downWarningEveryMs?: number;
   now?: () => number;
 }
 
 /**
- * Where the bot stands, for `/readyz` and the `dock_notify_bot_up` gauge:
- * `starting` (not yet heard from Telegram), `running` (polling, or its webhook registered),
- * `reconnecting` (it stopped or cannot reach Telegram, and is being relaunched), `stopped`.
+ * Where the bot stands, for `/readyz`, the banner and the `dock_notify_bot_up` gauge (the states:
+ * bot-health.ts).
  */
 export interface BotStatus {
-  state: "starting" | "running" | "reconnecting" | "stopped";
+  state: BotState;
   mode: "polling" | "webhook";
   /** Since when (ms since the epoch) the bot is in this state. */
   since: number;
@@ -126,6 +130,10 @@ export class BotWorker implements BackgroundWorker {
   #polishing: Promise<void> | null = null;
   #status: BotStatus;
   #runningSince = 0;
+  /** Where Telegram is looked for, for the fix of `unreachable` (set by start). */
+  #apiRoot = "";
+  /** When the bot last warned that it is down (0: not since it last ran). */
+  #warnedAt = 0;
   /** Resolves the start's wait once the first launch succeeded or failed. */
   #leftStarting: (() => void) | null = null;
 
@@ -153,8 +161,22 @@ export class BotWorker implements BackgroundWorker {
     return { ...this.#status };
   }
 
+  /** What is wrong with the bot and how to fix it; null while it runs, starts or stops. */
+  problem(): BotProblem | null {
+    return botProblem(this.#status.state, this.#status.reason, {
+      apiRoot: this.#apiRoot,
+      mode: this.#status.mode,
+    });
+  }
+
+  /** Where the bot looks for Telegram (the Bot API root, never with the token). */
+  apiRoot(): string {
+    return this.#apiRoot;
+  }
+
   async start(telegram: TelegramTarget): Promise<void> {
     this.#token = telegram.token;
+    this.#apiRoot = telegram.apiRoot;
     this.#stopped = false;
     this.#abort = new AbortController();
     const bot = new Bot(telegram.token, { client: { apiRoot: telegram.apiRoot } });
@@ -204,7 +226,7 @@ export class BotWorker implements BackgroundWorker {
         this.#runningSince = 0;
         attempt++;
         const delay = Math.min(RELAUNCH_MAX_MS, RELAUNCH_FIRST_MS * 2 ** (attempt - 1));
-        this.#setState("reconnecting", this.#reason(error), { retryInSeconds: delay / 1000 });
+        this.#setState(this.#stateFor(error), this.#reason(error), { retryInSeconds: delay / 1000 });
         try {
           await sleep(delay, undefined, { signal: this.#abort.signal });
         } catch {
@@ -335,23 +357,22 @@ export class BotWorker implements BackgroundWorker {
       if (method !== "getUpdates") return prev(method, payload, signal);
       // A long poll answers only when an update comes or its timeout ends: one that the server
       // has held open for a moment is answered, and the bot is running again.
-      const held =
-        this.#status.state === "reconnecting"
-          ? setTimeout(() => this.#running({ mode: "polling" }), POLL_HELD_MS)
-          : null;
+      const held = DOWN_STATES.has(this.#status.state)
+        ? setTimeout(() => this.#running({ mode: "polling" }), POLL_HELD_MS)
+        : null;
       try {
         const result = await prev(method, payload, signal);
         if (result.ok) {
-          if (this.#status.state === "reconnecting") this.#running({ mode: "polling" });
+          if (DOWN_STATES.has(this.#status.state)) this.#running({ mode: "polling" });
         } else if (result.error_code !== 409 && result.error_code !== 401) {
           this.#setState(
-            "reconnecting",
+            stateForFailure(result.error_code),
             scrubToken(`getUpdates: ${result.error_code} ${result.description}`, this.#token),
           );
         }
         return result;
       } catch (error) {
-        if (!signal?.aborted && !this.#stopped) this.#setState("reconnecting", this.#reason(error));
+        if (!signal?.aborted && !this.#stopped) this.#setState(this.#stateFor(error), this.#reason(error));
         throw error;
       } finally {
         if (held !== null) clearTimeout(held);
@@ -359,27 +380,66 @@ export class BotWorker implements BackgroundWorker {
     };
   }
 
-  /** Logs each change of state once: an operator reads a story, not a line per retry. */
-  #setState(state: BotStatus["state"], reason?: string, fields: Record<string, unknown> = {}): void {
+  /**
+   * Logs each change of state once, and while the bot is down the same warning with its fix again
+   * every DOWN_WARNING_EVERY_MS: an operator reads a story, not a line per retry, and one who
+   * looks at the log an hour later still finds what to do.
+   */
+  #setState(state: BotState, reason?: string, fields: Record<string, unknown> = {}): void {
     const previous = this.#status;
-    if (previous.state === state && previous.reason === reason) return;
+    const now = this.#now();
+    if (previous.state === state && previous.reason === reason) {
+      this.#warnAgain(now);
+      return;
+    }
     this.#status = {
       state,
       mode: previous.mode,
-      since: previous.state === state ? previous.since : this.#now(),
+      since: previous.state === state ? previous.since : now,
       ...(reason !== undefined ? { reason } : {}),
     };
-    if (previous.state === state) return;
+    if (previous.state === state) {
+      this.#warnAgain(now);
+      return;
+    }
     if (state !== "starting") this.#leftStarting?.();
     const { log } = this.#options;
     if (state === "running") {
-      log.info(fields, previous.state === "reconnecting" ? "bot running again" : "bot started");
-    } else if (state === "reconnecting") {
+      this.#warnedAt = 0;
+      log.info(fields, DOWN_STATES.has(previous.state) ? "bot running again" : "bot started");
+    } else if (DOWN_STATES.has(state)) {
+      this.#warnedAt = now;
+      const problem = this.problem();
+      const story = DOWN_STATES.has(previous.state)
+        ? "bot still not running"
+        : previous.state === "starting"
+          ? "bot could not start yet; retrying"
+          : "bot stopped; relaunching";
       log.warn(
-        { reason, ...fields },
-        previous.state === "starting" ? "bot could not start yet; retrying" : "bot stopped; relaunching",
+        { state, reason, ...(problem ? { fix: problem.fix } : {}), ...fields },
+        problem && state !== "reconnecting" ? `${story}: ${problem.what}` : story,
       );
     }
+  }
+
+  /** The down warning again, once DOWN_WARNING_EVERY_MS has passed since the last one. */
+  #warnAgain(now: number): void {
+    const { state, reason, since } = this.#status;
+    if (!DOWN_STATES.has(state)) return;
+    if (now - this.#warnedAt < (this.#options.downWarningEveryMs ?? DOWN_WARNING_EVERY_MS)) return;
+    this.#warnedAt = now;
+    const problem = this.problem();
+    this.#options.log.warn(
+      { state, reason, fix: problem?.fix, downForSeconds: Math.round((now - since) / 1000) },
+      `bot still not running: ${problem?.what ?? state}`,
+    );
+  }
+
+  /** The state a failure that stopped the bot puts it in. */
+  #stateFor(error: unknown): BotState {
+    if (error instanceof GrammyError) return stateForFailure(error.error_code);
+    if (error instanceof HttpError) return "unreachable";
+    return "reconnecting";
   }
 
   #reason(error: unknown): string {

@@ -161,6 +161,11 @@ export const ERRORS = {
     status: 503,
     message: "Telegram cannot be reached to look up the bot; try again shortly.",
   },
+  bot_token_refused: {
+    status: 503,
+    message:
+      "Telegram refused the bot token (401): set TELEGRAM_BOT_TOKEN to the token @BotFather gave you, then restart Dock Notify.",
+  },
   busy: {
     status: 503,
     message:

@@ -10,9 +10,15 @@ export interface HealthOptions {
   metrics: Metrics;
   /**
    * The background parts' states for `/readyz`'s body (the bot, Telegram as the dispatcher sees
-   * it). They never change its status: a service whose bot is reconnecting still takes messages.
+   * it). They do not change its status by themselves: a service whose bot is reconnecting, or
+   * cannot reach Telegram, still takes messages.
    */
   checks: () => Record<string, unknown>;
+  /**
+   * Why the instance is unready although its database takes writes (a bot token Telegram refuses:
+   * nothing could ever be sent), as the 503's message; null while nothing is.
+   */
+  unready?: () => string | null;
   /** METRICS_TOKEN: when set, /metrics answers only `Authorization: Bearer <token>`. */
   metricsToken: string | null;
   /** The running version (package.json), so that a deploy can be checked from outside. */
@@ -59,19 +65,34 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
   const checksSchema = {
     type: "object",
     description:
-      "database: ok, unreachable or not_writable (the status code follows it); bot and telegram: the background parts' states, informative only.",
+      "database: ok, unreachable or not_writable (the status code follows it); bot: the bot's state (starting, running, unauthorized, conflict, unreachable, reconnecting, stopped), with the reason and the fix when it is not running — `unauthorized` (Telegram refused the bot token) makes the answer 503; telegram: as the dispatcher sees it (up or down), informative only.",
     additionalProperties: true,
-    examples: [{ database: "ok", bot: { state: "running", mode: "polling" }, telegram: { state: "up" } }],
+    examples: [
+      { database: "ok", bot: { state: "running", mode: "polling" }, telegram: { state: "up" } },
+      {
+        database: "ok",
+        bot: {
+          state: "unauthorized",
+          mode: "polling",
+          reason: "getMe: 401 Unauthorized (check TELEGRAM_BOT_TOKEN)",
+          fix: "set TELEGRAM_BOT_TOKEN to the token @BotFather gave you (send /token to @BotFather to see it again), then restart Dock Notify",
+        },
+        telegram: { state: "up" },
+      },
+    ],
   } as const;
 
-  const notReady = errorAnswer("The database cannot be reached, or refuses writes.", "not_ready");
+  const notReady = errorAnswer(
+    "The database cannot be reached, or refuses writes; or Telegram refused the bot token.",
+    "not_ready",
+  );
   app.get(
     "/readyz",
     {
       schema: {
-        summary: "The database takes writes (so messages can be accepted)",
+        summary: "The database takes writes (so messages can be accepted), and Telegram takes the bot token",
         description:
-          "Readiness, for a load balancer: 200 while the database takes a write, else 503 with the checks beside the error. The bot and Telegram are reported but never make it unready: messages are still accepted while they recover.",
+          "Readiness, for a load balancer: 200 while the database takes a write and Telegram has not refused the bot token, else 503 with the checks beside the error. A refused token (`checks.bot.state: unauthorized`) is this instance's configuration, and nothing could be sent with it: a deploy with a wrong token stops at its first instance. Telegram unreachable, a 409 conflict or a relaunching bot are reported but never make it unready: messages are still accepted while they recover, and an outage of Telegram must not make a load balancer pull every instance.",
         tags: ["Operations"],
         curl: CURL.readyz,
         response: {
@@ -87,10 +108,17 @@ export async function health(app: FastifyInstance, options: HealthOptions): Prom
         },
       },
     },
-    async () => {
+    async (_request, reply) => {
       const database = await options.probe.check();
       const checks = { database: database.state, ...options.checks() };
-      if (database.state === "ok") return { ok: true, checks };
+      if (database.state === "ok") {
+        const unready = options.unready?.() ?? null;
+        if (unready === null) return { ok: true, checks };
+        // Answered here, not thrown: the bot warns of it (each minute, with the fix), a load
+        // balancer's probe every few seconds need not.
+        const error = new ApiError("not_ready", unready, {}, undefined, { context: { checks } });
+        return reply.code(503).send(error.body);
+      }
       // Answered (and logged once, with the reason) by the error boundary, the checks beside it.
       const writable = database.state === "not_writable";
       throw new ApiError(

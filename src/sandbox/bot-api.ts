@@ -11,6 +11,12 @@ export interface BotApiOptions {
   emulator: Emulator;
   /** Aborted when the server closes: long polls answer, hung calls drop. */
   closing: AbortSignal;
+  /**
+   * Every call that succeeds is logged at debug, not only polls: the sandbox built into the
+   * service, whose Bot API client is the service's own bot (its getMe, its webhook, its command
+   * list, every delivery are not news; the service logs what they mean). Failures stay info lines.
+   */
+  quiet?: boolean;
 }
 
 /** Largest Bot API request body; the sandbox takes no files, so text-sized calls are enough. */
@@ -106,7 +112,7 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
         return answer(reply, WELL_FORMED_TOKEN.test(token) ? UNAUTHORIZED() : NOT_FOUND());
       const name = method.toLowerCase();
       // A bot long-polls all day: its polls are not news in the log (they are at debug).
-      if (name === "getupdates") request.logQuietly = true;
+      if (name === "getupdates" || options.quiet) request.logQuietly = true;
       const raw = await readParams(request);
       emulator.stats.calls[name] = (emulator.stats.calls[name] ?? 0) + 1;
 

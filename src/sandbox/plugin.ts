@@ -21,6 +21,8 @@ export interface SandboxOptions {
    * absent = everything lives in memory and ends when the server closes.
    */
   stateFile?: string;
+  /** Built into the service: its own bot's calls are logged at debug (see BotApiOptions.quiet). */
+  builtIn?: boolean;
 }
 
 /**
@@ -73,7 +75,7 @@ export async function sandbox(app: FastifyInstance, options: SandboxOptions): Pr
     emulator.webhook.close();
   });
 
-  await app.register(botApi, { emulator, closing: closing.signal });
+  await app.register(botApi, { emulator, closing: closing.signal, quiet: options.builtIn ?? false });
   await app.register(controlApi, { emulator, closing: closing.signal, prefix: "/api" });
   await app.register(chatPage);
 }

@@ -1,7 +1,7 @@
 import type { Db, DbOptions } from "./db.ts";
 
 export type { Db, DbOptions } from "./db.ts";
-export { migrate } from "./migrations/index.ts";
+export { migrate, pendingMigrations } from "./migrations/index.ts";
 
 /**
  * Opens the database named by DATABASE_URL (`sqlite:<path>` or `postgres://…`). Only the adapter

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { AnnounceProvider } from "./announce.tsx";
 import { api, type InfoAnswer, ServiceError, type SessionAnswer, setCsrfToken } from "./api.ts";
+import { BOT_TROUBLE_CODES, BotProblem, type BotTrouble } from "./BotProblem.tsx";
 import { DocksList } from "./DocksList.tsx";
 import { DockPage } from "./dock/DockPage.tsx";
 import { HelpPage } from "./HelpPage.tsx";
@@ -15,6 +16,8 @@ export function App() {
   const [info, setInfo] = useState<InfoAnswer | null>(null);
   const [session, setSession] = useState<SessionAnswer | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
+  /** /info failed because the bot cannot be used: its own page says what to set. */
+  const [botTrouble, setBotTrouble] = useState<ServiceError | null>(null);
   const route = useRoute();
 
   const loadSession = useCallback(async () => {
@@ -32,10 +35,19 @@ export function App() {
     }
   }, []);
 
+  const loadInfo = useCallback(() => {
+    setBotTrouble(null);
+    setError(null);
+    api<InfoAnswer>("GET", "/info").then(setInfo, (e: Error) => {
+      if (e instanceof ServiceError && BOT_TROUBLE_CODES.has(e.code)) setBotTrouble(e);
+      else setError(e.message);
+    });
+  }, []);
+
   useEffect(() => {
-    api<InfoAnswer>("GET", "/info").then(setInfo, (e: Error) => setError(e.message));
+    loadInfo();
     void loadSession();
-  }, [loadSession]);
+  }, [loadInfo, loadSession]);
 
   const signOut = async () => {
     try {
@@ -70,9 +82,13 @@ export function App() {
     const titles = { docks: "Docks", new: "New Dock", help: "API & bot", owners: "Owners" } as const;
     // A Dock's page names itself (its name and section) once read.
     if (session && route.page === "dock") return;
+    if (botTrouble) {
+      document.title = "Bot not working · Dock Notify";
+      return;
+    }
     document.title =
       session && route.page !== "dock" ? `${titles[route.page]} · Dock Notify` : "Sign in · Dock Notify";
-  }, [route.page, session]);
+  }, [route.page, session, botTrouble]);
 
   const name = session?.user.first_name ?? (session?.user.username ? `@${session.user.username}` : null);
 
@@ -108,6 +124,14 @@ export function App() {
             {error}
           </p>
         )}
+        {botTrouble && (
+          <BotProblem
+            code={botTrouble.code}
+            message={botTrouble.message}
+            bot={(botTrouble.context.bot as BotTrouble | undefined) ?? null}
+            onRetry={loadInfo}
+          />
+        )}
         {info && session === null && <SignIn info={info} onSignedIn={loadSession} />}
         {info && session && (
           <LiveProvider onSignedOut={onSessionLost}>
@@ -136,7 +160,7 @@ export function App() {
               ))}
           </LiveProvider>
         )}
-        {(!info || session === undefined) && !error && <p className="muted">Loading…</p>}
+        {(!info || session === undefined) && !error && !botTrouble && <p className="muted">Loading…</p>}
       </main>
     </AnnounceProvider>
   );

@@ -64,12 +64,21 @@ export class ServiceError extends Error {
   readonly code: string;
   readonly status: number;
   readonly fields: FieldProblem[];
+  /** What the error body carries beside `error` (e.g. `bot` with `bot_token_refused`). */
+  readonly context: Record<string, unknown>;
 
-  constructor(status: number, code: string, message: string, fields: FieldProblem[] = []) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    fields: FieldProblem[] = [],
+    context: Record<string, unknown> = {},
+  ) {
     super(message);
     this.status = status;
     this.code = code;
     this.fields = fields;
+    this.context = context;
   }
 }
 
@@ -106,7 +115,8 @@ export async function api<T extends OkAnswer = OkAnswer>(
   const data = (await response.json().catch(() => null)) as T | ErrorBody | null;
   if (data === null) throw new ServiceError(response.status, "invalid_answer", "The service sent no answer.");
   if (data.ok === false) {
-    throw new ServiceError(response.status, data.error.code, data.error.message, data.error.fields);
+    const { ok: _ok, error, ...context } = data;
+    throw new ServiceError(response.status, error.code, error.message, error.fields, context);
   }
   return data;
 }

@@ -56,3 +56,13 @@ export async function migrate(db: Db, options: { to?: string } = {}): Promise<st
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
+
+/**
+ * The migrations this version has that the database has not applied yet, oldest first. Reads only
+ * (a database never migrated has none applied): for `dock-notify doctor`.
+ */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(db) };
+  const known = await new Migrator({ db: db.kysely, provider }).getMigrations();
+  return known.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
+}
