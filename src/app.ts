@@ -147,7 +147,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
   const now = deps.now ?? Date.now;
   const metrics = createMetrics();
-  const docks = new DockRepository(db, deps.encryptionKey, now);
+  const docks = new DockRepository(db, deps.encryptionKey, now, {
+    sandbox: config.telegramBotToken === null,
+  });
   const messages = new MessageRepository(db, now, {
     dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
     timeoutMs: config.databaseTimeoutMs,

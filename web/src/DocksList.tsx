@@ -3,6 +3,7 @@ import { api, type DockListAnswer, type DockSummary, type MessageReport } from "
 import type { Guarded } from "./dock/actions.ts";
 import { When } from "./dock/When.tsx";
 import { useListVersion, useLiveRead } from "./live.tsx";
+import { count } from "./plural.ts";
 import { dockHref } from "./route.ts";
 
 /** A message's overall state, for a one-word summary of the latest one. */
@@ -139,8 +140,8 @@ export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate:
             />
             <small id={`${filterId}-count`} className="muted" aria-live="polite">
               {shown?.length === docks.length
-                ? `${docks.length} Docks`
-                : `${shown?.length ?? 0} of ${docks.length} Docks`}
+                ? count(docks.length, "Dock")
+                : `${shown?.length ?? 0} of ${count(docks.length, "Dock")}`}
             </small>
           </div>
           <ul className="dock-list" aria-label="Docks">
@@ -169,7 +170,7 @@ function DockLine({ dock }: { dock: DockSummary }) {
       {dock.description && <span className="dock-line-description muted small">{dock.description}</span>}
       <span className="dock-line-facts small">
         <span>
-          {dock.stats.subscribers} subscriber{dock.stats.subscribers === 1 ? "" : "s"}
+          {count(dock.stats.subscribers, "subscriber")}
           {dock.pending_requests > 0 && (
             <span className="state state-queued">
               {dock.pending_requests} join request{dock.pending_requests === 1 ? "" : "s"}
