@@ -55,6 +55,7 @@ import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
+import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram-target.ts";
@@ -308,6 +309,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     sessions,
     owners,
+    sandboxDocks: new SandboxDocks(db, owners.policy, now),
     maxDocksPerOwner: config.maxDocksPerOwner,
     report: outboxViews,
     activity,

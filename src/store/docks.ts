@@ -105,15 +105,14 @@ async function ensureOwner(
 
 /**
  * Makes `to` the owner of Docks `ids`, all owned by `from`, in `tx`: `to` becomes an owner if they
- * were not one (a real one, see ensureOwner), loses any co-owner row on them (owning gives the role owner), and
- * each Dock's audit log records `owner_changed` by `by`. Subscribers, credentials and history stay.
+ * were not one (a real one, see ensureOwner) and loses any co-owner row on them (owning gives the
+ * role owner). Subscribers, credentials and history stay. The caller writes the audit entries.
  */
 export async function moveDocks(
   tx: Kysely<Database>,
   ids: readonly string[],
   from: number,
   to: number,
-  by: AuditBy,
   now: number,
 ): Promise<void> {
   // Whoever is given Docks is a real person, even while the sandbox plays Telegram: a row of the
@@ -126,7 +125,6 @@ export async function moveDocks(
     .where("owner_id", "=", from)
     .execute();
   await tx.deleteFrom("co_owners").where("dock_id", "in", ids).where("telegram_id", "=", to).execute();
-  for (const id of ids) await writeAuditBy(tx, id, by, "owner_changed", { from, to }, now);
 }
 
 /** An authenticated Dock from the columns the credential lookups read. */
@@ -365,7 +363,8 @@ export class DockRepository {
       if (ids !== null) query = query.where("id", "in", ids);
       const moved = (await query.orderBy("created_at").orderBy("id").execute()).map((row) => row.id);
       if (moved.length === 0 || from === to) return [];
-      await moveDocks(tx, moved, from, to, by, now);
+      await moveDocks(tx, moved, from, to, now);
+      for (const id of moved) await writeAuditBy(tx, id, by, "owner_changed", { from, to }, now);
       return moved;
     });
   }

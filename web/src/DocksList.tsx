@@ -5,6 +5,7 @@ import { When } from "./dock/When.tsx";
 import { useListVersion, useLiveRead } from "./live.tsx";
 import { count } from "./plural.ts";
 import { dockHref } from "./route.ts";
+import { SandboxOffer } from "./SandboxOffer.tsx";
 
 /** A message's overall state, for a one-word summary of the latest one. */
 function overallState(states: MessageReport["states"]): string {
@@ -31,7 +32,16 @@ const stateClass = (state: string) =>
  * The person's Docks (their own, and those shared with them, marked with their role), one line each with what matters at a glance: subscribers, the latest message
  * and where it stands, and the week's numbers. Filtered as one types; each line opens the Dock.
  */
-export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate: boolean }) {
+export function DocksList({
+  guarded,
+  mayCreate,
+  admin,
+}: {
+  guarded: Guarded;
+  mayCreate: boolean;
+  /** An administrator: offered the sandbox's Docks once a real bot runs (SandboxOffer). */
+  admin: boolean;
+}) {
   const [filter, setFilter] = useState("");
   const version = useListVersion();
   const filterId = useId();
@@ -84,6 +94,7 @@ export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate:
           </a>
         )}
       </div>
+      {admin && <SandboxOffer guarded={guarded} />}
       {!mayCreate && (
         <p className="muted small">
           These Docks are shared with you. To create Docks of your own, ask this Dock Notify's administrator
