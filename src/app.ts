@@ -178,6 +178,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const telegram = telegramTarget(config);
   const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
   const sessions = new SessionRepository(db, owners.policy, now);
+  const sandboxDocks = new SandboxDocks(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
   const coOwners = new CoOwnerRepository(db, now);
   const audit = new DockAudit(db, now);
@@ -309,7 +310,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     sessions,
     owners,
-    sandboxDocks: new SandboxDocks(db, owners.policy, now),
+    sandboxDocks,
     maxDocksPerOwner: config.maxDocksPerOwner,
     report: outboxViews,
     activity,
@@ -482,6 +483,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     payloadThread,
     async start() {
+      // Going live: the sandbox's people keep no role on its Docks (store/sandbox-docks.ts).
+      const retired = await sandboxDocks.retireSandboxRoles();
+      if (retired > 0)
+        server.log.info({ roles: retired }, "co-owners from the sandbox removed from its Docks");
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }
         : telegram;

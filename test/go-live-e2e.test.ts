@@ -82,6 +82,8 @@ describe.skipIf(!chromiumPath)("from the sandbox to a real bot, keeping the Dock
       backups = await made("Backups");
       const prompt = await people.botReply(alice, await people.start(alice, deploys.id));
       await people.press(alice, prompt, "Yes");
+      // The bot edits its question once the subscription is stored.
+      expect((await people.edited(alice, prompt)).text).toContain("You are now subscribed");
       const sent = await ping(trial.url, deploys, "tried in the sandbox");
       expect(sent.status).toBe(202);
       expect(sent.body.subscribers).toBe(1);
@@ -185,6 +187,14 @@ describe("the sandbox's Docks on a real bot: who is offered them, and leaving th
       dockId = (
         await trial.app.docks.create(SANDBOX_PERSON, { name: "Tried", link: null, description: null })
       ).id;
+      // Shared with the sandbox's second person, who took the invitation in the sandbox's bot.
+      const invite = await trial.app.owners.createCoOwnerInvite(dockId, "editor", SANDBOX_PERSON);
+      expect(
+        await trial.app.owners.redeem("co_owner", invite.token, { id: SANDBOX_PERSON + 1 }),
+      ).toMatchObject({
+        result: "co_owner",
+      });
+      expect(await trial.app.owners.roleOf(SANDBOX_PERSON + 1)).toBe("owner");
     } finally {
       await trial.close();
     }
@@ -200,6 +210,18 @@ describe("the sandbox's Docks on a real bot: who is offered them, and leaving th
     await service?.close();
     await telegram?.close();
     await database?.drop();
+  });
+
+  it("the sandbox's people keep no role on a real bot: its Docks' co-owners are removed at start, audited", async () => {
+    expect(await service.app.owners.roleOf(SANDBOX_PERSON)).toBeNull();
+    expect(await service.app.owners.roleOf(SANDBOX_PERSON + 1)).toBeNull();
+    expect((await service.app.coOwners.team(dockId)).map((member) => member.id)).toEqual([SANDBOX_PERSON]);
+    const entry = (await service.app.audit.page(dockId, { limit: 1 })).entries[0];
+    expect(entry).toMatchObject({
+      actor: null,
+      action: "co_owner_removed",
+      detail: { user: SANDBOX_PERSON + 1, role: "editor", reason: "sandbox" },
+    });
   });
 
   it("only administrators see the offer; dismissing it (CSRF-checked) leaves the Docks where they are, for good", async () => {

@@ -157,6 +157,47 @@ export class SandboxDocks {
     });
   }
 
+  /**
+   * On a real bot, takes away the roles the sandbox's people hold on its Docks (co-owners, and the
+   * co-owner invitations still open): they were given in the sandbox, and a real person with the
+   * same id would otherwise sign in as one. Each Dock's audit log says so. Answers how many roles
+   * went (0 in the sandbox, and once done). Called at every start: cheap when there is nothing.
+   */
+  async retireSandboxRoles(): Promise<number> {
+    if (this.#policy.sandbox) return 0;
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const ids = (await this.#list(tx)).map((dock) => dock.id);
+      if (ids.length === 0) return 0;
+      const removed = await tx
+        .deleteFrom("co_owners")
+        .where("dock_id", "in", ids)
+        .returning(["dock_id", "telegram_id", "role"])
+        .execute();
+      await tx
+        .updateTable("owner_invites")
+        .set({ revoked_at: now })
+        .where("kind", "=", "co_owner")
+        .where("dock_id", "in", ids)
+        .where("used_at", "is", null)
+        .where("revoked_at", "is", null)
+        .execute();
+      for (const row of removed) {
+        await writeAudit(
+          tx,
+          {
+            dockId: row.dock_id,
+            actor: null,
+            action: "co_owner_removed",
+            detail: { user: Number(row.telegram_id), role: row.role, reason: "sandbox" },
+          },
+          now,
+        );
+      }
+      return removed.length;
+    });
+  }
+
   /** An administrator leaves the sandbox's Docks where they are: the console offers them no more. */
   async dismiss(): Promise<void> {
     await this.#db.kysely
