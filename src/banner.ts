@@ -29,6 +29,7 @@ export function banner(config: Config, url: string, version: string, claim: Clai
   const rows: [string, string][] = [["Console", `${url}/console/`]];
   if (config.telegramBotToken === null) {
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
+    rows.push(["Real bot", 'docs/telegram.md, "Connect your bot": BotFather, token, PUBLIC_URL']);
   }
   rows.push(["API docs", `${url}/docs`], ["Data", databaseLocation(config.databaseUrl)]);
   if (config.owners === "anyone") {
