@@ -46,6 +46,9 @@ describe.skipIf(!chromiumPath)("a Dock's page on a phone (Chromium, 390 × 844)"
     ]);
     const page = await context.newPage();
     const problems = pageProblems(page);
+    // One Dock is "1 Dock" (the list's count under its filter).
+    await page.goto(`${service.url}/console/#/`);
+    await page.getByText("1 Dock", { exact: true }).waitFor();
     for (const [tab, first] of [
       ["", page.getByRole("button", { name: "Send test message" })],
       ["/subscribers", page.getByRole("heading", { name: /^Subscribers: \d+$/ })],

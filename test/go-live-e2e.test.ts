@@ -6,7 +6,13 @@ import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
 import { answerLink, signIn, signInThroughBot } from "./console-client.ts";
-import { createTestDatabase, type RunningService, startServiceOver, type TestDatabase } from "./harness.ts";
+import {
+  createTestDatabase,
+  dialects,
+  type RunningService,
+  startServiceOver,
+  type TestDatabase,
+} from "./harness.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 /**
@@ -171,79 +177,112 @@ describe.skipIf(!chromiumPath)("from the sandbox to a real bot, keeping the Dock
   });
 });
 
-describe("the sandbox's Docks on a real bot: who is offered them, and leaving them", () => {
-  let database: TestDatabase;
-  let telegram: RunningSandbox;
-  let service: RunningService;
-  const key = randomBytes(32);
-  const ADMIN = 8101;
-  let dockId: string;
+describe.each(await dialects())(
+  "the sandbox's Docks on a real bot, on %s: who is offered them, leaving them, taking them over",
+  (dialect) => {
+    let database: TestDatabase;
+    let telegram: RunningSandbox;
+    let service: RunningService;
+    const key = randomBytes(32);
+    const ADMIN = 8101;
+    let dockId: string;
 
-  beforeAll(async () => {
-    database = await createTestDatabase("sqlite", { migrated: true });
-    // Made while the sandbox plays Telegram (the service's own Dock store marks its person).
-    const trial = await startServiceOver(database, {}, key, { pace: "unpaced" });
-    try {
-      dockId = (
-        await trial.app.docks.create(SANDBOX_PERSON, { name: "Tried", link: null, description: null })
-      ).id;
-      // Shared with the sandbox's second person, who took the invitation in the sandbox's bot.
-      const invite = await trial.app.owners.createCoOwnerInvite(dockId, "editor", SANDBOX_PERSON);
-      expect(
-        await trial.app.owners.redeem("co_owner", invite.token, { id: SANDBOX_PERSON + 1 }),
-      ).toMatchObject({
-        result: "co_owner",
+    beforeAll(async () => {
+      database = await createTestDatabase(dialect, { migrated: true });
+      // Made while the sandbox plays Telegram (the service's own Dock store marks its person).
+      const trial = await startServiceOver(database, {}, key, { pace: "unpaced" });
+      try {
+        dockId = (
+          await trial.app.docks.create(SANDBOX_PERSON, { name: "Tried", link: null, description: null })
+        ).id;
+        // Shared with the sandbox's second person, who took the invitation in the sandbox's bot.
+        const invite = await trial.app.owners.createCoOwnerInvite(dockId, "editor", SANDBOX_PERSON);
+        expect(
+          await trial.app.owners.redeem("co_owner", invite.token, { id: SANDBOX_PERSON + 1 }),
+        ).toMatchObject({
+          result: "co_owner",
+        });
+        expect(await trial.app.owners.roleOf(SANDBOX_PERSON + 1)).toBe("owner");
+      } finally {
+        await trial.close();
+      }
+      telegram = await startSandbox({ token: REAL_TOKEN });
+      service = await startServiceOver(
+        database,
+        { TELEGRAM_BOT_TOKEN: REAL_TOKEN, TELEGRAM_API_ROOT: telegram.root, OWNERS: String(ADMIN) },
+        key,
+        { pace: "unpaced" },
+      );
+    });
+    afterAll(async () => {
+      await service?.close();
+      await telegram?.close();
+      await database?.drop();
+    });
+
+    it("the sandbox's people keep no role on a real bot: its Docks' co-owners are removed at start, audited", async () => {
+      expect(await service.app.owners.roleOf(SANDBOX_PERSON)).toBeNull();
+      expect(await service.app.owners.roleOf(SANDBOX_PERSON + 1)).toBeNull();
+      expect((await service.app.coOwners.team(dockId)).map((member) => member.id)).toEqual([SANDBOX_PERSON]);
+      const entry = (await service.app.audit.page(dockId, { limit: 1 })).entries[0];
+      expect(entry).toMatchObject({
+        actor: null,
+        action: "co_owner_removed",
+        detail: { user: SANDBOX_PERSON + 1, role: "editor", reason: "sandbox" },
       });
-      expect(await trial.app.owners.roleOf(SANDBOX_PERSON + 1)).toBe("owner");
-    } finally {
-      await trial.close();
-    }
-    telegram = await startSandbox({ token: REAL_TOKEN });
-    service = await startServiceOver(
-      database,
-      { TELEGRAM_BOT_TOKEN: REAL_TOKEN, TELEGRAM_API_ROOT: telegram.root, OWNERS: String(ADMIN) },
-      key,
-      { pace: "unpaced" },
-    );
-  });
-  afterAll(async () => {
-    await service?.close();
-    await telegram?.close();
-    await database?.drop();
-  });
-
-  it("the sandbox's people keep no role on a real bot: its Docks' co-owners are removed at start, audited", async () => {
-    expect(await service.app.owners.roleOf(SANDBOX_PERSON)).toBeNull();
-    expect(await service.app.owners.roleOf(SANDBOX_PERSON + 1)).toBeNull();
-    expect((await service.app.coOwners.team(dockId)).map((member) => member.id)).toEqual([SANDBOX_PERSON]);
-    const entry = (await service.app.audit.page(dockId, { limit: 1 })).entries[0];
-    expect(entry).toMatchObject({
-      actor: null,
-      action: "co_owner_removed",
-      detail: { user: SANDBOX_PERSON + 1, role: "editor", reason: "sandbox" },
     });
-  });
 
-  it("only administrators see the offer; dismissing it (CSRF-checked) leaves the Docks where they are, for good", async () => {
-    expect(await service.app.owners.add(8102, "owner")).toBe("added");
-    const owner = await signIn(service, { id: 8102, first_name: "Olga" });
-    const notAdmin = await owner.call("GET", "/sandbox-docks");
-    expect(notAdmin.status).toBe(403);
-    expect(notAdmin.body.error.code).toBe("admin_only");
+    it("only administrators see the offer; dismissing it (CSRF-checked) leaves the Docks where they are, for good", async () => {
+      expect(await service.app.owners.add(8102, "owner")).toBe("added");
+      const owner = await signIn(service, { id: 8102, first_name: "Olga" });
+      const notAdmin = await owner.call("GET", "/sandbox-docks");
+      expect(notAdmin.status).toBe(403);
+      expect(notAdmin.body.error.code).toBe("admin_only");
 
-    const admin = await signIn(service, { id: ADMIN, first_name: "Ada" });
-    expect((await admin.call("GET", "/sandbox-docks")).body).toEqual({
-      ok: true,
-      docks: [{ id: dockId, name: "Tried", owner_id: SANDBOX_PERSON, subscribers: 0 }],
+      const admin = await signIn(service, { id: ADMIN, first_name: "Ada" });
+      expect((await admin.call("GET", "/sandbox-docks")).body).toEqual({
+        ok: true,
+        docks: [{ id: dockId, name: "Tried", owner_id: SANDBOX_PERSON, subscribers: 0 }],
+      });
+      const forged = await admin.call("POST", "/sandbox-docks/dismiss", {}, { csrf: null });
+      expect(forged.status).toBe(403);
+      expect((await admin.call("GET", "/sandbox-docks")).body.docks).toHaveLength(1);
+
+      expect((await admin.call("POST", "/sandbox-docks/dismiss", {})).body).toEqual({ ok: true });
+      expect((await admin.call("GET", "/sandbox-docks")).body).toEqual({ ok: true, docks: [] });
+      // Dismissed: the Dock stays the sandbox person's, seen by nobody in the console.
+      expect((await service.app.docks.get(dockId))?.ownerId).toBe(SANDBOX_PERSON);
+      expect((await admin.call("GET", "/docks")).body.docks).toEqual([]);
+
+      // The API can still take them over (the operator's CLI too): one transaction, audited.
+      const subscriptions = service.app.subscriptions;
+      expect(await subscriptions.subscribe(dockId, SANDBOX_PERSON, "private")).toBe(true);
+      const taken = await admin.call("POST", "/sandbox-docks/take-over", {});
+      expect(taken.body).toEqual({
+        ok: true,
+        docks: [{ id: dockId, name: "Tried", owner_id: SANDBOX_PERSON, subscribers: 1 }],
+      });
+      expect((await service.app.docks.get(dockId))?.ownerId).toBe(ADMIN);
+      expect(await subscriptions.state(dockId, SANDBOX_PERSON)).toBe("removed");
+      expect((await service.app.audit.page(dockId, { limit: 1 })).entries[0]).toMatchObject({
+        actor: { id: ADMIN },
+        action: "sandbox_taken_over",
+        detail: { from: SANDBOX_PERSON, to: ADMIN, subscriptions_dropped: 1, co_owners_removed: 0 },
+      });
+      expect((await admin.call("GET", "/docks")).body.docks.map((d: { id: string }) => d.id)).toEqual([
+        dockId,
+      ]);
+      // Nothing is left to take; the sandbox's person, owning nothing now, is no owner record any more.
+      expect((await admin.call("POST", "/sandbox-docks/take-over", {})).body).toEqual({
+        ok: true,
+        docks: [],
+      });
+      const left = await service.db.kysely
+        .selectFrom("owners")
+        .select("telegram_id")
+        .where("sandbox", "=", 1)
+        .execute();
+      expect(left).toEqual([]);
     });
-    const forged = await admin.call("POST", "/sandbox-docks/dismiss", {}, { csrf: null });
-    expect(forged.status).toBe(403);
-    expect((await admin.call("GET", "/sandbox-docks")).body.docks).toHaveLength(1);
-
-    expect((await admin.call("POST", "/sandbox-docks/dismiss", {})).body).toEqual({ ok: true });
-    expect((await admin.call("GET", "/sandbox-docks")).body).toEqual({ ok: true, docks: [] });
-    // Dismissed: the Dock stays the sandbox person's, seen by nobody in the console.
-    expect((await service.app.docks.get(dockId))?.ownerId).toBe(SANDBOX_PERSON);
-    expect((await admin.call("GET", "/docks")).body.docks).toEqual([]);
-  });
-});
+  },
+);
