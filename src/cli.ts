@@ -1089,7 +1089,7 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (opts.json) out(JSON.stringify({ id, removed: true }));
         else
           out(
-            `${id} can no longer sign in; their sessions ended and their open invitations were withdrawn. Their Docks stay (dock-notify docks update <id> --owner <another> gives one away).`,
+            `${id} can no longer sign in; their sessions ended and their open invitations were withdrawn. Their Docks stay (dock-notify docks transfer --all --from ${id} --to <another> gives them away).`,
           );
       });
     });
