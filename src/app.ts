@@ -56,6 +56,7 @@ import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
+import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram-target.ts";
@@ -155,7 +156,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
   const now = deps.now ?? Date.now;
   const metrics = createMetrics();
-  const docks = new DockRepository(db, deps.encryptionKey, now);
+  const docks = new DockRepository(db, deps.encryptionKey, now, {
+    sandbox: config.telegramBotToken === null,
+  });
   const messages = new MessageRepository(db, now, {
     dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
     timeoutMs: config.databaseTimeoutMs,
@@ -183,6 +186,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const telegram = telegramTarget(config);
   const owners = new OwnerRepository(db, ownerPolicy(config.owners, telegram.sandbox), now);
   const sessions = new SessionRepository(db, owners.policy, now);
+  const sandboxDocks = new SandboxDocks(db, owners.policy, now);
   const activity = new ActivityRepository(db, now);
   const coOwners = new CoOwnerRepository(db, now);
   const audit = new DockAudit(db, now);
@@ -326,6 +330,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     loginTokens,
     sessions,
     owners,
+    sandboxDocks,
     maxDocksPerOwner: config.maxDocksPerOwner,
     report: outboxViews,
     activity,
@@ -526,6 +531,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     payloadThread,
     async start() {
+      // Going live: the sandbox's people keep no role on its Docks (store/sandbox-docks.ts).
+      const retired = await sandboxDocks.retireSandboxRoles();
+      if (retired > 0)
+        server.log.info({ roles: retired }, "co-owners from the sandbox removed from its Docks");
       const reachable = telegram.sandbox
         ? { ...telegram, apiRoot: `${ownAddress(server)}/sandbox` }
         : telegram;

@@ -36,6 +36,7 @@ export function banner(
   const rows: [string, string][] = [["Console", `${url}/console/`]];
   if (config.telegramBotToken === null) {
     rows.push(["Sandbox", `${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`]);
+    rows.push(["Real bot", 'docs/telegram.md, "Connect your bot": BotFather, token, PUBLIC_URL']);
   }
   if (bot !== null) {
     const [first = "", ...more] = bannerBotLine(bot.status.state, bot.status.reason, {

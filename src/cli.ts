@@ -152,7 +152,7 @@ async function withDocks<T>(
       throw explained(error, config);
     });
     const owners = new OwnerRepository(db, ownerPolicy(config.owners, config.telegramBotToken === null));
-    const docks = new DockRepository(db, key);
+    const docks = new DockRepository(db, key, Date.now, { sandbox: config.telegramBotToken === null });
     const coOwners = new CoOwnerRepository(db);
     const audit = new DockAudit(db);
     // The operator's actions are recorded with no actor (via cli).
@@ -485,6 +485,66 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
           const updated = await requireDock(repo, id);
           if (opts.json) out(JSON.stringify(dockJson(updated, true), null, 2));
           else printDock(updated, config, io);
+        });
+      },
+    );
+
+  docks
+    .command("transfer [id]")
+    .description(
+      "hand a Dock (or, --all, every Dock of --from) over to another owner; subscribers, credentials and history stay",
+    )
+    .option("--all", "every Dock that --from owns")
+    .requiredOption("--from <telegram_user_id>", "the Telegram user id of the Docks' owner now")
+    .requiredOption(
+      "--to <telegram_user_id>",
+      "the Telegram user id of their new owner (who may then sign in)",
+    )
+    .addOption(json)
+    .action(
+      async (id: string | undefined, opts: { all?: boolean; from: string; to: string; json?: boolean }) => {
+        if (id === undefined && !opts.all)
+          throw new UsageError("name a Dock ID, or give --all for every Dock of --from");
+        if (id !== undefined && opts.all) throw new UsageError("a Dock ID and --all contradict each other");
+        const from = parseOwner(opts.from, "--from");
+        const to = parseOwner(opts.to, "--to");
+        if (from === to) throw new UsageError(`--from and --to are both ${from}: nothing to hand over`);
+        await withDocks(io, async (repo) => {
+          if (id !== undefined) {
+            const dock = await requireDock(repo, id);
+            if (dock.ownerId !== from)
+              throw new UsageError(`Dock ${id} is owned by ${dock.ownerId}, not ${from} (--from)`);
+          }
+          const moved = await repo.handOver(from, to, id === undefined ? null : [id], OPERATOR);
+          if (moved.length === 0)
+            throw new UsageError(
+              id === undefined ? `owner ${from} has no Docks` : `Dock ${id} is no longer owned by ${from}`,
+              "not_found",
+            );
+          const docks = await Promise.all(moved.map((movedId) => requireDock(repo, movedId)));
+          if (opts.json) {
+            out(
+              JSON.stringify(
+                {
+                  from,
+                  to,
+                  docks: docks.map((d) => ({
+                    id: d.id,
+                    name: d.name,
+                    active_subscribers: d.activeSubscribers,
+                  })),
+                },
+                null,
+                2,
+              ),
+            );
+            return;
+          }
+          out(`Gave ${plural(docks.length, "Dock")} of ${from} to ${to}:`);
+          for (const d of docks) out(`  ${d.id}  ${d.name} (${plural(d.activeSubscribers, "subscriber")})`);
+          out(
+            `Their subscribers, credentials and history stay. ${to} may sign in to the console to see them.`,
+          );
         });
       },
     );
@@ -1093,12 +1153,17 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         if (opts.json) out(JSON.stringify({ id, removed: true }));
         else
           out(
-            `${id} can no longer sign in; their sessions ended and their open invitations were withdrawn. Their Docks stay (dock-notify docks update <id> --owner <another> gives one away).`,
+            `${id} can no longer sign in; their sessions ended and their open invitations were withdrawn. Their Docks stay (dock-notify docks transfer --all --from ${id} --to <another> gives them away).`,
           );
       });
     });
 
   return program;
+}
+
+/** A count with its noun, singular for exactly one: "1 Dock", "2 Docks". */
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** A co-owner change that did nothing, as the operator's error. */

@@ -33,6 +33,7 @@ export async function startSandbox(
   options: Partial<SandboxOptions> & { port?: number; beforeAnswer?: BeforeAnswer } = {},
 ): Promise<RunningSandbox> {
   const { port: listenPort = 0, beforeAnswer, ...sandboxOptions } = options;
+  const token = sandboxOptions.token ?? SANDBOX_BOT_TOKEN;
   const server = Fastify();
   if (beforeAnswer) {
     server.addHook("onSend", async (request, _reply, payload) => {
@@ -66,10 +67,7 @@ export async function startSandbox(
   };
   const raw: RunningSandbox["raw"] = async (method, init = {}) => {
     const { query, ...rest } = init;
-    const response = await fetch(
-      `${root}/bot${SANDBOX_BOT_TOKEN}/${method}${query ? `?${query}` : ""}`,
-      rest,
-    );
+    const response = await fetch(`${root}/bot${token}/${method}${query ? `?${query}` : ""}`, rest);
     return { status: response.status, body: await response.json() };
   };
   let people = 0;
@@ -86,7 +84,7 @@ export async function startSandbox(
 
   return {
     root,
-    api: new Api(SANDBOX_BOT_TOKEN, { apiRoot: root }),
+    api: new Api(token, { apiRoot: root }),
     control,
     raw,
     person,

@@ -91,6 +91,7 @@ describe("what serve shows", () => {
     expect(lines).toContain(`  Console   ${url}/console/`);
     expect(lines).toContain(`  Sandbox   ${url}/sandbox   (plays Telegram: no TELEGRAM_BOT_TOKEN is set)`);
     expect(lines).toContain("  Bot       running @DockNotifySandboxBot (polling)");
+    expect(lines).toContain('  Real bot  docs/telegram.md, "Connect your bot": BotFather, token, PUBLIC_URL');
     expect(lines).toContain(`  API docs  ${url}/docs`);
     expect(lines).toContain(`  Data      SQLite file ${join(dir, "dock-notify.db")}`);
     // Every other line is a readable log line, not JSON; the banner comes once the service answers.
@@ -130,6 +131,7 @@ describe("what serve shows", () => {
       );
       expect(link).not.toBeNull();
       expect(shown).toContain("open the claim link in Telegram and");
+      expect(shown).not.toContain("Real bot");
       // The same link in the log, as a warning a log collector keeps.
       expect(shown).toMatch(
         new RegExp(

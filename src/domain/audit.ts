@@ -23,6 +23,7 @@ export type AuditAction =
   | "dock_created"
   | "settings_changed"
   | "owner_changed"
+  | "sandbox_taken_over"
   | "secret_key_rotated"
   | "signing_secret_rotated"
   | "hook_token_rotated"

@@ -25,15 +25,20 @@ export interface OwnerPolicy {
    * whose OWNERS names its administrators, or that is open, needs no claim.
    */
   claimable: boolean;
+  /**
+   * The built-in sandbox plays Telegram. Its people have ids real people may have too: a row the
+   * store made for one of them (marked `sandbox`) lets nobody in once a real bot runs.
+   */
+  sandbox: boolean;
 }
 
 /** The policy of an instance: `sandbox` is true when the built-in Telegram sandbox plays the bot. */
 export function ownerPolicy(setting: OwnersSetting, sandbox: boolean): OwnerPolicy {
   if (setting === "anyone" || (setting === null && sandbox)) {
-    return { open: true, admins: new Set(), claimable: false };
+    return { open: true, admins: new Set(), claimable: false, sandbox };
   }
-  if (setting === null) return { open: false, admins: new Set(), claimable: true };
-  return { open: false, admins: new Set(setting), claimable: false };
+  if (setting === null) return { open: false, admins: new Set(), claimable: true, sandbox };
+  return { open: false, admins: new Set(setting), claimable: false, sandbox };
 }
 
 /** What anyone may do: an open instance's policy (the default of parts built without one). */

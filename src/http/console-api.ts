@@ -1,6 +1,7 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import type { DockAudit } from "../store/audit.ts";
+import type { SandboxDocks } from "../store/sandbox-docks.ts";
 import { type AudienceRoutesOptions, audience } from "./console/audience.ts";
 import { audit } from "./console/audit.ts";
 import { coOwners } from "./console/co-owners.ts";
@@ -20,6 +21,8 @@ export type ConsoleApiOptions = SignInOptions &
     audit: DockAudit;
     /** The console's live stream (one per process). */
     live: LiveHub;
+    /** The Docks of the sandbox's people, offered to administrators on a real bot. */
+    sandboxDocks: SandboxDocks;
   };
 
 declare module "fastify" {
@@ -107,6 +110,7 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
   });
   await app.register(owners, {
     owners: options.owners,
+    sandboxDocks: options.sandboxDocks,
     sessions: options.sessions,
     publicUrl: options.publicUrl,
     sandbox: options.sandbox,

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../http/errors.ts";
-import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
 import { callMethod } from "./bot-methods.ts";
 import type { Emulator } from "./emulator.ts";
 import { BotApiError, badRequest, forbidden, NOT_FOUND, UNAUTHORIZED } from "./errors.ts";
@@ -17,6 +16,8 @@ export interface BotApiOptions {
    * list, every delivery are not news; the service logs what they mean). Failures stay info lines.
    */
   quiet?: boolean;
+  /** The bot token it answers to (SandboxOptions.token). */
+  token: string;
 }
 
 /** Largest Bot API request body; the sandbox takes no files, so text-sized calls are enough. */
@@ -108,7 +109,7 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
     url: "/bot:token/:method",
     handler: async (request, reply) => {
       const { token, method } = request.params;
-      if (token !== SANDBOX_BOT_TOKEN)
+      if (token !== options.token)
         return answer(reply, WELL_FORMED_TOKEN.test(token) ? UNAUTHORIZED() : NOT_FOUND());
       const name = method.toLowerCase();
       // A bot long-polls all day: its polls are not news in the log (they are at debug).

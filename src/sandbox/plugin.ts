@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { SIGNATURE_HEADER } from "../domain/event-signature.ts";
 import { ApiError } from "../http/errors.ts";
+import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
 import { botApi } from "./bot-api.ts";
 import { callMethod } from "./bot-methods.ts";
 import { chatPage } from "./chat-page.ts";
@@ -23,6 +24,12 @@ export interface SandboxOptions {
   stateFile?: string;
   /** Built into the service: its own bot's calls are logged at debug (see BotApiOptions.quiet). */
   builtIn?: boolean;
+  /**
+   * The bot token its Bot API answers to (401 for any other); SANDBOX_BOT_TOKEN when omitted. A
+   * test that plays "the real Telegram" with a sandbox gives it a token of its own, so that nothing
+   * can pass for the real bot by knowing the sandbox's public one.
+   */
+  token?: string;
 }
 
 /**
@@ -75,7 +82,12 @@ export async function sandbox(app: FastifyInstance, options: SandboxOptions): Pr
     emulator.webhook.close();
   });
 
-  await app.register(botApi, { emulator, closing: closing.signal, quiet: options.builtIn ?? false });
+  await app.register(botApi, {
+    emulator,
+    closing: closing.signal,
+    quiet: options.builtIn ?? false,
+    token: options.token ?? SANDBOX_BOT_TOKEN,
+  });
   await app.register(controlApi, { emulator, closing: closing.signal, prefix: "/api" });
   await app.register(chatPage);
 }

@@ -82,14 +82,49 @@ const watched = (eb: ExpressionBuilder<Database, "docks">) =>
 /**
  * Makes sure a Dock's owner is known (a row of `users`, whose names the bot fills in later) and
  * may use the console (a row of `owners`, unless they have one). `db` is the Dock's transaction.
+ * `sandbox`: the sandbox plays Telegram, so the owner is one of its people and a new row is marked
+ * as theirs (it lets nobody in on a real bot); on a real bot a marked row becomes a real one.
  */
-async function ensureOwner(db: Kysely<Database>, ownerId: number, now: number): Promise<void> {
+async function ensureOwner(
+  db: Kysely<Database>,
+  ownerId: number,
+  now: number,
+  sandbox: boolean,
+): Promise<void> {
   await knowUser(db, ownerId, now);
   await db
     .insertInto("owners")
-    .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now })
-    .onConflict((oc) => oc.column("telegram_id").doNothing())
+    .values({ telegram_id: ownerId, role: "owner", added_by: null, added_at: now, sandbox: sandbox ? 1 : 0 })
+    .onConflict((oc) =>
+      sandbox
+        ? oc.column("telegram_id").doNothing()
+        : oc.column("telegram_id").doUpdateSet({ sandbox: 0 }).where("owners.sandbox", "=", 1),
+    )
     .execute();
+}
+
+/**
+ * Makes `to` the owner of Docks `ids`, all owned by `from`, in `tx`: `to` becomes an owner if they
+ * were not one (a real one, see ensureOwner) and loses any co-owner row on them (owning gives the
+ * role owner). Subscribers, credentials and history stay. The caller writes the audit entries.
+ */
+export async function moveDocks(
+  tx: Kysely<Database>,
+  ids: readonly string[],
+  from: number,
+  to: number,
+  now: number,
+): Promise<void> {
+  // Whoever is given Docks is a real person, even while the sandbox plays Telegram: a row of the
+  // sandbox's made for them before becomes a real one.
+  await ensureOwner(tx, to, now, false);
+  await tx
+    .updateTable("docks")
+    .set({ owner_id: to, updated_at: now })
+    .where("id", "in", ids)
+    .where("owner_id", "=", from)
+    .execute();
+  await tx.deleteFrom("co_owners").where("dock_id", "in", ids).where("telegram_id", "=", to).execute();
 }
 
 /** An authenticated Dock from the columns the credential lookups read. */
@@ -119,8 +154,17 @@ export class DockRepository {
   /** The Dock's named credentials (send, manage), presented where the secret key is. */
   readonly credentials: DockCredentialRepository;
 
-  constructor(db: Db, encryptionKey: Buffer, now: () => number = Date.now) {
+  /** The built-in sandbox plays Telegram: owners made for new people are its people (ensureOwner). */
+  readonly #sandbox: boolean;
+
+  constructor(
+    db: Db,
+    encryptionKey: Buffer,
+    now: () => number = Date.now,
+    options: { sandbox?: boolean } = {},
+  ) {
     this.#db = db;
+    this.#sandbox = options.sandbox ?? false;
     this.#key = encryptionKey;
     this.#now = now;
     this.#credentialsOf = credentialsQuery(db.kysely);
@@ -149,7 +193,7 @@ export class DockRepository {
       // Whoever owns a Dock may sign in to see it, whatever OWNERS says of strangers (a Dock made
       // by the CLI for someone new, or under OWNERS=* before the instance was closed). It does not
       // claim the instance: that takes an administrator.
-      await ensureOwner(tx, ownerId, now);
+      await ensureOwner(tx, ownerId, now, this.#sandbox);
       await tx
         .insertInto("docks")
         .values({
@@ -287,7 +331,8 @@ export class DockRepository {
   async transfer(id: string, ownerId: number, by?: AuditBy): Promise<boolean> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
-      await ensureOwner(tx, ownerId, now);
+      // The operator names a real person: never one of the sandbox's (see moveDocks).
+      await ensureOwner(tx, ownerId, now, false);
       const before = await tx.selectFrom("docks").select("owner_id").where("id", "=", id).executeTakeFirst();
       if (before === undefined) return false;
       await tx
@@ -300,6 +345,27 @@ export class DockRepository {
       if (by && Number(before.owner_id) !== ownerId)
         await writeAuditBy(tx, id, by, "owner_changed", { from: Number(before.owner_id), to: ownerId }, now);
       return true;
+    });
+  }
+
+  /**
+   * Gives Docks of `from` to `to` in one transaction (the operator's `docks transfer`): those of
+   * `ids`, or all of `from`'s when `ids` is null. Only Docks that `from` owns at that moment move;
+   * their subscribers, credentials, co-owners and history stay as they are. `to` becomes an owner
+   * (may sign in to see them) if they were not one, and each Dock's audit log records the change.
+   * Answers the Docks moved, oldest first.
+   */
+  async handOver(from: number, to: number, ids: readonly string[] | null, by: AuditBy): Promise<string[]> {
+    if (ids !== null && ids.length === 0) return [];
+    const now = this.#now();
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      let query = tx.selectFrom("docks").select("id").where("owner_id", "=", from);
+      if (ids !== null) query = query.where("id", "in", ids);
+      const moved = (await query.orderBy("created_at").orderBy("id").execute()).map((row) => row.id);
+      if (moved.length === 0 || from === to) return [];
+      await moveDocks(tx, moved, from, to, now);
+      for (const id of moved) await writeAuditBy(tx, id, by, "owner_changed", { from, to }, now);
+      return moved;
     });
   }
 

@@ -99,11 +99,10 @@ export class OwnerRepository {
    * someone who is no owner gets in as a `co_owner` while a Dock is shared with them.
    */
   async roleOf(userId: number): Promise<ConsoleRole | null> {
-    const row = await this.#db.kysely
-      .selectFrom("owners")
-      .select("role")
-      .where("telegram_id", "=", userId)
-      .executeTakeFirst();
+    let query = this.#db.kysely.selectFrom("owners").select("role").where("telegram_id", "=", userId);
+    // On a real bot the sandbox's people are nobody: a real person may have the same id.
+    if (!this.policy.sandbox) query = query.where("sandbox", "=", 0);
+    const row = await query.executeTakeFirst();
     const role = roleOf(this.policy, userId, row?.role ?? null);
     if (role !== null) return role;
     const shared = await this.#db.kysely
@@ -184,8 +183,10 @@ export class OwnerRepository {
    * then (on a closed instance) those let in only as co-owners of some Docks.
    */
   async list(): Promise<Owner[]> {
-    const rows = await this.#db.kysely
-      .selectFrom("owners")
+    let query = this.#db.kysely.selectFrom("owners");
+    // On a real bot the sandbox's people may not sign in: they are not listed.
+    if (!this.policy.sandbox) query = query.where("owners.sandbox", "=", 0);
+    const rows = await query
       .leftJoin("users", "users.telegram_id", "owners.telegram_id")
       .select([
         "owners.telegram_id",
@@ -339,7 +340,7 @@ export class OwnerRepository {
       await tx
         .insertInto("owners")
         .values({ telegram_id: userId, role, added_by: addedBy, added_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doUpdateSet({ role }))
+        .onConflict((oc) => oc.column("telegram_id").doUpdateSet({ role, sandbox: 0 }))
         .execute();
       if (role === "admin") {
         await tx.updateTable("instance").set({ claimed_at: now }).where("claimed_at", "is", null).execute();
@@ -643,7 +644,7 @@ export class OwnerRepository {
       await tx
         .insertInto("owners")
         .values({ telegram_id: user.id, role, added_by: used.created_by, added_at: now })
-        .onConflict((oc) => oc.column("telegram_id").doUpdateSet({ role }))
+        .onConflict((oc) => oc.column("telegram_id").doUpdateSet({ role, sandbox: 0 }))
         .execute();
       return { result: role };
     });

@@ -394,6 +394,11 @@ export interface OwnersTable {
   /** Who invited them (an administrator); null: the claim, the CLI, or an upgrade. */
   added_by: number | null;
   added_at: Millis;
+  /**
+   * 1: made while the built-in sandbox played Telegram (migration 0020), for one of its people;
+   * such a row lets nobody in on a real bot. 0: any other.
+   */
+  sandbox: Generated<number>;
 }
 
 /**
@@ -425,6 +430,8 @@ export interface InstanceTable {
   claimed_at: Millis | null;
   /** The administrator who claimed it; null when it counts as claimed for another reason. */
   claimed_by: number | null;
+  /** When an administrator dismissed the offer to take over the sandbox's Docks (migration 0020). */
+  sandbox_offer_dismissed_at: Generated<Millis | null>;
 }
 
 /** A person given a role on a Dock beside its own owner (migration 0018). */

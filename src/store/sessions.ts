@@ -81,7 +81,11 @@ export class SessionRepository {
     const row = await this.#db.kysely
       .selectFrom("sessions")
       .innerJoin("users", "users.telegram_id", "sessions.user_id")
-      .leftJoin("owners", "owners.telegram_id", "sessions.user_id")
+      // On a real bot a row made for one of the sandbox's people lets nobody in (OwnerPolicy.sandbox).
+      .leftJoin("owners", (join) => {
+        const on = join.onRef("owners.telegram_id", "=", "sessions.user_id");
+        return this.#policy.sandbox ? on : on.on("owners.sandbox", "=", 0);
+      })
       .select((eb) => [
         "owners.role",
         // Only asked of someone who is no owner on a closed instance, but one index seek either way.

@@ -137,7 +137,11 @@ export function App() {
           <LiveProvider onSignedOut={onSessionLost}>
             <LivePaused />
             {route.page === "docks" && (
-              <DocksList guarded={guarded} mayCreate={session.role !== "co_owner"} />
+              <DocksList
+                guarded={guarded}
+                mayCreate={session.role !== "co_owner"}
+                admin={session.role === "admin"}
+              />
             )}
             {route.page === "new" && <NewDockPage guarded={guarded} />}
             {route.page === "dock" && (

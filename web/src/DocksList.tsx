@@ -3,7 +3,9 @@ import { api, type DockListAnswer, type DockSummary, type MessageReport } from "
 import type { Guarded } from "./dock/actions.ts";
 import { When } from "./dock/When.tsx";
 import { useListVersion, useLiveRead } from "./live.tsx";
+import { count } from "./plural.ts";
 import { dockHref } from "./route.ts";
+import { SandboxOffer } from "./SandboxOffer.tsx";
 
 /** A message's overall state, for a one-word summary of the latest one. */
 function overallState(states: MessageReport["states"]): string {
@@ -30,7 +32,16 @@ const stateClass = (state: string) =>
  * The person's Docks (their own, and those shared with them, marked with their role), one line each with what matters at a glance: subscribers, the latest message
  * and where it stands, and the week's numbers. Filtered as one types; each line opens the Dock.
  */
-export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate: boolean }) {
+export function DocksList({
+  guarded,
+  mayCreate,
+  admin,
+}: {
+  guarded: Guarded;
+  mayCreate: boolean;
+  /** An administrator: offered the sandbox's Docks once a real bot runs (SandboxOffer). */
+  admin: boolean;
+}) {
   const [filter, setFilter] = useState("");
   const version = useListVersion();
   const filterId = useId();
@@ -83,6 +94,7 @@ export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate:
           </a>
         )}
       </div>
+      {admin && <SandboxOffer guarded={guarded} />}
       {!mayCreate && (
         <p className="muted small">
           These Docks are shared with you. To create Docks of your own, ask this Dock Notify's administrator
@@ -139,8 +151,8 @@ export function DocksList({ guarded, mayCreate }: { guarded: Guarded; mayCreate:
             />
             <small id={`${filterId}-count`} className="muted" aria-live="polite">
               {shown?.length === docks.length
-                ? `${docks.length} Docks`
-                : `${shown?.length ?? 0} of ${docks.length} Docks`}
+                ? count(docks.length, "Dock")
+                : `${shown?.length ?? 0} of ${count(docks.length, "Dock")}`}
             </small>
           </div>
           <ul className="dock-list" aria-label="Docks">
@@ -169,7 +181,7 @@ function DockLine({ dock }: { dock: DockSummary }) {
       {dock.description && <span className="dock-line-description muted small">{dock.description}</span>}
       <span className="dock-line-facts small">
         <span>
-          {dock.stats.subscribers} subscriber{dock.stats.subscribers === 1 ? "" : "s"}
+          {count(dock.stats.subscribers, "subscriber")}
           {dock.pending_requests > 0 && (
             <span className="state state-queued">
               {dock.pending_requests} join request{dock.pending_requests === 1 ? "" : "s"}

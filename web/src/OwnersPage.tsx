@@ -69,7 +69,7 @@ export function OwnersPage({
       const who = ownerName(owner);
       const note =
         owner.docks > 0
-          ? ` Their ${owner.docks === 1 ? "Dock keeps" : `${owner.docks} Docks keep`} sending (dock-notify docks update <id> --owner gives one to someone else).`
+          ? ` Their ${owner.docks === 1 ? "Dock keeps" : `${owner.docks} Docks keep`} sending (dock-notify docks transfer --all --from ${owner.id} --to <another> gives them to someone else).`
           : "";
       if (!window.confirm(`Remove ${who}? They are signed out at once and can no longer sign in.${note}`))
         return;

@@ -45,6 +45,8 @@ export type {
   OkAnswer,
   OwnersAnswer,
   OwnerView,
+  SandboxDocksAnswer,
+  SandboxDockView,
   SessionAnswer,
   SignInCancelAnswer,
   SignInCheckAnswer,

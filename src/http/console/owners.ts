@@ -4,6 +4,7 @@ import { INVITE_PAYLOAD_PREFIX } from "../../domain/owners.ts";
 import { telegramUserId } from "../../domain/telegram-identity.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
 import type { OwnerRepository, PendingInvite } from "../../store/owners.ts";
+import type { SandboxDock, SandboxDocks } from "../../store/sandbox-docks.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { ApiError } from "../errors.ts";
 import { requireSession, type SignedIn } from "../session.ts";
@@ -14,15 +15,23 @@ import {
   type OwnersAnswer,
   ownerParams,
   ownerRoleBody,
+  type SandboxDocksAnswer,
+  type SandboxDockView,
 } from "./schemas.ts";
 
 export interface OwnersOptions {
   owners: OwnerRepository;
+  /** The Docks of the sandbox's people, offered to the administrators once a real bot runs. */
+  sandboxDocks: SandboxDocks;
   sessions: SessionRepository;
   publicUrl: string;
   /** True when the built-in sandbox plays Telegram: links go to its chat page. */
   sandbox: boolean;
   botUsername: () => Promise<string>;
+}
+
+function sandboxDockView(dock: SandboxDock): SandboxDockView {
+  return { id: dock.id, name: dock.name, owner_id: dock.ownerId, subscribers: dock.subscribers };
 }
 
 function inviteView(invite: PendingInvite): InviteView {
@@ -63,6 +72,31 @@ export async function owners(app: FastifyInstance, options: OwnersOptions): Prom
       })),
       invites: invites.map(inviteView),
     };
+  });
+
+  // Going live (issue 38): the Docks made while the sandbox played Telegram, for an administrator
+  // to take over (their sandbox subscriptions are not carried over) or to leave for good.
+  routes.get(
+    "/sandbox-docks",
+    async (): Promise<SandboxDocksAnswer> => ({
+      ok: true,
+      docks: (await options.sandboxDocks.offer()).map(sandboxDockView),
+    }),
+  );
+
+  routes.post("/sandbox-docks/take-over", async (request): Promise<SandboxDocksAnswer> => {
+    const taken = await options.sandboxDocks.takeOver(admin(request.signedIn));
+    request.log.info(
+      { docks: taken.map((dock) => dock.id), by: admin(request.signedIn) },
+      "the sandbox's Docks taken over",
+    );
+    return { ok: true, docks: taken.map(sandboxDockView) };
+  });
+
+  routes.post("/sandbox-docks/dismiss", async (request): Promise<OkAnswer> => {
+    await options.sandboxDocks.dismiss();
+    request.log.info({ by: admin(request.signedIn) }, "the sandbox's Docks left where they are");
+    return { ok: true };
   });
 
   routes.post("/owners/invites", async (request, reply) => {

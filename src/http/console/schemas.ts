@@ -613,6 +613,21 @@ export type OwnersAnswer = Static<typeof ownersAnswer>;
 export const inviteAnswer = Type.Object({ ok, invite: inviteSchema, link: Type.String() });
 export type InviteAnswer = Static<typeof inviteAnswer>;
 
+/** A Dock made while the sandbox played Telegram, as an administrator is offered it on a real bot. */
+export const sandboxDockSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  owner_id: Type.Integer({ description: "The sandbox's person who owns it (e.g. 100000001)." }),
+  subscribers: Type.Integer({
+    description: "Its active subscriptions: chats of the sandbox, which are not carried over.",
+  }),
+});
+export type SandboxDockView = Static<typeof sandboxDockSchema>;
+
+/** `GET /sandbox-docks` and `POST /sandbox-docks/take-over`: the sandbox's Docks offered, or taken over. */
+export const sandboxDocksAnswer = Type.Object({ ok, docks: Type.Array(sandboxDockSchema) });
+export type SandboxDocksAnswer = Static<typeof sandboxDocksAnswer>;
+
 export const ownerParams = Type.Object({ id: Type.String() });
 export const ownerRoleBody = Type.Object({ role: ownerRole });
 

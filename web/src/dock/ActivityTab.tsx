@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState } from "react";
 import { type ActivityAnswer, api, type Dock } from "../api.ts";
 import { useDockVersion, useLiveRead } from "../live.tsx";
+import { count } from "../plural.ts";
 import type { Guarded } from "./actions.ts";
 import { ReadError } from "./ReadError.tsx";
 import { ScrollBox } from "./ScrollBox.tsx";
@@ -149,7 +150,7 @@ export function ActivityTab({ dock, guarded }: { dock: Dock; guarded: Guarded })
   const days = read.value;
 
   const total = (key: keyof Omit<Day, "day">) => days?.reduce((sum, d) => sum + d[key], 0) ?? 0;
-  const summary = `Last ${span} days: ${total("accepted")} messages accepted; copies ${total("sent")} sent, ${total("retried")} retried, ${total("failed")} failed, ${total("gone")} gone.`;
+  const summary = `Last ${span} days: ${count(total("accepted"), "message")} accepted; copies ${total("sent")} sent, ${total("retried")} retried, ${total("failed")} failed, ${total("gone")} gone.`;
 
   return (
     <section aria-labelledby={`${id}-title`}>

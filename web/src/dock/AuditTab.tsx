@@ -68,6 +68,8 @@ function what(entry: AuditEntryView, people: People): string {
         .join(", ")}`;
     case "owner_changed":
       return `gave the Dock to ${named(d.to, people)}`;
+    case "sandbox_taken_over":
+      return `took the Dock over from the sandbox's ${named(d.from, people)}; ${Number(d.subscriptions_dropped)} sandbox subscription${Number(d.subscriptions_dropped) === 1 ? " was" : "s were"} not carried over`;
     case "secret_key_rotated":
       return "rotated the secret key";
     case "signing_secret_rotated":

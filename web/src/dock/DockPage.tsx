@@ -36,6 +36,9 @@ function goneElsewhere(announce: (text: string) => void, dock: Pick<Dock, "name"
   toList();
 }
 
+/** A phone's screen, as styles.css draws the compact Dock header for it. */
+const PHONE = window.matchMedia("(max-width: 480px)");
+
 /**
  * One Dock: its name and what subscribing takes (Open in Telegram, the Dock ID, the subscribe link)
  * on top, then one section at a time — Send, Subscribers, Messages, Activity, Integrations,
@@ -212,7 +215,19 @@ function LoadedDock({
           Copy subscribe link
         </button>
       </div>
-      <p className="muted small dock-hint">
+      {/* On a phone the note is folded (one line) so that the sections start on the first screen. */}
+      <details className="muted small dock-hint" open={!PHONE.matches}>
+        <summary>
+          {dock.visibility === "open" ? (
+            "Sharing the link"
+          ) : (
+            <strong>
+              {dock.visibility === "invite"
+                ? "Private: invite links only."
+                : "Private: you approve who joins."}
+            </strong>
+          )}
+        </summary>
         {dock.visibility === "open" ? (
           <>
             Open in Telegram and answer <strong>Yes</strong> to subscribe. Share the subscribe link (or the
@@ -220,11 +235,6 @@ function LoadedDock({
           </>
         ) : (
           <>
-            <strong>
-              {dock.visibility === "invite"
-                ? "Private: invite links only."
-                : "Private: you approve who joins."}
-            </strong>{" "}
             {dock.visibility === "invite"
               ? "The Dock ID alone is refused (except for you):"
               : "The Dock ID or a link sends you a join request:"}{" "}
@@ -238,7 +248,7 @@ function LoadedDock({
             share it, start the service with <code>PUBLIC_URL</code> set to an address others can reach.
           </>
         )}
-      </p>
+      </details>
 
       <nav className="tabs" aria-label="Dock sections">
         {tabs.map((t) => (

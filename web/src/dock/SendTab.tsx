@@ -1,6 +1,7 @@
 import { useId, useState } from "react";
 import { useAnnounce } from "../announce.tsx";
 import type { TestMessageAnswer } from "../api.ts";
+import { count } from "../plural.ts";
 import type { CardActions } from "./actions.ts";
 import type { SecretDock } from "./roles.ts";
 import { mask, SECRET_PLACEHOLDER } from "./secret.ts";
@@ -72,7 +73,7 @@ export function SendTab({
       announce(
         answer.subscribers === 0
           ? "Test message stored, but nobody has subscribed yet: Open in Telegram first."
-          : `Test message sent to ${answer.subscribers} subscriber${answer.subscribers === 1 ? "" : "s"}.`,
+          : `Test message sent to ${count(answer.subscribers, "subscriber")}.`,
       );
     });
 
