@@ -141,6 +141,24 @@ export async function threadHeaps(
   });
 }
 
+/** Each thread's V8 heap once a full collection has run in it (see the probe's "live"). */
+export async function liveHeaps(server: Server): Promise<ThreadHeap[]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${server.name} did not report its live heaps`)),
+      120_000,
+    );
+    const listener = (answer: unknown) => {
+      if (typeof answer !== "object" || answer === null || !("live" in answer)) return;
+      clearTimeout(timer);
+      server.child.off("message", listener);
+      resolve((answer as { live: ThreadHeap[] }).live);
+    };
+    server.child.on("message", listener);
+    server.child.send("live");
+  });
+}
+
 /** One anonymous mapping of the process (/proc/<pid>/smaps): where it starts, its size and resident part (kB). */
 export interface Mapping {
   start: bigint;

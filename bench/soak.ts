@@ -31,6 +31,7 @@ import {
   arenas,
   createDatabase,
   killAll,
+  liveHeaps,
   rss,
   type Server,
   sandbox,
@@ -53,8 +54,9 @@ const { values } = parseArgs({
     /** The service's environment beyond the bench's own: "NAME=value …"; absent, what `npm start` sets (SHIPPED_ENV); "" none. */
     "service-env": { type: "string" },
     /**
-     * At the end, once the queue is drained, the malloc arenas by thread (gdb attached for a moment;
-     * needs gdb and glibc's debugging symbols, Debian's libc6-dbg).
+     * At the end, once the queue is drained, each thread's V8 heap after a full collection, and the
+     * malloc arenas by thread (gdb attached for a moment; needs gdb and glibc's debugging symbols,
+     * Debian's libc6-dbg).
      */
     arenas: { type: "boolean", default: false },
   },
@@ -424,6 +426,7 @@ try {
     depth = await queueDepth();
   }
   const final = await stats();
+  const live = values.arenas && service !== undefined ? await liveHeaps(service) : null;
   const arenaReport =
     values.arenas && service !== undefined
       ? arenas(
@@ -484,6 +487,11 @@ try {
     );
   } else if (values.arenas)
     console.log("\nmalloc arenas: gdb could not read them (gdb and libc6-dbg needed)");
+  if (live !== null) {
+    console.log(
+      `\nV8 heap used once collected, at the end (MB): ${live.map((t) => `${t.name} ${(t.used / 2 ** 20).toFixed(1)} of ${(t.total / 2 ** 20).toFixed(1)} committed`).join(" · ")}`,
+    );
+  }
   for (const line of errorLines) console.log(`error line: ${line}`);
   for (const line of warningLines) console.log(`warning line: ${line}`);
 } finally {
