@@ -353,22 +353,34 @@ try {
     const run = (async () => {
       const wait = started + at - performance.now();
       if (wait > 0) await sleep(wait);
-      if (!stopping) await work();
+      // A request the bench itself could not make (the sandbox closed a kept-alive connection
+      // under load) is counted in its minute, and the soak goes on.
+      if (!stopping)
+        await work().catch((error: Error) => {
+          const name = `bench: ${error.message}`;
+          current().answers.set(name, (current().answers.get(name) ?? 0) + 1);
+        });
     })();
     inflight.add(run);
     void run.finally(() => inflight.delete(run));
   };
-  const stats = async () =>
-    (await (await sandbox(telegram as Server, "stats", { method: "GET" })).json()) as {
-      too_many_requests: number;
-      send_message: number;
-      edit_message: number;
-      delete_message: number;
-    };
-  const queueDepth = async () => {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    return Number(/^dock_notify_queue_depth (\d+)/m.exec(text)?.[1] ?? Number.NaN);
-  };
+  /** The bench's own look at a server, tried again once if the connection was closed under it. */
+  const twice = async <T>(look: () => Promise<T>): Promise<T> => look().catch(() => look());
+  const stats = () =>
+    twice(
+      async () =>
+        (await (await sandbox(telegram as Server, "stats", { method: "GET" })).json()) as {
+          too_many_requests: number;
+          send_message: number;
+          edit_message: number;
+          delete_message: number;
+        },
+    );
+  const queueDepth = () =>
+    twice(async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return Number(/^dock_notify_queue_depth (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+    });
   const rows: string[] = [];
   /** Where the anonymous memory is, each minute (see anonymousByKind, threadHeaps). */
   const memoryRows: string[] = [];
@@ -426,7 +438,7 @@ try {
     depth = await queueDepth();
   }
   const final = await stats();
-  const live = values.arenas && service !== undefined ? await liveHeaps(service) : null;
+  // The arenas first: the heap snapshots that collect each thread malloc hundreds of MB themselves.
   const arenaReport =
     values.arenas && service !== undefined
       ? arenas(
@@ -434,6 +446,7 @@ try {
           (await threadHeaps(service)).threads.slice(1).map((t) => t.name),
         )
       : null;
+  const live = values.arenas && service !== undefined ? await liveHeaps(service) : null;
 
   // RSS growth: a least-squares line through every sample after the first two minutes.
   const perMinute = growth(samples);
