@@ -24,7 +24,8 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
     DATA_DIR=/data \
-    NODE_OPTIONS=--max-semi-space-size=16
+    NODE_OPTIONS=--max-semi-space-size=16 \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /src/package.json /src/LICENSE /src/CHANGELOG.md ./
 COPY --from=build /src/node_modules ./node_modules

@@ -40,7 +40,7 @@ import { csrfToken } from "../src/http/session.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
-import { serviceNodeOptions } from "./shipped.ts";
+import { SHIPPED_ENV, serviceNodeOptions } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -504,6 +504,7 @@ async function startService(): Promise<{ child: ChildProcess; url: string }> {
       cwd: root,
       env: {
         ...process.env,
+        ...SHIPPED_ENV,
         PORT: "0",
         DATA_DIR: dataDir,
         DATABASE_URL: databaseUrl,

@@ -19,7 +19,7 @@ import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { type OpenLoopResult, openLoop } from "./open-loop.ts";
-import { serviceNodeOptions as shippedOr } from "./shipped.ts";
+import { SHIPPED_ENV, serviceNodeOptions as shippedOr } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -195,6 +195,7 @@ const body = JSON.stringify({
 const service = await startChild(
   [...serviceNodeOptions, "dist/cli.js", "serve"],
   {
+    ...SHIPPED_ENV,
     PORT: "0",
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,

@@ -39,7 +39,7 @@ import {
   statusMb,
   stop,
 } from "./processes.ts";
-import { serviceNodeOptions as shippedOr } from "./shipped.ts";
+import { SHIPPED_ENV, serviceNodeOptions as shippedOr } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -141,6 +141,7 @@ async function startService(subscribers: number) {
     "Dock Notify",
     [...serviceNodeOptions, "dist/cli.js", "serve"],
     {
+      ...SHIPPED_ENV,
       PORT: "0",
       DATA_DIR: database.dataDir,
       DATABASE_URL: database.url,

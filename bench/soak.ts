@@ -10,7 +10,7 @@
  * every sample from then on), with no error line and no `429`.
  *
  *   npm run bench:soak [-- --minutes 10 --rate 40 --living-rate 0.6 --database sqlite|postgres://…
- *                          --service-node-options="…"]
+ *                          --service-node-options="…" --service-env="MALLOC_ARENA_MAX=…" --arenas]
  */
 import { get, type IncomingMessage } from "node:http";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -27,17 +27,20 @@ import { migrate, openDb } from "../src/store/open.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import {
+  anonymousByKind,
+  arenas,
   createDatabase,
   killAll,
-  memoryUsage,
+  liveHeaps,
   rss,
   type Server,
   sandbox,
   startServer,
   statusMb,
   stop,
+  threadHeaps,
 } from "./processes.ts";
-import { serviceNodeOptions } from "./shipped.ts";
+import { SHIPPED_ENV, serviceNodeOptions } from "./shipped.ts";
 
 const { values } = parseArgs({
   options: {
@@ -48,9 +51,26 @@ const { values } = parseArgs({
     "living-rate": { type: "string", default: "0.6" },
     database: { type: "string", default: "sqlite" },
     "service-node-options": { type: "string" },
+    /** The service's environment beyond the bench's own: "NAME=value …"; absent, what `npm start` sets (SHIPPED_ENV); "" none. */
+    "service-env": { type: "string" },
+    /**
+     * At the end, once the queue is drained, each thread's V8 heap after a full collection, and the
+     * malloc arenas by thread (gdb attached for a moment; needs gdb and glibc's debugging symbols,
+     * Debian's libc6-dbg).
+     */
+    arenas: { type: "boolean", default: false },
   },
 });
 const minutes = Number(values.minutes);
+const serviceEnv: Record<string, string> =
+  values["service-env"] === undefined
+    ? SHIPPED_ENV
+    : Object.fromEntries(
+        values["service-env"]
+          .split(" ")
+          .filter((pair) => pair.includes("="))
+          .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+      );
 const rate = Number(values.rate);
 const livingRate = Number(values["living-rate"]);
 /** Docks with subscribers, and the people subscribed to each (a chat follows one Dock). */
@@ -74,6 +94,60 @@ const current = () => minutesSeen[minutesSeen.length - 1] as Minute;
 /** Every RSS sample: seconds since the load began, MB. */
 const samples: [number, number][] = [];
 const errorLines: string[] = [];
+
+/** MB a minute: the least-squares line through the samples ([seconds, MB]) after the first two minutes. */
+function growth(points: [number, number][]): number {
+  const later = points.filter(([t]) => t >= 120);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const tx = mean(later.map(([t]) => t));
+  const my = mean(later.map(([, y]) => y));
+  const slope =
+    later.reduce((sum, [t, y]) => sum + (t - tx) * (y - my), 0) /
+    later.reduce((sum, [t]) => sum + (t - tx) ** 2, 0);
+  return slope * 60;
+}
+
+/** Where the service's anonymous memory is (MB), and each thread's V8 heap as a table's cells. */
+interface Place {
+  rss: number;
+  anonymous: number;
+  brk: number;
+  arenas: number;
+  arenaCount: number;
+  otherAnonymous: number;
+  young: number;
+  mainTotal: number;
+  mainUsed: number;
+  workersTotal: number;
+  heaps: string;
+}
+async function whereMemoryIs(server: Server): Promise<Place> {
+  const { threads, young } = await threadHeaps(server);
+  const anon = anonymousByKind(server);
+  const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+  const heaps = (["main", "store/sqlite/worker", "store/sqlite/checkpointer", "http/payload-worker"] as const)
+    .map((name) => {
+      const thread = threads.filter((t) => t.name === name);
+      if (thread.length === 0) return "–";
+      const sum = (key: "used" | "total" | "malloced" | "external") => thread.reduce((n, t) => n + t[key], 0);
+      return `${mb(sum("total"))} (${mb(sum("used"))}; ${mb(sum("malloced") + sum("external"))})`;
+    })
+    .join(" | ");
+  const main = threads[0];
+  return {
+    rss: statusMb(server, "VmRSS"),
+    anonymous: statusMb(server, "RssAnon"),
+    brk: anon.brk,
+    arenas: anon.arenas,
+    arenaCount: anon.arenaCount,
+    otherAnonymous: anon.other,
+    young: young / 2 ** 20,
+    mainTotal: (main?.total ?? 0) / 2 ** 20,
+    mainUsed: (main?.used ?? 0) / 2 ** 20,
+    workersTotal: threads.slice(1).reduce((n, t) => n + t.total, 0) / 2 ** 20,
+    heaps,
+  };
+}
 const warningLines: string[] = [];
 
 const database = await createDatabase(values.database, "soak");
@@ -130,6 +204,7 @@ try {
       OWNERS: String(OWNER),
       TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
       TELEGRAM_API_ROOT: `${telegram.url}/sandbox`,
+      ...serviceEnv,
     },
     (line) => {
       const entry = JSON.parse(line) as { msg?: string; port?: number };
@@ -278,23 +353,39 @@ try {
     const run = (async () => {
       const wait = started + at - performance.now();
       if (wait > 0) await sleep(wait);
-      if (!stopping) await work();
+      // A request the bench itself could not make (the sandbox closed a kept-alive connection
+      // under load) is counted in its minute, and the soak goes on.
+      if (!stopping)
+        await work().catch((error: Error) => {
+          const name = `bench: ${error.message}`;
+          current().answers.set(name, (current().answers.get(name) ?? 0) + 1);
+        });
     })();
     inflight.add(run);
     void run.finally(() => inflight.delete(run));
   };
-  const stats = async () =>
-    (await (await sandbox(telegram as Server, "stats", { method: "GET" })).json()) as {
-      too_many_requests: number;
-      send_message: number;
-      edit_message: number;
-      delete_message: number;
-    };
-  const queueDepth = async () => {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    return Number(/^dock_notify_queue_depth (\d+)/m.exec(text)?.[1] ?? Number.NaN);
-  };
+  /** The bench's own look at a server, tried again once if the connection was closed under it. */
+  const twice = async <T>(look: () => Promise<T>): Promise<T> => look().catch(() => look());
+  const stats = () =>
+    twice(
+      async () =>
+        (await (await sandbox(telegram as Server, "stats", { method: "GET" })).json()) as {
+          too_many_requests: number;
+          send_message: number;
+          edit_message: number;
+          delete_message: number;
+        },
+    );
+  const queueDepth = () =>
+    twice(async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return Number(/^dock_notify_queue_depth (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+    });
   const rows: string[] = [];
+  /** Where the anonymous memory is, each minute (see anonymousByKind, threadHeaps). */
+  const memoryRows: string[] = [];
+  /** The same every 10 s: seconds since the load began, and the figures. */
+  const places: [number, Place][] = [];
   let told = await stats();
   for (let second = 0; second < seconds; second++) {
     // This second's work, spread over it.
@@ -313,15 +404,23 @@ try {
     if (due > 0) await sleep(due);
     const mb = rss(service);
     current().rss.push(mb);
-    samples.push([(performance.now() - started) / 1000, mb]);
+    const t = (performance.now() - started) / 1000;
+    samples.push([t, mb]);
+    if ((second + 1) % 10 === 0 && (second + 1) % 60 !== 0) places.push([t, await whereMemoryIs(service)]);
     if ((second + 1) % 60 === 0) {
       const minute = current();
       const now = await stats();
       const sorted = [...minute.latencies].sort((a, b) => a - b);
       const at = (q: number) =>
         (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(1);
-      const heap = (await memoryUsage(service)).heapUsed / 2 ** 20;
-      const split = `${statusMb(service, "RssAnon").toFixed(0)} + ${statusMb(service, "RssFile").toFixed(0)}; heap ${heap.toFixed(0)}`;
+      const place = await whereMemoryIs(service);
+      places.push([t, place]);
+      const heap = place.mainUsed;
+      const split = `${place.anonymous.toFixed(0)} + ${statusMb(service, "RssFile").toFixed(0)}; heap ${heap.toFixed(0)}`;
+      memoryRows.push(
+        `| ${(second + 1) / 60} | ${place.anonymous.toFixed(1)} | ${place.brk.toFixed(1)} | ${place.arenas.toFixed(1)} (${place.arenaCount}) | ${place.otherAnonymous.toFixed(1)} | ${place.young.toFixed(1)} | ${place.heaps} |`,
+      );
+      console.error(memoryRows.at(-1));
       const answers = [...minute.answers].map(([code, n]) => `${code}×${n}`).join(" ");
       rows.push(
         `| ${(second + 1) / 60} | ${Math.min(...minute.rss).toFixed(0)}–${Math.max(...minute.rss).toFixed(0)} | ${split} | ${answers} | ${at(0.5)} / ${at(0.99)} / ${at(1)} | ${now.send_message - told.send_message} / ${now.edit_message - told.edit_message} / ${now.delete_message - told.delete_message} | ${now.too_many_requests - told.too_many_requests} | ${minute.errors} / ${minute.warnings} | ${await queueDepth()} | ${streams.length} |`,
@@ -339,16 +438,34 @@ try {
     depth = await queueDepth();
   }
   const final = await stats();
+  // The arenas first: the heap snapshots that collect each thread malloc hundreds of MB themselves.
+  const arenaReport =
+    values.arenas && service !== undefined
+      ? arenas(
+          service,
+          (await threadHeaps(service)).threads.slice(1).map((t) => t.name),
+        )
+      : null;
+  const live = values.arenas && service !== undefined ? await liveHeaps(service) : null;
 
   // RSS growth: a least-squares line through every sample after the first two minutes.
-  const later = samples.filter(([t]) => t >= 120);
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const tx = mean(later.map(([t]) => t));
-  const my = mean(later.map(([, y]) => y));
-  const slope =
-    later.reduce((sum, [t, y]) => sum + (t - tx) * (y - my), 0) /
-    later.reduce((sum, [t]) => sum + (t - tx) ** 2, 0);
-  const perMinute = slope * 60;
+  const perMinute = growth(samples);
+  /** The same line through each part of the memory, sampled every 10 s. */
+  const parts = (
+    [
+      // What V8 grows and shrinks with the allocation rate, up to 2 × --max-semi-space-size: bounded.
+      ["RSS less the main thread's young generation", (p) => p.rss - p.young],
+      ["anonymous", (p) => p.anonymous],
+      ["main malloc arena", (p) => p.brk],
+      ["other malloc arenas", (p) => p.arenas],
+      ["other anonymous", (p) => p.otherAnonymous],
+      ["main thread's young generation", (p) => p.young],
+      ["main thread's V8 heap but its young generation", (p) => p.mainTotal - p.young],
+      ["worker threads' V8 heaps", (p) => p.workersTotal],
+    ] as [string, (p: Place) => number][]
+  )
+    .map(([name, of]) => `${name} ${growth(places.map(([t, p]) => [t, of(p)])).toFixed(2)}`)
+    .join(" · ");
 
   console.log(
     `\nbench:soak on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; database ${values.database}; ${minutes} min; every second ${rate} sends to a Dock without subscribers and ${livingRate} changes on each of ${LIVING_DOCKS} Docks of ${SUBSCRIBERS} subscribers (send, send, replace by key, edit, delete, acknowledge); ${STREAMS} console streams open; load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after\n`,
@@ -358,10 +475,36 @@ try {
   );
   console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const row of rows) console.log(row);
+  console.log(
+    "\nWhere the anonymous memory is, at each minute's end (MB): the main malloc arena (brk), the other malloc arenas (their number), the rest of the anonymous mappings (V8's heap pages, large mmapped blocks, stacks); the main thread's young generation committed; and per thread, V8 heap committed (used; malloced by V8 + external)\n",
+  );
+  console.log(
+    "| minute | anonymous | main arena | other arenas | other anonymous | main thread's young generation | main thread | SQLite thread | checkpoint thread | payload thread |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
+  for (const row of memoryRows) console.log(row);
   const errors = minutesSeen.reduce((n, m) => n + m.errors, 0);
   console.log(
-    `\nRSS growth after minute 2: ${perMinute.toFixed(2)} MB/min (target < 0.5) · 429s: ${final.too_many_requests} · error lines: ${errors} · console stream events: ${streamEvents} · queue ${depth === 0 ? "drained" : `${depth} left after 2 min`}`,
+    `\nRSS growth after minute 2: ${perMinute.toFixed(2)} MB/min (target < 0.5); by part (MB/min): ${parts} · 429s: ${final.too_many_requests} · error lines: ${errors} · console stream events: ${streamEvents} · queue ${depth === 0 ? "drained" : `${depth} left after 2 min`}`,
   );
+  if (arenaReport !== null) {
+    console.log("\nmalloc arenas at the end (MB): size, free inside, threads that malloc from it\n");
+    console.log("| size | free | threads |\n|---|---|---|");
+    for (const arena of arenaReport.arenas) {
+      console.log(
+        `| ${(arena.system / 2 ** 20).toFixed(1)} | ${(arena.free / 2 ** 20).toFixed(1)} | ${arena.threads.join(", ")} |`,
+      );
+    }
+    console.log(
+      `\nmmapped by malloc apart from the arenas: ${(arenaReport.mmapped / 2 ** 20).toFixed(1)} MB`,
+    );
+  } else if (values.arenas)
+    console.log("\nmalloc arenas: gdb could not read them (gdb and libc6-dbg needed)");
+  if (live !== null) {
+    console.log(
+      `\nV8 heap used once collected, at the end (MB): ${live.map((t) => `${t.name} ${(t.used / 2 ** 20).toFixed(1)} of ${(t.total / 2 ** 20).toFixed(1)} committed`).join(" · ")}`,
+    );
+  }
   for (const line of errorLines) console.log(`error line: ${line}`);
   for (const line of warningLines) console.log(`warning line: ${line}`);
 } finally {

@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -72,6 +72,9 @@ describe("npm start", () => {
 
   it("passes SIGTERM on to the service, which shuts down gracefully instead of being orphaned", async () => {
     const { npm, servicePid, lines, closed } = await started({ ownGroup: false });
+    // Set for glibc before Node starts (docs/deployment.md, Memory): the service's own environment has it.
+    const environment = readFileSync(`/proc/${servicePid}/environ`, "utf8").split("\0");
+    expect(environment).toContain("MALLOC_ARENA_MAX=2");
     npm.kill("SIGTERM");
     await exited(servicePid);
     await closed;
