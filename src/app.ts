@@ -189,7 +189,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     requests: joinRequests,
     bans: new DockBanRepository(db, now),
     notices,
-    audit,
     team: coOwners,
     now,
   });
