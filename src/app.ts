@@ -323,6 +323,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
     callbackTargets,
     payloadThread,
+    changes: messageChanges,
+    maxMessageLength: config.maxMessageLength,
     now,
   });
   await server.register(consolePage, {});
