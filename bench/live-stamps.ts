@@ -53,12 +53,16 @@ for (const owner of owners) {
     );
     for (let s = 0; s < 5; s++) await subscriptions.subscribe(dock.id, chat++, "private");
     for (let l = 0; l < 2; l++)
-      await invites.create(dock.id, owner, {
-        name: `link ${l}`,
-        usageLimit: null,
-        expiresAt: null,
-        approval: false,
-      });
+      await invites.create(
+        dock.id,
+        { actor: owner },
+        {
+          name: `link ${l}`,
+          usageLimit: null,
+          expiresAt: null,
+          approval: false,
+        },
+      );
     for (let r = 0; r < 3; r++) {
       const asked = await requests.ask(
         {

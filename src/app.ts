@@ -201,7 +201,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     requests: joinRequests,
     bans: new DockBanRepository(db, now),
     notices,
-    audit,
     team: coOwners,
     now,
   });
@@ -367,6 +366,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     signInAttemptsPerMinute: config.signInAttemptsPerMinute,
     callbackTargets,
     payloadThread,
+    changes: messageChanges,
+    maxMessageLength: config.maxMessageLength,
     now,
   });
   await server.register(consolePage, {});

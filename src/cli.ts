@@ -164,7 +164,6 @@ async function withDocks<T>(
       bans: new DockBanRepository(db),
       // The service that runs sends what the CLI queued (its sweep finds it).
       notices: new NoticeQueue(db),
-      audit,
       team: coOwners,
     });
     return await fn(docks, config, owners, { coOwners, audit, audience });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowedActions, type DockRole } from "../src/domain/dock-roles.ts";
 import { type ConsoleClient, payloadOf, signIn } from "./console-client.ts";
-import { dialects, type RunningService, startService } from "./harness.ts";
+import { asDock, dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
 
@@ -48,6 +48,22 @@ const EDITORS: DockRole[] = ["owner", "editor"];
 let chats = 0;
 let people = 0;
 let changes = 0;
+
+/** A message the Dock's application sends through the send API; its id. */
+async function sent(service: RunningService, dockId: string): Promise<string> {
+  const dock = await service.app.docks.get(dockId);
+  const answer = await asDock(
+    service.url,
+    { id: dockId, secret_key: dock?.secretKey as string },
+    "POST",
+    "/webhook",
+    {
+      msg: "Disk 91%",
+    },
+  );
+  expect(answer.status).toBe(202);
+  return answer.body.message_id;
+}
 
 /** Every route of the console on a Dock, and who may call it. */
 function table(service: () => RunningService): Row[] {
@@ -184,6 +200,23 @@ function table(service: () => RunningService): Row[] {
       action: "send a test message",
       method: "POST",
       path: () => "/test-message",
+      allowed: EDITORS,
+      status: 202,
+      audited: true,
+    },
+    {
+      action: "edit a message's text",
+      method: "PATCH",
+      path: async ({ dockId }) => `/messages/${await sent(service(), dockId)}`,
+      body: () => ({ text: `Edited ${++changes}` }),
+      allowed: EDITORS,
+      status: 202,
+      audited: true,
+    },
+    {
+      action: "delete a message from every chat",
+      method: "DELETE",
+      path: async ({ dockId }) => `/messages/${await sent(service(), dockId)}`,
       allowed: EDITORS,
       status: 202,
       audited: true,

@@ -202,7 +202,7 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
     const rules = { name: "L", usageLimit: null, expiresAt: null, approval: false };
     let link: Awaited<ReturnType<InviteLinkRepository["create"]>> | undefined;
     const changes: [string, () => Promise<unknown>][] = [
-      ["a link made", async () => (link = await invites.create(dock.id, 42, rules))],
+      ["a link made", async () => (link = await invites.create(dock.id, { actor: 42 }, rules))],
       [
         "a link used",
         () =>
@@ -213,7 +213,7 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
             inviteId: (link as NonNullable<typeof link>).id,
           }),
       ],
-      ["a link revoked", () => invites.revoke(dock.id, (link as NonNullable<typeof link>).id)],
+      ["a link revoked", () => invites.revoke(dock.id, (link as NonNullable<typeof link>).id, { actor: 42 })],
       ["a request decided", () => requests.decide(dock.id, request.id, "declined", 42)],
       [
         "a request made",
@@ -238,7 +238,7 @@ describe.each(DIALECTS)("bot notices and join requests in the store on %s", (dia
         },
       ],
       ["a ban", () => db.kysely.transaction().execute((tx) => banChat(tx, dock.id, chatId, 42, clock))],
-      ["an unban", () => bans.unban(dock.id, chatId)],
+      ["an unban", () => bans.unban(dock.id, chatId, { actor: 42 })],
     ];
     const at = STAMP_PARTS.indexOf("audience");
     for (const [what, change] of changes) {

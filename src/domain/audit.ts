@@ -31,6 +31,8 @@ export type AuditAction =
   | "credential_created"
   | "credential_revoked"
   | "test_message_sent"
+  | "message_edited"
+  | "message_deleted"
   | "co_owner_invited"
   | "co_owner_invite_withdrawn"
   | "co_owner_added"

@@ -7,6 +7,7 @@ import { audit } from "./console/audit.ts";
 import { coOwners } from "./console/co-owners.ts";
 import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
+import { type MessageChangeRoutesOptions, messageChanges } from "./console/message-changes.ts";
 import { owners } from "./console/owners.ts";
 import { type SignInOptions, signIn } from "./console/sign-in.ts";
 import { stream } from "./console/stream.ts";
@@ -16,7 +17,8 @@ export { TEST_MESSAGE } from "./console/docks.ts";
 
 export type ConsoleApiOptions = SignInOptions &
   DocksOptions &
-  AudienceRoutesOptions & {
+  AudienceRoutesOptions &
+  Pick<MessageChangeRoutesOptions, "changes" | "maxMessageLength"> & {
     /** Each Dock's audit log: written by the routes, read by its own. */
     audit: DockAudit;
     /** The console's live stream (one per process). */
@@ -35,7 +37,7 @@ declare module "fastify" {
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
  * everything an owner does with their Docks (`console/docks.ts`), who may subscribe to them
- * (`console/audience.ts`), their co-owners (`console/co-owners.ts`) and audit logs
+ * (`console/audience.ts`), their messages edited or deleted (`console/message-changes.ts`), their co-owners (`console/co-owners.ts`) and audit logs
  * (`console/audit.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). They share what is set up
@@ -101,6 +103,14 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     sandbox: options.sandbox,
     botUsername: options.botUsername,
     now: options.now,
+  });
+  await app.register(messageChanges, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    sessions: options.sessions,
+    changes: options.changes,
+    readFormat: options.payloadThread.read,
+    maxMessageLength: options.maxMessageLength,
   });
   await app.register(audit, {
     docks: options.docks,

@@ -158,7 +158,8 @@ function parseObject(request: FastifyRequest, allowText: boolean): Record<string
   return value as Record<string, unknown>;
 }
 
-function checkMessage(msg: string, maxLength: number): void {
+/** Refuses a message text the service cannot send (`400`, naming why): the send API's and the console's. */
+export function checkMessage(msg: string, maxLength: number): void {
   if (!msg.isWellFormed()) {
     throw new ApiError("invalid_request", "msg contains invalid Unicode (an unpaired surrogate).");
   }
@@ -295,7 +296,7 @@ function takeOptions(request: FastifyRequest, body: Record<string, unknown>, fro
  * A message's new text and content after a PATCH: `msg` if given, else its text; its options with
  * those given replacing theirs, and those `reset` (given as null, or given as their default) gone.
  */
-async function revisedContent(
+export async function revisedContent(
   current: CurrentMessage,
   msg: string | undefined,
   given: MessageOptions,

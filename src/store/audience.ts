@@ -1,11 +1,18 @@
 import type { InviteLinkRules, Visibility } from "../domain/audience.ts";
-import type { AuditAction, AuditEntry, AuditSink } from "../domain/audit.ts";
 import { type DecidingDock, type DockTeam, deciders, mayDecide } from "../domain/deciders.ts";
+import { writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { banChat, type DockBanRepository, isBanned } from "./dock-bans.ts";
 import type { DockRepository } from "./docks.ts";
 import type { InviteLink, InviteLinkRepository } from "./invite-links.ts";
-import type { Asking, AskOutcome, DecideOutcome, JoinRequestRepository } from "./join-requests.ts";
+import {
+  type Asking,
+  type AskOutcome,
+  type DecideOutcome,
+  decideIn,
+  type JoinRequestRepository,
+  waitingRequest,
+} from "./join-requests.ts";
 import type { NoticeQueue } from "./notices.ts";
 import { removeChat } from "./subscriptions.ts";
 
@@ -17,8 +24,6 @@ export interface AudienceOptions {
   bans: DockBanRepository;
   /** The bot's notices: told when some were queued here, so that they go at once. */
   notices: NoticeQueue;
-  /** Where every action is recorded once done (store/audit.ts's DockAudit). */
-  audit: AuditSink;
   /** Who has which role on each Dock: who decides its join requests (domain/deciders.ts). */
   team: DockTeam;
   now?: () => number;
@@ -27,8 +32,9 @@ export interface AudienceOptions {
 /**
  * What a Dock's owner does to its audience (issue 37) — who may subscribe, invite links, join
  * requests, removing and banning — as one set of actions, whichever face they come through (the
- * console, the bot's buttons, the CLI): each is done in the store, then recorded in the audit log,
- * and the bot's notices it queued are sent. `actor` is the Telegram user who acted; null for the
+ * console, the bot's buttons, the CLI): each is done in the store and recorded in the audit log in
+ * the same transaction (an entry exists exactly when its change does), then the bot's notices it
+ * queued are sent. `actor` is the Telegram user who acted; null for the
  * operator's CLI. Who may act is the caller's to check (`mayDecide`, domain/deciders.ts).
  */
 export class Audience {
@@ -49,67 +55,19 @@ export class Audience {
     this.#now = options.now ?? Date.now;
   }
 
-  /**
-   * Records an action done. With no actor it was the operator's command line, and its entry says
-   * so (`via: cli`), as every other change the command line makes (store/audit.ts's writeAuditBy).
-   */
-  #record(entry: {
-    dockId: string;
-    actor: number | null;
-    action: AuditAction;
-    detail: AuditEntry["detail"];
-  }) {
-    return this.#o.audit.record(
-      entry.actor === null ? { ...entry, detail: { ...entry.detail, via: "cli" } } : entry,
-    );
-  }
-
   /** Who may subscribe to the Dock; true when it changed. Nobody subscribed is dropped. */
   async setVisibility(dockId: string, visibility: Visibility, actor: number | null): Promise<boolean> {
-    const from = await this.#o.docks.setVisibility(dockId, visibility);
-    if (from === null) return false;
-    await this.#record({
-      dockId,
-      actor,
-      action: "visibility_changed",
-      detail: { from, to: visibility },
-    });
-    return true;
+    return (await this.#o.docks.setVisibility(dockId, visibility, { actor })) !== null;
   }
 
   /** A new invite link of the Dock (its token is never recorded). */
-  async createInvite(dockId: string, rules: InviteLinkRules, actor: number | null): Promise<InviteLink> {
-    const link = await this.#o.invites.create(dockId, actor, rules);
-    await this.#record({
-      dockId,
-      actor,
-      action: "invite_created",
-      detail: {
-        invite_id: link.id,
-        name: link.name,
-        usage_limit: link.usageLimit,
-        expires_at: link.expiresAt,
-        approval: link.approval,
-      },
-    });
-    return link;
+  createInvite(dockId: string, rules: InviteLinkRules, actor: number | null): Promise<InviteLink> {
+    return this.#o.invites.create(dockId, { actor }, rules);
   }
 
   /** Revokes an invite link; undefined when the Dock has no such link still working. */
-  async revokeInvite(
-    dockId: string,
-    inviteId: string,
-    actor: number | null,
-  ): Promise<InviteLink | undefined> {
-    const link = await this.#o.invites.revoke(dockId, inviteId);
-    if (link === undefined) return undefined;
-    await this.#record({
-      dockId,
-      actor,
-      action: "invite_revoked",
-      detail: { invite_id: link.id, name: link.name, uses: link.uses },
-    });
-    return link;
+  revokeInvite(dockId: string, inviteId: string, actor: number | null): Promise<InviteLink | undefined> {
+    return this.#o.invites.revoke(dockId, inviteId, { actor });
   }
 
   /** Whether the chat is banned from the Dock: it may neither join nor ask to. */
@@ -144,24 +102,7 @@ export class Audience {
     options: { ban?: boolean } = {},
   ): Promise<DecideOutcome> {
     const outcome = await this.#o.requests.decide(dockId, requestId, decision, actor, options);
-    if (outcome.kind === "ended") this.#o.notices.queued();
-    if (outcome.kind !== "decided") return outcome;
-    this.#o.notices.queued();
-    const { request } = outcome;
-    await this.#record({
-      dockId,
-      actor,
-      action: decision === "approved" ? "request_approved" : "request_declined",
-      detail: { request_id: request.id, chat_id: request.chatId, invite_id: request.invite?.id ?? null },
-    });
-    if (decision === "declined" && options.ban) {
-      await this.#record({
-        dockId,
-        actor,
-        action: "subscriber_banned",
-        detail: { chat_id: request.chatId },
-      });
-    }
+    if (outcome.kind !== "not_found") this.#o.notices.queued();
     return outcome;
   }
 
@@ -171,46 +112,45 @@ export class Audience {
    */
   async remove(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
     const now = this.#now();
-    const removed = await this.#o.db.kysely
-      .transaction()
-      .execute(async (tx) => removeChat(tx, dockId, chatId, now));
-    if (!removed) return false;
-    this.#o.notices.queued();
-    await this.#record({ dockId, actor, action: "subscriber_removed", detail: { chat_id: chatId } });
-    return true;
+    const removed = await this.#o.db.kysely.transaction().execute(async (tx) => {
+      if (!(await removeChat(tx, dockId, chatId, now))) return false;
+      await writeAuditBy(tx, dockId, { actor }, "subscriber_removed", { chat_id: chatId }, now);
+      return true;
+    });
+    if (removed) this.#o.notices.queued();
+    return removed;
   }
 
   /**
-   * Bans a chat from the Dock: it is removed if subscribed (and told), its request waiting is
-   * declined, and it may not join or ask again until unbanned. False: it was banned already.
+   * Bans a chat from the Dock, in one transaction: it is removed if subscribed (and told), its
+   * request waiting is declined, and it may not join or ask again until unbanned. False: it was
+   * banned already.
    */
   async ban(dockId: string, chatId: number, actor: number): Promise<boolean> {
     const now = this.#now();
-    const done = await this.#o.db.kysely.transaction().execute(async (tx) => ({
-      removed: await removeChat(tx, dockId, chatId, now),
-      banned: await banChat(tx, dockId, chatId, actor, now),
-    }));
-    if (done.removed) {
-      this.#o.notices.queued();
-      await this.#record({
-        dockId,
-        actor,
-        action: "subscriber_removed",
-        detail: { chat_id: chatId },
-      });
-    }
-    const waiting = (await this.#o.requests.pending(dockId)).find((request) => request.chatId === chatId);
-    if (waiting !== undefined) await this.decide(dockId, waiting.id, "declined", actor);
-    if (!done.banned) return false;
-    await this.#record({ dockId, actor, action: "subscriber_banned", detail: { chat_id: chatId } });
-    return true;
+    const by = { actor };
+    const done = await this.#o.db.kysely.transaction().execute(async (tx) => {
+      const removed = await removeChat(tx, dockId, chatId, now);
+      if (removed) await writeAuditBy(tx, dockId, by, "subscriber_removed", { chat_id: chatId }, now);
+      const waiting = await waitingRequest(tx, dockId, chatId, now);
+      const declined =
+        waiting !== undefined &&
+        (await decideIn(
+          tx,
+          { dockId, requestId: waiting, decision: "declined", by: actor, ban: false },
+          now,
+        ));
+      const banned = await banChat(tx, dockId, chatId, actor, now);
+      if (banned) await writeAuditBy(tx, dockId, by, "subscriber_banned", { chat_id: chatId }, now);
+      return { told: removed || declined, banned };
+    });
+    if (done.told) this.#o.notices.queued();
+    return done.banned;
   }
 
   /** Lets a banned chat join (or ask) again; false when it was not banned. */
-  async unban(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
-    if (!(await this.#o.bans.unban(dockId, chatId))) return false;
-    await this.#record({ dockId, actor, action: "subscriber_unbanned", detail: { chat_id: chatId } });
-    return true;
+  unban(dockId: string, chatId: number, actor: number | null): Promise<boolean> {
+    return this.#o.bans.unban(dockId, chatId, { actor });
   }
 
   /** Deletes the Dock; its active subscribers are told (DockRepository.delete queues it). */

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { audienceChanged } from "./dock-stamps.ts";
@@ -78,8 +79,12 @@ export class DockBanRepository {
     }));
   }
 
-  /** Lets the chat join (or ask) again; false when it was not banned. */
-  async unban(dockId: string, chatId: number): Promise<boolean> {
+  /**
+   * Lets the chat join (or ask) again, as `by`, whose entry in the audit log is written in the
+   * same transaction; false when it was not banned.
+   */
+  async unban(dockId: string, chatId: number, by: AuditBy): Promise<boolean> {
+    const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx
         .deleteFrom("dock_bans")
@@ -87,7 +92,8 @@ export class DockBanRepository {
         .where("chat_id", "=", chatId)
         .executeTakeFirst();
       if (result.numDeletedRows === 0n) return false;
-      await audienceChanged(tx, dockId, this.#now());
+      await audienceChanged(tx, dockId, now);
+      await writeAuditBy(tx, dockId, by, "subscriber_unbanned", { chat_id: chatId }, now);
       return true;
     });
   }

@@ -606,19 +606,23 @@ export class DockRepository {
 
   /**
    * Sets who may subscribe to the Dock; its subscribers stay whatever it becomes. The visibility
-   * it had, or null when it already was this (or there is no such Dock): nothing changed.
+   * it had, or null when it already was this (or there is no such Dock): nothing changed. A change
+   * is written to the audit log, as `by`'s, in its transaction.
    */
-  async setVisibility(id: string, visibility: Visibility): Promise<Visibility | null> {
+  async setVisibility(id: string, visibility: Visibility, by: AuditBy): Promise<Visibility | null> {
+    const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const row = await tx.selectFrom("docks").select("visibility").where("id", "=", id).executeTakeFirst();
       if (row === undefined || row.visibility === visibility) return null;
       const changed = await tx
         .updateTable("docks")
-        .set({ visibility, updated_at: this.#now() })
+        .set({ visibility, updated_at: now })
         .where("id", "=", id)
         .where("visibility", "=", row.visibility)
         .executeTakeFirst();
-      return changed.numUpdatedRows > 0n ? row.visibility : null;
+      if (changed.numUpdatedRows === 0n) return null;
+      await writeAuditBy(tx, id, by, "visibility_changed", { from: row.visibility, to: visibility }, now);
+      return row.visibility;
     });
   }
 

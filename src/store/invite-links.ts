@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import { type InviteLinkRules, type InviteLinkState, inviteLinkState } from "../domain/audience.ts";
 import { randomBase62 } from "../domain/ids.ts";
 import { decryptSecret, encryptSecret, sha256Hex } from "../domain/secrets.ts";
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { audienceChanged } from "./dock-stamps.ts";
@@ -81,8 +82,11 @@ export class InviteLinkRepository {
     return { ...link, state: inviteLinkState(link, this.#now()) };
   }
 
-  /** A new link of the Dock, made by `createdBy` (null: the operator). */
-  async create(dockId: string, createdBy: number | null, rules: InviteLinkRules): Promise<InviteLink> {
+  /**
+   * A new link of the Dock, made by `by` (actor null: the operator); the audit log's entry (never
+   * the token) is written in its transaction.
+   */
+  async create(dockId: string, by: AuditBy, rules: InviteLinkRules): Promise<InviteLink> {
     const token = randomBase62(128);
     const id = `dinv_${randomBase62(64)}`;
     const now = this.#now();
@@ -95,7 +99,7 @@ export class InviteLinkRepository {
           token_hash: sha256Hex(token),
           token_sealed: encryptSecret(token, this.#key),
           name: rules.name,
-          created_by: createdBy,
+          created_by: by.actor,
           created_at: now,
           expires_at: rules.expiresAt,
           usage_limit: rules.usageLimit,
@@ -105,6 +109,20 @@ export class InviteLinkRepository {
         })
         .execute();
       await audienceChanged(tx, dockId, now);
+      await writeAuditBy(
+        tx,
+        dockId,
+        by,
+        "invite_created",
+        {
+          invite_id: id,
+          name: rules.name,
+          usage_limit: rules.usageLimit,
+          expires_at: rules.expiresAt,
+          approval: rules.approval,
+        },
+        now,
+      );
     });
     return (await this.get(dockId, id)) as InviteLink;
   }
@@ -135,8 +153,11 @@ export class InviteLinkRepository {
     return row && this.#toLink(row);
   }
 
-  /** Revokes the link: nobody joins through it any more. The link as it was, or undefined when it was not active. */
-  async revoke(dockId: string, id: string): Promise<InviteLink | undefined> {
+  /**
+   * Revokes the link as `by`: nobody joins through it any more; the audit log's entry is written in
+   * its transaction. The link as it was, or undefined when it was not active.
+   */
+  async revoke(dockId: string, id: string, by: AuditBy): Promise<InviteLink | undefined> {
     const now = this.#now();
     const revoked = await this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx
@@ -145,9 +166,18 @@ export class InviteLinkRepository {
         .where("dock_id", "=", dockId)
         .where("id", "=", id)
         .where("revoked_at", "is", null)
+        .returning(["name", "uses"])
         .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) return false;
+      if (result === undefined) return false;
       await audienceChanged(tx, dockId, now);
+      await writeAuditBy(
+        tx,
+        dockId,
+        by,
+        "invite_revoked",
+        { invite_id: id, name: result.name, uses: Number(result.uses) },
+        now,
+      );
       return true;
     });
     return revoked ? this.get(dockId, id) : undefined;

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import { randomBase62 } from "../domain/ids.ts";
+import { writeAuditBy } from "./audit.ts";
 import { chatName } from "./chats.ts";
 import type { Db } from "./db.ts";
 import { banChat, isBanned } from "./dock-bans.ts";
@@ -261,8 +262,8 @@ export class JoinRequestRepository {
    * Approves or declines a request of the Dock, as `by` (whom the caller checked may decide):
    * of two decisions at once the first wins and the second finds it ended. Approving subscribes
    * the chat (through its link, which counts the use: the owner decided, whatever its limit);
-   * declining with `ban` also bans the chat. Every copy is queued to show the decision, and the
-   * requester is told.
+   * declining with `ban` also bans the chat. Every copy is queued to show the decision, the
+   * requester is told, and the audit log's entries are written, all in one transaction.
    */
   async decide(
     dockId: string,
@@ -272,33 +273,11 @@ export class JoinRequestRepository {
     options: { ban?: boolean } = {},
   ): Promise<DecideOutcome> {
     const now = this.#now();
-    const decided = await this.#db.kysely.transaction().execute(async (tx) => {
-      const row = await tx
-        .updateTable("join_requests")
-        .set({ state: decision, decided_by: by, decided_at: now, updated_at: now })
-        .where("id", "=", requestId)
-        .where("dock_id", "=", dockId)
-        .where("state", "=", "pending")
-        .where("expires_at", ">", now)
-        .returning(["chat_id", "chat_type", "invite_id"])
-        .executeTakeFirst();
-      if (row === undefined) return false;
-      const chatId = Number(row.chat_id);
-      if (decision === "approved") {
-        await activate(tx, { dockId, chatId, chatType: row.chat_type, inviteId: row.invite_id }, now);
-        if (row.invite_id !== null) {
-          await tx
-            .updateTable("dock_invites")
-            .set((eb) => ({ uses: eb("uses", "+", 1), updated_at: now }))
-            .where("id", "=", row.invite_id)
-            .execute();
-        }
-      } else if (options.ban) {
-        await banChat(tx, dockId, chatId, by, now);
-      }
-      await this.#told(tx, requestId, dockId, chatId, decision, now);
-      return true;
-    });
+    const decided = await this.#db.kysely
+      .transaction()
+      .execute(async (tx) =>
+        decideIn(tx, { dockId, requestId, decision, by, ban: options.ban ?? false }, now),
+      );
     if (!decided) {
       // Ended already, or its time ran out before the sweep saw it: that is what happened.
       await this.#expire(requestId);
@@ -308,22 +287,6 @@ export class JoinRequestRepository {
         : { kind: "ended", request };
     }
     return { kind: "decided", request: (await this.get(requestId)) as JoinRequest };
-  }
-
-  /** The request ended: every copy is to show it, and the chat that asked is told. */
-  async #told(
-    tx: Transaction<Database>,
-    requestId: string,
-    dockId: string,
-    chatId: number,
-    outcome: "approved" | "declined" | "expired",
-    now: number,
-  ): Promise<void> {
-    await requeueRequestCopies(tx, requestId, now);
-    await audienceChanged(tx, dockId, now);
-    const dock = await tx.selectFrom("docks").select("name").where("id", "=", dockId).executeTakeFirst();
-    if (dock !== undefined)
-      await queueNotice(tx, { chatId, kind: "request_outcome", dockName: dock.name, detail: outcome }, now);
   }
 
   /** Ends the request if it is pending past its time; true when this call ended it. */
@@ -339,7 +302,7 @@ export class JoinRequestRepository {
         .returning(["dock_id", "chat_id"])
         .executeTakeFirst();
       if (row === undefined) return false;
-      await this.#told(tx, requestId, row.dock_id, Number(row.chat_id), "expired", now);
+      await told(tx, requestId, row.dock_id, Number(row.chat_id), "expired", now);
       return true;
     });
   }
@@ -368,6 +331,96 @@ export class JoinRequestRepository {
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
+}
+
+/**
+ * Decides a request of the Dock in `tx` as `by`, if it is still waiting and in time (see
+ * JoinRequestRepository.decide): the chat subscribed or declined (and banned, with `ban`), every
+ * copy queued to show it, the requester told, the decision (and the ban) written to the audit log.
+ * False: nothing was decided.
+ */
+export async function decideIn(
+  tx: Transaction<Database>,
+  decision: {
+    dockId: string;
+    requestId: string;
+    decision: "approved" | "declined";
+    by: number;
+    ban: boolean;
+  },
+  now: number,
+): Promise<boolean> {
+  const { dockId, requestId, by } = decision;
+  const row = await tx
+    .updateTable("join_requests")
+    .set({ state: decision.decision, decided_by: by, decided_at: now, updated_at: now })
+    .where("id", "=", requestId)
+    .where("dock_id", "=", dockId)
+    .where("state", "=", "pending")
+    .where("expires_at", ">", now)
+    .returning(["chat_id", "chat_type", "invite_id"])
+    .executeTakeFirst();
+  if (row === undefined) return false;
+  const chatId = Number(row.chat_id);
+  let banned = false;
+  if (decision.decision === "approved") {
+    await activate(tx, { dockId, chatId, chatType: row.chat_type, inviteId: row.invite_id }, now);
+    if (row.invite_id !== null) {
+      await tx
+        .updateTable("dock_invites")
+        .set((eb) => ({ uses: eb("uses", "+", 1), updated_at: now }))
+        .where("id", "=", row.invite_id)
+        .execute();
+    }
+  } else if (decision.ban) {
+    banned = await banChat(tx, dockId, chatId, by, now);
+  }
+  await told(tx, requestId, dockId, chatId, decision.decision, now);
+  const actor = { actor: by };
+  await writeAuditBy(
+    tx,
+    dockId,
+    actor,
+    decision.decision === "approved" ? "request_approved" : "request_declined",
+    { request_id: requestId, chat_id: chatId, invite_id: row.invite_id },
+    now,
+  );
+  if (banned) await writeAuditBy(tx, dockId, actor, "subscriber_banned", { chat_id: chatId }, now);
+  return true;
+}
+
+/** The id of the chat's request to the Dock still waiting and in time, read in `tx`; undefined: none. */
+export async function waitingRequest(
+  tx: Transaction<Database>,
+  dockId: string,
+  chatId: number,
+  now: number,
+): Promise<string | undefined> {
+  const row = await tx
+    .selectFrom("join_requests")
+    .select("id")
+    .where("dock_id", "=", dockId)
+    .where("chat_id", "=", chatId)
+    .where("state", "=", "pending")
+    .where("expires_at", ">", now)
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** The request ended: every copy is to show it, and the chat that asked is told. */
+async function told(
+  tx: Transaction<Database>,
+  requestId: string,
+  dockId: string,
+  chatId: number,
+  outcome: "approved" | "declined" | "expired",
+  now: number,
+): Promise<void> {
+  await requeueRequestCopies(tx, requestId, now);
+  await audienceChanged(tx, dockId, now);
+  const dock = await tx.selectFrom("docks").select("name").where("id", "=", dockId).executeTakeFirst();
+  if (dock !== undefined)
+    await queueNotice(tx, { chatId, kind: "request_outcome", dockName: dock.name, detail: outcome }, now);
 }
 
 /** Whether an invite link still lets someone in (or ask to): not revoked, not expired, under its limit. */

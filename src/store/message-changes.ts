@@ -1,5 +1,6 @@
 import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
+import { type AuditBy, writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { noteStray, parseIds, queueDeletes } from "./outbox.ts";
@@ -109,12 +110,14 @@ export class MessageChanges {
 
   /**
    * Edits the message: `make` gets it as it is and returns its new text and content (it may throw
-   * to refuse). Tried again if another change lands in between.
+   * to refuse). Tried again if another change lands in between. `by`: a person who edited it in the
+   * console, whose entry in the Dock's audit log is written in the edit's transaction.
    */
   async revise(
     dockId: string,
     messageId: string,
     make: (current: CurrentMessage) => Promise<{ text: string; content: string | null }>,
+    by?: AuditBy,
   ): Promise<Revised | { kind: "missing" } | { kind: "deleted" }> {
     for (;;) {
       const current = await this.get(dockId, messageId);
@@ -129,7 +132,19 @@ export class MessageChanges {
           now,
           this.#db.messageLocks,
         );
-        if (done !== undefined) await this.#count(tx, dockId, now);
+        if (done !== undefined) {
+          await this.#count(tx, dockId, now);
+          // The message's id and revision, never its text: what a message says may be sensitive.
+          if (by)
+            await writeAuditBy(
+              tx,
+              dockId,
+              by,
+              "message_edited",
+              { message_id: messageId, revision: done.revision },
+              now,
+            );
+        }
         return done;
       });
       if (revised !== undefined) {
@@ -141,9 +156,10 @@ export class MessageChanges {
 
   /**
    * Deletes the message: every copy sent is deleted (a delete queued per copy), and nothing still
-   * queued is sent. Its key is free again.
+   * queued is sent. Its key is free again. `by`: a person who deleted it in the console, whose
+   * entry in the Dock's audit log is written in the deletion's transaction.
    */
-  async delete(dockId: string, messageId: string): Promise<Deleted> {
+  async delete(dockId: string, messageId: string, by?: AuditBy): Promise<Deleted> {
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Deleted> => {
       await this.#db.messageLocks.exclusive(tx, messageId);
@@ -175,6 +191,7 @@ export class MessageChanges {
       const deleting = Number(counts.deleting);
       await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
       await this.#count(tx, dockId, now);
+      if (by) await writeAuditBy(tx, dockId, by, "message_deleted", { message_id: messageId }, now);
       return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
     });
     if (result.kind === "deleted") this.#changed(dockId);

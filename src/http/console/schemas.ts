@@ -731,6 +731,31 @@ export type SignInFinishAnswer = Static<typeof signInFinishAnswer>;
 export const signInCancelAnswer = Type.Object({ ok, state: signInState });
 export type SignInCancelAnswer = Static<typeof signInCancelAnswer>;
 
+/** `PATCH /docks/:id/messages/:messageId`: the message's new text (its options stay). */
+export const messageEditBody = Type.Object({
+  text: Type.String({ description: "The message's new text, in its format; every copy is edited into it." }),
+});
+
+/** The message edited: as the send API's PATCH answers. */
+export const messageEditedAnswer = Type.Object({
+  ok,
+  message_id: Type.String(),
+  revision: Type.Integer({ description: "The message's revision now." }),
+  edits: Type.Integer({ description: "Copies sent (or being sent) that will be edited." }),
+  queued: Type.Integer({ description: "Copies not sent yet, which go out in the new form." }),
+});
+export type MessageEditedAnswer = Static<typeof messageEditedAnswer>;
+
+/** The message deleted: as the send API's DELETE answers. */
+export const messageDeletedAnswer = Type.Object({
+  ok,
+  message_id: Type.String(),
+  deleting: Type.Integer({ description: "Copies sent, each to be deleted from its chat." }),
+  cancelled: Type.Integer({ description: "Copies not sent yet: never sent now." }),
+  already_deleted: Type.Boolean({ description: "It was deleted before: nothing more was done." }),
+});
+export type MessageDeletedAnswer = Static<typeof messageDeletedAnswer>;
+
 /** Done, nothing to tell: sign-out, deleting a Dock, removing a subscriber. */
 export const okAnswer = Type.Object({ ok });
 export type OkAnswer = Static<typeof okAnswer>;

@@ -84,6 +84,10 @@ function what(entry: AuditEntryView, people: People): string {
       return `revoked the ${d.scope} credential “${d.name}”`;
     case "test_message_sent":
       return "sent a test message";
+    case "message_edited":
+      return `edited the text of message ${d.message_id} in every chat (revision ${d.revision})`;
+    case "message_deleted":
+      return `deleted message ${d.message_id} from every chat`;
     case "visibility_changed":
       return `changed who can subscribe: ${VISIBILITY_NAMES[String(d.to)] ?? d.to} (was ${VISIBILITY_NAMES[String(d.from)] ?? d.from})`;
     case "invite_created":
@@ -193,8 +197,8 @@ export function AuditTab({ dock, actions }: { dock: Dock; actions: CardActions }
     <section aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Audit log</h2>
       <p className="muted small">
-        Who changed this Dock, its secrets, its subscribers and its team, and when. It never holds a secret,
-        and is kept as long as the messages are (<code>RETENTION_DAYS</code>).
+        Who changed this Dock, its secrets, its subscribers, its team and its messages, and when. It never
+        holds a secret, and is kept as long as the messages are (<code>RETENTION_DAYS</code>).
       </p>
       <ReadError error={readError} />
       {entries === null && !readError && <p className="muted">Loading…</p>}

@@ -1,5 +1,14 @@
-import { useEffect, useRef } from "react";
-import { api, type Dock, type MessageDetailAnswer, ServiceError } from "../api.ts";
+import { useEffect, useRef, useState } from "react";
+import { useAnnounce } from "../announce.tsx";
+import {
+  api,
+  type Dock,
+  type MessageDeletedAnswer,
+  type MessageDetailAnswer,
+  type MessageEditedAnswer,
+  type MessageReport,
+  ServiceError,
+} from "../api.ts";
 import { useDockVersion, useLiveRead } from "../live.tsx";
 import { dockHref } from "../route.ts";
 import type { Guarded } from "./actions.ts";
@@ -13,6 +22,7 @@ import {
   StateCounts,
 } from "./MessageParts.tsx";
 import { ReadError } from "./ReadError.tsx";
+import { may } from "./roles.ts";
 import { ScrollBox } from "./ScrollBox.tsx";
 import { When } from "./When.tsx";
 
@@ -89,6 +99,9 @@ export function MessageDetail({
               </span>
             </p>
             <MessageChanges message={message} />
+            {may(dock, "send") && message.deleted_at === null ? (
+              <ChangeMessage dock={dock} message={message} guarded={guarded} />
+            ) : null}
           </div>
           <h3>Copies</h3>
           {message.deliveries.length === 0 ? (
@@ -139,5 +152,100 @@ export function MessageDetail({
         </>
       )}
     </section>
+  );
+}
+
+/**
+ * Editing a sent message's text, or deleting it from every chat, for the roles that may send
+ * (owners, editors): the same change the send API's PATCH and DELETE make, so every copy in
+ * Telegram is edited or deleted, paced with everything the bot sends. Each is in the audit log.
+ */
+function ChangeMessage({ dock, message, guarded }: { dock: Dock; message: MessageReport; guarded: Guarded }) {
+  const announce = useAnnounce();
+  const [editing, setEditing] = useState(false);
+  const [text, setText] = useState(message.text);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const path = `/docks/${dock.id}/messages/${encodeURIComponent(message.id)}`;
+
+  const run = async (call: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await call();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const save = () =>
+    run(async () => {
+      const answer = await guarded(() => api<MessageEditedAnswer>("PATCH", path, { text }));
+      setEditing(false);
+      announce(
+        `Message edited: ${answer.edits} ${answer.edits === 1 ? "copy" : "copies"} to edit in Telegram.`,
+      );
+    });
+  const remove = () => {
+    const sure = window.confirm(
+      "Delete this message from every chat it reached? Telegram lets the bot delete only messages under 48 hours old.",
+    );
+    if (!sure) return;
+    return run(async () => {
+      const answer = await guarded(() => api<MessageDeletedAnswer>("DELETE", path));
+      announce(
+        `Message deleted: ${answer.deleting} ${answer.deleting === 1 ? "copy" : "copies"} to delete in Telegram.`,
+      );
+    });
+  };
+
+  return (
+    <div className="message-change">
+      {error ? (
+        <p className="field-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {editing ? (
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            void save();
+          }}
+        >
+          <label htmlFor="message-edit-text">New text</label>
+          <textarea
+            id="message-edit-text"
+            rows={4}
+            value={text}
+            onChange={(event) => setText(event.target.value)}
+          />
+          <p className="small muted">Every copy already sent is edited in its chat; its options stay.</p>
+          <button type="submit" disabled={busy || text.trim() === ""}>
+            Save the edit
+          </button>{" "}
+          <button type="button" className="secondary" onClick={() => setEditing(false)} disabled={busy}>
+            Cancel
+          </button>
+        </form>
+      ) : (
+        <p>
+          <button
+            type="button"
+            onClick={() => {
+              setText(message.text);
+              setEditing(true);
+            }}
+            disabled={busy}
+          >
+            Edit text
+          </button>{" "}
+          <button type="button" className="danger" onClick={() => void remove()} disabled={busy}>
+            Delete from every chat
+          </button>
+        </p>
+      )}
+    </div>
   );
 }
