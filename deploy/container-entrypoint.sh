@@ -15,10 +15,12 @@ data_dir=${DATA_DIR:-/data}
 if [ "$(id -u)" = 0 ]; then
   uid=$(id -u node)
   gid=$(id -g node)
-  # What cannot be changed (a read-only or root-squashed mount, a container without CAP_CHOWN)
-  # is said once, with the command that fixes it on the host.
+  # A symbolic link is given itself, never what it points at (-h): whoever wrote in DATA_DIR
+  # must not get root to hand them /etc/passwd. What cannot be changed (a read-only or
+  # root-squashed mount, a container without CAP_CHOWN) is said once, with the command that fixes
+  # it on the host.
   if ! { mkdir -p "$data_dir" &&
-    find "$data_dir" \! \( -user "$uid" -group "$gid" \) -exec chown "$uid:$gid" {} + &&
+    find "$data_dir" \! \( -user "$uid" -group "$gid" \) -exec chown -h "$uid:$gid" {} + &&
     case $(stat -c %A "$data_dir") in ?rwx*) ;; *) chmod u+rwx "$data_dir" ;; esac; }; then
     echo "dock-notify: cannot give DATA_DIR ($data_dir) to the node user (uid $uid, gid $gid)." \
       "Give it on the host: sudo chown -R $uid:$gid <the folder mounted at $data_dir>" >&2

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -73,11 +73,14 @@ async function serviceProcess(
   };
 }
 
-/** The owners (uids) of everything in a folder on this machine, the folder itself included. */
+/**
+ * The owners (uids) of everything in a folder on this machine, the folder itself included; a
+ * symbolic link's own owner, not its target's.
+ */
 function ownersIn(folder: string): Set<number> {
   return new Set([
-    statSync(folder).uid,
-    ...readdirSync(folder, { recursive: true }).map((name) => statSync(join(folder, String(name))).uid),
+    lstatSync(folder).uid,
+    ...readdirSync(folder, { recursive: true }).map((name) => lstatSync(join(folder, String(name))).uid),
   ]);
 }
 
@@ -239,9 +242,11 @@ describe("the container image", () => {
 
   it("takes a root-owned host folder as /data: gives it to node, and the database is written there", async () => {
     // A folder made on the host by root (mode 0700), as `mkdir data` under sudo or Docker makes
-    // one, with a file of root's in it already.
+    // one, with a file of root's in it already, and a link planted to get root to hand over a
+    // file of the container's own.
     const folder = mkdtempSync(join(tmpdir(), "dock-notify-bind-"));
     writeFileSync(join(folder, "notes.txt"), "kept\n");
+    symlinkSync("/etc/passwd", join(folder, "passwd"));
     expect(ownersIn(folder)).toEqual(new Set([0]));
     const name = `${NAME}-bind`;
     const port = await freePort();
@@ -274,6 +279,8 @@ describe("the container image", () => {
         expect.arrayContaining(["dock-notify.db", "encryption.key", "notes.txt"]),
       );
       expect(ownersIn(folder)).toEqual(new Set([NODE_UID]));
+      // The link was given itself: what it points at is still root's.
+      expect((await tool("podman", ["exec", name, "stat", "-c", "%u", "/etc/passwd"])).trim()).toBe("0");
       // A new container on the same host folder has the Dock.
       await tool("podman", ["stop", "--time", "20", name]);
       await tool("podman", ["rm", name]);
