@@ -4,6 +4,7 @@
 #   docker build -t dock-notify .        (or: podman build / buildah build)
 #   docker run -d -p 8080:8080 -v dock-notify:/data -e TELEGRAM_BOT_TOKEN=… -e PUBLIC_URL=… dock-notify
 #
+# Released images are built from this file unchanged (.github/workflows/release.yml).
 # See docs/deployment.md (compose.yaml, configuration, the sandbox in a container).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -32,9 +33,11 @@ COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/bin ./bin
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/web/dist ./web/dist
-RUN mkdir -p /data && chown node:node /data \
- && ln -s /app/bin/dock-notify.js /usr/local/bin/dock-notify
-USER node
+# The `dock-notify` command: it starts as root only to give /data to `node` (a bind-mounted host
+# folder is usually root's), then runs the service as `node` (deploy/container-entrypoint.sh).
+COPY deploy/container-entrypoint.sh /usr/local/bin/dock-notify
+RUN chmod 755 /usr/local/bin/dock-notify \
+ && mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \

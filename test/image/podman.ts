@@ -67,6 +67,21 @@ export async function tool(command: "podman" | "buildah", args: string[]): Promi
   }
 }
 
+/** Runs podman or buildah to its end, whatever its exit code: how a command that should fail failed. */
+export async function toolOutcome(
+  command: "podman" | "buildah",
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(command, args, { env: containerEnv, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const { code, stdout, stderr } = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof code !== "number") throw error;
+    return { code, stdout: stdout ?? "", stderr: stderr ?? "" };
+  }
+}
+
 /** Runs podman-compose with the container settings and `env` (the compose file's variables). */
 export async function composeTool(env: Record<string, string>, args: string[]): Promise<string> {
   try {
