@@ -1,12 +1,14 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import type { DockAudit } from "../store/audit.ts";
+import type { RefusedRequests } from "../store/refused-requests.ts";
 import { type AudienceRoutesOptions, audience } from "./console/audience.ts";
 import { audit } from "./console/audit.ts";
 import { coOwners } from "./console/co-owners.ts";
 import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
 import { owners } from "./console/owners.ts";
+import { refused } from "./console/refused.ts";
 import { type SignInOptions, signIn } from "./console/sign-in.ts";
 import { stream } from "./console/stream.ts";
 import type { SignedIn } from "./session.ts";
@@ -20,6 +22,8 @@ export type ConsoleApiOptions = SignInOptions &
     audit: DockAudit;
     /** The console's live stream (one per process). */
     live: LiveHub;
+    /** The Docks' refused requests, noted by the send doors. */
+    refused: RefusedRequests;
   };
 
 declare module "fastify" {
@@ -32,8 +36,8 @@ declare module "fastify" {
 /**
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
  * everything an owner does with their Docks (`console/docks.ts`), who may subscribe to them
- * (`console/audience.ts`), their co-owners (`console/co-owners.ts`) and audit logs
- * (`console/audit.ts`), who may own Docks (administrators:
+ * (`console/audience.ts`), their co-owners (`console/co-owners.ts`), audit logs
+ * (`console/audit.ts`) and refused requests (`console/refused.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). They share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
@@ -103,6 +107,12 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     docks: options.docks,
     coOwners: options.coOwners,
     audit: options.audit,
+    sessions: options.sessions,
+  });
+  await app.register(refused, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    refused: options.refused,
     sessions: options.sessions,
   });
   await app.register(owners, {

@@ -450,6 +450,24 @@ export interface DockAuditTable {
   detail: string | null;
 }
 
+/** A Dock's refused requests, a bounded ring of them (migration 0022). */
+export interface DockRefusalsTable {
+  id: Generated<number>;
+  dock_id: string;
+  first_at: Millis;
+  last_at: Millis;
+  /** How many refusals alike (door, format, code, message, credentials) the row stands for. */
+  count: number;
+  /** The send door, as its route's pattern (`/hook/{token}`: never the token). */
+  door: string;
+  format: string | null;
+  status: number;
+  code: string;
+  message: string;
+  /** `right`, `wrong` or `unchecked`: what the request's credentials were found to be. */
+  credentials: string;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -476,4 +494,5 @@ export interface Database {
   join_requests: JoinRequestsTable;
   dock_bans: DockBansTable;
   bot_notices: BotNoticesTable;
+  dock_refusals: DockRefusalsTable;
 }

@@ -45,6 +45,8 @@ export type {
   OkAnswer,
   OwnersAnswer,
   OwnerView,
+  RefusedAnswer,
+  RefusedRequestView,
   SessionAnswer,
   SignInCancelAnswer,
   SignInCheckAnswer,

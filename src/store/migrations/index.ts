@@ -19,6 +19,7 @@ import { githubCredentials } from "./0016-github-credentials.ts";
 import { privateDocks } from "./0017-private-docks.ts";
 import { coOwnersAudit } from "./0018-co-owners-audit.ts";
 import { unknownCopies } from "./0019-unknown-copies.ts";
+import { refusedRequests } from "./0022-refused-requests.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -41,6 +42,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0017-private-docks": privateDocks(db.spelling),
     "0018-co-owners-audit": coOwnersAudit(db.spelling),
     "0019-unknown-copies": unknownCopies(),
+    "0022-refused-requests": refusedRequests(db.spelling),
   };
 }
 
