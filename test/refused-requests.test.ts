@@ -115,7 +115,15 @@ describe.each(DIALECTS)("refused requests on %s", (dialect) => {
       code: "invalid_payload",
     });
 
-    const rows = await refusedBecome(alice, dock.id, 6);
+    // On /ping a text too long is refused before the key is looked at: not proof of the Dock's.
+    expect(
+      await post(
+        `${service.url}/ping`,
+        JSON.stringify({ dock_id: dock.id, secret_key: dock.secret_key, msg: "z".repeat(60) }),
+      ),
+    ).toEqual({ status: 413, code: "message_too_long" });
+
+    const rows = await refusedBecome(alice, dock.id, 7);
     const seen = rows.map((row) => [row.door, row.format, row.status, row.code, row.credentials]);
     expect(seen).toEqual(
       expect.arrayContaining([
@@ -125,10 +133,11 @@ describe.each(DIALECTS)("refused requests on %s", (dialect) => {
         ["/webhook/{format}", null, 400, "unknown_format", "right"],
         ["/webhook", null, 413, "message_too_long", "right"],
         ["/hook/{token}/{format}", "alertmanager", 400, "invalid_payload", "right"],
+        ["/ping", null, 413, "message_too_long", "unverified"],
       ]),
     );
-    expect(rows).toHaveLength(6);
-    const tooLong = rows.find((row) => row.code === "message_too_long");
+    expect(rows).toHaveLength(7);
+    const tooLong = rows.find((row) => row.code === "message_too_long" && row.door === "/webhook");
     expect(tooLong.message).toBe("msg is 51 UTF-16 code units long; the limit is 50.");
     for (const row of rows) {
       expect(row.count).toBe(1);
