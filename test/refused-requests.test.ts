@@ -241,6 +241,22 @@ describe.each(DIALECTS)("refused requests on %s", (dialect) => {
     expect((await bob.call("GET", `/docks/${unknown}/refused`)).status).toBe(404);
     expect(JSON.stringify(await refusedOf(alice, dock.id))).not.toContain(bobs.secret_key);
     expect(service.logs.text).not.toContain(bobs.secret_key);
+
+    // Deleted with the Dock; a refusal still naming it is kept nowhere.
+    expect((await alice.call("DELETE", `/docks/${dock.id}`)).status).toBe(200);
+    expect(
+      await post(
+        `${service.url}/ping`,
+        JSON.stringify({ dock_id: dock.id, secret_key: wrongKey, msg: "hi" }),
+      ),
+    ).toEqual({ status: 401, code: "unauthorized" });
+    await service.app.refused.flush();
+    const left = await service.db.kysely
+      .selectFrom("dock_refusals")
+      .select("id")
+      .where("dock_id", "in", [dock.id, unknown])
+      .execute();
+    expect(left).toEqual([]);
   });
 });
 

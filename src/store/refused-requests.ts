@@ -166,6 +166,23 @@ export class RefusedRequests {
           .execute();
         grown.add(refusal.dockId);
       }
+      const written = [...new Set(batch.map((refusal) => refusal.dockId))].filter((id) => existing.has(id));
+      if (written.length > 0) {
+        // The live stream's `refused` part: always forward, even twice in a millisecond.
+        const now = this.#now();
+        await tx
+          .updateTable("docks")
+          .set((eb) => ({
+            refused_at: eb
+              .case()
+              .when("refused_at", ">=", now)
+              .then(eb("refused_at", "+", 1))
+              .else(now)
+              .end(),
+          }))
+          .where("id", "in", written)
+          .execute();
+      }
       for (const dockId of grown) {
         await tx
           .deleteFrom("dock_refusals")

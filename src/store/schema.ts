@@ -50,6 +50,8 @@ export interface DocksTable {
    * store/dock-stamps.ts, audienceChanged): the console's live stream reads it with the Dock.
    */
   audience_at: Generated<Millis>;
+  /** Moved forward whenever refused requests of the Dock are written (the live stream's `refused`). */
+  refused_at: Generated<Millis>;
   created_at: Millis;
   updated_at: Millis;
 }

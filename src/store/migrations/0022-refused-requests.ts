@@ -17,8 +17,10 @@ import type { SchemaSpelling } from "../db.ts";
  *   a wrong key, credential or signature), `unverified` (refused before or apart from the check of
  *   its key: anyone who knows the Dock ID can cause it).
  *
- * `dock_refusals_dock` prunes a Dock's oldest rows; `dock_refusals_latest` gives the live stream the
- * Dock's latest refusal (its stamp's `refused` part) in one index read.
+ * `dock_refusals_dock` prunes a Dock's oldest rows. `docks.refused_at` is the live stream's
+ * `refused` part, moved forward by each write of a Dock's refusals: read from `dock_refusals` (the
+ * newest `last_at`, a correlated subquery) it made the stream's read a third slower
+ * (docs/benchmarks.md, bench:stamps), for one column here.
  *
  * No foreign key, like `dock_audit` (0018): rows are written in batches off the request's path, and
  * a Dock's rows are deleted with it (DockRepository.delete).
@@ -46,9 +48,8 @@ export function refusedRequests(spelling: SchemaSpelling) {
         .columns(["dock_id", "id"])
         .execute();
       await db.schema
-        .createIndex("dock_refusals_latest")
-        .on("dock_refusals")
-        .columns(["dock_id", "last_at"])
+        .alterTable("docks")
+        .addColumn("refused_at", "bigint", (c) => c.notNull().defaultTo(0))
         .execute();
     },
   };
