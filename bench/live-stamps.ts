@@ -1,9 +1,9 @@
 /**
  * bench:stamps — what the console's live stream costs the database each second: one read of
  * DockStamps.of() (store/dock-stamps.ts) for every Dock of the people watching, now that a stamp
- * also holds the Dock's audience (its invite links, join requests and bans: issue 37), against the
- * same read without it (the query as it was before, kept here as the baseline) in the same run,
- * taken in turns.
+ * also holds the Dock's latest refused request (issue 38), against the same read without it (the
+ * query as it was before, with the audience of issue 37, kept here as the baseline) in the same
+ * run, taken in turns.
  *
  *   npm run bench:stamps [-- --owners 50 --docks 20 --rounds 300 --database sqlite|postgres://…]
  */
@@ -41,7 +41,7 @@ const invites = new InviteLinkRepository(db, key);
 const requests = new JoinRequestRepository(db, { ttlMs: 7 * DAY_MS });
 const subscriptions = new SubscriptionRepository(db);
 
-// Each Dock: 5 subscribers, 2 invite links, a request waiting and 2 ended, a ban.
+// Each Dock: 5 subscribers, 2 invite links, a request waiting and 2 ended, a ban, 10 refused requests.
 let chat = 10_000_000;
 for (const owner of owners) {
   for (let d = 0; d < Number(values.docks); d++) {
@@ -81,17 +81,47 @@ for (const owner of owners) {
       .insertInto("dock_bans")
       .values({ dock_id: dock.id, chat_id: chat++, banned_by: owner, banned_at: Date.now() })
       .execute();
+    await db.kysely
+      .insertInto("dock_refusals")
+      .values(
+        Array.from({ length: 10 }, (_, i) => ({
+          dock_id: dock.id,
+          first_at: Date.now() - i * 1000,
+          last_at: Date.now() - i * 1000,
+          count: 1,
+          door: "/webhook",
+          format: null,
+          status: 400,
+          code: "invalid_json",
+          message: `The request body is not valid JSON (${i}).`,
+          credentials: "right",
+        })),
+      )
+      .execute();
   }
 }
 
-/** The stamp read as it was before issue 37: settings, subscribers, messages. */
+/** The stamp read as it was before issue 38: settings, subscribers, messages, audit, audience. */
 async function before(ownerIds: readonly number[]) {
   const since = dayOf(Date.now() - DAY_MS);
-  return db.kysely
+  const people = [...ownerIds];
+  const k = db.kysely;
+  const watched = k
     .selectFrom("docks")
+    .select(["docks.id as dock_id", "docks.owner_id as person"])
+    .where("docks.owner_id", "in", people)
+    .unionAll(
+      k
+        .selectFrom("co_owners")
+        .select(["co_owners.dock_id as dock_id", "co_owners.telegram_id as person"])
+        .where("co_owners.telegram_id", "in", people),
+    );
+  return k
+    .selectFrom(watched.as("w"))
+    .innerJoin("docks", "docks.id", "w.dock_id")
     .select((eb) => [
       "docks.id",
-      "docks.owner_id",
+      "w.person",
       "docks.updated_at",
       eb
         .selectFrom("subscriptions")
@@ -104,8 +134,13 @@ async function before(ownerIds: readonly number[]) {
         .whereRef("dock_days.dock_id", "=", "docks.id")
         .where("dock_days.day", ">=", since)
         .as("counted"),
+      eb
+        .selectFrom("dock_audit")
+        .select((a) => a.fn.max("dock_audit.id").as("id"))
+        .whereRef("dock_audit.dock_id", "=", "docks.id")
+        .as("audited"),
+      "docks.audience_at",
     ])
-    .where("docks.owner_id", "in", [...ownerIds])
     .execute();
 }
 
@@ -143,7 +178,7 @@ console.log("|---|---|---|---|");
 for (const name of ["before", "after"] as const) {
   const list = times[name];
   console.log(
-    `| ${name === "before" ? "before (settings, subscribers, messages)" : "after (… and audience)"} | ${percentile(list, 50).toFixed(2)} | ${percentile(list, 90).toFixed(2)} | ${percentile(list, 99).toFixed(2)} |`,
+    `| ${name === "before" ? "before (settings, subscribers, messages, audit, audience)" : "after (… and refused)"} | ${percentile(list, 50).toFixed(2)} | ${percentile(list, 90).toFixed(2)} | ${percentile(list, 99).toFixed(2)} |`,
   );
 }
 await db.close();

@@ -56,6 +56,7 @@ import { Outbox } from "./store/outbox.ts";
 import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
+import { RefusedRequests } from "./store/refused-requests.ts";
 import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
@@ -134,6 +135,8 @@ export interface App {
   audit: DockAudit;
   /** The console's live streams and their shared ticker. */
   live: LiveHub;
+  /** The send doors' refusals, kept for the Docks' consoles (flush writes what waits). */
+  refused: RefusedRequests;
   /** Where Docks' templates are rendered and long texts parsed: a thread of its own, with a hard deadline. */
   payloadThread: PayloadThread;
   /**
@@ -297,6 +300,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
     perAddressBytes: Math.max(maxInboundBodyBytes, Math.floor(config.unauthenticatedBodiesMaxBytes / 4)),
   });
   registerHeldBodiesGauge(metrics, () => unauthenticatedBodies.held);
+  const refused = new RefusedRequests(db, {
+    now,
+    onError: (error) =>
+      server.log.warn({ err: error }, "could not write the refused requests of the last second"),
+  });
+  // What waits is written as the server closes, before the database does.
+  server.addHook("onClose", async () => refused.close());
   await server.register(sendApi, {
     docks,
     intake,
@@ -309,6 +319,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     databaseTimeoutMs: config.databaseTimeoutMs,
     payloadThread,
     unauthenticatedBodies,
+    refused,
   });
 
   const live = new LiveHub({
@@ -334,6 +345,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     report: outboxViews,
     activity,
     live,
+    refused,
     publicUrl: config.publicUrl,
     sandbox: telegram.sandbox,
     // The bot learns its username from getMe when it starts (known at once in the sandbox).
@@ -520,6 +532,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     coOwners,
     audit,
     live,
+    refused,
     async claimLink() {
       if (!(await owners.awaitsClaim())) return null;
       const { token } = await owners.createClaim();

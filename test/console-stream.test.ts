@@ -171,6 +171,19 @@ describe.each(DIALECTS)("the console's live stream on %s", (dialect) => {
     await live.after(mark, isDock(dock.id, "subscribers"), "a dock event for the removed subscriber");
   });
 
+  it("a refused request is a dock event naming refused, and nothing else", async () => {
+    const dock = await createDock(alice, live, "Refusing");
+    const mark = live.mark();
+    const refused = await fetch(`${service.url}/webhook`, {
+      method: "POST",
+      headers: { authorization: basic(dock.id, dock.secret_key), "content-type": "application/json" },
+      body: "{",
+    });
+    expect(refused.status).toBe(400);
+    const told = await live.after(mark, isDock(dock.id, "refused"), "a dock event for the refusal");
+    expect(told.data.changed).toEqual(["refused"]);
+  });
+
   it("editing, rotating and hook tokens are dock events; creating and deleting a Dock is docks", async () => {
     const dock = await createDock(alice, live, "Settings");
     for (const [method, path, body] of [

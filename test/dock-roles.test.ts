@@ -101,6 +101,14 @@ function table(service: () => RunningService): Row[] {
       audited: false,
     },
     {
+      action: "read its refused requests",
+      method: "GET",
+      path: () => "/refused",
+      allowed: EVERYONE,
+      status: 200,
+      audited: false,
+    },
+    {
       action: "read its audit log",
       method: "GET",
       path: () => "/audit",

@@ -1,6 +1,7 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance } from "fastify";
 import type { DockAudit } from "../store/audit.ts";
+import type { RefusedRequests } from "../store/refused-requests.ts";
 import type { SandboxDocks } from "../store/sandbox-docks.ts";
 import { type AudienceRoutesOptions, audience } from "./console/audience.ts";
 import { audit } from "./console/audit.ts";
@@ -9,6 +10,7 @@ import { type DocksOptions, docks } from "./console/docks.ts";
 import type { LiveHub } from "./console/live.ts";
 import { type MessageChangeRoutesOptions, messageChanges } from "./console/message-changes.ts";
 import { owners } from "./console/owners.ts";
+import { refused } from "./console/refused.ts";
 import { type SignInOptions, signIn } from "./console/sign-in.ts";
 import { stream } from "./console/stream.ts";
 import type { SignedIn } from "./session.ts";
@@ -25,6 +27,8 @@ export type ConsoleApiOptions = SignInOptions &
     live: LiveHub;
     /** The Docks of the sandbox's people, offered to administrators on a real bot. */
     sandboxDocks: SandboxDocks;
+    /** The Docks' refused requests, noted by the send doors. */
+    refused: RefusedRequests;
   };
 
 declare module "fastify" {
@@ -38,7 +42,7 @@ declare module "fastify" {
  * The control console's JSON API under `/console/api`: sign-in and sessions (`console/sign-in.ts`),
  * everything an owner does with their Docks (`console/docks.ts`), who may subscribe to them
  * (`console/audience.ts`), their messages edited or deleted (`console/message-changes.ts`), their co-owners (`console/co-owners.ts`) and audit logs
- * (`console/audit.ts`), who may own Docks (administrators:
+ * (`console/audit.ts`), refused requests (`console/refused.ts`), who may own Docks (administrators:
  * `console/owners.ts`) and the live stream of their
  * changes (`console/stream.ts`). They share what is set up
  * here: cookies, `request.signedIn`, and answers that are never cached. Every state-changing route
@@ -116,6 +120,12 @@ export async function consoleApi(app: FastifyInstance, options: ConsoleApiOption
     docks: options.docks,
     coOwners: options.coOwners,
     audit: options.audit,
+    sessions: options.sessions,
+  });
+  await app.register(refused, {
+    docks: options.docks,
+    coOwners: options.coOwners,
+    refused: options.refused,
     sessions: options.sessions,
   });
   await app.register(owners, {

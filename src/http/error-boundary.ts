@@ -113,6 +113,9 @@ export const errorBoundary = fp(
         );
       } else if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
       options.onRefused(apiError.code);
+      // The request's one log line says which error it was answered (never its message: it may
+      // quote what the client sent).
+      request.logFields = { ...request.logFields, code: apiError.code };
       return reply.code(apiError.status).headers(apiError.headers).send(apiError.body);
     });
     app.setNotFoundHandler(async (request, reply) => {

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { type Attempt, AttemptLimiter, addressKey } from "../domain/attempts.ts";
-import { MESSAGE_ID_PATTERN } from "../domain/ids.ts";
+import { DOCK_ID_PATTERN, MESSAGE_ID_PATTERN } from "../domain/ids.ts";
 import {
   decodeHeaderValue,
   FORMATS,
@@ -21,14 +21,17 @@ import { CREDENTIAL_PREFIX } from "../domain/secrets.ts";
 import { perMinuteBuckets } from "../domain/token-bucket.ts";
 import type { Intake } from "../intake.ts";
 import type { Inbound } from "../integrations/inbound.ts";
+import { scrubToken } from "../log.ts";
 import { type CopyChange, changeState } from "../store/copy-changes.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
 import { deadlinePassed } from "../store/faults.ts";
 import type { CurrentMessage, MessageChanges } from "../store/message-changes.ts";
 import type { MessageStatus, OutboxViews } from "../store/outbox-views.ts";
+import type { RefusedCredentials, RefusedRequests } from "../store/refused-requests.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
 import type { BodyBudget } from "./body-budget.ts";
+import { toApiError } from "./error-boundary.ts";
 import { ApiError, errorAnswer, fieldsRefused } from "./errors.ts";
 import {
   detectedFormat,
@@ -96,6 +99,49 @@ export interface SendApiOptions {
   payloadThread: PayloadThread;
   /** What holds the bodies read before their sender is known (GitHub's signed deliveries). */
   unauthenticatedBodies: BodyBudget;
+  /** Where the send doors' refusals are kept for the Docks' consoles. */
+  refused: RefusedRequests;
+}
+
+/** The send doors, by their route, as a refusal names them (a pattern: never a hook token). */
+const DOORS: Record<string, string> = {
+  "/ping": "/ping",
+  "/webhook": "/webhook",
+  "/webhook/:format": "/webhook/{format}",
+  "/webhook/:format/:dock_id": "/webhook/{format}/{dock_id}",
+  "/hook/:token": "/hook/{token}",
+  "/hook/:token/:format": "/hook/{token}/{format}",
+};
+
+/** A refusal's message as it is kept: nothing shaped like a secret, and not a whole payload's worth. */
+const MAX_REFUSAL_MESSAGE = 500;
+
+/**
+ * The Dock a refused request named, if it named one well-formed: the path's, the HTTP Basic user
+ * name, /ping's `dock_id`. Read the same way whether or not such a Dock exists.
+ */
+function claimedDockId(request: FastifyRequest): string | null {
+  const candidates = [
+    (request.params as Record<string, unknown> | undefined)?.dock_id,
+    parseBasicAuth(request.headers.authorization)?.user,
+    typeof request.body === "object" && request.body !== null && !Buffer.isBuffer(request.body)
+      ? (request.body as Record<string, unknown>).dock_id
+      : undefined,
+  ];
+  for (const candidate of candidates) {
+    if (typeof candidate === "string" && DOCK_ID_PATTERN.test(candidate)) return candidate;
+  }
+  return null;
+}
+
+/** The integration format a refused request was read as, or named (only a format the service reads). */
+function refusedFormat(request: FastifyRequest): string | null {
+  if (request.inboundFormat !== null) return request.inboundFormat;
+  const named = [
+    (request.params as Record<string, unknown> | undefined)?.format,
+    (request.query as Record<string, unknown> | undefined)?.format,
+  ];
+  return (named.find((format) => isInboundFormat(format)) as string | undefined) ?? null;
 }
 
 /**
@@ -446,6 +492,43 @@ export async function sendApi(app: FastifyInstance, options: SendApiOptions): Pr
   app.decorateRequest("inboundSkip", null);
   app.decorateRequest("inboundFormat", null);
   app.decorateRequest("signedBody", null);
+
+  /**
+   * A send door's 4xx: its log line gets the door, the Dock and the format (the error boundary adds
+   * the code), and the Dock's console its entry (RefusedRequests). Every refusal takes the same
+   * steps whether or not the Dock it names exists: noting it is counting in memory, and the write
+   * that follows, off the request's path, drops the Docks that do not exist.
+   */
+  app.addHook("onError", (request, _reply, error, done) => {
+    const door = DOORS[request.routeOptions.url ?? ""];
+    const refusal = door === undefined ? null : toApiError(error, options.maxBodyBytes);
+    if (door === undefined || refusal === null || refusal.status < 400 || refusal.status >= 500) {
+      done();
+      return;
+    }
+    const dockId = request.dock?.id ?? claimedDockId(request);
+    const format = refusedFormat(request);
+    const credentials: RefusedCredentials =
+      refusal.code === "unauthorized" ? "wrong" : request.dock !== null ? "right" : "unverified";
+    request.logFields = {
+      ...request.logFields,
+      door,
+      ...(dockId === null ? {} : { dockId, credentials }),
+      ...(format === null ? {} : { format }),
+    };
+    if (dockId !== null) {
+      options.refused.note({
+        dockId,
+        door,
+        format,
+        status: refusal.status,
+        code: refusal.code,
+        message: scrubToken(refusal.message, "").slice(0, MAX_REFUSAL_MESSAGE),
+        credentials,
+      });
+    }
+    done();
+  });
 
   /** The 429 for a client address with too many failed authentications, if it has. */
   const blockedError = (request: FastifyRequest) => {

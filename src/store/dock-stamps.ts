@@ -6,10 +6,10 @@ import type { Database } from "./schema.ts";
 /**
  * What a stamp is made of, in its order: the Dock's own row (its fields, key, hook token, template),
  * its subscriptions, its messages and copies (the activity counts), its audit log (the newest
- * entry: every change of its team, who joined through an invitation, is written there), and who
- * may join (its invite links, join requests and bans).
+ * entry: every change of its team, who joined through an invitation, is written there), who
+ * may join (its invite links, join requests and bans), and its refused requests (the latest).
  */
-export const STAMP_PARTS = ["settings", "subscribers", "messages", "audit", "audience"] as const;
+export const STAMP_PARTS = ["settings", "subscribers", "messages", "audit", "audience", "refused"] as const;
 export type StampPart = (typeof STAMP_PARTS)[number];
 
 /**
@@ -30,10 +30,12 @@ export interface DockStamp {
  * edits, rotations, hook token), its subscriptions (the newest `updated_at`: joins, leaves, blocks,
  * removals, a group's new title), its activity counts of today and yesterday (messages accepted
  * and changed, copies settled; counted in the transactions that make them, rollups.ts) and its
- * newest audit entry, so changes made by any process are seen. One part is
- * written for the stream's sake, its audience (`docks.audience_at`, moved by audienceChanged with
+ * newest audit entry, so changes made by any process are seen. Two parts are
+ * written for the stream's sake: its audience (`docks.audience_at`, moved by audienceChanged with
  * every change of its invite links, join requests and bans): read from those three tables it
- * tripled the stream's read (docs/benchmarks.md, bench:stamps), and such changes are rare.
+ * tripled the stream's read (docs/benchmarks.md, bench:stamps), and such changes are rare; and its
+ * refused requests (`docks.refused_at`, moved with each write of them, RefusedRequests), which
+ * read from `dock_refusals` made the read a third slower.
  */
 export class DockStamps {
   readonly #db: Db;
@@ -88,12 +90,13 @@ export class DockStamps {
           .whereRef("dock_audit.dock_id", "=", "docks.id")
           .as("audited"),
         "docks.audience_at",
+        "docks.refused_at",
       ])
       .execute();
     const stamps = rows.map((row) => ({
       id: row.id,
       personId: Number(row.person),
-      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audited ?? 0}/${row.audience_at}`,
+      stamp: `${row.updated_at}/${row.subscribed ?? 0}/${row.counted ?? 0}/${row.audited ?? 0}/${row.audience_at}/${row.refused_at}`,
     }));
     return stamps;
   }

@@ -638,9 +638,10 @@ export class DockRepository {
       if (dock === undefined) return false;
       await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
       const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
-      // Not by a foreign key's cascade (migrations 0011 and 0018 say why).
+      // Not by a foreign key's cascade (migrations 0011, 0018 and 0021 say why).
       await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();
       await tx.deleteFrom("dock_audit").where("dock_id", "=", id).execute();
+      await tx.deleteFrom("dock_refusals").where("dock_id", "=", id).execute();
       return result.numDeletedRows > 0n;
     });
   }

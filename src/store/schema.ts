@@ -50,6 +50,8 @@ export interface DocksTable {
    * store/dock-stamps.ts, audienceChanged): the console's live stream reads it with the Dock.
    */
   audience_at: Generated<Millis>;
+  /** Moved forward whenever refused requests of the Dock are written (the live stream's `refused`). */
+  refused_at: Generated<Millis>;
   created_at: Millis;
   updated_at: Millis;
 }
@@ -457,6 +459,24 @@ export interface DockAuditTable {
   detail: string | null;
 }
 
+/** A Dock's refused requests, a bounded ring of them (migration 0021). */
+export interface DockRefusalsTable {
+  id: Generated<number>;
+  dock_id: string;
+  first_at: Millis;
+  last_at: Millis;
+  /** How many refusals alike (door, format, code, message, credentials) the row stands for. */
+  count: number;
+  /** The send door, as its route's pattern (`/hook/{token}`: never the token). */
+  door: string;
+  format: string | null;
+  status: number;
+  code: string;
+  message: string;
+  /** `right`, `wrong` or `unchecked`: what the request's credentials were found to be. */
+  credentials: string;
+}
+
 export interface Database {
   users: UsersTable;
   docks: DocksTable;
@@ -483,4 +503,5 @@ export interface Database {
   join_requests: JoinRequestsTable;
   dock_bans: DockBansTable;
   bot_notices: BotNoticesTable;
+  dock_refusals: DockRefusalsTable;
 }

@@ -47,6 +47,8 @@ export type {
   OkAnswer,
   OwnersAnswer,
   OwnerView,
+  RefusedAnswer,
+  RefusedRequestView,
   SandboxDocksAnswer,
   SandboxDockView,
   SessionAnswer,

@@ -5,11 +5,31 @@ import { api, type DockEvent, type DockPart, ServiceError } from "./api.ts";
 const GATHER_MS = 250;
 /** The first wait before opening the stream again after the service refused it; doubled up to the last. */
 const REOPEN_MS = [5000, 10_000, 20_000, 40_000, 60_000];
-const ALL_PARTS: readonly DockPart[] = ["settings", "subscribers", "messages", "audit", "audience"];
+const ALL_PARTS: readonly DockPart[] = [
+  "settings",
+  "subscribers",
+  "messages",
+  "audit",
+  "audience",
+  "refused",
+];
 
 /** Per part of a Dock, how often it changed. */
 type PartVersions = Readonly<Record<DockPart, number>>;
-const UNCHANGED: PartVersions = { settings: 0, subscribers: 0, messages: 0, audit: 0, audience: 0 };
+/**
+ * The parts read by default: all but the refused requests, which only their own section shows (a
+ * Dock refusing a flood of requests would otherwise make every page read again each second).
+ */
+const SHOWN_PARTS: readonly DockPart[] = ALL_PARTS.filter((part) => part !== "refused");
+
+const UNCHANGED: PartVersions = {
+  settings: 0,
+  subscribers: 0,
+  messages: 0,
+  audit: 0,
+  audience: 0,
+  refused: 0,
+};
 
 interface Versions {
   /** Goes up each time the stream opens again: everything may have changed while it was closed. */
@@ -138,7 +158,7 @@ export function LiveProvider({ children, onSignedOut }: { children: ReactNode; o
  * list's: a Dock deleted elsewhere is a change of the list): put it in an effect's dependencies.
  * A part that shows only the Dock's settings need not read again at every message.
  */
-export function useDockVersion(id: string, parts: readonly DockPart[] = ALL_PARTS): string {
+export function useDockVersion(id: string, parts: readonly DockPart[] = SHOWN_PARTS): string {
   const { docks, epoch, list } = useContext(LiveContext);
   const versions = docks.get(id) ?? UNCHANGED;
   return `${epoch}.${list}.${parts.map((part) => versions[part]).join(".")}`;
@@ -148,7 +168,7 @@ export function useDockVersion(id: string, parts: readonly DockPart[] = ALL_PART
 export function useListVersion(): string {
   const { docks, list, epoch } = useContext(LiveContext);
   let events = 0;
-  for (const versions of docks.values()) for (const part of ALL_PARTS) events += versions[part];
+  for (const versions of docks.values()) for (const part of SHOWN_PARTS) events += versions[part];
   return `${epoch}.${list}.${events}`;
 }
 

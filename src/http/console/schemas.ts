@@ -701,6 +701,34 @@ export const auditAnswer = Type.Object({
 });
 export type AuditAnswer = Static<typeof auditAnswer>;
 
+/** One row of a Dock's refused requests: one refusal, or repeats of it (`count`). */
+export const refusedRequestSchema = Type.Object({
+  id: Type.Integer(),
+  first_at: time,
+  last_at: { ...time, description: "The latest refusal the row counts (milliseconds since the Unix epoch)." },
+  count: Type.Integer({ description: "How many refusals alike (each within a minute of the one before)." }),
+  door: Type.String({ description: "The send door, as its route: /ping, /webhook/{format}, /hook/{token}…" }),
+  format: Type.Union([Type.String(), Type.Null()], {
+    description: "The integration format the body was read as, or named; null: none.",
+  }),
+  status: Type.Integer(),
+  code: Type.String({ description: "The error code answered (docs/api.md lists them)." }),
+  message: Type.String({ description: "The message answered; never a secret." }),
+  credentials: Type.Union([Type.Literal("right"), Type.Literal("wrong"), Type.Literal("unverified")], {
+    description:
+      "right: the request proved it was the Dock's; wrong: it named the Dock with a wrong key, credential or signature; unverified: refused before or apart from the check of its key (anyone who knows the Dock ID can cause it).",
+  }),
+});
+export type RefusedRequestView = Static<typeof refusedRequestSchema>;
+
+/** `GET /docks/{id}/refused`: the Dock's refused requests, the latest first. */
+export const refusedAnswer = Type.Object({
+  ok,
+  refused: Type.Array(refusedRequestSchema),
+  limit: Type.Integer({ description: "How many rows a Dock keeps (its newest)." }),
+});
+export type RefusedAnswer = Static<typeof refusedAnswer>;
+
 /** `POST /sign-in`: the single-use link to the bot, also as a QR code. */
 export const signInStartAnswer = Type.Object({
   ok,
@@ -902,4 +930,4 @@ export interface DockEvent {
   changed: DockPart[];
 }
 /** A part of a Dock the live stream tells apart (store/dock-stamps.ts's STAMP_PARTS). */
-export type DockPart = "settings" | "subscribers" | "messages" | "audit" | "audience";
+export type DockPart = "settings" | "subscribers" | "messages" | "audit" | "audience" | "refused";

@@ -20,6 +20,7 @@ import { privateDocks } from "./0017-private-docks.ts";
 import { coOwnersAudit } from "./0018-co-owners-audit.ts";
 import { unknownCopies } from "./0019-unknown-copies.ts";
 import { sandboxOwners } from "./0020-sandbox-owners.ts";
+import { refusedRequests } from "./0021-refused-requests.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -43,6 +44,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0018-co-owners-audit": coOwnersAudit(db.spelling),
     "0019-unknown-copies": unknownCopies(),
     "0020-sandbox-owners": sandboxOwners(),
+    "0021-refused-requests": refusedRequests(db.spelling),
   };
 }
 

@@ -12,6 +12,7 @@ import { CoOwnersTab, ROLES } from "./CoOwnersTab.tsx";
 import { Integrations } from "./Integrations.tsx";
 import { MessageDetail } from "./MessageDetail.tsx";
 import { MessagesTab } from "./MessagesTab.tsx";
+import { RefusedTab } from "./RefusedTab.tsx";
 import { may, type SecretDock, secretDock } from "./roles.ts";
 import { SendTab } from "./SendTab.tsx";
 import { SettingsTab } from "./SettingsTab.tsx";
@@ -41,8 +42,8 @@ const PHONE = window.matchMedia("(max-width: 480px)");
 
 /**
  * One Dock: its name and what subscribing takes (Open in Telegram, the Dock ID, the subscribe link)
- * on top, then one section at a time — Send, Subscribers, Messages, Activity, Integrations,
- * Settings, Co-owners, Audit log — each at its own address, those the person's role on the Dock
+ * on top, then one section at a time — Send, Subscribers, Messages, Activity, Refused,
+ * Integrations, Settings, Co-owners, Audit log — each at its own address, those the person's role on the Dock
  * allows. Follows the live stream; a Dock deleted elsewhere sends the
  * person back to the list, saying why.
  */
@@ -285,6 +286,7 @@ function LoadedDock({
           <MessageDetail dock={dock} messageId={messageId} guarded={guarded} />
         )}
         {shown && tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
+        {shown && tab === "refused" && <RefusedTab dock={dock} guarded={guarded} />}
         {shown && tab === "integrations" && secrets && (
           <Integrations dock={secrets} actions={actions} onChanged={setDock} />
         )}
