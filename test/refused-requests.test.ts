@@ -289,7 +289,7 @@ describe.skipIf(!chromiumPath)("the Refused section in Chromium", () => {
     ]);
     const page = await context.newPage();
     const problems = pageProblems(page);
-    await page.goto(`${service.url}/console/#/docks/${dock.id}/refused`);
+    await page.goto(`${service.url}/console/#/docks/${dock.id}/activity`);
     await page.getByRole("heading", { name: "Refused requests" }).waitFor();
     await page.getByText("Nothing refused").waitFor();
     expect(await accessibilityProblems(page)).toEqual([]);

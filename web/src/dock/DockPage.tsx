@@ -42,7 +42,7 @@ const PHONE = window.matchMedia("(max-width: 480px)");
 
 /**
  * One Dock: its name and what subscribing takes (Open in Telegram, the Dock ID, the subscribe link)
- * on top, then one section at a time — Send, Subscribers, Messages, Activity, Refused,
+ * on top, then one section at a time — Send, Subscribers, Messages, Activity (with the refused requests),
  * Integrations, Settings, Co-owners, Audit log — each at its own address, those the person's role on the Dock
  * allows. Follows the live stream; a Dock deleted elsewhere sends the
  * person back to the list, saying why.
@@ -285,8 +285,13 @@ function LoadedDock({
         {shown && tab === "messages" && messageId !== null && (
           <MessageDetail dock={dock} messageId={messageId} guarded={guarded} />
         )}
-        {shown && tab === "activity" && <ActivityTab dock={dock} guarded={guarded} />}
-        {shown && tab === "refused" && <RefusedTab dock={dock} guarded={guarded} />}
+        {shown && tab === "activity" && (
+          <>
+            <ActivityTab dock={dock} guarded={guarded} />
+            {/* Beside what was accepted, what was turned down: "why didn't it arrive?" */}
+            <RefusedTab dock={dock} guarded={guarded} />
+          </>
+        )}
         {shown && tab === "integrations" && secrets && (
           <Integrations dock={secrets} actions={actions} onChanged={setDock} />
         )}
