@@ -76,7 +76,8 @@ describe("sandbox mode in the service", () => {
         done();
       },
     });
-    const config = loadConfig({ DATABASE_URL: "sqlite::memory:", LOG_LEVEL: "info" });
+    // Debug: the built-in sandbox logs its own bot's calls that succeed at debug, not info.
+    const config = loadConfig({ DATABASE_URL: "sqlite::memory:", LOG_LEVEL: "debug" });
     const db = await openDb(config.databaseUrl);
     await migrate(db);
     const app = await createApp({ config, db, encryptionKey: KEY, logStream });
@@ -141,6 +142,37 @@ describe("dock-notify sandbox", () => {
       expect(limits.rate_limits).toBe(false);
       // Only the sandbox: the service's API is not here.
       expect((await fetch(`http://127.0.0.1:${port}/ping`, { method: "POST" })).status).toBe(404);
+    } finally {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    }
+  });
+
+  it("answers to TELEGRAM_BOT_TOKEN when it is set, and refuses the public token, as Telegram would", async () => {
+    const token = "4242424242:AAH-rehearsalOfARealBotToken_0123456789";
+    const bin = new URL("../bin/dock-notify.js", import.meta.url).pathname;
+    const child = spawn(process.execPath, [bin, "sandbox"], {
+      env: { ...process.env, PORT: "0", LOG_LEVEL: "info", TELEGRAM_BOT_TOKEN: token },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      let ready: { port?: number; answersTo?: string } = {};
+      const lines: string[] = [];
+      for await (const line of createInterface({ input: child.stdout })) {
+        lines.push(line);
+        const entry = JSON.parse(line) as { msg?: string; port?: number; answersTo?: string };
+        if (entry.msg?.startsWith("Telegram sandbox is ready")) {
+          ready = entry;
+          break;
+        }
+      }
+      expect(ready.answersTo).toBe("TELEGRAM_BOT_TOKEN");
+      const root = `http://127.0.0.1:${ready.port}/sandbox`;
+      expect((await new Api(token, { apiRoot: root }).getMe()).username).toBe(SANDBOX_BOT_USERNAME);
+      const refused = await fetch(`${root}/bot${SANDBOX_BOT_TOKEN}/getMe`);
+      expect(refused.status).toBe(401);
+      expect(lines.join("\n")).not.toContain("rehearsalOfARealBotToken");
     } finally {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");

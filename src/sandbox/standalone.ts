@@ -39,6 +39,9 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
     prefix: "/sandbox",
     rateLimits: config.sandboxRateLimits,
     historyLimit: config.sandboxHistoryLimit,
+    // A rehearsal of going live: the sandbox answers to the token the service will be given, and
+    // refuses the public one (401), as Telegram would.
+    ...(config.telegramBotToken === null ? {} : { token: config.telegramBotToken }),
   });
   return server;
 }
@@ -69,7 +72,12 @@ export async function runSandbox(config: Config, logStream?: DestinationStream):
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = servedUrl(config, port);
   server.log.info(
-    { bot: SANDBOX_BOT_USERNAME, rateLimits: config.sandboxRateLimits, port },
+    {
+      bot: SANDBOX_BOT_USERNAME,
+      answersTo: config.telegramBotToken === null ? "the sandbox's public token" : "TELEGRAM_BOT_TOKEN",
+      rateLimits: config.sandboxRateLimits,
+      port,
+    },
     `Telegram sandbox is ready: chat page ${url}/sandbox · Bot API root ${url}/sandbox`,
   );
 }
