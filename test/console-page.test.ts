@@ -12,6 +12,7 @@ describe("console page and security headers", () => {
   it("/ and /console send visitors to the console", async () => {
     for (const path of ["/", "/console"]) {
       const response = await fetch(`${service.url}${path}`, { redirect: "manual" });
+      await response.arrayBuffer();
       expect(response.status).toBe(302);
       expect(response.headers.get("location")).toBe("/console/");
     }
@@ -37,12 +38,16 @@ describe("console page and security headers", () => {
 
     const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
     const asset = await fetch(`${service.url}${script}`);
+    // Read to the end: a body left unread holds its connection (the server's write waits on it),
+    // and closing the service then waits for that connection (the afterAll hook once hung 60 s).
+    await asset.arrayBuffer();
     expect(asset.status).toBe(200);
     expect(asset.headers.get("cache-control")).toContain("immutable");
   });
 
   it("/docs has a policy of its own: Swagger UI's files only, no inline code, no framing", async () => {
     const response = await fetch(`${service.url}/docs`);
+    await response.arrayBuffer();
     expect(response.status).toBe(200);
     const csp = response.headers.get("content-security-policy") ?? "";
     expect(csp).toContain("script-src 'self';");
@@ -75,6 +80,7 @@ describe("console page and security headers", () => {
       ["/messages/msg_x", {}],
     ] as const) {
       const response = await fetch(`${service.url}${path}`, init);
+      await response.arrayBuffer();
       expect(response.status, path).toBeGreaterThanOrEqual(400);
       expect(response.headers.get("content-security-policy")).toBe(
         "default-src 'none'; frame-ancestors 'none'",
@@ -87,6 +93,7 @@ describe("console page and security headers", () => {
     }
     // Everything else keeps the page set.
     const health = await fetch(`${service.url}/healthz`);
+    await health.arrayBuffer();
     expect(health.headers.get("content-security-policy")).toContain("default-src 'self'");
     expect(health.headers.get("x-dns-prefetch-control")).toBe("off");
   });
@@ -95,9 +102,11 @@ describe("console page and security headers", () => {
     const https = await startService("sqlite", { PUBLIC_URL: "https://notify.example.com" });
     try {
       const response = await fetch(`${https.url}/console/`);
+      await response.arrayBuffer();
       expect(response.headers.get("content-security-policy")).toContain("upgrade-insecure-requests");
       expect(response.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
       const api = await fetch(`${https.url}/ping`, { method: "POST", body: "{}" });
+      await api.arrayBuffer();
       expect(api.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
     } finally {
       await https.close();
