@@ -126,6 +126,26 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
         await killed;
         return { id, orphan };
       },
+      /**
+       * Holds Telegram's answer to the first copy sent to `chat` (the copy is in the chat already)
+       * until `release` is called: the window between "Telegram answered" and "outcome recorded".
+       */
+      holdAnswer(chat: number): { held: Promise<Json>; release: () => void } {
+        let release = () => {};
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        const held = new Promise<Json>((resolve) => {
+          fault = async (method, answer: Json) => {
+            if (method !== "sendmessage" || answer.result?.chat?.id !== chat) return;
+            if (!answer.result.text.startsWith("Pager\n")) return;
+            fault = null;
+            resolve(answer.result);
+            await released;
+          };
+        });
+        return { held, release };
+      },
       async restart(): Promise<void> {
         url = await start();
       },
@@ -235,6 +255,43 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
       for (const chat of s.chats) if ((await s.shown(chat)).length > 0) return undefined;
       return true;
     });
+  }, 120_000);
+
+  it("a press on a copy whose answer is still on its way: the copy is the one on record, edited to say who acknowledged, never removed as a stray", async ({
+    onTestFinished,
+  }) => {
+    const s = await scene(onTestFinished, 1);
+    const [ann] = s.chats as [number];
+    const { held, release } = s.holdAnswer(ann);
+    const { message_id: id } = await s.send({ msg: "disk 97% on db-2", ack: true });
+    const copy = await held;
+    // Ann presses at once: the copy is in her chat, its outcome not yet recorded.
+    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${copy.message_id}/press`, {
+      callback_data: `ack:${id}`,
+    });
+    const answered = await waitFor("the press answered", async () => {
+      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
+      return query.body.answer?.text;
+    });
+    expect(answered).toContain("Acknowledged");
+    release();
+    await waitFor("the copy edited to say who acknowledged", async () =>
+      (await s.liveButtons(id)).length === 0 ? true : undefined,
+    );
+    const record = await waitFor("the copy settled, no stray on record", async () => {
+      const now = await s.copyOf(id, ann);
+      return now.state === "sent" && now.stray_telegram_message_ids.length === 0 && now.revision === 2
+        ? now
+        : undefined;
+    });
+    expect(record).toMatchObject({
+      telegram_message_ids: [copy.message_id],
+      attempts: 1,
+      unknown_attempts: 0,
+    });
+    const shown = await s.shown(ann);
+    expect(shown.map((m) => m.message_id)).toEqual([copy.message_id]);
+    expect(shown[0].text).toContain("✔ Acknowledged by Pager reader 0");
   }, 120_000);
 
   it("a press on the copy sent again acknowledges; the orphan's button, pressed later, only says who was first, and the orphan goes", async ({

@@ -502,8 +502,11 @@ export class Dispatcher {
     const edited = await this.#editCopy(delivery, copy?.telegramIds ?? [], parts, progress, calls);
     // Then the copy's strays (messages of attempts whose outcome was unknown, that Telegram named
     // since) go, where Telegram lets them; one it will not delete shows what the copy's last part
-    // shows (with its buttons), so that no stale Acknowledge button stays.
+    // shows (with its buttons), so that no stale Acknowledge button stays. A copy's own message is
+    // never one of them (Outbox.sent drops it), but is skipped all the same: it must not go.
+    const own = new Set([...(copy?.telegramIds ?? []), ...edited.telegramIds]);
     for (const id of strays) {
+      if (own.has(id)) continue;
       try {
         await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
       } catch (error) {

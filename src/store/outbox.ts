@@ -580,7 +580,18 @@ export class Outbox {
         now,
       );
       if (written === undefined) return false;
-      await converge(tx, delivery.id, delivery.messageId, revision, now, written.stray_ids !== null);
+      // A press while this answer was on its way named the copy's own message before it was on
+      // record (acknowledge took it for a stray): it is the copy, never a stray to remove.
+      const strays = parseIds(written.stray_ids);
+      const left = strays.filter((id) => !telegramIds.includes(id));
+      if (left.length < strays.length) {
+        await tx
+          .updateTable("deliveries")
+          .set({ stray_ids: left.length > 0 ? left.join(",") : null })
+          .where("id", "=", delivery.id)
+          .execute();
+      }
+      await converge(tx, delivery.id, delivery.messageId, revision, now, left.length > 0);
       await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
       return true;
     });
