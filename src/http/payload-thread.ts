@@ -23,6 +23,14 @@ import { ApiError, type ErrorCode } from "./errors.ts";
  * (Worker.terminate stops JavaScript wherever it is) and a new one takes the next job. The thread's
  * heap is capped too, so a job cannot fill the service's memory.
  *
+ * A deadline is the thread's own CPU time (Worker.cpuUsage, Node 24.6 and 22.19 on), not the wall
+ * clock: on a machine whose cores are taken by other work, a job that needs 30 ms of CPU may wait
+ * seconds for it, and a wall-clock deadline refused legitimate payloads there (a megabyte of alerts,
+ * 422) while a quiet machine took them. The work a job may do is bounded, not how busy the machine
+ * is. The wall clock still ends a job at WALL_FACTOR times its deadline, so that a request never
+ * waits without bound on a starved machine. Where Node cannot tell a thread's CPU time, the
+ * deadline is wall time, as before.
+ *
  * One thread, one job at a time, in arrival order: a machine of two cores gains nothing from
  * more, and the per-Dock template time (inbound.ts) keeps one Dock from holding it. The thread
  * starts on the first job (most installations send short plain messages only) and ends after a
@@ -164,6 +172,25 @@ const MAX_WAITING_BYTES = 32 * 1024 * 1024;
 /** An idle thread is ended after this long, its heap returned. */
 const IDLE_MS = 60_000;
 
+/** A job is ended after this many times its deadline in wall time, whatever CPU it got meanwhile. */
+export const WALL_FACTOR = 8;
+
+/** The soonest the deadline is looked at again, when a job has had less CPU than its deadline. */
+const RECHECK_MS = 10;
+
+/** A thread's CPU time so far (user and system), in ms; null where Node cannot tell (before 24.6/22.19). */
+async function cpuMsOf(worker: Worker): Promise<number | null> {
+  const usage = (worker as { cpuUsage?: () => Promise<{ user: number; system: number }> }).cpuUsage;
+  if (typeof usage !== "function") return null;
+  try {
+    const { user, system } = await usage.call(worker);
+    return (user + system) / 1000;
+  } catch {
+    // The thread is gone (ERR_WORKER_NOT_RUNNING): its exit settles the job.
+    return null;
+  }
+}
+
 /** How a job ended: the thread's answer, or stopped at its deadline or its heap. */
 type Ran<R> = { threadMs: number; reply: R } | { threadMs: number; stopped: "time" | "memory" };
 
@@ -176,6 +203,8 @@ interface Job {
   resolve: (ran: Ran<ThreadReply>) => void;
   reject: (error: Error) => void;
   startedAt?: number;
+  /** The thread's CPU time when the job started (cpuMsOf). */
+  cpuAtStart?: Promise<number | null>;
   deadline?: NodeJS.Timeout;
 }
 
@@ -380,7 +409,8 @@ export class PayloadThread {
     clearTimeout(this.#idle);
     this.#running = job;
     job.startedAt = performance.now();
-    job.deadline = setTimeout(() => this.#overran(job), this.#deadlineOf(job));
+    job.cpuAtStart = cpuMsOf(thread.worker);
+    job.deadline = setTimeout(() => void this.#check(job, thread), this.#deadlineOf(job));
     thread.worker.postMessage(job.message, job.transfer);
   }
 
@@ -412,7 +442,8 @@ export class PayloadThread {
     if (job === null) return;
     // A job that took the thread past its deadline is stopped, whichever the event loop takes
     // first when both are due, its answer or its timer (a held-up loop may take either); an answer
-    // the thread gave in time counts, however late the loop reads it.
+    // the thread gave in time counts, however late the loop reads it. `ms` is the job's CPU time in
+    // the thread (its wall time where Node cannot tell).
     if (ms >= this.#deadlineOf(job)) {
       this.#settle(job, { threadMs: this.#deadlineOf(job), stopped: "time" });
       return;
@@ -422,6 +453,26 @@ export class PayloadThread {
       return;
     }
     this.#settle(job, { threadMs: this.#heldFor(job), reply });
+  }
+
+  /**
+   * The running job's deadline came in wall time: it is stopped if it had its deadline's CPU time
+   * (or WALL_FACTOR times the deadline passed, or the CPU time is not known), else looked at again
+   * once it could have had the rest.
+   */
+  async #check(job: Job, thread: Thread): Promise<void> {
+    if (job !== this.#running) return;
+    const deadline = this.#deadlineOf(job);
+    const [start, now] = await Promise.all([job.cpuAtStart, cpuMsOf(thread.worker)]);
+    if (job !== this.#running) return;
+    const wall = performance.now() - (job.startedAt ?? 0);
+    const cpu = start === null || start === undefined || now === null ? wall : now - start;
+    if (cpu >= deadline || wall >= deadline * WALL_FACTOR) {
+      this.#overran(job);
+      return;
+    }
+    const left = Math.min(deadline - cpu, deadline * WALL_FACTOR - wall);
+    job.deadline = setTimeout(() => void this.#check(job, thread), Math.max(RECHECK_MS, left));
   }
 
   /** The running job passed its deadline: the thread is ended wherever its JavaScript is. */

@@ -1,0 +1,57 @@
+import { fork } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { WALL_FACTOR } from "../src/http/payload-thread.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: the child's messages are JSON.
+type Json = any;
+
+const CHILD = fileURLToPath(new URL("./fixtures/payload-thread-child.ts", import.meta.url));
+
+/**
+ * A job's deadline counts the thread's CPU time, not the wall clock (issue 36): on a machine whose
+ * cores are taken by other work a job waits for CPU, and a wall-clock deadline refused legitimate
+ * payloads there. The starved machine is played by stopping the whole process (SIGSTOP) while its
+ * job runs, for longer than the deadline, then letting it go on (SIGCONT): the wall clock runs, the
+ * thread gets no CPU — what a machine loaded many times over does to it, made certain.
+ */
+async function starved(deadlineMs: number, characters: number, stopMs: number): Promise<Json> {
+  const child = fork(CHILD, [String(deadlineMs), String(characters)], { stdio: "inherit" });
+  try {
+    const messages: Json[] = [];
+    const result = new Promise<Json>((resolve, reject) => {
+      child.on("message", (message: Json) => {
+        messages.push(message);
+        if (message === "working") {
+          child.kill("SIGSTOP");
+          setTimeout(() => child.kill("SIGCONT"), stopMs);
+        } else resolve(message);
+      });
+      child.on("exit", (code) => reject(new Error(`the child exited (${code}) before it answered`)));
+    });
+    const answer = await result;
+    // The stop came while the job ran: its answer came after the stop, which is longer than the deadline.
+    expect(messages[0]).toBe("working");
+    expect(answer.wallMs).toBeGreaterThan(stopMs);
+    return answer;
+  } finally {
+    child.kill("SIGCONT");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
+
+describe("a payload job's deadline is the thread's CPU time", () => {
+  it("a text that needs less CPU than its deadline is read, though the machine held it up for longer than the deadline", async () => {
+    // 150,000 characters of `**_`: about 150 ms of CPU; the process is stopped 2.5 s with it in hand.
+    const answer = await starved(1000, 150_000, 2500);
+    expect(answer).toMatchObject({ outcome: "read" });
+    expect(answer.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it(`the wall clock still ends a job at ${WALL_FACTOR} times its deadline, whatever CPU it got`, async () => {
+    const answer = await starved(300, 150_000, 300 * WALL_FACTOR + 1000);
+    expect(answer).toMatchObject({ outcome: "stopped" });
+    expect(answer.message).toMatch(/took too long to read as Markdown: stopped after 300 ms\./);
+  }, 60_000);
+});
