@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { Bot } from "grammy";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { accessibilityProblems, chromiumPath, launchChromium } from "./browser.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
@@ -150,6 +150,41 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
     // Sent: the reply bar is gone.
     await page.locator("#reply-bar").waitFor({ state: "hidden" });
     await context.close();
+  });
+
+  it("a message the bot sends while the page fetches the chat's history is shown, not lost", async () => {
+    const person = await sandbox.startedPerson("Rowan");
+    const context = await browser.newContext();
+    onTestFinished(() => context.close());
+    const page = await context.newPage();
+    await page.addInitScript((id) => {
+      localStorage.setItem("sandbox.person", String(id));
+      localStorage.setItem("sandbox.chat", String(id));
+    }, person);
+    let sent: Promise<unknown> | undefined;
+    // The history is read as it is, then the bot's message goes out (the page hears of it on its
+    // live stream) before the history reaches the page: the history does not hold the message.
+    await page.route(/\/api\/chats\/-?\d+\/messages\?limit=200$/, async (route) => {
+      const history = await route.fetch();
+      if (sent === undefined) {
+        sent = bot.api.sendMessage(person, "sent while the chat opened");
+        await sent;
+        // The live event has left the sandbox; give the page's stream a moment to bring it first.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      await route.fulfill({ response: history });
+    });
+    await page.goto(sandbox.root);
+    const messages = page.getByRole("log", { name: "Messages" });
+    // The history is on the page (the bot's answer to /start, sent before the page opened)...
+    await messages.locator("li", { hasText: "Subscribe to ?" }).waitFor();
+    expect(sent).toBeDefined();
+    // ...and the message sent meanwhile is still there, after it.
+    expect(await messages.locator("li").allTextContents()).toEqual([
+      expect.stringContaining("/start"),
+      expect.stringContaining("Subscribe to ?"),
+      expect.stringContaining("sent while the chat opened"),
+    ]);
   });
 
   it("new people and groups are made with forms in the page: keyboard, inline errors, cancel; never a browser pop-up", async () => {

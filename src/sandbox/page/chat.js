@@ -10,6 +10,12 @@ const state = {
   me: Number(localStorage.getItem("sandbox.person")) || null,
   chatId: null,
   messages: [],
+  /**
+   * While a chat's history is being fetched: the live events for it that came meanwhile, applied
+   * to the history once it is here (it may or may not hold them already; applying one again
+   * changes nothing). Without this, a message sent while the chat opened was lost to the page.
+   */
+  pending: null,
   replyTo: null,
 };
 
@@ -460,7 +466,14 @@ async function openChat(chatId) {
   state.replyTo = null;
   localStorage.setItem("sandbox.chat", String(chatId));
   const known = state.chats.some((chat) => chat.id === chatId);
-  state.messages = known ? await api("GET", `/chats/${chatId}/messages?limit=200`) : [];
+  const pending = [];
+  state.pending = pending;
+  const history = known ? await api("GET", `/chats/${chatId}/messages?limit=200`) : [];
+  // Another chat was opened meanwhile: it shows that one.
+  if (state.pending !== pending) return;
+  state.pending = null;
+  state.messages = history;
+  for (const event of pending) applyMessageEvent(event);
   renderChatList();
   renderMessages();
   renderChrome();
@@ -514,31 +527,35 @@ function start(payload) {
 
 // ------------------------------------------------------------------ live events
 
+/** A message sent, edited or deleted in the open chat, applied to its messages (again: no change). */
+function applyMessageEvent(event) {
+  if (event.type === "message") {
+    if (!state.messages.some((m) => m.message_id === event.message.message_id)) {
+      state.messages.push(event.message);
+      state.messages.sort((a, b) => a.message_id - b.message_id);
+    }
+  } else if (event.type === "message_edited") {
+    state.messages = state.messages.map((m) =>
+      m.message_id === event.message.message_id ? event.message : m,
+    );
+  } else {
+    state.messages = state.messages.filter((m) => m.message_id !== event.message_id);
+  }
+}
+
 function onEvent(event) {
   switch (event.type) {
     case "message":
-      if (
-        event.chat_id === state.chatId &&
-        !state.messages.some((m) => m.message_id === event.message.message_id)
-      ) {
-        state.messages.push(event.message);
-        renderMessages();
-        renderChrome();
-      }
-      break;
     case "message_edited":
-      if (event.chat_id === state.chatId) {
-        state.messages = state.messages.map((m) =>
-          m.message_id === event.message.message_id ? event.message : m,
-        );
-        renderMessages();
-      }
-      break;
     case "message_deleted":
-      if (event.chat_id === state.chatId) {
-        state.messages = state.messages.filter((m) => m.message_id !== event.message_id);
-        renderMessages();
+      if (event.chat_id !== state.chatId) break;
+      if (state.pending !== null) {
+        state.pending.push(event);
+        break;
       }
+      applyMessageEvent(event);
+      renderMessages();
+      if (event.type === "message") renderChrome();
       break;
     case "callback_answer":
       if (event.chat_id === state.chatId && event.text) {
