@@ -157,9 +157,10 @@ export class AcceptBatch {
     const results: AcceptResult[] = [];
     for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
     const q = this.#queries;
-    // One statement per table for the whole batch; the fan-outs keep the order of acceptance.
-    if (writes.messages.length > 0) await tx.executeQuery(q.insertMessages(writes.messages));
-    if (writes.fanouts.length > 0) await tx.executeQuery(q.insertFanouts(writes.fanouts));
+    // A statement or a few per table for the whole batch (prepareInsert); the fan-outs keep the
+    // order of acceptance.
+    for (const query of q.insertMessages(writes.messages)) await tx.executeQuery(query);
+    for (const query of q.insertFanouts(writes.fanouts)) await tx.executeQuery(query);
     await allowance?.settle();
     // The day's activity, last (rollups.ts): one inserted row per Dock of the batch, however many messages.
     const counts = writes.replaced;

@@ -33,20 +33,44 @@ export function prepare<P extends Record<string, unknown>, R>(
 }
 
 /**
+ * The row counts a multi-row INSERT is compiled for: every count up to 16, then 32, 64, 128 and
+ * 256. A batch of another size is stored by a few of them (see chunkSizes): the SQLite thread keeps
+ * each statement it prepares, and a statement's memory grows with its rows (~1.4 KB a row for the
+ * messages and fan-outs together), so one statement per batch size seen grew with the load's
+ * largest batches, towards 47 MB for all 256 sizes (bench:soak, docs/benchmarks.md); these few
+ * hold under 1 MB.
+ */
+const EXACT_UP_TO = 16;
+
+/** How a batch of `rows` rows is split into statements: largest first, each a size compiled once. */
+export function chunkSizes(rows: number): number[] {
+  const sizes: number[] = [];
+  let left = rows;
+  while (left > EXACT_UP_TO) {
+    const size = 2 ** Math.floor(Math.log2(left));
+    sizes.push(size);
+    left -= size;
+  }
+  if (left > 0) sizes.push(left);
+  return sizes;
+}
+
+/**
  * A multi-row INSERT of `columns` into `table`, compiled once per row count and kept: a batch of
- * messages is stored by one statement instead of one per message. Rows are arrays of values in
- * `columns` order. Dialect-neutral, like prepare.
+ * messages is stored by one statement, or a few (chunkSizes), instead of one per message. Rows are
+ * arrays of values in `columns` order; the statements insert them in that order. Dialect-neutral,
+ * like prepare.
  */
 export function prepareInsert<DB>(
   kysely: Kysely<DB>,
   table: keyof DB & string,
   columns: readonly string[],
-): (rows: ReadonlyArray<ReadonlyArray<unknown>>) => CompiledQuery {
+): (rows: ReadonlyArray<ReadonlyArray<unknown>>) => CompiledQuery[] {
   const byCount = new Map<number, { compiled: CompiledQuery; positions: [number, number][] }>();
-  return (rows) => {
-    let entry = byCount.get(rows.length);
+  const compiledFor = (count: number) => {
+    let entry = byCount.get(count);
     if (entry === undefined) {
-      const values = rows.map((_, row) =>
+      const values = Array.from({ length: count }, (_, row) =>
         Object.fromEntries(columns.map((column, col) => [column, `${MARK}${row}:${col}`])),
       );
       // Kysely's builder types want a known table; the slots are strings whatever the column.
@@ -62,9 +86,19 @@ export function prepareInsert<DB>(
         return [row, col] as [number, number];
       });
       entry = { compiled, positions };
-      byCount.set(rows.length, entry);
+      byCount.set(count, entry);
     }
-    const { compiled, positions } = entry;
-    return { ...compiled, parameters: positions.map(([row, col]) => rows[row]?.[col]) };
+    return entry;
+  };
+  return (rows) => {
+    const queries: CompiledQuery[] = [];
+    let first = 0;
+    for (const size of chunkSizes(rows.length)) {
+      const { compiled, positions } = compiledFor(size);
+      const from = first;
+      queries.push({ ...compiled, parameters: positions.map(([row, col]) => rows[from + row]?.[col]) });
+      first += size;
+    }
+    return queries;
   };
 }

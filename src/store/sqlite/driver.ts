@@ -113,8 +113,8 @@ export function openSqlite(path: string, options: SqliteOptions): SqliteConnecti
       const sql = query === "begin" ? "begin immediate" : query;
       let statement = statements.get(sql);
       if (statement === undefined) {
-        // Room for the service's few hundred statements: the multi-row INSERTs alone come in up to
-        // 256 sizes each (one per batch size, see prepareInsert).
+        // Room for the service's few hundred statements: the multi-row INSERTs come in 20 sizes
+        // each (see prepareInsert), and an `in` list of each length is a statement of its own.
         if (statements.size >= 2000) statements.clear();
         statement = new Statement(db.prepare(sql));
         statements.set(sql, statement);
