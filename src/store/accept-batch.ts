@@ -88,9 +88,15 @@ export class AcceptBatch {
    * `allowances`: where each Dock's allowance is kept (this process, or the shared database);
    * `locks`: the database's message locks (a send with a key may change a message).
    */
-  constructor(kysely: Kysely<Database>, allowances: Allowances, locks: MessageLocks) {
+  constructor(
+    kysely: Kysely<Database>,
+    allowances: Allowances,
+    locks: MessageLocks,
+    /** Batches' INSERTs in a few fixed sizes (prepareInsert's `chunked`): where statements are kept. */
+    options: { chunkedInserts: boolean },
+  ) {
     this.#kysely = kysely;
-    this.#queries = acceptQueries(kysely);
+    this.#queries = acceptQueries(kysely, options.chunkedInserts);
     this.#allowances = allowances;
     this.#locks = locks;
     this.#rollups = new Rollups(kysely);
@@ -399,7 +405,7 @@ async function replayOf(
 type Admit = (index: number, dockId: string) => number | Promise<number>;
 
 /** The statements every accepted message runs, compiled once (see prepare). */
-function acceptQueries(kysely: Kysely<Database>) {
+function acceptQueries(kysely: Kysely<Database>, chunked: boolean) {
   return {
     credentials: credentialsQuery(kysely),
     byIdempotencyKey: prepare((p: Slots<{ dockId: string; key: string }>) =>
@@ -422,19 +428,29 @@ function acceptQueries(kysely: Kysely<Database>) {
         .where("state", "=", "active")
         .where("active_since", "<=", p.now),
     ),
-    insertMessages: prepareInsert(kysely, "messages", [
-      "id",
-      "dock_id",
-      "text",
-      "subscribers",
-      "idempotency_key",
-      "request_hash",
-      "created_at",
-      "content",
-      "key",
-      "report_pending",
-      "sender",
-    ]),
-    insertFanouts: prepareInsert(kysely, "fanouts", ["message_id", "dock_id", "created_at", "subscribers"]),
+    insertMessages: prepareInsert(
+      kysely,
+      "messages",
+      [
+        "id",
+        "dock_id",
+        "text",
+        "subscribers",
+        "idempotency_key",
+        "request_hash",
+        "created_at",
+        "content",
+        "key",
+        "report_pending",
+        "sender",
+      ],
+      chunked,
+    ),
+    insertFanouts: prepareInsert(
+      kysely,
+      "fanouts",
+      ["message_id", "dock_id", "created_at", "subscribers"],
+      chunked,
+    ),
   };
 }

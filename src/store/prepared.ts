@@ -65,6 +65,12 @@ export function prepareInsert<DB>(
   kysely: Kysely<DB>,
   table: keyof DB & string,
   columns: readonly string[],
+  /**
+   * Whether a batch is split into statements of the sizes chunkSizes gives: where statements are
+   * kept prepared (SQLite's thread). PostgreSQL's driver keeps no unnamed statement, so there one
+   * statement stores the whole batch, a round trip each.
+   */
+  chunked = true,
 ): (rows: ReadonlyArray<ReadonlyArray<unknown>>) => CompiledQuery[] {
   const byCount = new Map<number, { compiled: CompiledQuery; positions: [number, number][] }>();
   const compiledFor = (count: number) => {
@@ -93,7 +99,7 @@ export function prepareInsert<DB>(
   return (rows) => {
     const queries: CompiledQuery[] = [];
     let first = 0;
-    for (const size of chunkSizes(rows.length)) {
+    for (const size of chunked ? chunkSizes(rows.length) : rows.length > 0 ? [rows.length] : []) {
       const { compiled, positions } = compiledFor(size);
       const from = first;
       queries.push({ ...compiled, parameters: positions.map(([row, col]) => rows[from + row]?.[col]) });

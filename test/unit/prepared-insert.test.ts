@@ -48,4 +48,13 @@ describe("a multi-row INSERT's sizes (prepareInsert)", () => {
     expect(insert(rows.slice(0, 32))[0]?.sql).toBe(queries[0]?.sql);
     expect(insert([])).toEqual([]);
   });
+
+  it("unchunked (PostgreSQL, which keeps no statement): one statement stores the whole batch", () => {
+    const insert = prepareInsert(kysely, "fanouts", ["message_id", "dock_id"], false);
+    const rows = Array.from({ length: 37 }, (_, i) => [`m${i}`, `d${i}`]);
+    const queries = insert(rows);
+    expect(queries).toHaveLength(1);
+    expect(queries[0]?.parameters).toEqual(rows.flat());
+    expect(insert([])).toEqual([]);
+  });
 });

@@ -42,7 +42,7 @@ export function openPostgres(url: string, options: DbOptions): Db {
     }),
   });
   const messageLocks = advisoryMessageLocks();
-  const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks);
+  const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks, { chunkedInserts: false });
   // One batch at a time, in order: each Dock's messages are committed in the order they came. A
   // batch waits for the one before it only until its own deadline, so a hung batch holds up the
   // next for no longer than the next's senders were going to wait anyway; and a batch given up on

@@ -23,7 +23,10 @@ let openError: unknown = null;
 try {
   const database = openSqlite(path, options);
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-  opened = { database, accept: new AcceptBatch(kysely, new LocalAllowances(), SERIAL_MESSAGE_LOCKS) };
+  opened = {
+    database,
+    accept: new AcceptBatch(kysely, new LocalAllowances(), SERIAL_MESSAGE_LOCKS, { chunkedInserts: true }),
+  };
 } catch (error) {
   openError = error;
 }
