@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { type RunningService, startService } from "./harness.ts";
 
 /** The administrator OWNERS names: the instance is closed to everyone else. */
@@ -50,9 +50,7 @@ describe.skipIf(!chromiumPath)("co-owners in the console, in Chromium", () => {
 
     // The owner's console: the Co-owners section invites with a role.
     const ownerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await ownerContext.addCookies([
-      { name: "dn_session", value: admin.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(ownerContext, admin);
     const owner = await ownerContext.newPage();
     const ownerProblems = pageProblems(owner);
     await owner.goto(`${service.url}/console/#/docks/${dockId}/co-owners`);

@@ -1,3 +1,4 @@
+import type { BrowserContext } from "playwright-core";
 import { expect } from "vitest";
 import type { TelegramIdentity } from "../src/domain/telegram-identity.ts";
 import type { ChatMessage, People } from "./bot-harness.ts";
@@ -8,6 +9,13 @@ export function cookieFrom(response: Response, name: string): { value: string; h
   const header = response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
   if (!header) return undefined;
   return { value: header.slice(name.length + 1).split(";")[0] ?? "", header };
+}
+
+/** Gives a browser context `client`'s console session (its cookie), as signing in there would. */
+export async function withSession(context: BrowserContext, client: ConsoleClient): Promise<void> {
+  await context.addCookies([
+    { name: "dn_session", value: client.session as string, domain: "127.0.0.1", path: "/console/api" },
+  ]);
 }
 
 /** A console client over real HTTP: carries the session cookie and, unless told not to, the CSRF token. */

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import { basic, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
@@ -124,9 +124,7 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
   /** Signs a person in as the console does (the bot confirms, Continue) and gives the browser the session. */
   const signInto = async (context: BrowserContext, person: { id: number; first_name: string }) => {
     const owner = await signIn(service, person);
-    await context.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, owner);
   };
 
   it("sign in → create a Dock → subscribe → copied code sends → history, detail, activity → rotate the secret", {

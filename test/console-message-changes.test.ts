@@ -3,7 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChatMessage, People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { type ConsoleClient, signIn } from "./console-client.ts";
+import { type ConsoleClient, signIn, withSession } from "./console-client.ts";
 import { asDock, dialects, type RunningService, startService } from "./harness.ts";
 
 const DIALECTS = await dialects();
@@ -143,9 +143,7 @@ describe.skipIf(!chromiumPath)("a message edited and deleted in the console, in 
     const owner = await signIn(service, { id: OWNER, first_name: "Olga" });
     const { dock, chats, messageId, copy } = await delivered(service, owner, "Disks", "Disk 95% on db-1");
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, owner);
     const page = await context.newPage();
     const problems = pageProblems(page);
     await page.goto(`${service.url}/console/#/docks/${dock.id}/messages`);

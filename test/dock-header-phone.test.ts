@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { type RunningService, startService } from "./harness.ts";
 
 /** A phone's screen, in CSS pixels (an iPhone 12 to 15). */
@@ -41,9 +41,7 @@ describe.skipIf(!chromiumPath)("a Dock's page on a phone (Chromium, 390 × 844)"
     expect(made.status).toBe(201);
     const id = made.body.dock.id as string;
     const context = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });
-    await context.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, owner);
     const page = await context.newPage();
     const problems = pageProblems(page);
     // One Dock is "1 Dock" (the list's count under its filter).
@@ -74,9 +72,7 @@ describe.skipIf(!chromiumPath)("a Dock's page on a phone (Chromium, 390 × 844)"
 
     // On a wide screen there is room: the note is open from the start.
     const wide = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await wide.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(wide, owner);
     const desk = await wide.newPage();
     await desk.goto(`${service.url}/console/#/docks/${id}`);
     await desk.getByText("which only this computer reaches").waitFor();

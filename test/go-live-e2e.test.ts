@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { answerLink, signIn, signInThroughBot } from "./console-client.ts";
+import { answerLink, signIn, signInThroughBot, withSession } from "./console-client.ts";
 import {
   createTestDatabase,
   dialects,
@@ -125,14 +125,7 @@ describe.skipIf(!chromiumPath)("from the sandbox to a real bot, keeping the Dock
 
     // 3. The console offers the sandbox's Docks, says what is not carried over, and takes them over.
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([
-      {
-        name: "dn_session",
-        value: admin.client.session as string,
-        domain: "127.0.0.1",
-        path: "/console/api",
-      },
-    ]);
+    await withSession(context, admin.client);
     const page = await context.newPage();
     const problems = pageProblems(page);
     await page.goto(`${live.url}/console/`);

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { type RunningService, startService } from "./harness.ts";
 
 /** The administrator OWNERS names. */
@@ -35,9 +35,7 @@ describe.skipIf(!chromiumPath)("owners in the console, in Chromium", () => {
   const adminContext = async (width: number): Promise<BrowserContext> => {
     const context = await browser.newContext({ viewport: { width, height: 900 } });
     const admin = await signIn(service, { id: ADMIN, first_name: "Ada" });
-    await context.addCookies([
-      { name: "dn_session", value: admin.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, admin);
     return context;
   };
 

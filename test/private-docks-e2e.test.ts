@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { RecordedAudit, type RunningService, startService } from "./harness.ts";
 
 /**
@@ -36,9 +36,7 @@ describe.skipIf(!chromiumPath)("private Docks in the console, in Chromium (sandb
   /** Signs a person in as the console does (the bot confirms, Continue) and gives the browser the session. */
   const signInto = async (context: BrowserContext, person: { id: number; first_name: string }) => {
     const owner = await signIn(service, person);
-    await context.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, owner);
   };
 
   /** The page has no serious accessibility problem now; its screenshot is kept under `name`. */

@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { signIn } from "./console-client.ts";
+import { signIn, withSession } from "./console-client.ts";
 import { RecordedAudit, type RunningService, startService } from "./harness.ts";
 
 /** The sandbox chat page's message list. */
@@ -75,9 +75,7 @@ describe.skipIf(!chromiumPath)("private Docks, the walk-through (sandbox and con
       permissions: ["clipboard-read", "clipboard-write"],
     });
     const owner = await signIn(service, { id: olga, first_name: "Olga", username: "olga_ops" });
-    await consoleContext.addCookies([
-      { name: "dn_session", value: owner.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(consoleContext, owner);
     const page = await consoleContext.newPage();
     const problems = pageProblems(page);
     page.on("dialog", (dialog) => void dialog.accept());

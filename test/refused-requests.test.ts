@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDockId } from "../src/domain/ids.ts";
 import { REFUSED_PER_DOCK } from "../src/store/refused-requests.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
-import { type ConsoleClient, signIn } from "./console-client.ts";
+import { type ConsoleClient, signIn, withSession } from "./console-client.ts";
 import { basic, dialects, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -284,9 +284,7 @@ describe.skipIf(!chromiumPath)("the Refused section in Chromium", () => {
     const created = await alice.call("POST", "/docks", { name: "Night builds" });
     const dock = created.body.dock as TestDock;
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([
-      { name: "dn_session", value: alice.session as string, domain: "127.0.0.1", path: "/console/api" },
-    ]);
+    await withSession(context, alice);
     const page = await context.newPage();
     const problems = pageProblems(page);
     await page.goto(`${service.url}/console/#/docks/${dock.id}/activity`);
