@@ -1,8 +1,10 @@
+import type { Transaction } from "kysely";
 import type { OwnerPolicy } from "../domain/owners.ts";
 import { writeAudit } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { moveDocks } from "./docks.ts";
 import { cancelForSubscriber } from "./outbox.ts";
+import type { Database } from "./schema.ts";
 
 /** A Dock made while the sandbox played Telegram, as the first administrator is offered it. */
 export interface SandboxDock {
@@ -111,14 +113,7 @@ export class SandboxDocks {
         .where("dock_id", "in", ids)
         .returning(["dock_id"])
         .execute();
-      await tx
-        .updateTable("owner_invites")
-        .set({ revoked_at: now })
-        .where("kind", "=", "co_owner")
-        .where("dock_id", "in", ids)
-        .where("used_at", "is", null)
-        .where("revoked_at", "is", null)
-        .execute();
+      await revokeCoOwnerInvites(tx, ids, now);
       await tx
         .updateTable("join_requests")
         .set({ state: "expired", decided_at: now, updated_at: now })
@@ -174,14 +169,7 @@ export class SandboxDocks {
         .where("dock_id", "in", ids)
         .returning(["dock_id", "telegram_id", "role"])
         .execute();
-      await tx
-        .updateTable("owner_invites")
-        .set({ revoked_at: now })
-        .where("kind", "=", "co_owner")
-        .where("dock_id", "in", ids)
-        .where("used_at", "is", null)
-        .where("revoked_at", "is", null)
-        .execute();
+      await revokeCoOwnerInvites(tx, ids, now);
       for (const row of removed) {
         await writeAudit(
           tx,
@@ -207,4 +195,16 @@ export class SandboxDocks {
       .where("sandbox_offer_dismissed_at", "is", null)
       .execute();
   }
+}
+
+/** The co-owner invitations of Docks `ids` still open are revoked (the sandbox's people gave them). */
+async function revokeCoOwnerInvites(tx: Transaction<Database>, ids: string[], now: number): Promise<void> {
+  await tx
+    .updateTable("owner_invites")
+    .set({ revoked_at: now })
+    .where("kind", "=", "co_owner")
+    .where("dock_id", "in", ids)
+    .where("used_at", "is", null)
+    .where("revoked_at", "is", null)
+    .execute();
 }
