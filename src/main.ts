@@ -215,17 +215,25 @@ export async function serve(
   if (unrecorded !== null) {
     server.log.debug({ reason: unrecorded.message }, "could not record the service's URL for the CLI");
   }
-  server.log.info(
-    {
-      database: describeDatabase(config.databaseUrl),
-      telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
-      owners: app.owners.policy.open ? "anyone" : "invited",
-      port,
-    },
-    `Dock Notify is ready: console ${url}/console/ · API ${url}/ping · reference ${url}/docs${
-      config.telegramBotToken ? "" : ` · Telegram sandbox ${url}/sandbox`
-    }`,
-  );
+  // Up, but not able to deliver (a refused token, another poller, Telegram unreachable): the line
+  // says so at WARN, with the fix, rather than "ready" at INFO above a warning a reader may miss.
+  const { problem } = app.botHealth();
+  const fields = {
+    database: describeDatabase(config.databaseUrl),
+    telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
+    owners: app.owners.policy.open ? "anyone" : "invited",
+    port,
+  };
+  const where = `console ${url}/console/ · API ${url}/ping · reference ${url}/docs${
+    config.telegramBotToken ? "" : ` · Telegram sandbox ${url}/sandbox`
+  }`;
+  if (problem === null) server.log.info(fields, `Dock Notify is ready: ${where}`);
+  else {
+    server.log.warn(
+      { ...fields, bot: problem.what, fix: problem.fix },
+      `Dock Notify is ready but cannot deliver yet — ${problem.what}; fix: ${problem.fix}: ${where}`,
+    );
+  }
   const claim = await app.claimLink().catch((error: unknown) => {
     // A database that fails right now must not stop a start that got this far: the next start prints one.
     server.log.warn({ err: error }, "could not make a claim link; restart the service to try again");
