@@ -1071,7 +1071,9 @@ function buildCli(io: CliIo, options: { jsonErrors?: boolean } = {}): Command {
         }
         if (repo.policy.open) {
           out(
-            `Anyone who signs in with Telegram may own Docks here (${config.owners === "anyone" ? "OWNERS=*" : "the sandbox"}).`,
+            config.owners === "anyone"
+              ? "Anyone who signs in with Telegram may own Docks here (OWNERS=*)."
+              : "Anyone who signs in with Telegram may own Docks in the sandbox — the settings of this shell (no TELEGRAM_BOT_TOKEN). If the service runs with a bot token, run this with its settings to see its owners.",
           );
         } else if (await repo.awaitsClaim()) {
           out(

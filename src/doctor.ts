@@ -101,7 +101,7 @@ async function telegramChecks(config: Config, servedAt: string): Promise<CheckRe
       fail(
         "Sandbox",
         `does not answer at ${root} (${me.description})`,
-        "start the service (npm start, or dock-notify serve): the sandbox is part of it. Set TELEGRAM_BOT_TOKEN to use a real bot instead",
+        "start the service (npm start, or dock-notify serve): the sandbox is part of it. Set TELEGRAM_BOT_TOKEN to use a real bot instead. If the service runs with a bot token, this shell does not have the service's settings: run the doctor with them (docker compose exec dock-notify dock-notify doctor; with systemd, after `set -a; . /etc/dock-notify/env; set +a`)",
       ),
     ];
   }
@@ -415,7 +415,7 @@ export async function runDoctor(config: Config, servedAt: string): Promise<Check
 /** The results as a person reads them: one line each, its fix below it. */
 export function doctorReport(results: CheckResult[]): string {
   const label = { ok: "ok  ", warn: "warn", fail: "FAIL" } as const;
-  const lines = [`Dock Notify ${pkg.version}: checking the configuration`, ""];
+  const lines = [`Dock Notify ${pkg.version}: checking the configuration this shell's environment gives`, ""];
   for (const { check, status, detail, fix } of results) {
     lines.push(`  ${label[status]}  ${check.padEnd(16)}${detail}`);
     if (fix !== undefined) lines.push(`${" ".repeat(24)}fix: ${fix}`);
