@@ -101,7 +101,7 @@ async function telegramChecks(config: Config, servedAt: string): Promise<CheckRe
       fail(
         "Sandbox",
         `does not answer at ${root} (${me.description})`,
-        "start the service (npm start, or dock-notify serve): the sandbox is part of it. Set TELEGRAM_BOT_TOKEN to use a real bot instead. If the service runs with a bot token, this shell does not have the service's settings: run the doctor with them (docker compose exec dock-notify dock-notify doctor; with systemd, after `set -a; . /etc/dock-notify/env; set +a`)",
+        "start the service (npm start, or dock-notify serve): the sandbox is part of it. Set TELEGRAM_BOT_TOKEN to use a real bot instead. If the service runs with a bot token, this shell does not have the service's settings: run the doctor with them (docker compose exec dock-notify dock-notify doctor; with systemd: (set -a; . /etc/dock-notify/env; exec dock-notify doctor))",
       ),
     ];
   }

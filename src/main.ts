@@ -215,9 +215,14 @@ export async function serve(
   if (unrecorded !== null) {
     server.log.debug({ reason: unrecorded.message }, "could not record the service's URL for the CLI");
   }
-  // Up, but not able to deliver (a refused token, another poller, Telegram unreachable): the line
-  // says so at WARN, with the fix, rather than "ready" at INFO above a warning a reader may miss.
-  const { problem } = app.botHealth();
+  // Up, but the bot is not running (a refused token, Telegram unreachable, another poller): the
+  // line says so at WARN, with the fix, rather than "ready" at INFO above a warning a reader may
+  // miss. A bot still starting was warned of just before ("Telegram has not answered yet").
+  const { problem, status } = app.botHealth();
+  const cannot =
+    status.state === "unauthorized" || status.state === "unreachable"
+      ? "cannot deliver yet"
+      : "the bot is not taking updates yet";
   const fields = {
     database: describeDatabase(config.databaseUrl),
     telegram: config.telegramBotToken ? config.telegramApiRoot : "sandbox",
@@ -231,7 +236,7 @@ export async function serve(
   else {
     server.log.warn(
       { ...fields, bot: problem.what, fix: problem.fix },
-      `Dock Notify is ready but cannot deliver yet — ${problem.what}; fix: ${problem.fix}: ${where}`,
+      `Dock Notify is ready but ${cannot} — ${problem.what}; fix: ${problem.fix}: ${where}`,
     );
   }
   const claim = await app.claimLink().catch((error: unknown) => {

@@ -92,19 +92,19 @@ describe("the payload thread", () => {
   );
 
   it("stops a text that overruns its deadline and refuses it, naming msg; a shorter text is read on the event loop, whatever the deadline", async () => {
-    const hasty = new PayloadThread({ deadlineMs: 1 });
+    const hasty = new PayloadThread({ deadlineMs: 0 });
     try {
       const refused = await outcome(() => hasty.read("markdown", "**_".repeat(5461)));
       expect(refused).toEqual({
         error:
-          "OptionsError: msg: took too long to read as Markdown: stopped after 1 ms. Send a shorter text, or it as plain text.",
+          "OptionsError: msg: took too long to read as Markdown: stopped after 0 ms. Send a shorter text, or it as plain text.",
       });
       const short = "**_".repeat(Math.floor((THREAD_TEXT_FROM - 1) / 3));
       expect(await hasty.read("markdown", short)).toEqual(await readFormat("markdown", short));
       // And the next long text gets a new thread (stopped again: nothing meets this deadline).
       expect(await outcome(() => hasty.read("html", "<b>x</b>".repeat(1000)))).toEqual({
         error:
-          "OptionsError: msg: took too long to read as Telegram HTML: stopped after 1 ms. Send a shorter text, or it as plain text.",
+          "OptionsError: msg: took too long to read as Telegram HTML: stopped after 0 ms. Send a shorter text, or it as plain text.",
       });
     } finally {
       await hasty.close();

@@ -161,6 +161,13 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
       localStorage.setItem("sandbox.person", String(id));
       localStorage.setItem("sandbox.chat", String(id));
     }, person);
+    const network = await context.newCDPSession(page);
+    await network.send("Network.enable");
+    const streamed = new Promise<void>((resolve) => {
+      network.on("Network.eventSourceMessageReceived", (event) => {
+        if (event.data.includes("sent while the chat opened")) resolve();
+      });
+    });
     let sent: Promise<unknown> | undefined;
     // The history is read as it is, then the bot's message goes out (the page hears of it on its
     // live stream) before the history reaches the page: the history does not hold the message.
@@ -169,8 +176,8 @@ describe.skipIf(!chromiumPath)("sandbox chat page in Chromium", () => {
       if (sent === undefined) {
         sent = bot.api.sendMessage(person, "sent while the chat opened");
         await sent;
-        // The live event has left the sandbox; give the page's stream a moment to bring it first.
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        // The page's live stream has brought the message before its history arrives.
+        await streamed;
       }
       await route.fulfill({ response: history });
     });

@@ -130,7 +130,10 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
        * Holds Telegram's answer to the first copy sent to `chat` (the copy is in the chat already)
        * until `release` is called: the window between "Telegram answered" and "outcome recorded".
        */
-      holdAnswer(chat: number): { held: Promise<Json>; release: () => void } {
+      holdAnswer(
+        chat: number,
+        which: (text: string) => boolean = (text) => text.startsWith("Pager\n"),
+      ): { held: Promise<Json>; release: () => void } {
         let release = () => {};
         const released = new Promise<void>((resolve) => {
           release = resolve;
@@ -138,7 +141,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
         const held = new Promise<Json>((resolve) => {
           fault = async (method, answer: Json) => {
             if (method !== "sendmessage" || answer.result?.chat?.id !== chat) return;
-            if (!answer.result.text.startsWith("Pager\n")) return;
+            if (!which(answer.result.text)) return;
             fault = null;
             resolve(answer.result);
             await released;
@@ -263,6 +266,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
     const s = await scene(onTestFinished, 1);
     const [ann] = s.chats as [number];
     const { held, release } = s.holdAnswer(ann);
+    onTestFinished(release);
     const { message_id: id } = await s.send({ msg: "disk 97% on db-2", ack: true });
     const copy = await held;
     // Ann presses at once: the copy is in her chat, its outcome not yet recorded.
@@ -292,6 +296,41 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
     const shown = await s.shown(ann);
     expect(shown.map((m) => m.message_id)).toEqual([copy.message_id]);
     expect(shown[0].text).toContain("✔ Acknowledged by Pager reader 0");
+  }, 120_000);
+
+  it("a press on a part an edit added, before the edit is recorded: the part stays the copy's, never a stray", async ({
+    onTestFinished,
+  }) => {
+    const s = await scene(onTestFinished, 1);
+    const [ann] = s.chats as [number];
+    const { message_id: id } = await s.send({ msg: "backup running", ack: true });
+    await waitFor("the copy sent", async () =>
+      (await s.copyOf(id, ann))?.state === "sent" ? true : undefined,
+    );
+    // The edit makes the text two parts: the second, with the button, is sent, and its answer held.
+    const { held, release } = s.holdAnswer(ann, (text) => !text.startsWith("Pager\n"));
+    onTestFinished(release);
+    await s.call("PATCH", `/messages/${id}`, { msg: `backup failed: ${"disk error ".repeat(500)}` });
+    const part = await held;
+    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${part.message_id}/press`, {
+      callback_data: `ack:${id}`,
+    });
+    const answered = await waitFor("the press answered", async () => {
+      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
+      return query.body.answer?.text;
+    });
+    expect(answered).toContain("Acknowledged");
+    release();
+    const record = await waitFor("the acknowledgement shown, no stray on record", async () => {
+      const now = await s.copyOf(id, ann);
+      return now.revision === 3 && now.state === "sent" && (await s.liveButtons(id)).length === 0
+        ? now
+        : undefined;
+    });
+    expect(record.telegram_message_ids).toContain(part.message_id);
+    expect(record.stray_telegram_message_ids).toEqual([]);
+    const shown = (await s.sandbox.control("GET", `/chats/${ann}/messages?limit=1000`)).body as Json[];
+    expect(shown.map((m: Json) => m.message_id)).toContain(part.message_id);
   }, 120_000);
 
   it("a press on the copy sent again acknowledges; the orphan's button, pressed later, only says who was first, and the orphan goes", async ({

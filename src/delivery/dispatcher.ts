@@ -503,7 +503,8 @@ export class Dispatcher {
     // Then the copy's strays (messages of attempts whose outcome was unknown, that Telegram named
     // since) go, where Telegram lets them; one it will not delete shows what the copy's last part
     // shows (with its buttons), so that no stale Acknowledge button stays. A copy's own message is
-    // never one of them (Outbox.sent drops it), but is skipped all the same: it must not go.
+    // never removed: a press may have named it a stray before its send or edit was recorded
+    // (Outbox.sent and Outbox.edited then drop it from the strays).
     const own = new Set([...(copy?.telegramIds ?? []), ...edited.telegramIds]);
     for (const id of strays) {
       if (own.has(id)) continue;

@@ -23,7 +23,7 @@ import { ApiError, type ErrorCode } from "./errors.ts";
  * (Worker.terminate stops JavaScript wherever it is) and a new one takes the next job. The thread's
  * heap is capped too, so a job cannot fill the service's memory.
  *
- * A deadline is the thread's own CPU time (Worker.cpuUsage, Node 24.6 and 22.19 on), not the wall
+ * A deadline is the thread's own CPU time (Worker.cpuUsage, Node 24.6 on), not the wall
  * clock: on a machine whose cores are taken by other work, a job that needs 30 ms of CPU may wait
  * seconds for it, and a wall-clock deadline refused legitimate payloads there (a megabyte of alerts,
  * 422) while a quiet machine took them. The work a job may do is bounded, not how busy the machine
@@ -121,10 +121,9 @@ export const JOB_DEADLINE_MS = 250;
 
 /**
  * A text's deadline. The slowest text we know (16,384 characters of `**_` as Markdown) reads in
- * 10–75 ms, but the time is the thread's wall time, and on a machine loaded five times over one
- * such text took more than 250 ms (bench:hostile answered it 400 once in five): a text is bounded
- * by MAX_MESSAGE_LENGTH already, so this only stops what we did not foresee, without refusing a
- * sender's message for the machine's load.
+ * 10–75 ms; when deadlines were wall time, a machine loaded five times over made one such text take
+ * more than 250 ms (bench:hostile answered it 400 once in five). A text is bounded by
+ * MAX_MESSAGE_LENGTH already, so this only stops what we did not foresee.
  */
 export const TEXT_DEADLINE_MS = 1000;
 
@@ -452,6 +451,8 @@ export class PayloadThread {
       this.#settle(job, new Error(`the payload thread failed: ${reply.failed}`));
       return;
     }
+    // The Dock's template time is charged how long the job held the thread (the one thread all
+    // Docks share), not its CPU time: while it ran, nobody else's job could.
     this.#settle(job, { threadMs: this.#heldFor(job), reply });
   }
 
@@ -463,15 +464,28 @@ export class PayloadThread {
   async #check(job: Job, thread: Thread): Promise<void> {
     if (job !== this.#running) return;
     const deadline = this.#deadlineOf(job);
-    const [start, now] = await Promise.all([job.cpuAtStart, cpuMsOf(thread.worker)]);
-    if (job !== this.#running) return;
-    const wall = performance.now() - (job.startedAt ?? 0);
-    const cpu = start === null || start === undefined || now === null ? wall : now - start;
-    if (cpu >= deadline || wall >= deadline * WALL_FACTOR) {
+    const ceiling = deadline * WALL_FACTOR;
+    const wallSoFar = () => performance.now() - (job.startedAt ?? 0);
+    if (wallSoFar() >= ceiling) {
       this.#overran(job);
       return;
     }
-    const left = Math.min(deadline - cpu, deadline * WALL_FACTOR - wall);
+    // The thread tells its CPU time itself (Node interrupts it to ask), which a starved machine
+    // may delay: never past the ceiling, which then counts as the deadline's CPU.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<[null, null]>((resolve) => {
+      timer = setTimeout(() => resolve([null, null]), ceiling - wallSoFar());
+    });
+    const [start, now] = await Promise.race([Promise.all([job.cpuAtStart, cpuMsOf(thread.worker)]), late]);
+    clearTimeout(timer);
+    if (job !== this.#running) return;
+    const wall = wallSoFar();
+    const cpu = start === null || start === undefined || now === null ? wall : now - start;
+    if (cpu >= deadline || wall >= ceiling) {
+      this.#overran(job);
+      return;
+    }
+    const left = Math.min(deadline - cpu, ceiling - wall);
     job.deadline = setTimeout(() => void this.#check(job, thread), Math.max(RECHECK_MS, left));
   }
 

@@ -641,7 +641,9 @@ export class Outbox {
         })
         .where("id", "=", edit.targetId)
         .execute();
-      await forgetStrays(tx, edit.targetId, result.strays ?? [], now);
+      // The copy's own messages leave its strays too: a press on a part this edit sent, before the
+      // edit was recorded, named it as one (noteStray), and the next edit would delete it.
+      await forgetStrays(tx, edit.targetId, [...(result.strays ?? []), ...result.telegramIds], now);
       await converge(tx, edit.targetId, edit.messageId, result.revision, now);
       await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
       return true;
@@ -1104,7 +1106,9 @@ async function forgetStrays(
     .select("stray_ids")
     .where("id", "=", copyId)
     .executeTakeFirst();
-  const left = parseIds(row?.stray_ids ?? null).filter((id) => !handled.includes(id));
+  const strays = parseIds(row?.stray_ids ?? null);
+  const left = strays.filter((id) => !handled.includes(id));
+  if (left.length === strays.length) return;
   await tx
     .updateTable("deliveries")
     .set({ stray_ids: left.length > 0 ? left.join(",") : null, updated_at: now })

@@ -468,12 +468,21 @@ async function openChat(chatId) {
   const known = state.chats.some((chat) => chat.id === chatId);
   const pending = [];
   state.pending = pending;
-  const history = known ? await api("GET", `/chats/${chatId}/messages?limit=200`) : [];
-  // Another chat was opened meanwhile: it shows that one.
-  if (state.pending !== pending) return;
-  state.pending = null;
-  state.messages = history;
-  for (const event of pending) applyMessageEvent(event);
+  let history = [];
+  let current = false;
+  try {
+    history = known ? await api("GET", `/chats/${chatId}/messages?limit=200`) : [];
+  } finally {
+    // Another chat was opened meanwhile: it shows that one. Else the events that came are applied,
+    // even when the history could not be read (the live stream goes on showing the chat).
+    current = state.pending === pending;
+    if (current) {
+      state.pending = null;
+      state.messages = history;
+      for (const event of pending) applyMessageEvent(event);
+    }
+  }
+  if (!current) return;
   renderChatList();
   renderMessages();
   renderChrome();
