@@ -126,6 +126,16 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
         await killed;
         return { id, orphan };
       },
+      /** A person in `chat` presses the Acknowledge button of message `id` under Telegram message `telegramId`: the answer's text. */
+      async pressAck(chat: number, telegramId: number, id: string): Promise<string> {
+        const press = await sandbox.control("POST", `/chats/${chat}/messages/${telegramId}/press`, {
+          callback_data: `ack:${id}`,
+        });
+        return waitFor("the press answered", async () => {
+          const query = await sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
+          return query.body.answer?.text as string | undefined;
+        });
+      },
       /**
        * Holds Telegram's answer to the first copy sent to `chat` (the copy is in the chat already)
        * until `release` is called: the window between "Telegram answered" and "outcome recorded".
@@ -220,13 +230,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
 
     // Ann presses the orphan's button: Telegram names the message in the press, so the
     // acknowledgement counts, and the orphan goes while every copy shows who acknowledged.
-    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${orphan.message_id}/press`, {
-      callback_data: `ack:${id}`,
-    });
-    const answered = await waitFor("the press answered", async () => {
-      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
-      return query.body.answer?.text;
-    });
+    const answered = await s.pressAck(ann, orphan.message_id, id);
     expect(answered).toContain("Acknowledged");
     await waitFor("no Acknowledge button left anywhere, the orphan gone", async () =>
       (await s.liveButtons(id)).length === 0 && (await s.shown(ann)).length === 1 ? true : undefined,
@@ -270,13 +274,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
     const { message_id: id } = await s.send({ msg: "disk 97% on db-2", ack: true });
     const copy = await held;
     // Ann presses at once: the copy is in her chat, its outcome not yet recorded.
-    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${copy.message_id}/press`, {
-      callback_data: `ack:${id}`,
-    });
-    const answered = await waitFor("the press answered", async () => {
-      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
-      return query.body.answer?.text;
-    });
+    const answered = await s.pressAck(ann, copy.message_id, id);
     expect(answered).toContain("Acknowledged");
     release();
     await waitFor("the copy edited to say who acknowledged", async () =>
@@ -312,13 +310,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
     onTestFinished(release);
     await s.call("PATCH", `/messages/${id}`, { msg: `backup failed: ${"disk error ".repeat(500)}` });
     const part = await held;
-    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${part.message_id}/press`, {
-      callback_data: `ack:${id}`,
-    });
-    const answered = await waitFor("the press answered", async () => {
-      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
-      return query.body.answer?.text;
-    });
+    const answered = await s.pressAck(ann, part.message_id, id);
     expect(answered).toContain("Acknowledged");
     release();
     const record = await waitFor("the acknowledgement shown, no stray on record", async () => {
@@ -352,13 +344,7 @@ describe.each(DIALECTS)("a copy whose first attempt's outcome is unknown (%s)", 
       const live = await s.liveButtons(id);
       return live.length === 1 && live[0]?.message === orphan.message_id ? true : undefined;
     });
-    const press = await s.sandbox.control("POST", `/chats/${ann}/messages/${orphan.message_id}/press`, {
-      callback_data: `ack:${id}`,
-    });
-    const answered = await waitFor("the press answered", async () => {
-      const query = await s.sandbox.control("GET", `/callback-queries/${press.body.callback_query_id}`);
-      return query.body.answer?.text;
-    });
+    const answered = await s.pressAck(ann, orphan.message_id, id);
     expect(answered).toMatch(/^Already acknowledged by Pager reader 0/);
     await waitFor("the orphan gone, no button left", async () =>
       (await s.liveButtons(id)).length === 0 && (await s.shown(ann)).length === 1 ? true : undefined,
