@@ -68,7 +68,7 @@ describe("a bot token Telegram refuses", () => {
     });
     onTestFinished(async () => {
       child.kill("SIGKILL");
-      if (child.exitCode === null) await once(child, "exit");
+      if (child.exitCode === null && child.signalCode === null) await once(child, "exit");
       rmSync(dataDir, { recursive: true, force: true });
     });
     const line = JSON.parse(logs.find((l) => l.includes("Dock Notify is ready")) as string);
