@@ -18,8 +18,13 @@ const CHILD = fileURLToPath(new URL("./fixtures/payload-thread-child.ts", import
  * (SIGCONT): the wall clock runs, the thread gets no CPU — what a machine loaded many times over
  * does to it, made certain.
  */
-async function starved(deadlineMs: number, characters: number, stopMs: number): Promise<Json> {
-  const child = fork(CHILD, [String(deadlineMs), String(characters)], { stdio: "inherit" });
+async function starved(
+  deadlineMs: number,
+  size: number,
+  stopMs: number,
+  kind: "markdown" | "template" = "markdown",
+): Promise<Json> {
+  const child = fork(CHILD, [String(deadlineMs), String(size), kind], { stdio: "inherit" });
   try {
     const messages: Json[] = [];
     const result = new Promise<Json>((resolve, reject) => {
@@ -51,6 +56,13 @@ describe.skipIf(typeof (Worker.prototype as { cpuUsage?: unknown }).cpuUsage !==
       const answer = await starved(1000, 150_000, 2500);
       expect(answer).toMatchObject({ outcome: "read" });
       expect(answer.length).toBeGreaterThan(0);
+    }, 60_000);
+
+    it("a template's own render limit (LiquidJS's 100 ms) counts the thread's CPU time too", async () => {
+      // 250 loops over 80 items, warm: 15–40 ms of CPU; the process is stopped 1.2 s in the render
+      // (more than the render limit, less than the job's 2 s wall-clock ceiling).
+      const answer = await starved(0, 250, 1200, "template");
+      expect(answer).toEqual({ outcome: "read", wallMs: expect.any(Number) });
     }, 60_000);
 
     it(`the wall clock still ends a job at ${WALL_FACTOR} times its deadline, whatever CPU it got`, async () => {

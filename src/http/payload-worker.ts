@@ -96,6 +96,19 @@ const clock =
       }
     : () => performance.now();
 
+// LiquidJS times a render (TEMPLATE_LIMITS.renderMs) with the global `performance.now()`, read at
+// each check: in this thread that clock is the thread's CPU time, as the thread's deadlines are, so
+// that a machine busy with other work delays a render rather than failing it. Nothing else here
+// reads that clock (`clock` above keeps the real one where it falls back to wall time).
+if (typeof threadCpu === "function") {
+  Object.defineProperty(globalThis, "performance", {
+    value: { now: clock, timeOrigin: performance.timeOrigin },
+    configurable: true,
+    writable: true,
+    enumerable: true,
+  });
+}
+
 port.on("message", (job: ThreadJob) => {
   const started = clock();
   run(job).then((reply) => port.postMessage({ reply, ms: clock() - started } satisfies ThreadAnswer));

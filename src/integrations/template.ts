@@ -42,7 +42,7 @@ import {
  *   file system in case a tag ever reaches for one.
  * - `strictFilters`: an unknown filter is a parse error, not silently skipped.
  * - Bounded: a render of the whole template (all fields together) may take TEMPLATE_LIMITS.renderMs
- *   of wall time and allocate TEMPLATE_LIMITS.memory units in LiquidJS's accounting (renderLimit,
+ *   of the payload thread's CPU time (its clock, see payload-worker.ts) and allocate TEMPLATE_LIMITS.memory units in LiquidJS's accounting (renderLimit,
  *   memoryLimit, shared by all fields through one Context); each field may write
  *   TEMPLATE_LIMITS.renderedChars characters, which LiquidJS does not count itself.
  * - Deterministic where it can be: dates are shown in UTC (`| date: "%H:%M", "Europe/Berlin"` picks
@@ -124,7 +124,7 @@ export type TemplateCheck = { ok: true; value: DockTemplate } | { ok: false; err
 export const TEMPLATE_LIMITS = {
   /** Source length (UTF-16 units) of `text`, and of every other field. */
   source: { text: 8_000, other: 1_000 },
-  /** Wall time for rendering all the fields of one notification, in milliseconds. */
+  /** Time for rendering all the fields of one notification, in milliseconds of the payload thread's CPU (payload-worker.ts). */
   renderMs: 100,
   /** LiquidJS's allocation accounting for one notification, all fields together. */
   memory: 1_000_000,
