@@ -31,18 +31,12 @@ export interface RefusalNote {
   credentials: RefusedCredentials;
 }
 
-/** A row of the ring, as the console shows it. */
-export interface RefusedRequest {
+/** A row of the ring, as the console shows it: a note's fields, and when and how often it came. */
+export interface RefusedRequest extends Omit<RefusalNote, "dockId" | "at"> {
   id: number;
   firstAt: number;
   lastAt: number;
   count: number;
-  door: string;
-  format: string | null;
-  status: number;
-  code: string;
-  message: string;
-  credentials: RefusedCredentials;
 }
 
 interface Pending extends RefusalNote {
