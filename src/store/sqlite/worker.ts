@@ -7,8 +7,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { Kysely, SqliteDialect } from "kysely";
 import { AcceptBatch, toStoreError } from "../accept-batch.ts";
-import { LocalAllowances } from "../allowances.ts";
 import type { Database } from "../schema.ts";
+import { LocalAllowances } from "./allowances.ts";
 import type { ThreadReply, ThreadRequest } from "./connection.ts";
 import { openSqlite, type SqliteOptions } from "./driver.ts";
 import { SERIAL_MESSAGE_LOCKS } from "./message-locks.ts";
