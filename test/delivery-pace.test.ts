@@ -164,7 +164,7 @@ describe.concurrent("Telegram's pace", () => {
         100,
       );
       // The only subscriber leaves: the queue empties while Telegram is still down.
-      await running.subscriptions.setState(reader, "removed", dock.id);
+      await running.subscriptions.transition(reader, "active", "removed", dock.id);
       await waitFor(
         "the queue empty",
         async () => (await deliveryStates(running)).queued === undefined,

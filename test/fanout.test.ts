@@ -70,7 +70,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
         .execute();
     }
     // One of them leaves before the message: not in its audience.
-    await subscriptions.setState(700_100, "removed", id);
+    await subscriptions.transition(700_100, "active", "removed", id);
     clock += 1000;
     const crowd = await accept(id, "to everyone");
     expect(crowd.subscribers).toBe(4499);

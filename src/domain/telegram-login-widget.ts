@@ -40,13 +40,3 @@ export function verifyLoginWidget(
     username: typeof rest.username === "string" ? rest.username : undefined,
   };
 }
-
-/** Signs widget fields the way Telegram does; for tests and for checking the verifier against itself. */
-export function signLoginWidget(fields: Record<string, string>, botToken: string): string {
-  const secret = createHash("sha256").update(botToken).digest();
-  const checkString = Object.entries(fields)
-    .map(([key, value]) => `${key}=${value}`)
-    .sort()
-    .join("\n");
-  return createHmac("sha256", secret).update(checkString).digest("hex");
-}

@@ -185,19 +185,6 @@ export class SubscriptionRepository {
     }
   }
 
-  /** Marks one subscription, or every subscription of a chat when `dockId` is omitted. */
-  async setState(chatId: number, state: SubscriptionState, dockId?: string): Promise<number> {
-    let query = this.#db.kysely
-      .updateTable("subscriptions")
-      .set({ state, updated_at: this.#now() })
-      .where("chat_id", "=", chatId)
-      // updated_at is when the state last changed.
-      .where("state", "!=", state);
-    if (dockId !== undefined) query = query.where("dock_id", "=", dockId);
-    const result = await query.executeTakeFirst();
-    return Number(result.numUpdatedRows);
-  }
-
   /**
    * A group's, supergroup's or channel's title as the bot sees it now (added, renamed): every Dock
    * it subscribes to shows the new one.
