@@ -70,7 +70,11 @@ try {
   const chunks = output.filter((file): file is OutputChunk => file.type === "chunk");
   checkLayout(chunks);
   writeFileSync(join(next, "THIRD-PARTY-LICENSES.md"), licences(chunks));
-  cpSync(src, next, { recursive: true, filter: (source) => !source.endsWith(".ts") });
+  // Not the TypeScript sources, nor the chat page's tsconfig.json (for `npm run typecheck` only).
+  cpSync(src, next, {
+    recursive: true,
+    filter: (source) => !source.endsWith(".ts") && !source.endsWith("tsconfig.json"),
+  });
   removeEmptyFolders(next);
   // Two renames: the old build is out of the way for an instant, never half there.
   rmSync(old, { recursive: true, force: true });

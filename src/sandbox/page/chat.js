@@ -1,7 +1,13 @@
+// @ts-check
 // The sandbox chat page: plays the Telegram app for the simulated people, through the control API.
+// Type-checked by `npm run typecheck` (tsconfig.json beside it), with JSDoc where a DOM element's
+// kind is known only to the page's HTML.
 const ROOT = location.pathname.replace(/\/+$/, "");
 const API = `${ROOT}/api`;
-const $ = (id) => document.getElementById(id);
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/** @param {string} id */
+const $input = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 
 const state = {
   bot: null,
@@ -32,17 +38,20 @@ async function api(method, path, body) {
 
 /** A callback answer with show_alert: Telegram's modal alert, in the page (no browser pop-up). */
 function showAlert(text) {
-  const dialog = $("bot-alert");
+  const dialog = /** @type {HTMLDialogElement} */ ($("bot-alert"));
   $("bot-alert-text").textContent = text;
   if (!dialog.open) dialog.showModal();
 }
+
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let toastTimer;
 
 function toast(text) {
   const box = $("toast");
   box.textContent = text;
   box.hidden = false;
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => {
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
     box.hidden = true;
   }, 4000);
 }
@@ -336,7 +345,7 @@ function renderMembers(chat) {
     list.dataset.chat = String(chat.id);
   }
   const items = state.users.map((user) => {
-    let item = list.querySelector(`li[data-user="${user.id}"]`);
+    let item = /** @type {HTMLElement | null} */ (list.querySelector(`li[data-user="${user.id}"]`));
     if (!item) {
       item = document.createElement("li");
       item.dataset.user = String(user.id);
@@ -346,7 +355,7 @@ function renderMembers(chat) {
     const name = personName(user.id);
     item.firstElementChild.textContent = name;
     const creator = chat.creator_id === user.id;
-    let control = item.children[1];
+    let control = /** @type {HTMLSelectElement | HTMLSpanElement | undefined} */ (item.children[1]);
     if (creator && control?.tagName !== "SPAN") {
       control?.remove();
       control = document.createElement("span");
@@ -365,7 +374,9 @@ function renderMembers(chat) {
       control.addEventListener("change", (event) =>
         act(async () => {
           try {
-            await api("PUT", `/chats/${chat.id}/members/${user.id}`, { status: event.target.value });
+            await api("PUT", `/chats/${chat.id}/members/${user.id}`, {
+              status: /** @type {HTMLSelectElement} */ (event.target).value,
+            });
           } finally {
             renderChrome();
           }
@@ -375,7 +386,7 @@ function renderMembers(chat) {
     }
     if (!creator) {
       control.setAttribute("aria-label", `Status of ${name}`);
-      control.value = chat.admins.includes(user.id)
+      /** @type {HTMLSelectElement} */ (control).value = chat.admins.includes(user.id)
         ? "administrator"
         : chat.members.includes(user.id)
           ? "member"
@@ -383,7 +394,8 @@ function renderMembers(chat) {
     }
     return item;
   });
-  for (const item of [...list.children]) if (!items.includes(item)) item.remove();
+  for (const item of /** @type {HTMLElement[]} */ ([...list.children]))
+    if (!items.includes(item)) item.remove();
   // Only what is out of place moves (a moved list would lose the focus).
   items.forEach((item, index) => {
     if (list.children[index] !== item) list.insertBefore(item, list.children[index] ?? null);
@@ -403,9 +415,9 @@ function renderChrome() {
     : `${members} ${members === 1 ? "member" : "members"} · ${BOT_IN_GROUP[chat?.bot_status ?? "left"] ?? "bot not in the group"}`;
   const blocked = Boolean(chat?.blocked);
   $("block-label").hidden = !privateChat;
-  $("block-toggle").checked = blocked;
+  $input("block-toggle").checked = blocked;
   $("member-label").hidden = privateChat;
-  $("member-toggle").checked = chat?.bot_status === "member" || chat?.bot_status === "administrator";
+  $input("member-toggle").checked = chat?.bot_status === "member" || chat?.bot_status === "administrator";
   renderMembers(privateChat ? null : chat);
   const needsStart = privateChat && (blocked || state.messages.length === 0);
   $("start-bar").hidden = !needsStart;
@@ -428,7 +440,7 @@ function renderChrome() {
       return line;
     }),
   );
-  $("text").placeholder = chat?.reply_keyboard?.input_field_placeholder ?? "Message";
+  $input("text").placeholder = chat?.reply_keyboard?.input_field_placeholder ?? "Message";
   const last = state.messages.at(-1);
   if (last?.reply_markup?.force_reply && last.from.id === state.bot?.id && state.replyTo === null)
     setReplyTo(last);
@@ -442,7 +454,7 @@ function renderReplyBar() {
     $("reply-text").textContent =
       `Replying to ${personName(state.replyTo.from.id)}: ${(state.replyTo.text ?? "").slice(0, 60)}`;
     if (state.replyTo.reply_markup?.input_field_placeholder) {
-      $("text").placeholder = state.replyTo.reply_markup.input_field_placeholder;
+      $input("text").placeholder = state.replyTo.reply_markup.input_field_placeholder;
     }
   }
 }
@@ -492,7 +504,7 @@ async function act(work) {
   try {
     await work();
   } catch (error) {
-    toast(error.message);
+    toast(error instanceof Error ? error.message : String(error));
   }
 }
 
@@ -611,7 +623,7 @@ function listen() {
 
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
-  const input = $("text");
+  const input = $input("text");
   const text = input.value;
   if (text.trim() === "") return;
   input.value = "";
@@ -623,23 +635,28 @@ $("reply-cancel").addEventListener("click", () => {
 });
 $("start").addEventListener("click", () => start());
 $("block-toggle").addEventListener("change", (event) =>
-  act(() => api("POST", `/users/${state.me}/${event.target.checked ? "block" : "unblock"}`)),
+  act(() =>
+    api(
+      "POST",
+      `/users/${state.me}/${/** @type {HTMLInputElement} */ (event.target).checked ? "block" : "unblock"}`,
+    ),
+  ),
 );
 $("member-toggle").addEventListener("change", (event) =>
   act(() =>
     api("POST", `/chats/${state.chatId}/bot`, {
       from: state.me,
-      status: event.target.checked ? "member" : "left",
+      status: /** @type {HTMLInputElement} */ (event.target).checked ? "member" : "left",
     }),
   ),
 );
 $("person").addEventListener("change", (event) => {
-  state.me = Number(event.target.value);
+  state.me = Number(/** @type {HTMLSelectElement} */ (event.target).value);
   localStorage.setItem("sandbox.person", String(state.me));
   renderChatList();
   openChat(state.me);
 });
-$("bot-alert-ok").addEventListener("click", () => $("bot-alert").close());
+$("bot-alert-ok").addEventListener("click", () => /** @type {HTMLDialogElement} */ ($("bot-alert")).close());
 
 /**
  * A form in the page that a button opens (never a browser pop-up): one text field, its error
@@ -648,8 +665,8 @@ $("bot-alert-ok").addEventListener("click", () => $("bot-alert").close());
  */
 function inlineForm(buttonId, formId, inputId, errorId, empty, submit) {
   const button = $(buttonId);
-  const form = $(formId);
-  const input = $(inputId);
+  const form = /** @type {HTMLFormElement} */ ($(formId));
+  const input = $input(inputId);
   const error = $(errorId);
   const showError = (text) => {
     error.textContent = text;
@@ -687,13 +704,13 @@ function inlineForm(buttonId, formId, inputId, errorId, empty, submit) {
       input.focus();
       return;
     }
-    const submitButton = form.querySelector("[type=submit]");
+    const submitButton = /** @type {HTMLButtonElement} */ (form.querySelector("[type=submit]"));
     submitButton.disabled = true;
     try {
       await submit(value);
       close();
     } catch (failure) {
-      showError(failure.message);
+      showError(failure instanceof Error ? failure.message : String(failure));
       input.focus();
     } finally {
       submitButton.disabled = false;
