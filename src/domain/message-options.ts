@@ -201,29 +201,33 @@ function readBoolean(given: Given): boolean | string {
   return "must be true or false.";
 }
 
-const PRIORITY_WORDS: Record<string, Priority> = {
-  min: "min",
-  low: "low",
-  default: "default",
-  high: "high",
-  urgent: "urgent",
-  // ntfy's other name for 5.
-  max: "urgent",
-  "1": "min",
-  "2": "low",
-  "3": "default",
-  "4": "high",
-  "5": "urgent",
-};
+/** Priorities as senders write them: our words, 1 to 5, and `max` (ntfy's other name for 5). */
+const PRIORITY_WORDS = new Map<string, Priority>([
+  ["min", "min"],
+  ["low", "low"],
+  ["default", "default"],
+  ["high", "high"],
+  ["urgent", "urgent"],
+  ["max", "urgent"],
+  ["1", "min"],
+  ["2", "low"],
+  ["3", "default"],
+  ["4", "high"],
+  ["5", "urgent"],
+]);
+
+/**
+ * The priority a word or number names, in any case and trimmed (our options and ntfy's payloads
+ * both read it so); undefined for anything else. A Map, so that no word reaches an object's
+ * prototype (`constructor` is no priority).
+ */
+export function priorityNamed(value: string | number): Priority | undefined {
+  return PRIORITY_WORDS.get(String(value).trim().toLowerCase());
+}
 
 function readPriority(given: Given): Priority | string {
-  const word =
-    typeof given.value === "number"
-      ? String(given.value)
-      : typeof given.value === "string"
-        ? given.value
-        : "";
-  return PRIORITY_WORDS[word.trim().toLowerCase()] ?? "must be min, low, default, high or urgent, or 1 to 5.";
+  const word = typeof given.value === "number" || typeof given.value === "string" ? given.value : "";
+  return priorityNamed(word) ?? "must be min, low, default, high or urgent, or 1 to 5.";
 }
 
 /** Telegram refuses a button (and with it the message) whose URL it does not take. */

@@ -1,5 +1,5 @@
 import { markdownParser, markdownToEntities } from "../domain/markdown.ts";
-import { type Button, MAX_URL, type Priority } from "../domain/message-options.ts";
+import { type Button, MAX_URL, type Priority, priorityNamed } from "../domain/message-options.ts";
 import { isButtonUrl } from "../domain/telegram-format.ts";
 import {
   buttonRows,
@@ -22,26 +22,10 @@ import {
  * Telegram button and are left out.
  */
 
-/** ntfy's priorities, as numbers (its JSON) and words (its headers), in our words. */
-const PRIORITIES: Record<string, Priority> = {
-  "1": "min",
-  "2": "low",
-  "3": "default",
-  "4": "high",
-  "5": "urgent",
-  min: "min",
-  low: "low",
-  default: "default",
-  high: "high",
-  urgent: "urgent",
-  max: "urgent",
-};
-
 function priorityOf(value: unknown): Priority | undefined {
   if (value === undefined || value === null) return undefined;
-  const word =
-    typeof value === "number" || typeof value === "string" ? String(value).trim().toLowerCase() : "";
-  const priority = Object.hasOwn(PRIORITIES, word) ? PRIORITIES[word] : undefined;
+  // ntfy's numbers (its JSON) and words (its headers), `max` among them.
+  const priority = typeof value === "number" || typeof value === "string" ? priorityNamed(value) : undefined;
   if (priority === undefined)
     throw new PayloadError("priority must be 1 to 5 (or min, low, default, high, urgent)");
   return priority === "default" ? undefined : priority;

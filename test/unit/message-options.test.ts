@@ -87,6 +87,15 @@ describe("message options from a JSON body", () => {
     expect(fromBody({ priority: given }).priority).toBe(priority);
   });
 
+  it.each(["constructor", "__proto__", "toString", "6", "0", "highest"])(
+    "refuses priority %j with the rule, whatever the word",
+    (given) => {
+      expect(problems(() => fromBody({ priority: given }))).toEqual([
+        "priority: must be min, low, default, high or urgent, or 1 to 5.",
+      ]);
+    },
+  );
+
   it("min and low arrive silently unless silent says otherwise; silent wins both ways", () => {
     const silent = (options: MessageOptions) => isSilent(options);
     expect(silent({ priority: "min" })).toBe(true);
