@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import Fastify from "fastify";
 import { Api } from "grammy";
@@ -348,19 +348,29 @@ describe("standard output", () => {
   });
 
   it("flushLogs before a planned exit keeps the order while libuv's pool is slow to write", async () => {
-    // The pool's one thread is busy, so the first line's write waits there; the second line is
-    // still gathered when the process decides to exit (as the service's "stopped" line is).
+    // The pool's one thread waits in open() on a FIFO until something opens it for writing, so the
+    // first line's write waits there; the second line is still gathered when the process decides to
+    // exit (as the service's "stopped" line is). The pool is freed 300 ms later, whatever the load:
+    // a CPU-bound job there (pbkdf2) outlasted flushLogs' 2 s bound on a starved machine, which
+    // tested the bound, not the order.
+    const fifo = join(mkdtempSync(join(tmpdir(), "dock-notify-fifo-")), "pool");
+    execFileSync("mkfifo", [fifo]);
     const { code, lines } = await linesWritten(
-      `const { pbkdf2 } = process.getBuiltinModule("node:crypto");
-       pbkdf2("x", "y", 300_000, 64, "sha512", () => {});
+      `const fs = process.getBuiltinModule("node:fs");
+       const fifo = process.env.POOL_FIFO;
+       fs.open(fifo, "r", (error, fd) => { if (!error) fs.closeSync(fd); });
        log.info("first");
        setTimeout(async () => {
+         // Not yet written: the test would prove nothing otherwise.
+         if (fs.readFileSync(process.env.LOG_FILE, "utf8") !== "") process.exit(9);
          log.info("second");
+         setTimeout(() => fs.closeSync(fs.openSync(fifo, "w")), 300);
          await flushLogs();
          process.exit(3);
        }, 50);`,
-      { UV_THREADPOOL_SIZE: "1" },
+      { UV_THREADPOOL_SIZE: "1", POOL_FIFO: fifo },
     );
+    rmSync(dirname(fifo), { recursive: true, force: true });
     expect(code).toBe(3);
     expect(lines.map((line) => JSON.parse(line).msg)).toEqual(["first", "second"]);
   });
