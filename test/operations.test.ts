@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pkg from "../package.json" with { type: "json" };
-import { CLI_ERRORS } from "../src/cli-errors.ts";
+import { CLI_ERRORS } from "../src/cli/errors.ts";
 import { ERRORS } from "../src/http/errors.ts";
 import { dialects, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";

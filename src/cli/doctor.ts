@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import pkg from "../package.json" with { type: "json" };
-import { botProblem, stateForFailure, TOKEN_FIX } from "./bot/bot-health.ts";
-import type { Config } from "./config.ts";
-import { maskUrl, scrubToken } from "./log.ts";
-import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
+import pkg from "../../package.json" with { type: "json" };
+import { botProblem, stateForFailure, TOKEN_FIX } from "../bot/bot-health.ts";
+import type { Config } from "../config.ts";
+import { maskUrl, scrubToken } from "../log.ts";
+import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
 
 /**
  * `dock-notify doctor`: the configuration checked end to end, from the machine the service runs
@@ -320,7 +320,7 @@ function encryptionKeyCheck(config: Config): { result: CheckResult; key: Buffer 
 /** The database: reachable, its schema current, the key opening its Dock secrets. */
 async function databaseChecks(config: Config, key: Buffer | null): Promise<CheckResult[]> {
   const check = "Database";
-  const { databaseLocation } = await import("./banner.ts");
+  const { databaseLocation } = await import("../banner.ts");
   const where = databaseLocation(config.databaseUrl);
   if (config.databaseUrl.startsWith("sqlite:") && config.databaseUrl !== "sqlite::memory:") {
     try {
@@ -331,8 +331,8 @@ async function databaseChecks(config: Config, key: Buffer | null): Promise<Check
       }
     }
   }
-  const { explained } = await import("./main.ts");
-  const { openDb, pendingMigrations } = await import("./store/open.ts");
+  const { explained } = await import("../main.ts");
+  const { openDb, pendingMigrations } = await import("../store/open.ts");
   let db: Awaited<ReturnType<typeof openDb>>;
   try {
     db = await openDb(config.databaseUrl, { timeoutMs: REQUEST_TIMEOUT_MS });
@@ -357,7 +357,7 @@ async function databaseChecks(config: Config, key: Buffer | null): Promise<Check
           ),
     ];
     if (key !== null && !pending.includes("0001-initial")) {
-      const { DockRepository } = await import("./store/docks.ts");
+      const { DockRepository } = await import("../store/docks.ts");
       if (!(await new DockRepository(db, key).keyOpensSecrets())) {
         results.push(
           fail(
