@@ -25,7 +25,8 @@ for k in $(seq 1 "$n"); do
   rc=$?
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   kill "$stress" 2>/dev/null; wait "$stress" 2>/dev/null
-  summary=$(grep -E '^ +(Test Files|Tests) ' "$out/run-$k.log" | tr -s ' ' | tr '\n' ';')
+  # vitest's summary lines, without their colours; run 1's image tests come last.
+  summary=$(sed 's/\x1b\[[0-9;]*m//g' "$out/run-$k.log" | grep -E '^ +(Test Files|Tests) ' | tr -s ' ' | tr '\n' ';')
   echo "$commit run $k rc=$rc secs=$(( $(date +%s) - start )) load=[$load] $summary" >> "$out/results.txt"
   sleep 20
 done
