@@ -30,7 +30,7 @@ module.exports = {
       severity: "error",
       comment: "store/ is the bottom of the service: it never reaches up to who uses it.",
       from: { path: "^src/store/" },
-      to: { path: "^src/(http|delivery|bot|sandbox)/|^src/(app|main|cli|intake)\\.ts$" },
+      to: { path: "^src/(http|delivery|bot|sandbox|cli)/|^src/(app|main|cli|intake)\\.ts$" },
     },
     {
       name: "no-http-below-the-edge",
@@ -38,7 +38,7 @@ module.exports = {
       comment:
         "The HTTP edge owns statuses and the error catalogue; intake, the bot and delivery return outcomes.",
       from: { path: "^src/(intake\\.ts$|bot/|delivery/)" },
-      to: { path: "^src/http/|^src/(app|main|cli)\\.ts$" },
+      to: { path: "^src/(http|cli)/|^src/(app|main|cli)\\.ts$" },
     },
     {
       name: "support-never-imports-sandbox",

@@ -22,7 +22,7 @@
  */
 import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type OutputChunk, rolldown } from "rolldown";
 
 const root = join(import.meta.dirname, "..");
@@ -73,7 +73,7 @@ try {
   // Not the TypeScript sources, nor the chat page's tsconfig.json (for `npm run typecheck` only).
   cpSync(src, next, {
     recursive: true,
-    filter: (source) => !source.endsWith(".ts") && !source.endsWith("tsconfig.json"),
+    filter: (source) => !source.endsWith(".ts") && basename(source) !== "tsconfig.json",
   });
   removeEmptyFolders(next);
   // Two renames: the old build is out of the way for an instant, never half there.

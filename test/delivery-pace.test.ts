@@ -164,7 +164,7 @@ describe.concurrent("Telegram's pace", () => {
         100,
       );
       // The only subscriber leaves: the queue empties while Telegram is still down.
-      await running.subscriptions.transition(reader, "active", "removed", dock.id);
+      expect(await running.subscriptions.transition(reader, "active", "removed", dock.id)).toBe(1);
       await waitFor(
         "the queue empty",
         async () => (await deliveryStates(running)).queued === undefined,

@@ -249,7 +249,7 @@ describe.concurrent("delivery", () => {
     // Beyond the chat's burst, so most of these are still queued when the person leaves.
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) ids.push(await ping(service.url, dock, `m${i}`));
-    await service.subscriptions.transition(reader, "active", "removed", dock.id);
+    expect(await service.subscriptions.transition(reader, "active", "removed", dock.id)).toBe(1);
     // As the sender sees it: a message that was not yet fanned out has no delivery row, and
     // counts as gone for the chat like one that was.
     const counts = await waitFor("every message settled", async () => {

@@ -70,7 +70,7 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
         .execute();
     }
     // One of them leaves before the message: not in its audience.
-    await subscriptions.transition(700_100, "active", "removed", id);
+    expect(await subscriptions.transition(700_100, "active", "removed", id)).toBe(1);
     clock += 1000;
     const crowd = await accept(id, "to everyone");
     expect(crowd.subscribers).toBe(4499);
@@ -95,10 +95,10 @@ describe.each(DIALECTS)("deferred fan-out on %s", (dialect) => {
 
     clock += 1000;
     await subscriptions.subscribe(id, 104, "private"); // too late for both messages
-    await subscriptions.transition(102, "active", "removed", id); // left before the fan-out
-    await subscriptions.transition(103, "active", "blocked", id); // blocked the bot and came back:
-    await subscriptions.transition(103, "blocked", "active", id); // still subscribed, still receives
-    await subscriptions.transition(105, "active", "removed", id); // left and subscribed again:
+    expect(await subscriptions.transition(102, "active", "removed", id)).toBe(1); // left before the fan-out
+    expect(await subscriptions.transition(103, "active", "blocked", id)).toBe(1); // blocked the bot and came back:
+    expect(await subscriptions.transition(103, "blocked", "active", id)).toBe(1); // still subscribed, still receives
+    expect(await subscriptions.transition(105, "active", "removed", id)).toBe(1); // left and subscribed again:
     await subscriptions.subscribe(id, 105, "private"); // only what is sent from now on
 
     expect(await deliveries.fanOut(id, 1000)).toEqual({ queued: 4, more: false });

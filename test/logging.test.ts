@@ -301,10 +301,16 @@ describe("standard output", () => {
         env: { ...process.env, LOG_FILE: file, ...env },
       },
     );
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
-    rmSync(dir, { recursive: true, force: true });
-    return { code, lines };
+    try {
+      // A child that cannot exit is killed, and the test fails on its exit code, not on a timeout.
+      const deadline = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      clearTimeout(deadline);
+      const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+      return { code, lines };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   it("is one destination per file descriptor, however many loggers use it", () => {
@@ -347,7 +353,9 @@ describe("standard output", () => {
     expect(crashed.lines.map((line) => JSON.parse(line).msg)).toEqual(["about to crash"]);
   });
 
-  it("flushLogs before a planned exit keeps the order while libuv's pool is slow to write", async () => {
+  it("flushLogs before a planned exit keeps the order while libuv's pool is slow to write", async ({
+    onTestFinished,
+  }) => {
     // The pool's one thread waits in open() on a FIFO until something opens it for writing, so the
     // first line's write waits there; the second line is still gathered when the process decides to
     // exit (as the service's "stopped" line is). The pool is freed 300 ms later, whatever the load:
@@ -355,22 +363,27 @@ describe("standard output", () => {
     // tested the bound, not the order.
     const fifo = join(mkdtempSync(join(tmpdir(), "dock-notify-fifo-")), "pool");
     execFileSync("mkfifo", [fifo]);
+    onTestFinished(() => rmSync(dirname(fifo), { recursive: true, force: true }));
     const { code, lines } = await linesWritten(
       `const fs = process.getBuiltinModule("node:fs");
        const fifo = process.env.POOL_FIFO;
+       // Frees the pool (a writer opens the FIFO): also on any exit, which otherwise waits for it.
+       const release = () => {
+         try { fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)); } catch {}
+       };
+       process.prependListener("exit", release);
        fs.open(fifo, "r", (error, fd) => { if (!error) fs.closeSync(fd); });
        log.info("first");
        setTimeout(async () => {
          // Not yet written: the test would prove nothing otherwise.
          if (fs.readFileSync(process.env.LOG_FILE, "utf8") !== "") process.exit(9);
          log.info("second");
-         setTimeout(() => fs.closeSync(fs.openSync(fifo, "w")), 300);
+         setTimeout(release, 300);
          await flushLogs();
          process.exit(3);
        }, 50);`,
       { UV_THREADPOOL_SIZE: "1", POOL_FIFO: fifo },
     );
-    rmSync(dirname(fifo), { recursive: true, force: true });
     expect(code).toBe(3);
     expect(lines.map((line) => JSON.parse(line).msg)).toEqual(["first", "second"]);
   });

@@ -152,7 +152,7 @@ describe.each(DIALECTS)("send API on %s", (dialect) => {
         description: null,
       });
       for (const chat of [11, 12, 13, 14]) await service.subscriptions.subscribe(fresh.id, chat, "private");
-      await service.subscriptions.transition(14, "active", "blocked", fresh.id);
+      expect(await service.subscriptions.transition(14, "active", "blocked", fresh.id)).toBe(1);
       const answer = await ping({ dock_id: fresh.id, secret_key: fresh.secretKey, msg: "hello all" });
       expect(answer.body.subscribers).toBe(3);
       // The dispatcher fans the message out into one delivery per active subscriber; it may

@@ -20,7 +20,7 @@ import {
   withDocks,
 } from "./common.ts";
 
-/** A Telegram user id or a role given on the command line. */
+/** A role given on the command line. */
 function parseRole(value: string): DockRole {
   if ((DOCK_ROLES as readonly string[]).includes(value)) return value as DockRole;
   throw new UsageError(`role must be one of ${DOCK_ROLES.join(", ")}, got "${value}"`);
