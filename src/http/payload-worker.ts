@@ -12,6 +12,7 @@ import { parentPort } from "node:worker_threads";
 import { markdownParser } from "../domain/markdown.ts";
 import { OPTION_SOURCES, readFormat } from "../domain/message-options.ts";
 import { EntityParseError } from "../domain/telegram-format.ts";
+import { threadClock } from "../domain/thread-clock.ts";
 import { detectFormat, formatNamed } from "../integrations/formats.ts";
 import { type Inbound, isRecord, PayloadError, TooComplexError } from "../integrations/inbound.ts";
 import { renderTemplate, TemplateError, validateTemplate } from "../integrations/template.ts";
@@ -83,31 +84,8 @@ async function run(job: ThreadJob): Promise<ThreadReply> {
   }
 }
 
-/**
- * This thread's CPU time so far in ms (what a job's deadline counts, see payload-thread.ts), or its
- * wall time where Node cannot tell a thread's CPU time.
- */
-const threadCpu = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage;
-const clock =
-  typeof threadCpu === "function"
-    ? () => {
-        const { user, system } = threadCpu.call(process);
-        return (user + system) / 1000;
-      }
-    : () => performance.now();
-
-// LiquidJS times a render (TEMPLATE_LIMITS.renderMs) with the global `performance.now()`, read at
-// each check: in this thread that clock is the thread's CPU time, as the thread's deadlines are, so
-// that a machine busy with other work delays a render rather than failing it. Nothing else here
-// reads that clock (`clock` above keeps the real one where it falls back to wall time).
-if (typeof threadCpu === "function") {
-  Object.defineProperty(globalThis, "performance", {
-    value: { now: clock, timeOrigin: performance.timeOrigin },
-    configurable: true,
-    writable: true,
-    enumerable: true,
-  });
-}
+/** What a job's time is counted in (see payload-thread.ts). */
+const clock = threadClock;
 
 port.on("message", (job: ThreadJob) => {
   const started = clock();

@@ -14,6 +14,7 @@ import {
   URL_RULE,
 } from "../domain/message-options.ts";
 import { hasControlCharacter } from "../domain/telegram-format.ts";
+import { threadClock } from "../domain/thread-clock.ts";
 import {
   buttonRows,
   type Conversion,
@@ -42,7 +43,7 @@ import {
  *   file system in case a tag ever reaches for one.
  * - `strictFilters`: an unknown filter is a parse error, not silently skipped.
  * - Bounded: a render of the whole template (all fields together) may take TEMPLATE_LIMITS.renderMs
- *   of the payload thread's CPU time (its clock, see payload-worker.ts) and allocate TEMPLATE_LIMITS.memory units in LiquidJS's accounting (renderLimit,
+ *   of the rendering thread's CPU time (RenderTimeLimit) and allocate TEMPLATE_LIMITS.memory units in LiquidJS's accounting (renderLimit,
  *   memoryLimit, shared by all fields through one Context); each field may write
  *   TEMPLATE_LIMITS.renderedChars characters, which LiquidJS does not count itself.
  * - Deterministic where it can be: dates are shown in UTC (`| date: "%H:%M", "Europe/Berlin"` picks
@@ -155,6 +156,31 @@ interface Engine {
   /** For the text of a markdown template: backslash-escapes Markdown's punctuation unless `| raw`. */
   markdown: Liquid;
   liquidjs: typeof import("liquidjs");
+}
+
+/**
+ * LiquidJS's render limit (TEMPLATE_LIMITS.renderMs, all fields together) in this thread's CPU time
+ * (domain/thread-clock.ts), so that a machine busy with other work delays a render rather than
+ * failing it. LiquidJS checks its limit between nodes and hands it the time of its global clock
+ * (`performance.now()`, the wall clock), which this ignores; its error has LiquidJS's wording, which
+ * renderProblem recognises.
+ */
+export class RenderTimeLimit {
+  // LiquidJS's Limiter's fields, read only by its own check() and use(), which these replace.
+  readonly message = "template render limit exceeded";
+  base = 0;
+  limit = Number.POSITIVE_INFINITY;
+  readonly #deadline: number;
+
+  constructor(ms: number) {
+    this.#deadline = threadClock() + ms;
+  }
+
+  check(): void {
+    if (threadClock() > this.#deadline) throw new Error(this.message);
+  }
+
+  use(): void {}
 }
 
 let loading: Promise<Engine> | undefined;
@@ -316,7 +342,16 @@ export async function renderTemplate(template: DockTemplate, payload: unknown): 
     }
     // One Context's limits for all fields (time runs from here); a fresh scope for each, so an
     // assign or increment in one field does not show in the next.
-    base ??= new liquid.liquidjs.Context({}, liquid.plain.options, { sync: true }, { liquid: liquid.plain });
+    base ??= new liquid.liquidjs.Context(
+      {},
+      liquid.plain.options,
+      { sync: true },
+      {
+        liquid: liquid.plain,
+        // LiquidJS's Limiter keeps its fields private; this one has the same shape.
+        renderLimit: new RenderTimeLimit(TEMPLATE_LIMITS.renderMs) as unknown as Context["renderLimit"],
+      },
+    );
     const output = new CappedOutput(liquid.liquidjs.toValue);
     try {
       liquid.liquidjs.toValueSync(

@@ -1,9 +1,11 @@
 import { Liquid } from "liquidjs";
 import { describe, expect, it, vi } from "vitest";
 import { prepareContent } from "../../../src/domain/message-options.ts";
+import { CPU_CLOCK, threadClock } from "../../../src/domain/thread-clock.ts";
 import { PayloadError } from "../../../src/integrations/inbound.ts";
 import {
   type DockTemplate,
+  RenderTimeLimit,
   renderTemplate,
   TEMPLATE_LIMITS,
   TemplateError,
@@ -378,6 +380,19 @@ describe("limits: a template fails fast instead of hanging or filling the heap",
       field: "text",
       message: expect.stringMatching(/rendered more than 65536/),
     });
+  });
+});
+
+describe.skipIf(!CPU_CLOCK)("a render's time is the thread's CPU time", () => {
+  it("does not count time the thread spends off the CPU (a machine busy with other work)", () => {
+    const limit = new RenderTimeLimit(50);
+    // 200 ms of wall time asleep, as a thread waits while other processes have the cores.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    expect(() => limit.check()).not.toThrow();
+    // 60 ms of CPU: over the limit.
+    const start = threadClock();
+    while (threadClock() - start < 60) Math.sqrt(Math.random());
+    expect(() => limit.check()).toThrow("template render limit exceeded");
   });
 });
 
