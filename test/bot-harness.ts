@@ -11,7 +11,7 @@ export interface ChatMessage {
   reply_to_message?: { message_id: number };
 }
 
-/** How long a test waits for the bot before failing with what the chat shows. */
+/** How long a test waits for the bot before failing with what the chat shows (unless told otherwise). */
 const WAIT_MS = 10_000;
 
 /**
@@ -20,9 +20,15 @@ const WAIT_MS = 10_000;
  */
 export class People {
   readonly root: string;
+  readonly #waitMs: number;
 
-  constructor(root: string) {
+  /**
+   * `waitMs`: how long to wait for each answer of the bot. Longer for a test that has many people
+   * talk to the bot at once: it takes their updates one after another.
+   */
+  constructor(root: string, options: { waitMs?: number } = {}) {
     this.root = root;
+    this.#waitMs = options.waitMs ?? WAIT_MS;
   }
 
   /** Calls the control API; any answer outside 2xx fails the test with the sandbox's message. */
@@ -96,13 +102,13 @@ export class People {
     check: () => Promise<T | undefined>,
     context?: () => Promise<unknown>,
   ): Promise<T> {
-    const deadline = Date.now() + WAIT_MS;
+    const deadline = Date.now() + this.#waitMs;
     for (;;) {
       const value = await check();
       if (value !== undefined) return value;
       if (Date.now() > deadline) {
         const seen = context ? `; last seen: ${JSON.stringify(await context())}` : "";
-        throw new Error(`waited ${WAIT_MS / 1000}s for ${what}${seen}`);
+        throw new Error(`waited ${this.#waitMs / 1000}s for ${what}${seen}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
