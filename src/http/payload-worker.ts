@@ -84,12 +84,10 @@ async function run(job: ThreadJob): Promise<ThreadReply> {
   }
 }
 
-/** What a job's time is counted in (see payload-thread.ts). */
-const clock = threadClock;
-
+// A job's time is this thread's CPU time (see payload-thread.ts).
 port.on("message", (job: ThreadJob) => {
-  const started = clock();
-  run(job).then((reply) => port.postMessage({ reply, ms: clock() - started } satisfies ThreadAnswer));
+  const started = threadClock();
+  run(job).then((reply) => port.postMessage({ reply, ms: threadClock() - started } satisfies ThreadAnswer));
 });
 
 /** Every construct of Markdown we read, about 2 KiB of it (see the warm-up below). */
