@@ -25,7 +25,7 @@ import { PayloadThread } from "./http/payload-thread.ts";
 import { utf8Parsers } from "./http/request-body.ts";
 import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
-import { sendApi } from "./http/send-api.ts";
+import { sendApi } from "./http/send/index.ts";
 import { telegramWebhook } from "./http/telegram-webhook.ts";
 import { Intake } from "./intake.ts";
 import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";

@@ -1,6 +1,5 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
-import { constantTimeEqual } from "../domain/constant-time.ts";
 import {
   gatherOptions,
   type MessageOptions,
@@ -10,13 +9,7 @@ import {
 } from "../domain/message-options.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
-import {
-  type Conversion,
-  type Inbound,
-  isRecord,
-  PayloadError,
-  TooComplexError,
-} from "../integrations/inbound.ts";
+import { type Conversion, type Inbound, PayloadError, TooComplexError } from "../integrations/inbound.ts";
 import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";
@@ -101,7 +94,7 @@ const isSpace = (byte: number | undefined) =>
   byte === 0x20 || (byte !== undefined && byte >= 0x09 && byte <= 0x0d);
 
 /** The first byte of a body's text that is not white space (after a byte order mark), if any. */
-function firstByte(raw: Buffer): number | undefined {
+export function firstByte(raw: Buffer): number | undefined {
   let at = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? 3 : 0;
   while (isSpace(raw[at])) at++;
   return raw[at];
@@ -374,46 +367,6 @@ function boundedKey(key: string | undefined): string | null {
  */
 export function templateTime(): TokenBuckets {
   return new TokenBuckets({ capacity: 1000, refillPerSecond: 100, now: () => performance.now() });
-}
-
-/**
- * Which of `secrets` made GitHub's `X-Hub-Signature-256: sha256=<hex HMAC-SHA-256 of the raw body
- * with the secret>` (also Gitea's and Forgejo's): its index, or -1 for none. Every secret's HMAC is
- * computed and compared in constant time, whichever matched, so the time tells nothing of which
- * did or of how many of them are stand-ins (see DockRepository.signersOf).
- */
-export function signedWith(raw: RawBody, header: string, secrets: readonly string[]): number {
-  const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim());
-  const given = Buffer.from(match?.[1] ?? "0".repeat(64), "hex");
-  const body = raw ?? Buffer.alloc(0);
-  let found = -1;
-  for (let i = 0; i < secrets.length; i++) {
-    const expected = createHmac("sha256", secrets[i] as string)
-      .update(body)
-      .digest();
-    if (constantTimeEqual(expected, given) && found === -1) found = i;
-  }
-  return match === null ? -1 : found;
-}
-
-/**
- * Whether a signed body is a payload as GitHub (Gitea, Forgejo) sends one: a JSON object, or its
- * form with the JSON in `payload`. The secret key may be the signing key, and an upgraded Dock's
- * events are signed with that same key (`t.body`, see domain/event-signature.ts, migration 0014):
- * a body of any other shape could be an event replayed as a send.
- */
-export function isSignedPayload(request: FastifyRequest): boolean {
-  // A large JSON body is read in the payload thread: here its first character is its shape, and
-  // the thread refuses it (400 invalid_json) unless it is all one JSON object.
-  const unread = unreadBody(request);
-  if (unread !== undefined)
-    return unread.mediaType !== "application/x-www-form-urlencoded" && firstByte(unread.bytes) === 0x7b;
-  try {
-    const inbound = readInbound(request);
-    return inbound.mediaType !== "application/x-www-form-urlencoded" && isRecord(inbound.body);
-  } catch {
-    return false;
-  }
 }
 
 /** The format a payload is unmistakably in, if any. */

@@ -35,7 +35,7 @@ function payloadOf({ text, as }: TemplatePayload): unknown {
   return source;
 }
 
-/** A message's own fields in a /webhook body: what takeOptions and the schema read (send-api.ts). */
+/** A message's own fields in a /webhook body: what takeOptions and the schema read (http/send/body.ts). */
 const MESSAGE_FIELDS = ["msg", "key", ...Object.keys(OPTION_SOURCES)];
 
 /** A body the event loop did not read (PayloadThread.readBody): a message's fields, or the payload converted. */

@@ -7,7 +7,8 @@ import type { DockRepository } from "../../store/docks.ts";
 import type { MessageChanges } from "../../store/message-changes.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { ApiError } from "../errors.ts";
-import { checkMessage, revisedContent } from "../send-api.ts";
+import { checkMessage } from "../send/body.ts";
+import { revisedContent } from "../send/messages.ts";
 import { requireSession } from "../session.ts";
 import { dockAccess } from "./dock-access.ts";
 import {

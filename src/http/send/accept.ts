@@ -1,0 +1,138 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { type MessageContent, OptionsError, prepareContent } from "../../domain/message-options.ts";
+import { replacesOnlyOwn, senderOf } from "../../domain/principal.ts";
+import type { Intake } from "../../intake.ts";
+import { ApiError, fieldsRefused } from "../errors.ts";
+import type { Authentication } from "./auth.ts";
+import { placeholderRefusal } from "./auth.ts";
+import { checkMessage, idempotencyKeyOf } from "./body.ts";
+import type { SendApiOptions } from "./options.ts";
+import { signedDeliveryKey } from "./signatures.ts";
+import { dockOf } from "./state.ts";
+
+/*
+ * The end of every send door: the message its hooks read, stored durably (or refused) within the
+ * database's timeout, and the answer — 202 with its ID, or 200 for a tool's payload with nothing
+ * to show.
+ */
+
+export type Endpoint = "ping" | "webhook" | "hook";
+
+export interface Acceptance {
+  /** Stores the message (checking the secret key too when given) and answers 202. */
+  accept(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    credentials: { dockId: string; secretKey?: string },
+    msg: string,
+    endpoint: Endpoint,
+  ): Promise<FastifyReply>;
+  /** The integration doors' answer, and /webhook's: the message stored, or a payload skipped. */
+  sendWebhook(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    endpoint: "webhook" | "hook",
+  ): Promise<FastifyReply>;
+}
+
+export function acceptance(options: SendApiOptions, auth: Authentication): Acceptance {
+  const accept = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    credentials: { dockId: string; secretKey?: string },
+    msg: string,
+    endpoint: Endpoint,
+  ) => {
+    // The body is in: from here the sender is answered within the database's timeout, whatever
+    // the database does (waiting for attempts being judged, for earlier batches, for the commit).
+    const deadline = performance.now() + options.databaseTimeoutMs;
+    const placeholder =
+      credentials.secretKey !== undefined && placeholderRefusal(credentials.dockId, credentials.secretKey);
+    if (placeholder) throw placeholder;
+    // /ping's key is checked with the message, in the storing transaction: its attempt is taken now.
+    const attempt =
+      credentials.secretKey === undefined
+        ? { right: () => {}, wrong: () => {} }
+        : await auth.beginAttempt(request, deadline);
+    let content: MessageContent | null = null;
+    const given = request.messageOptions;
+    // Most messages have no options: they skip the await (the send path runs this per request).
+    try {
+      if (given !== null && Object.keys(given).length > 0)
+        content = await prepareContent(msg, given, options.payloadThread.read);
+    } catch (error) {
+      // Not a guess at the key: the key was not looked at.
+      attempt.right();
+      if (error instanceof OptionsError) throw fieldsRefused(error.problems);
+      throw error;
+    }
+    let result: Awaited<ReturnType<Intake["accept"]>>;
+    try {
+      result = await options.intake.accept({
+        ...credentials,
+        text: msg,
+        content,
+        ...(request.signedBody === null
+          ? { idempotencyKey: idempotencyKeyOf(request) }
+          : { idempotencyKey: signedDeliveryKey(request.signedBody), requestHash: request.signedBody }),
+        key: request.messageKey,
+        final: request.messageFinal,
+        ...(request.dock ? { watched: request.dock.watched } : {}),
+        ...(request.dock?.principal
+          ? { sender: senderOf(request.dock.principal), ownKeysOnly: replacesOnlyOwn(request.dock.principal) }
+          : {}),
+        deadline,
+        source: endpoint,
+      });
+    } catch (error) {
+      // Refused for another reason (the Dock's rate, an outage): the key was right, or never judged.
+      attempt.right();
+      throw error;
+    }
+    if (result.kind === "unauthorized") {
+      attempt.wrong();
+      throw new ApiError("unauthorized");
+    }
+    attempt.right();
+    if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
+    // A send that replaced a message by its key (or a replay of one) says so, with its revision.
+    const replaced =
+      result.kind === "replaced"
+        ? { revision: result.revision, edits: result.edits }
+        : result.kind === "replayed"
+          ? result.replaced
+          : undefined;
+    // Context for the request's one log line, written when the response is sent.
+    request.logFields = {
+      messageId: result.messageId,
+      dockId: credentials.dockId,
+      subscribers: result.subscribers,
+      ...(replaced ? { replaced: true } : {}),
+      ...(request.inboundFormat ? { format: request.inboundFormat } : {}),
+    };
+    return reply.code(202).send({
+      ok: true,
+      message_id: result.messageId,
+      subscribers: result.subscribers,
+      ...(replaced ? { replaced: true, ...replaced } : {}),
+      ...(request.inboundFormat ? { format: request.inboundFormat } : {}),
+    });
+  };
+
+  const sendWebhook = async (request: FastifyRequest, reply: FastifyReply, endpoint: "webhook" | "hook") => {
+    const skip = request.inboundSkip;
+    if (skip !== null) {
+      request.logFields = {
+        dockId: dockOf(request).id,
+        format: skip.format,
+        skipped: true,
+      };
+      return reply.code(200).send({ ok: true, skipped: true, format: skip.format, reason: skip.reason });
+    }
+    const { msg } = request.body as { msg: string };
+    checkMessage(msg, options.maxMessageLength);
+    return accept(request, reply, { dockId: dockOf(request).id }, msg, endpoint);
+  };
+
+  return { accept, sendWebhook };
+}
