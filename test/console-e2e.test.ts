@@ -931,6 +931,10 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
       await trying.getByLabel("X-GitHub-Event header").fill("ping");
       await trying.getByLabel("Payload").fill(JSON.stringify({ zen: "Design for failure.", hook_id: 1 }));
       await trying.getByText("No message: GitHub's ping: the hook works.").waitFor();
+      // Each format brings a sample of its own (served by /info): Alertmanager's makes its alert.
+      await trying.getByLabel("Format", { exact: true }).selectOption("alertmanager");
+      await trying.getByRole("button", { name: "Use a sample Prometheus Alertmanager payload" }).click();
+      await trying.getByText("p99 latency above 500 ms on api-1.example.com:9100").first().waitFor();
 
       // The confirmations have left the screen (they would cover part of the section).
       const quiet = () => page.locator(".toast:not(:empty)").waitFor({ state: "detached", timeout: 10_000 });

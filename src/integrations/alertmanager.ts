@@ -14,6 +14,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { jsonSample, yamlString } from "./settings.ts";
 
 /*
  * Prometheus Alertmanager's webhook (payload version 4): one notification group per request, shown
@@ -329,4 +330,47 @@ export const alertmanager: InboundFormat = {
       ],
     });
   },
+  authentication: "basic",
+  settings: ({ base, dockId, secretKey }) => ({
+    tool: "Prometheus Alertmanager",
+    where: "alertmanager.yml: a receiver, and the route that uses it",
+    text: [
+      "route:",
+      "  receiver: dock-notify",
+      "receivers:",
+      "  - name: dock-notify",
+      "    webhook_configs:",
+      `      - url: ${yamlString(`${base}/webhook/alertmanager`)}`,
+      "        send_resolved: true",
+      "        http_config:",
+      "          basic_auth:",
+      `            username: ${yamlString(dockId)}`,
+      `            password: ${yamlString(secretKey)}`,
+    ].join("\n"),
+    usesHookUrl: false,
+  }),
+  // Trimmed from test/fixtures/integrations/alertmanager/firing.json (one alert of two).
+  sample: jsonSample({
+    version: "4",
+    groupKey: '{}/{severity="warning"}:{alertname="HighLatency"}',
+    truncatedAlerts: 0,
+    status: "firing",
+    receiver: "telegram",
+    groupLabels: { alertname: "HighLatency" },
+    commonLabels: { alertname: "HighLatency", env: "prod", job: "api", severity: "warning" },
+    commonAnnotations: { runbook_url: "https://runbooks.example.com/api/high-latency" },
+    externalURL: "https://alertmanager.example.com",
+    alerts: [
+      {
+        status: "firing",
+        labels: { alertname: "HighLatency", instance: "api-1.example.com:9100", severity: "warning" },
+        annotations: { summary: "p99 latency above 500 ms on api-1.example.com:9100" },
+        startsAt: "2026-11-24T10:02:41.512Z",
+        endsAt: "0001-01-01T00:00:00Z",
+        generatorURL:
+          "https://prometheus.example.com/graph?g0.expr=histogram_quantile%280.99%2C+rate%28http_request_duration_seconds_bucket%5B5m%5D%29%29+%3E+0.5&g0.tab=1",
+        fingerprint: "5ad1b1e7cb8f9f2a",
+      },
+    ],
+  }),
 };

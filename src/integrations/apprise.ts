@@ -9,6 +9,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { appriseUrl, jsonSample, shellQuote } from "./settings.ts";
 import { checkXmlShape, type XmlLimits } from "./xml-shape.ts";
 
 /*
@@ -172,4 +173,27 @@ export const apprise: InboundFormat = {
       },
     };
   },
+  authentication: "basic",
+  settings: ({ base, dockId, secretKey }) => ({
+    tool: "Apprise",
+    where: "An Apprise URL (apprise CLI, Apprise API, or any tool built on Apprise)",
+    text: [
+      appriseUrl("json", base, dockId, secretKey),
+      "",
+      "# or as a form or XML:",
+      appriseUrl("form", base, dockId, secretKey),
+      appriseUrl("xml", base, dockId, secretKey),
+      "",
+      `apprise -t 'Backup' -b 'Backup finished' ${shellQuote(appriseUrl("json", base, dockId, secretKey))}`,
+    ].join("\n"),
+    usesHookUrl: false,
+  }),
+  // test/fixtures/integrations/apprise/failure.json.
+  sample: jsonSample({
+    version: "1.0",
+    title: "Backup failed",
+    message: "The nightly backup of db-1 failed:\nrsync exited with code 23 (partial transfer).",
+    attachments: [],
+    type: "failure",
+  }),
 };

@@ -10,7 +10,9 @@ import { uptimeKuma } from "./uptime-kuma.ts";
 
 /*
  * The built-in inbound formats, found by name (`/webhook/<name>`, `?format=`) or by detection (a
- * plain /webhook body that is not a message of our own).
+ * plain /webhook body that is not a message of our own). The registry: a format is its file (its
+ * payloads, detection, authentication, settings and sample) and one line in BUILT_IN_FORMATS
+ * (docs/architecture.md, "Adding a tool").
  */
 
 /**
@@ -36,12 +38,13 @@ export const FORMAT_NAMES: readonly string[] = BUILT_IN_FORMATS.map((format) => 
 export const ALL_FORMAT_NAMES: readonly string[] = [...FORMAT_NAMES, "template"];
 
 /**
- * Formats whose payloads are told apart even when the body has a string `msg` of its own: GitHub
- * and GitLab by their headers (and GitLab's object_kind with project), Uptime Kuma by `heartbeat`
- * and `monitor` beside its `msg`. A body with `msg` is otherwise an ordinary message, never
- * another format's payload.
+ * Formats whose payloads are told apart even when the body has a string `msg` of its own (each
+ * says so: InboundFormat.detectedWithMsg). A body with `msg` is otherwise an ordinary message,
+ * never another format's payload.
  */
-export const DETECTED_WITH_MSG: ReadonlySet<string> = new Set(["github", "gitlab", "uptime-kuma"]);
+export const DETECTED_WITH_MSG: ReadonlySet<string> = new Set(
+  BUILT_IN_FORMATS.filter((format) => format.detectedWithMsg).map((format) => format.name),
+);
 
 /** The built-in format of that name (as in URLs: lower case), if there is one. */
 export function formatNamed(name: string): InboundFormat | undefined {

@@ -15,6 +15,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { GITHUB_SECRET_PLACEHOLDER, jsonSample } from "./settings.ts";
 
 /*
  * GitHub's repository and organization webhooks: the event is named by the X-GitHub-Event header,
@@ -351,4 +352,37 @@ export const github: InboundFormat = {
         return summary(repo, event, body);
     }
   },
+  detectedWithMsg: true,
+  authentication: "signature",
+  settings: ({ base, dockId }) => ({
+    tool: "GitHub",
+    where: "Repository (or organisation) → Settings → Webhooks → Add webhook",
+    text: [
+      `Payload URL: ${base}/webhook/github/${dockId}`,
+      "Content type: application/json",
+      `Secret: ${GITHUB_SECRET_PLACEHOLDER}`,
+      "Which events: the ones you want (push, pull requests, issues, releases, workflow runs…)",
+    ].join("\n"),
+    usesHookUrl: false,
+  }),
+  // Trimmed from test/fixtures/integrations/github/issues-opened.json.
+  sample: jsonSample(
+    {
+      action: "opened",
+      issue: {
+        html_url: "https://github.com/Codertocat/Hello-World/issues/1",
+        number: 1,
+        title: "Spelling error in the README file",
+        user: { login: "Codertocat" },
+        state: "open",
+        body: "It looks like you accidently spelled 'commit' with two 't's.",
+      },
+      repository: {
+        full_name: "Codertocat/Hello-World",
+        html_url: "https://github.com/Codertocat/Hello-World",
+      },
+      sender: { login: "Codertocat" },
+    },
+    { "X-GitHub-Event": "issues" },
+  ),
 };

@@ -10,6 +10,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { jsonSample, SEND_CREDENTIAL_PLACEHOLDER } from "./settings.ts";
 
 /*
  * GitLab's project and group webhooks: the event is the body's `object_kind` (the X-Gitlab-Event
@@ -287,4 +288,45 @@ export const gitlab: InboundFormat = {
         return summary(title, kind, body);
     }
   },
+  detectedWithMsg: true,
+  authentication: "token",
+  settings: ({ base, dockId }) => ({
+    tool: "GitLab",
+    where: "Project → Settings → Webhooks → Add new webhook",
+    text: [
+      `URL: ${base}/webhook/gitlab/${dockId}`,
+      `Secret token: ${SEND_CREDENTIAL_PLACEHOLDER}`,
+      "Trigger: push, tag push, merge request, pipeline and issue events (any others are summarised)",
+    ].join("\n"),
+    usesHookUrl: false,
+  }),
+  // Trimmed from test/fixtures/integrations/gitlab/pipeline.json (its merge request, commit and builds left out).
+  sample: jsonSample(
+    {
+      object_kind: "pipeline",
+      object_attributes: {
+        id: 31,
+        iid: 3,
+        ref: "master",
+        tag: false,
+        sha: "bcbb5ec396a2c0f828686f14fac9b80b780504f2",
+        source: "merge_request_event",
+        status: "success",
+        stages: ["build", "test", "deploy"],
+        created_at: "2016-08-12 15:23:28 UTC",
+        finished_at: "2016-08-12 15:26:29 UTC",
+        duration: 63,
+        url: "http://example.com/gitlab-org/gitlab-test/-/pipelines/31",
+      },
+      user: { name: "Administrator", username: "root" },
+      project: {
+        id: 1,
+        name: "Gitlab Test",
+        path_with_namespace: "gitlab-org/gitlab-test",
+        web_url: "http://192.168.64.1:3005/gitlab-org/gitlab-test",
+      },
+      builds: [],
+    },
+    { "X-Gitlab-Event": "Pipeline Hook" },
+  ),
 };

@@ -1,5 +1,6 @@
 import { type Alert, alertGroupConversion, firstButton, groupTitle, readAlertGroup } from "./alertmanager.ts";
 import { clip, escapedClip, type InboundFormat, isRecord, linkButton } from "./inbound.ts";
+import { jsonSample } from "./settings.ts";
 
 /*
  * Grafana's unified alerting webhook contact point: Alertmanager's group payload (Grafana runs an
@@ -69,4 +70,42 @@ export const grafana: InboundFormat = {
       ],
     });
   },
+  authentication: "basic",
+  settings: ({ base, dockId, secretKey }) => ({
+    tool: "Grafana",
+    where: "Alerting → Contact points → Add contact point → Integration: Webhook",
+    text: [
+      `URL: ${base}/webhook/grafana`,
+      "HTTP Method: POST",
+      `Basic Authentication User: ${dockId}`,
+      `Basic Authentication Password: ${secretKey}`,
+    ].join("\n"),
+    usesHookUrl: false,
+  }),
+  // Trimmed from test/fixtures/integrations/grafana/firing.json (one alert of two, no message text).
+  sample: jsonSample({
+    receiver: "My Super Webhook",
+    status: "firing",
+    orgId: 1,
+    alerts: [
+      {
+        status: "firing",
+        labels: { alertname: "High memory usage", team: "blue", zone: "us-1" },
+        annotations: { summary: "This alert was triggered for zone us-1" },
+        startsAt: "2021-10-12T09:51:03.157076+02:00",
+        endsAt: "0001-01-01T00:00:00Z",
+        generatorURL: "https://play.grafana.org/alerting/1afz29v7z/edit",
+        fingerprint: "c6eadffa33fcdf37",
+      },
+    ],
+    groupLabels: {},
+    commonLabels: { team: "blue" },
+    commonAnnotations: {},
+    externalURL: "https://play.grafana.org/",
+    version: "1",
+    groupKey: "{}:{}",
+    truncatedAlerts: 0,
+    title: "[FIRING:2]  (blue)",
+    state: "alerting",
+  }),
 };

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Button, Priority } from "../domain/message-options.ts";
 import { MAX_URL } from "../domain/message-options.ts";
 import { isButtonUrl } from "../domain/telegram-format.ts";
+import type { FormatSample, SettingsTarget, ToolAuthentication, ToolSettings } from "./settings.ts";
 
 /*
  * The contract every inbound format (alertmanager.ts, github.ts, …, template.ts) keeps: a request
@@ -90,6 +91,17 @@ export interface InboundFormat {
   detect(inbound: Inbound): boolean;
   /** The notification; throws PayloadError for a body that is not this format's. */
   convert(inbound: Inbound): Conversion | Promise<Conversion>;
+  /**
+   * Told apart by `detect` even when the body has a string `msg` of its own (by a header, or
+   * fields beside that `msg`); a body with `msg` is otherwise our own message, never a payload.
+   */
+  detectedWithMsg?: true;
+  /** How the tool proves who it is: the door its settings name. */
+  authentication: ToolAuthentication;
+  /** The tool's settings, written for a Dock (the console's Integrations, docs/integrations.md). */
+  settings(target: SettingsTarget): ToolSettings;
+  /** A payload as the tool sends it, trimmed (the console's Try a sample offers it). */
+  sample: FormatSample;
 }
 
 /**

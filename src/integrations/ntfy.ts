@@ -13,6 +13,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { jsonSample, shellQuote } from "./settings.ts";
 
 /*
  * ntfy's "publish as JSON" body (`POST /` with `{topic, message, title, …}`), so a script or tool
@@ -132,4 +133,26 @@ export const ntfy: InboundFormat = {
       },
     };
   },
+  authentication: "hook-url",
+  settings: ({ hook }) => ({
+    tool: "ntfy clients and scripts",
+    where: "Where a script publishes to an ntfy topic URL: the hook URL takes the same body and headers",
+    text: [
+      `curl -H 'Title: Backup' -H 'Tags: white_check_mark' -d 'Backup finished' ${shellQuote(hook)}`,
+      "",
+      "# ntfy's JSON publishing:",
+      `curl -d ${shellQuote(JSON.stringify({ topic: "backups", message: "Backup finished", priority: 4 }))} ${shellQuote(`${hook}/ntfy`)}`,
+    ].join("\n"),
+    usesHookUrl: true,
+  }),
+  // Trimmed from test/fixtures/integrations/ntfy/publish.json.
+  sample: jsonSample({
+    topic: "mytopic",
+    message: "Disk space is low at 5.1 GB",
+    title: "Low disk space alert",
+    tags: ["warning", "cd"],
+    priority: 4,
+    click: "https://homecamera.lan/xasds1h2xsSsa/",
+    actions: [{ action: "view", label: "Admin panel", url: "https://filesrv.lan/admin" }],
+  }),
 };

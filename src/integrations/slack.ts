@@ -13,6 +13,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { jsonSample } from "./settings.ts";
 
 /*
  * Slack's incoming webhooks, which many tools can post to: `text` in Slack's mrkdwn, Block Kit
@@ -461,4 +462,31 @@ export const slack: InboundFormat = {
       },
     };
   },
+  authentication: "hook-url",
+  settings: ({ hook }) => ({
+    tool: "Slack-compatible webhook",
+    where: "Any tool that posts to a Slack incoming-webhook URL: paste this as the webhook URL",
+    text: `${hook}/slack`,
+    usesHookUrl: true,
+  }),
+  // test/fixtures/integrations/slack/attachments.json, its images left out.
+  sample: jsonSample({
+    attachments: [
+      {
+        mrkdwn_in: ["text"],
+        color: "#36a64f",
+        pretext: "Optional pre-text that appears above the attachment block",
+        author_name: "author_name",
+        title: "title",
+        title_link: "https://api.slack.com/",
+        text: "Optional `text` that appears within the attachment",
+        fields: [
+          { title: "A field's title", value: "This field's value", short: false },
+          { title: "A short field's title", value: "A short field's value", short: true },
+        ],
+        footer: "footer",
+        ts: 123456789,
+      },
+    ],
+  }),
 };

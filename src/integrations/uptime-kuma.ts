@@ -12,6 +12,7 @@ import {
   TEXT_BUDGET,
   textOf,
 } from "./inbound.ts";
+import { jsonSample } from "./settings.ts";
 
 /*
  * Uptime Kuma's webhook notification (JSON body `{heartbeat, monitor, msg}`). A monitor going down
@@ -137,4 +138,29 @@ export const uptimeKuma: InboundFormat = {
       },
     };
   },
+  detectedWithMsg: true,
+  authentication: "hook-url",
+  settings: ({ hook }) => ({
+    tool: "Uptime Kuma",
+    where: "Settings → Notifications → Setup Notification → Notification Type: Webhook",
+    text: [`Post URL: ${hook}/uptime-kuma`, "Request Body: Preset - application/json"].join("\n"),
+    usesHookUrl: true,
+  }),
+  // Trimmed from test/fixtures/integrations/uptime-kuma/down.json (the monitor's settings left out).
+  sample: jsonSample({
+    heartbeat: {
+      monitorID: 3,
+      status: 0,
+      time: "2026-11-24 10:00:00.421",
+      msg: "timeout of 48000ms exceeded",
+      ping: null,
+      important: true,
+      duration: 60,
+      timezone: "Europe/Berlin",
+      timezoneOffset: "+01:00",
+      localDateTime: "2026-11-24 11:00:00",
+    },
+    monitor: { id: 3, name: "Website", url: "https://www.example.com/health", type: "http" },
+    msg: "[Website] [🔴 Down] timeout of 48000ms exceeded",
+  }),
 };

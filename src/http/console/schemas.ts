@@ -546,6 +546,20 @@ export const infoAnswer = Type.Object({
       description: "Telegram's Login Widget, offered when the service has a login domain.",
     },
   ),
+  formats: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      label: Type.String(),
+      sample: Type.Object({
+        body: Type.String(),
+        headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+      }),
+    }),
+    {
+      description:
+        "The built-in integration formats (integrations/formats.ts), each with a payload as its tool sends it: the console's format lists and Try a sample.",
+    },
+  ),
 });
 export type InfoAnswer = Static<typeof infoAnswer>;
 

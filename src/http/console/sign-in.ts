@@ -6,6 +6,7 @@ import type { TelegramIdentity } from "../../domain/telegram-identity.ts";
 import { botLink, telegramLink } from "../../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../../domain/telegram-login-widget.ts";
 import { perMinuteBuckets } from "../../domain/token-bucket.ts";
+import { BUILT_IN_FORMATS } from "../../integrations/formats.ts";
 import { quietly } from "../../log.ts";
 import {
   LOGIN_PAYLOAD_PREFIX,
@@ -117,6 +118,7 @@ export async function signIn(app: FastifyInstance, options: SignInOptions): Prom
               bot_username: username,
               auth_url: `${options.publicUrl}/console/api/sign-in/telegram-widget?state=${widgetState}`,
             },
+      formats: BUILT_IN_FORMATS.map(({ name, label, sample }) => ({ name, label, sample })),
     };
   });
 

@@ -293,7 +293,7 @@ function LoadedDock({
           </>
         )}
         {shown && tab === "integrations" && secrets && (
-          <Integrations dock={secrets} actions={actions} onChanged={setDock} />
+          <Integrations dock={secrets} actions={actions} onChanged={setDock} formats={info.formats} />
         )}
         {shown && tab === "settings" && secrets && (
           <SettingsTab dock={secrets} actions={actions} onChanged={setDock} onDeleted={toList} />

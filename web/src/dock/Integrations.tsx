@@ -5,7 +5,7 @@ import type { DockEditorProps } from "./actions.ts";
 import { Snippets } from "./Snippets.tsx";
 import { HOOK_PLACEHOLDER, mask, SECRET_PLACEHOLDER } from "./secret.ts";
 import { TemplateEditor } from "./TemplateEditor.tsx";
-import { FORMATS, TrySample } from "./TrySample.tsx";
+import { type FormatInfo, TrySample } from "./TrySample.tsx";
 
 /**
  * The hook URL: for tools that can only be given a URL. Masked until revealed, like the secret
@@ -82,7 +82,7 @@ function HookUrl({ dock, actions, onChanged, create }: DockEditorProps & { creat
 }
 
 /** How the Dock reads a body without msg: detected (default), one format, or its template. */
-function DefaultFormat({ dock, actions, onChanged }: DockEditorProps) {
+function DefaultFormat({ dock, actions, onChanged, formats }: DockEditorProps & { formats: FormatInfo[] }) {
   const id = useId();
   const announce = useAnnounce();
   const [value, setValue] = useState(dock.inbound_format ?? "");
@@ -124,9 +124,9 @@ function DefaultFormat({ dock, actions, onChanged }: DockEditorProps) {
           }}
         >
           <option value="">detected automatically (default)</option>
-          {FORMATS.map((f) => (
+          {formats.map((f) => (
             <option key={f.name} value={f.name}>
-              {f.name} ({f.label})
+              {f.name}: {f.label}
             </option>
           ))}
           <option value="template">template (the Dock’s own, above)</option>
@@ -150,7 +150,12 @@ function DefaultFormat({ dock, actions, onChanged }: DockEditorProps) {
  * The Dock's integrations tab: the hook URL, each tool's settings, the Dock's own template, how a
  * body without msg is read, and a sample tried on a format.
  */
-export function Integrations({ dock, actions, onChanged }: DockEditorProps) {
+export function Integrations({
+  dock,
+  actions,
+  onChanged,
+  formats,
+}: DockEditorProps & { formats: FormatInfo[] }) {
   const announce = useAnnounce();
   const create = () =>
     actions.act(async () => {
@@ -169,14 +174,14 @@ export function Integrations({ dock, actions, onChanged }: DockEditorProps) {
     <section className="integrations" aria-labelledby="integrations-title">
       <h2 id="integrations-title">Integrations</h2>
       <p className="muted small">
-        Alertmanager, Grafana, GitHub, GitLab, Uptime Kuma, Apprise, Slack-style and ntfy-style senders post
-        their own payloads; the Dock turns each into a readable message.
+        {formats.map((f) => f.label).join(", ")} post their own payloads; the Dock turns each into a readable
+        message.
       </p>
       <HookUrl dock={dock} actions={actions} onChanged={onChanged} create={create} />
       <Snippets dock={dock} copy={actions.copy} shown={shown} createHook={create} />
       <TemplateEditor dock={dock} actions={actions} onChanged={onChanged} />
-      <DefaultFormat dock={dock} actions={actions} onChanged={onChanged} />
-      <TrySample actions={actions} />
+      <DefaultFormat dock={dock} actions={actions} onChanged={onChanged} formats={formats} />
+      <TrySample actions={actions} formats={formats} />
     </section>
   );
 }

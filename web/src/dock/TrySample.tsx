@@ -1,29 +1,28 @@
 import { useId, useState } from "react";
+import type { InfoAnswer } from "../api.ts";
 import type { CardActions } from "./actions.ts";
 import { PreviewArea, usePreview } from "./Preview.tsx";
 
-/** The inbound formats a body without msg may be read as, with the names their tools go by. */
-export const FORMATS: { name: string; label: string }[] = [
-  { name: "alertmanager", label: "Prometheus Alertmanager" },
-  { name: "grafana", label: "Grafana" },
-  { name: "github", label: "GitHub" },
-  { name: "gitlab", label: "GitLab" },
-  { name: "uptime-kuma", label: "Uptime Kuma" },
-  { name: "apprise", label: "Apprise" },
-  { name: "slack", label: "Slack-style" },
-  { name: "ntfy", label: "ntfy" },
-];
+/** A built-in format as /info lists it: its name, its tool, and a payload as that tool sends it. */
+export type FormatInfo = InfoAnswer["formats"][number];
 
 /**
- * A payload tried on a built-in format: paste what the tool sends, see the message it makes. GitHub
- * names its event in a header, so that one asks for it too.
+ * A payload tried on a built-in format: paste what the tool sends (or take the format's own sample),
+ * see the message it makes. GitHub names its event in a header, so that one asks for it too.
  */
-export function TrySample({ actions }: { actions: CardActions }) {
+export function TrySample({ actions, formats }: { actions: CardActions; formats: FormatInfo[] }) {
   const id = useId();
-  const [format, setFormat] = useState(FORMATS[0]?.name ?? "alertmanager");
+  const [format, setFormat] = useState(formats[0]?.name ?? "");
   const [event, setEvent] = useState("push");
   const [sample, setSample] = useState("");
   const github = format === "github";
+  const example = formats.find((f) => f.name === format)?.sample;
+  const useExample = () => {
+    if (example === undefined) return;
+    setSample(example.body);
+    const named = example.headers?.["X-GitHub-Event"];
+    if (named !== undefined) setEvent(named);
+  };
   const preview = usePreview(
     actions.call,
     sample.trim() === ""
@@ -42,7 +41,7 @@ export function TrySample({ actions }: { actions: CardActions }) {
       <div className="field">
         <label htmlFor={`${id}-format`}>Format</label>
         <select id={`${id}-format`} value={format} onChange={(e) => setFormat(e.target.value)}>
-          {FORMATS.map((f) => (
+          {formats.map((f) => (
             <option key={f.name} value={f.name}>
               {f.label}
             </option>
@@ -77,8 +76,14 @@ export function TrySample({ actions }: { actions: CardActions }) {
           onChange={(e) => setSample(e.target.value)}
         />
         <small id={`${id}-hint`} className="muted">
-          Paste a body the tool sent (a test notification, or one from its documentation).
+          Paste a body the tool sent (a test notification, or one from its documentation), or start from the
+          format's own sample.
         </small>
+        {example !== undefined && (
+          <button type="button" className="secondary" onClick={useExample}>
+            Use a sample {formats.find((f) => f.name === format)?.label} payload
+          </button>
+        )}
         <small id={`${id}-error`} className="field-error" aria-live="polite">
           {problem}
         </small>
