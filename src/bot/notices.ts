@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
-import { type Pacer, pacedSends } from "../delivery/pacer.ts";
+import { type Pacer, PaceWaitAborted, pacedSends } from "../delivery/pacer.ts";
 import { backoffMs, changeAnswer, classify } from "../delivery/retry-policy.ts";
 import { scrubToken } from "../log.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
@@ -50,6 +50,8 @@ export class NoticeSender implements BackgroundWorker {
   #sweep: NodeJS.Timeout | null = null;
   #stopListening: (() => void) | null = null;
   #ticking: Promise<void> | null = null;
+  /** Aborted by stop(): notices still waiting for their turn give it up (a send under way finishes). */
+  #stopping = new AbortController();
   #again = false;
   /** The last look failed (the database away): said once, and once more when it works again. */
   #failing = false;
@@ -65,7 +67,8 @@ export class NoticeSender implements BackgroundWorker {
       apiRoot: telegram.apiRoot,
       timeoutSeconds: this.#o.telegramTimeoutSeconds,
     });
-    api.config.use(pacedSends(this.#o.pacer));
+    this.#stopping = new AbortController();
+    api.config.use(pacedSends(this.#o.pacer, this.#stopping.signal));
     this.#api = api;
     this.#running = true;
     this.#stopListening = this.#o.notices.onQueued(() => this.wake());
@@ -73,10 +76,16 @@ export class NoticeSender implements BackgroundWorker {
     this.wake();
   }
 
+  /**
+   * Stops looking for work. Notices waiting for their turn in the pacer (a group's 20 a minute can
+   * hold one for most of a minute) are queued again, unsent, for whichever instance runs next;
+   * a call already sent is waited for (at most TELEGRAM_TIMEOUT_SECONDS), so its outcome is kept.
+   */
   async stop(): Promise<void> {
     this.#running = false;
     this.#stopListening?.();
     if (this.#sweep) clearInterval(this.#sweep);
+    this.#stopping.abort();
     await this.#ticking;
   }
 
@@ -180,6 +189,19 @@ export class NoticeSender implements BackgroundWorker {
   }
 
   async #failed(notice: ClaimedNotice, error: unknown): Promise<void> {
+    if (error instanceof PaceWaitAborted) {
+      // Never sent: due again at once, for the next instance to send.
+      try {
+        await this.#o.notices.retry(
+          notice,
+          this.#now(),
+          "not sent yet: the service stopped while it waited its turn",
+        );
+      } catch (settleError) {
+        logDatabaseFailure(this.#o.log, settleError, "could not record how a bot notice went");
+      }
+      return;
+    }
     const outcome = classify(error, notice.chatId);
     const reason = scrubToken(outcome.reason, this.#token);
     const now = this.#now();

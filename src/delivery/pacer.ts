@@ -371,27 +371,42 @@ const PACED_METHODS = new Set([
   "deleteMessage",
 ]);
 
+/** A call given up while it waited for its turn (its signal, or its sender stopping): never sent. */
+export class PaceWaitAborted extends Error {
+  override name = "PaceWaitAborted";
+  constructor(method: string) {
+    super(`${method} was not sent: its wait for a turn was given up`);
+  }
+}
+
 /**
  * A grammY transformer that makes any Api instance (the bot's replies) wait its turn in the same
  * pacer as deliveries, ahead of them, and tells the pacer when Telegram answers `429` anyway.
- * Install it before (inside) auto-retry, so each retry is paced too.
+ * Install it before (inside) auto-retry, so each retry is paced too. `stopping` ends the waits of
+ * a sender that is stopping (PaceWaitAborted) without aborting a call already sent: its answer is
+ * still awaited, so its outcome is known.
  */
-export function pacedSends(pacer: Pacer): Transformer {
+export function pacedSends(pacer: Pacer, stopping?: AbortSignal): Transformer {
   return async (prev, method, payload, signal) => {
     const chatId = (payload as { chat_id?: unknown }).chat_id;
     if (!PACED_METHODS.has(method) || typeof chatId !== "number") return prev(method, payload, signal);
     // Telegram's group and channel ids are negative; people's are positive.
     const kind: ChatKind = chatId > 0 ? "private" : "group";
+    const signals = [signal as AbortSignal | undefined, stopping].filter((s) => s !== undefined);
     const ticket = await pacer.acquire(chatId, kind, {
       priority: "reply",
-      ...(signal ? { signal: signal as AbortSignal } : {}),
+      ...(signals.length === 0
+        ? {}
+        : { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }),
     });
+    // Given up before its turn came: sending it now would break the pace.
+    if (ticket === null) throw new PaceWaitAborted(method);
     try {
       const result = await prev(method, payload, signal);
       if (!result.ok && result.error_code === 429) pacer.pause(chatId, result.parameters?.retry_after ?? 1);
       return result;
     } finally {
-      if (ticket !== null) pacer.release(ticket);
+      pacer.release(ticket);
     }
   };
 }

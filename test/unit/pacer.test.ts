@@ -373,6 +373,36 @@ describe("the pacer", () => {
       expect(sent).toBe(true);
     });
 
+    it("a sender stopping gives up its calls that wait for a turn, never sends them, and lets a call under way finish", async () => {
+      vi.useFakeTimers({ now: 1_000_000 });
+      const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 });
+      const stopping = new AbortController();
+      const paced = pacedSends(pacer, stopping.signal);
+      const called: string[] = [];
+      let answer: (() => void) | undefined;
+      // biome-ignore lint/suspicious/noExplicitAny: a Bot API stand-in; sendMessage answers when told.
+      const telegram: any = (method: string) => {
+        called.push(method);
+        return new Promise((resolve) => (answer = () => resolve({ ok: true, result: true })));
+      };
+      const call = (method: string, payload: object) =>
+        (paced as (...args: unknown[]) => Promise<unknown>)(telegram, method, payload);
+      const underWay = call("sendMessage", { chat_id: 7, text: "first" });
+      await vi.advanceTimersByTimeAsync(0);
+      pacer.pause(8, 3600);
+      const waiting = call("sendMessage", { chat_id: 8, text: "held an hour" });
+      const outcome = waiting.then(
+        () => "sent",
+        (error: Error) => error.name,
+      );
+      await vi.advanceTimersByTimeAsync(0);
+      stopping.abort();
+      expect(await outcome).toBe("PaceWaitAborted");
+      expect(called).toEqual(["sendMessage"]);
+      answer?.();
+      expect(await underWay).toEqual({ ok: true, result: true });
+    });
+
     it("a reply that stops waiting (its call aborted) leaves the place to deliveries", async () => {
       const pacer = busy();
       const abort = new AbortController();
