@@ -74,7 +74,12 @@ describe("the bot's notice sender stopping", () => {
     await waitFor("the notice taken for sending", async () => (await row()).state === "sending");
     // Waiting out the hour would fail this test by its timeout.
     await first.stop();
-    expect(await row()).toMatchObject({ state: "queued", last_error: expect.stringContaining("stopped") });
+    // Never tried, so not counted as an attempt: a later failure backs off as from the first.
+    expect(await row()).toMatchObject({
+      state: "queued",
+      last_error: expect.stringContaining("stopped"),
+      attempts: 0,
+    });
     expect(await received(ann)).toEqual([]);
 
     const next = sender(new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 }));

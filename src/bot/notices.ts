@@ -192,11 +192,7 @@ export class NoticeSender implements BackgroundWorker {
     if (error instanceof PaceWaitAborted) {
       // Never sent: due again at once, for the next instance to send.
       try {
-        await this.#o.notices.retry(
-          notice,
-          this.#now(),
-          "not sent yet: the service stopped while it waited its turn",
-        );
+        await this.#o.notices.putBack(notice, "not sent yet: the service stopped while it waited its turn");
       } catch (settleError) {
         logDatabaseFailure(this.#o.log, settleError, "could not record how a bot notice went");
       }

@@ -349,7 +349,7 @@ export const alertmanager: InboundFormat = {
     ].join("\n"),
     usesHookUrl: false,
   }),
-  // Trimmed from test/fixtures/integrations/alertmanager/firing.json (one alert of two).
+  // Trimmed from test/fixtures/integrations/alertmanager/firing.json: its first alert of three.
   sample: jsonSample({
     version: "4",
     groupKey: '{}/{severity="warning"}:{alertname="HighLatency"}',
@@ -358,13 +358,26 @@ export const alertmanager: InboundFormat = {
     receiver: "telegram",
     groupLabels: { alertname: "HighLatency" },
     commonLabels: { alertname: "HighLatency", env: "prod", job: "api", severity: "warning" },
-    commonAnnotations: { runbook_url: "https://runbooks.example.com/api/high-latency" },
+    commonAnnotations: {
+      description: "The 99th percentile of request latency has been above 500 ms for 10 minutes.",
+      runbook_url: "https://runbooks.example.com/api/high-latency",
+    },
     externalURL: "https://alertmanager.example.com",
     alerts: [
       {
         status: "firing",
-        labels: { alertname: "HighLatency", instance: "api-1.example.com:9100", severity: "warning" },
-        annotations: { summary: "p99 latency above 500 ms on api-1.example.com:9100" },
+        labels: {
+          alertname: "HighLatency",
+          env: "prod",
+          instance: "api-1.example.com:9100",
+          job: "api",
+          severity: "warning",
+        },
+        annotations: {
+          summary: "p99 latency above 500 ms on api-1.example.com:9100",
+          description: "The 99th percentile of request latency has been above 500 ms for 10 minutes.",
+          runbook_url: "https://runbooks.example.com/api/high-latency",
+        },
         startsAt: "2026-11-24T10:02:41.512Z",
         endsAt: "0001-01-01T00:00:00Z",
         generatorURL:

@@ -300,7 +300,9 @@ export const gitlab: InboundFormat = {
     ].join("\n"),
     usesHookUrl: false,
   }),
-  // Trimmed from test/fixtures/integrations/gitlab/pipeline.json (its merge request, commit and builds left out).
+  // Trimmed from test/fixtures/integrations/gitlab/pipeline.json: its pipeline name, before_sha,
+  // variables, source pipeline, merge request, commit, builds (an empty list here) and the user's and
+  // project's other fields left out.
   sample: jsonSample(
     {
       object_kind: "pipeline",

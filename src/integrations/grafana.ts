@@ -82,7 +82,7 @@ export const grafana: InboundFormat = {
     ].join("\n"),
     usesHookUrl: false,
   }),
-  // Trimmed from test/fixtures/integrations/grafana/firing.json (one alert of two, no message text).
+  // test/fixtures/integrations/grafana/firing.json, its message text left out.
   sample: jsonSample({
     receiver: "My Super Webhook",
     status: "firing",
@@ -90,16 +90,59 @@ export const grafana: InboundFormat = {
     alerts: [
       {
         status: "firing",
-        labels: { alertname: "High memory usage", team: "blue", zone: "us-1" },
-        annotations: { summary: "This alert was triggered for zone us-1" },
+        labels: {
+          alertname: "High memory usage",
+          team: "blue",
+          zone: "us-1",
+        },
+        annotations: {
+          description: "The system has high memory usage",
+          runbook_url: "https://myrunbook.com/runbook/1234",
+          summary: "This alert was triggered for zone us-1",
+        },
         startsAt: "2021-10-12T09:51:03.157076+02:00",
         endsAt: "0001-01-01T00:00:00Z",
         generatorURL: "https://play.grafana.org/alerting/1afz29v7z/edit",
         fingerprint: "c6eadffa33fcdf37",
+        silenceURL:
+          "https://play.grafana.org/alerting/silence/new?alertmanager=grafana&matchers=alertname%3DT2%2Cteam%3Dblue%2Czone%3Dus-1",
+        dashboardURL: "",
+        panelURL: "",
+        values: {
+          B: 44.23943737541908,
+          C: 1,
+        },
+      },
+      {
+        status: "firing",
+        labels: {
+          alertname: "High CPU usage",
+          team: "blue",
+          zone: "eu-1",
+        },
+        annotations: {
+          description: "The system has high CPU usage",
+          runbook_url: "https://myrunbook.com/runbook/1234",
+          summary: "This alert was triggered for zone eu-1",
+        },
+        startsAt: "2021-10-12T09:56:03.157076+02:00",
+        endsAt: "0001-01-01T00:00:00Z",
+        generatorURL: "https://play.grafana.org/alerting/d1rdpdv7k/edit",
+        fingerprint: "bc97ff14869b13e3",
+        silenceURL:
+          "https://play.grafana.org/alerting/silence/new?alertmanager=grafana&matchers=alertname%3DT1%2Cteam%3Dblue%2Czone%3Deu-1",
+        dashboardURL: "",
+        panelURL: "",
+        values: {
+          B: 44.23943737541908,
+          C: 1,
+        },
       },
     ],
     groupLabels: {},
-    commonLabels: { team: "blue" },
+    commonLabels: {
+      team: "blue",
+    },
     commonAnnotations: {},
     externalURL: "https://play.grafana.org/",
     version: "1",

@@ -281,6 +281,28 @@ export class NoticeQueue {
     return this.#settle(notice, { state: "queued", next_attempt_at: at, last_error: error });
   }
 
+  /**
+   * Never tried: its sender stopped before the notice's turn came. Queued again, due now, and its
+   * claim not counted as an attempt (the backoff of later failures stays as it was).
+   */
+  async putBack(notice: ClaimedNotice, reason: string): Promise<boolean> {
+    const result = await this.#db.kysely
+      .updateTable("bot_notices")
+      .set((eb) => ({
+        state: "queued",
+        next_attempt_at: this.#now(),
+        last_error: reason,
+        attempts: eb("attempts", "-", 1),
+        lease_until: null,
+        updated_at: this.#now(),
+      }))
+      .where("id", "=", notice.id)
+      .where("state", "=", "sending")
+      .where("lease_until", "=", notice.lease)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   /** Not sent, for good (the chat is gone, Telegram refuses it, or it is too old to matter). */
   async failed(notice: ClaimedNotice, error: string): Promise<boolean> {
     return this.#settle(notice, { state: "failed", last_error: error });

@@ -14,9 +14,10 @@ import { decorateSendState } from "./state.ts";
 /*
  * The clients' API (docs/api.md): the send doors and the messages' routes, one Fastify plugin per
  * door. A request goes through its door's hooks in this order — onRequest authenticates when the
- * credentials are in the headers or path (auth.ts), preValidation reads the body (body.ts, or
- * integrate.ts for a tool's payload) and checks a signature (auth.ts), and the handler stores the
- * message (accept.ts) — each hook leaving what it found on the request (state.ts).
+ * credentials are in the headers or path (auth.ts); preValidation checks a signature, which covers
+ * the body (auth.ts), then reads the body (body.ts, or integrate.ts for a tool's payload); and the
+ * handler stores the message (accept.ts) — each hook leaving what it found on the request
+ * (state.ts).
  */
 
 /** POST /ping, /webhook and the integration doors (authenticate, store durably, answer 202), and /messages. */
