@@ -23,16 +23,25 @@ async function holdMessages(database: TestDatabase): Promise<() => Promise<void>
   if (database.url.startsWith("sqlite:")) {
     const other = new DatabaseSync(database.url.slice("sqlite:".length));
     other.exec("begin immediate");
+    let released = false;
     return async () => {
+      if (released) return;
+      released = true;
       other.exec("rollback");
       other.close();
     };
   }
   const other = new pg.Client({ connectionString: database.url });
+  // Ended by the server when its database is dropped, should the test fail before letting go:
+  // not an uncaught exception in the worker.
+  other.on("error", () => {});
   await other.connect();
   await other.query("begin");
   await other.query("lock table messages in access exclusive mode");
+  let released = false;
   return async () => {
+    if (released) return;
+    released = true;
     await other.query("rollback");
     await other.end();
   };
@@ -228,11 +237,15 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     expect(await stored(dock.id)).toEqual(["during"]);
   });
 
-  it("a message still waiting for its batch at its deadline is refused and never stored; PostgreSQL gives up the batches under way too", async () => {
+  it("a message still waiting for its batch at its deadline is refused and never stored; PostgreSQL gives up the batches under way too", async ({
+    onTestFinished,
+  }) => {
     const dock = await docks.create(1, { name: "Deadline", link: null, description: null });
     const messages = new MessageRepository(db, Date.now, { timeoutMs: 300 });
-    // Another session holds what the batches must write, and lets go only at the end.
+    // Another session holds what the batches must write, and lets go only at the end (or when the
+    // test fails: the lock would hold up the next tests).
     const release = await holdMessages(database);
+    onTestFinished(release);
     const handedOver = () => new Promise((resolve) => setImmediate(resolve));
     const settle = (promise: Promise<unknown>) =>
       promise.then(
