@@ -241,7 +241,7 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     onTestFinished,
   }) => {
     const dock = await docks.create(1, { name: "Deadline", link: null, description: null });
-    const messages = new MessageRepository(db, Date.now, { timeoutMs: 300 });
+    const messages = new MessageRepository(db, Date.now, { timeoutMs: 1000 });
     // Another session holds what the batches must write, and lets go only at the end (or when the
     // test fails: the lock would hold up the next tests).
     const release = await holdMessages(database);

@@ -187,8 +187,14 @@ function boundedPool(pool: pg.Pool, deadlines: AsyncLocalStorage<number>): Postg
           // `begin; set local …` answers twice: Kysely reads nothing of a BEGIN's answer.
           (answer: unknown) => (Array.isArray(answer) ? answer[0] : answer),
           (error: unknown) => {
-            if (isDatabaseUnavailable(error)) broken = error as Error;
-            throw error;
+            // pg's own timer, set above to the deadline: the deadline passed, and says so (the
+            // same error as a batch refused while it waited, whichever timer fires first).
+            const passed =
+              request !== sqlOrCursor && error instanceof Error && /^Query read timeout/.test(error.message)
+                ? deadlinePassed(sqlOrCursor === "commit" ? "a commit's answer" : "a statement")
+                : error;
+            if (isDatabaseUnavailable(passed)) broken = passed as Error;
+            throw passed;
           },
         );
       };
