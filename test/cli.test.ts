@@ -50,7 +50,7 @@ async function cli(env: Env, ...args: string[]): Promise<{ code: number; out: st
       if (left.length > 0) throw new Error(`still open: ${left.map(([kind]) => kind).join(", ")}`);
       return true;
     },
-    10_000,
+    30_000,
   );
   return { code, out, err };
 }
@@ -64,7 +64,7 @@ function spawnNode(
   env: Env,
   ...args: string[]
 ): Promise<{ status: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, timeout: 20_000 });
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, timeout: 50_000 });
   let out = "";
   let err = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
@@ -116,7 +116,7 @@ describe("dock-notify CLI", () => {
     });
 
   // Eleven commands and six services built over the same file: 9 s on a quiet machine, and past the
-  // 30 s default beside a loaded run of the suite (other files' browsers and benchmarks).
+  // 30 s beside a loaded run of the suite (other files' browsers and benchmarks).
   it("creates, lists, shows, rotates and deletes Docks; the old secret stops working", {
     timeout: 90_000,
   }, async () => {
