@@ -30,7 +30,7 @@ module.exports = {
       severity: "error",
       comment: "store/ is the bottom of the service: it never reaches up to who uses it.",
       from: { path: "^src/store/" },
-      to: { path: "^src/(http|delivery|bot|sandbox|cli)/|^src/(app|main|cli|intake)\\.ts$" },
+      to: { path: "^src/(http|delivery|bot|sandbox|cli|telegram)/|^src/(app|main|cli|intake)\\.ts$" },
     },
     {
       name: "no-http-below-the-edge",
@@ -44,8 +44,24 @@ module.exports = {
       name: "support-never-imports-sandbox",
       severity: "error",
       comment: "Configuration and support modules work the same with or without the sandbox.",
-      from: { path: "^src/(config|log|metrics|telegram-target|encryption-key|worker)\\.ts$" },
+      from: { path: "^src/(config|log|metrics|encryption-key|worker)\\.ts$|^src/telegram/" },
       to: { path: "^src/sandbox/" },
+    },
+    {
+      name: "grammy-only-in-the-telegram-port",
+      severity: "error",
+      comment:
+        "Telegram is called through src/telegram/ (the copies, the pacer, its answers read) and the bot (src/bot/, grammY's framework); the rest of the service knows the port's interfaces. Types of the Bot API's data (grammy/types) are no call, and allowed.",
+      from: { path: "^src/", pathNot: "^src/(telegram|bot)/" },
+      to: { path: "^node_modules/(grammy|@grammyjs)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "telegram-port-stands-below",
+      severity: "error",
+      comment:
+        "The Telegram port knows Telegram, the domain's rendering and the support modules; never the store, delivery, the bot or the HTTP edge that use it.",
+      from: { path: "^src/telegram/" },
+      to: { path: "^src/(store|delivery|bot|http|cli|integrations)/|^src/(app|main|cli|intake)\\.ts$" },
     },
     {
       name: "sandbox-stands-apart",

@@ -16,12 +16,12 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
 import { loadEncryptionKey } from "../src/encryption-key.ts";
 import { SEND_LIMITS } from "../src/sandbox/limits.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { TELEGRAM_LIMITS } from "../src/telegram/pacer.ts";
 
 const { values } = parseArgs({
   options: {

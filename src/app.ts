@@ -8,7 +8,6 @@ import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
-import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./delivery/pacer.ts";
 import { Retention } from "./delivery/retention.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
@@ -60,7 +59,9 @@ import { RefusedRequests } from "./store/refused-requests.ts";
 import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
-import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram-target.ts";
+import { grammyCopySender } from "./telegram/copies.ts";
+import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./telegram/pacer.ts";
+import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram/target.ts";
 import type { BackgroundWorker } from "./worker.ts";
 
 export interface AppDeps {
@@ -422,8 +423,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     concurrency: config.deliveryConcurrency,
     windowPerDock: 500,
     sweepMs: 2000,
-    paidBroadcast: config.telegramPaidBroadcast,
-    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    copies: (telegram) =>
+      grammyCopySender(telegram, {
+        timeoutSeconds: config.telegramTimeoutSeconds,
+        paidBroadcast: config.telegramPaidBroadcast,
+      }),
     // One dispatcher per bot among the instances sharing the database.
     leadership: db.leadership(`dispatcher:${telegram.token.split(":")[0]}`),
     // A copy settled for good: its message may have settled, which the sender's callback hears of.

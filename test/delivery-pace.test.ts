@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TELEGRAM_LIMITS } from "../src/delivery/pacer.ts";
+import { TELEGRAM_LIMITS } from "../src/telegram/pacer.ts";
 import { deliveryStates, lateAnswers, ping, sandboxOf } from "./delivery-harness.ts";
 import { type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";

@@ -8,10 +8,10 @@ import pg from "pg";
 import { type App, createApp } from "../src/app.ts";
 import { type Config, loadConfig } from "../src/config.ts";
 import type { HostResolver } from "../src/delivery/callback-post.ts";
-import type { PacerLimits } from "../src/delivery/pacer.ts";
 import { openMigratedDb } from "../src/main.ts";
 import { AUDIT_PAGE, type AuditLine, type DockAudit } from "../src/store/audit.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
+import type { PacerLimits } from "../src/telegram/pacer.ts";
 import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
 
 export { POSTGRES_ADMIN_URL };

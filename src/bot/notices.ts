@@ -1,12 +1,13 @@
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
-import { type Pacer, PaceWaitAborted, pacedSends } from "../delivery/pacer.ts";
-import { backoffMs, changeAnswer, classify } from "../delivery/retry-policy.ts";
+import { backoffMs } from "../delivery/retry-policy.ts";
 import { scrubToken } from "../log.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { JoinRequestRepository } from "../store/join-requests.ts";
 import type { ClaimedNotice, NoticeQueue } from "../store/notices.ts";
-import type { TelegramTarget } from "../telegram-target.ts";
+import { changeAnswer, classify } from "../telegram/answers.ts";
+import { type Pacer, PaceWaitAborted, pacedSends } from "../telegram/pacer.ts";
+import type { TelegramTarget } from "../telegram/target.ts";
 import type { BackgroundWorker } from "../worker.ts";
 import { requestCopy } from "./requests.ts";
 import { texts } from "./texts.ts";

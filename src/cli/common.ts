@@ -107,16 +107,8 @@ export async function withDocks<T>(
  * printed instead).
  */
 export async function botUsername(config: Config): Promise<string | null> {
-  const { telegramTarget } = await import("../telegram-target.ts");
-  const target = telegramTarget(config);
-  if (target.botUsername !== null) return target.botUsername;
-  const { Api } = await import("grammy");
-  try {
-    const me = await new Api(target.token, { apiRoot: target.apiRoot, timeoutSeconds: 10 }).getMe();
-    return me.username;
-  } catch {
-    return null;
-  }
+  const { askBotUsername, telegramTarget } = await import("../telegram/target.ts");
+  return askBotUsername(telegramTarget(config));
 }
 
 export function parseOwner(value: string, option = "--owner"): number {

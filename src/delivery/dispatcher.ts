@@ -1,18 +1,17 @@
 import type { FastifyBaseLogger } from "fastify";
-import { Api, type GrammyError } from "grammy";
 import type { MessageContent } from "../domain/message-options.ts";
 import { type RenderedPart, renderNotification } from "../domain/render.ts";
-import { scrubToken } from "../log.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { Leadership } from "../store/db.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
-import type { TelegramTarget } from "../telegram-target.ts";
+import { answerText, changeAnswer, classify } from "../telegram/answers.ts";
+import type { CopySender } from "../telegram/copies.ts";
+import { chatKind, type Pacer, type Ticket } from "../telegram/pacer.ts";
+import type { TelegramTarget } from "../telegram/target.ts";
 import { Campaign } from "./campaign.ts";
 import { FairQueue } from "./fair-queue.ts";
-import { chatKind, type Pacer, type Ticket } from "./pacer.ts";
-import { changeAnswer, classify, type Outcome } from "./retry-policy.ts";
 import { isOutage, PERSIST_FIRST_MS, Settler, type Verdict } from "./settle.ts";
 import { PROBE_MAX_MS, TelegramHealth, type TelegramStatus } from "./telegram-health.ts";
 
@@ -41,10 +40,11 @@ export interface DispatcherOptions {
   windowPerDock: number;
   /** Safety net: look for work this often even when nobody woke us. */
   sweepMs: number;
-  /** Send with `allow_paid_broadcast` (rates above 30/s). */
-  paidBroadcast: boolean;
-  /** A Telegram call that has not answered by then counts as failed (and is retried). */
-  telegramTimeoutSeconds: number;
+  /**
+   * The Telegram calls for copies, on the target the dispatcher is started with (the service's:
+   * telegram/copies.ts's grammyCopySender; a test's: a fake).
+   */
+  copies: (telegram: TelegramTarget) => CopySender;
   /** Only the leader dispatches (always this process on SQLite; the lock's holder on PostgreSQL). */
   leadership: Leadership;
   /** Called when a delivery has settled for good (the sender's events may be due). */
@@ -67,8 +67,7 @@ export class Dispatcher {
   readonly name = "delivery";
   readonly #o: DispatcherOptions;
   readonly #now: () => number;
-  #api: Api | null = null;
-  #token = "";
+  #copies: CopySender | null = null;
   readonly #queue: FairQueue<PendingDelivery>;
   /** Per Dock, the highest delivery id loaded so far: the next refill reads only what is newer. */
   readonly #cursors = new Map<string, number>();
@@ -118,11 +117,7 @@ export class Dispatcher {
   }
 
   async start(telegram: TelegramTarget): Promise<void> {
-    this.#token = telegram.token;
-    this.#api = new Api(telegram.token, {
-      apiRoot: telegram.apiRoot,
-      timeoutSeconds: this.#o.telegramTimeoutSeconds,
-    });
+    this.#copies = this.#o.copies(telegram);
     this.#running = true;
     // A send answered elsewhere (a bot reply) may free the place the next delivery waits for.
     this.#stopPacerListener = this.#o.pacer.onRelease(() => {
@@ -303,10 +298,10 @@ export class Dispatcher {
   async #probeIdle(): Promise<void> {
     this.#telegram.probeStarted();
     try {
-      await (this.#api as Api).getMe();
+      await (this.#copies as CopySender).probe();
       this.#telegramAnswered();
     } catch (error) {
-      const outcome = this.#classify(error, 0);
+      const outcome = classify(error, 0);
       if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
       else this.#telegramAnswered();
     } finally {
@@ -406,7 +401,7 @@ export class Dispatcher {
           verdict = await this.#settler.deletedCopy(delivery, result, strays);
         }
       } catch (failure) {
-        const outcome = this.#classify(failure, delivery.chatId);
+        const outcome = classify(failure, delivery.chatId);
         if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
         else this.#telegramAnswered();
         if (outcome.kind === "rate_limited") this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
@@ -448,11 +443,11 @@ export class Dispatcher {
    * One Telegram call, paced: its place is taken (the first was taken when the delivery was
    * picked), the call made, the latency observed and the place released.
    */
-  async #call<T>(calls: TelegramCalls, call: (api: Api) => Promise<T>): Promise<T> {
+  async #call<T>(calls: TelegramCalls, call: (copies: CopySender) => Promise<T>): Promise<T> {
     const ticket = await calls.acquire();
     const started = performance.now();
     try {
-      return await call(this.#api as Api);
+      return await call(this.#copies as CopySender);
     } finally {
       this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
       this.#o.pacer.release(ticket);
@@ -473,14 +468,8 @@ export class Dispatcher {
     record: number | null = null,
   ): Promise<void> {
     for (let i = progress.length - offset; i < parts.length; i++) {
-      const { text, ...sendOptions } = parts[i] as RenderedPart;
-      const message = await this.#call(calls, (api) =>
-        api.sendMessage(delivery.chatId, text, {
-          ...sendOptions,
-          ...(this.#o.paidBroadcast ? { allow_paid_broadcast: true } : {}),
-        }),
-      );
-      progress.push(message.message_id);
+      const part = parts[i] as RenderedPart;
+      progress.push(await this.#call(calls, (copies) => copies.send(delivery.chatId, part)));
       if (record !== null) await this.#settler.partsSent(delivery, progress, record);
     }
   }
@@ -509,20 +498,14 @@ export class Dispatcher {
     for (const id of strays) {
       if (own.has(id)) continue;
       try {
-        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+        await this.#call(calls, (copies) => copies.delete(delivery.chatId, id));
       } catch (error) {
         const answer = changeAnswer(error);
         if (answer === null) throw error;
         if (answer !== "cannot_delete") continue;
-        const { text, entities, reply_markup, link_preview_options } = parts.at(-1) as RenderedPart;
+        const last = parts.at(-1) as RenderedPart;
         try {
-          await this.#call(calls, (api) =>
-            api.editMessageText(delivery.chatId, id, text, {
-              entities,
-              ...(reply_markup ? { reply_markup } : {}),
-              ...(link_preview_options ? { link_preview_options } : {}),
-            }),
-          );
+          await this.#call(calls, (copies) => copies.edit(delivery.chatId, id, last));
         } catch (failure) {
           if (changeAnswer(failure) === null) throw failure;
         }
@@ -541,15 +524,9 @@ export class Dispatcher {
   ): Promise<{ telegramIds: number[]; outcome: EditOutcome; note: string | null }> {
     let changed = false;
     for (let i = 0; i < Math.min(parts.length, old.length); i++) {
-      const { text, entities, reply_markup, link_preview_options } = parts[i] as RenderedPart;
+      const part = parts[i] as RenderedPart;
       try {
-        await this.#call(calls, (api) =>
-          api.editMessageText(delivery.chatId, old[i] as number, text, {
-            entities,
-            ...(reply_markup ? { reply_markup } : {}),
-            ...(link_preview_options ? { link_preview_options } : {}),
-          }),
-        );
+        await this.#call(calls, (copies) => copies.edit(delivery.chatId, old[i] as number, part));
         changed = true;
       } catch (error) {
         const answer = changeAnswer(error);
@@ -560,14 +537,14 @@ export class Dispatcher {
         for (const id of old) {
           if (id === old[i]) continue;
           try {
-            await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+            await this.#call(calls, (copies) => copies.delete(delivery.chatId, id));
           } catch (failure) {
             if (changeAnswer(failure) === null) throw failure;
           }
         }
         const fresh: number[] = [];
         await this.#sendParts(delivery, parts, 0, fresh, calls);
-        const reason = scrubToken((error as GrammyError).description, this.#token);
+        const reason = answerText(error);
         return { telegramIds: fresh, outcome: "resent", note: `could not be edited (${reason}); sent anew` };
       }
     }
@@ -579,7 +556,7 @@ export class Dispatcher {
     // Fewer: the parts left over go.
     for (const id of old.slice(parts.length)) {
       try {
-        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+        await this.#call(calls, (copies) => copies.delete(delivery.chatId, id));
       } catch (error) {
         if (changeAnswer(error) === null) throw error;
       }
@@ -607,13 +584,13 @@ export class Dispatcher {
     let refused: string | null = null;
     for (const id of [...(copy?.telegramIds ?? []), ...strays]) {
       try {
-        await this.#call(calls, (api) => api.deleteMessage(delivery.chatId, id));
+        await this.#call(calls, (copies) => copies.delete(delivery.chatId, id));
         deleted++;
       } catch (error) {
         const answer = changeAnswer(error);
         if (answer === "not_found") continue;
         if (answer === null || answer === "not_modified") throw error;
-        refused = `400 ${scrubToken((error as GrammyError).description, this.#token)}`;
+        refused = `400 ${answerText(error)}`;
       }
     }
     if (refused !== null) return { outcome: "not_deleted", error: refused, strays };
@@ -647,16 +624,6 @@ export class Dispatcher {
    */
   #keep(delivery: PendingDelivery): void {
     if (this.#leading() && !this.#queue.has(delivery.id)) this.#queue.hold(delivery);
-  }
-
-  /**
-   * What to do after a failed call, its reason cleaned of the bot token: the reason is logged,
-   * stored as the delivery's last error (which GET /messages/:id shows the Dock's holder) and shown
-   * in /readyz, and a Bot API server may echo the request's path in its error text.
-   */
-  #classify(error: unknown, chatId: number): Outcome {
-    const outcome = classify(error, chatId);
-    return { ...outcome, reason: scrubToken(outcome.reason, this.#token) };
   }
 
   /** Telegram answered a send (with a message or an error about it): it is up. */

@@ -4,7 +4,8 @@ import type { DeliveryMetrics } from "../metrics.ts";
 import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
-import { backoffMs, type Outcome } from "./retry-policy.ts";
+import type { Outcome } from "../telegram/answers.ts";
+import { backoffMs } from "./retry-policy.ts";
 
 /** An outcome the database would not take is written again after this long, doubling to the cap. */
 export const PERSIST_FIRST_MS = 250;

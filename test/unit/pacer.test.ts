@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ChatKind, Pacer, pacedSends, TELEGRAM_LIMITS, type Ticket } from "../../src/delivery/pacer.ts";
+import { type ChatKind, Pacer, pacedSends, TELEGRAM_LIMITS, type Ticket } from "../../src/telegram/pacer.ts";
 
 /**
  * A pacer on a clock the test moves, and a sender that sends whenever the pacer lets it, each

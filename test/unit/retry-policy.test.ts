@@ -1,6 +1,7 @@
 import { GrammyError, HttpError } from "grammy";
 import { describe, expect, it } from "vitest";
-import { backoffMs, classify } from "../../src/delivery/retry-policy.ts";
+import { backoffMs } from "../../src/delivery/retry-policy.ts";
+import { classify } from "../../src/telegram/answers.ts";
 
 const CHAT = -1001234;
 

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
-import type { Config } from "./config.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "./sandbox-bot.ts";
+import type { Config } from "../config.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
 
 /** Which Telegram the service talks to; point grammY at it with `client: { apiRoot }`. */
 export interface TelegramTarget {
@@ -29,6 +29,21 @@ export function telegramTarget(config: Config): TelegramTarget {
     botUsername: null,
     sandbox: false,
   };
+}
+
+/**
+ * The bot's username: known at once in the sandbox, asked of Telegram (`getMe`, at most 10 s)
+ * otherwise; null when Telegram cannot be reached. (grammY is loaded only then: a command that
+ * needs no Telegram does not load it.)
+ */
+export async function askBotUsername(target: TelegramTarget): Promise<string | null> {
+  if (target.botUsername !== null) return target.botUsername;
+  const { Api } = await import("grammy");
+  try {
+    return (await new Api(target.token, { apiRoot: target.apiRoot, timeoutSeconds: 10 }).getMe()).username;
+  } catch {
+    return null;
+  }
 }
 
 /**
