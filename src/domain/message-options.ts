@@ -1,4 +1,3 @@
-import { isUtf8 } from "node:buffer";
 import { deceptiveLink } from "./deceptive-links.ts";
 import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
@@ -87,106 +86,41 @@ export class OptionsError extends Error {
   }
 }
 
+/** The options a sender may give (`markdown`: the old spelling of `"format": "markdown"`). */
+export type OptionName = Exclude<keyof MessageOptions, "ack_label"> | "markdown";
+
 /**
- * The option names and, for `/webhook`, the header and query names that carry them: ntfy's, so an
- * ntfy script ports by changing its URL. The first header name is the one the docs show.
+ * Every option's name, as a JSON field; integrations/ntfy-dialect.ts names the headers and query
+ * parameters that carry each (ntfy's, so an ntfy script ports by changing its URL).
  */
-export const OPTION_SOURCES: Record<
-  Exclude<keyof MessageOptions, "ack_label"> | "markdown",
-  { headers: string[]; query: string[] }
-> = {
-  title: { headers: ["title", "x-title", "ti", "t"], query: ["title", "ti", "t"] },
-  priority: { headers: ["priority", "x-priority", "prio", "p"], query: ["priority", "prio", "p"] },
-  tags: { headers: ["tags", "x-tags", "tag", "ta"], query: ["tags", "tag", "ta"] },
-  format: { headers: ["format", "x-format"], query: ["format"] },
-  markdown: { headers: ["markdown", "x-markdown", "md"], query: ["markdown", "md"] },
-  click: { headers: ["click", "x-click"], query: ["click"] },
-  buttons: { headers: ["actions", "x-actions", "action"], query: ["actions", "action"] },
-  silent: { headers: ["x-silent"], query: ["silent"] },
-  link_preview: { headers: ["x-link-preview"], query: ["link_preview"] },
-  protect_content: { headers: ["x-protect-content"], query: ["protect_content"] },
-  ack: { headers: ["x-ack"], query: ["ack"] },
-};
+export const OPTION_NAMES: readonly OptionName[] = [
+  "title",
+  "priority",
+  "tags",
+  "format",
+  "markdown",
+  "click",
+  "buttons",
+  "silent",
+  "link_preview",
+  "protect_content",
+  "ack",
+];
 
-const SOURCES = Object.entries(OPTION_SOURCES) as [
-  Exclude<keyof MessageOptions, "ack_label"> | "markdown",
-  { headers: string[]; query: string[] },
-][];
-
-/** A value and where it came from ("priority", "the Priority header", "the p query parameter"). */
-interface Given {
+/**
+ * A value and where it came from ("priority", "the Priority header", "the p query parameter"), as
+ * integrations/ntfy-dialect.ts's gatherOptions found it.
+ */
+export interface Given {
   value: unknown;
   field: string;
-  /** From a header or the query: always a string, and `buttons` in ntfy's action syntax. */
+  /** From a header or the query: always a string. */
   fromText: boolean;
+  /** Buttons read from ntfy's action syntax: each named "(action n)" where refused. */
+  actions?: boolean;
+  /** What was wrong with the text the value was read from: reported as it is. */
+  refused?: OptionProblem;
 }
-
-/** Header values arrive as Latin-1; ntfy's clients send UTF-8 raw or as RFC 2047 words. */
-export function decodeHeaderValue(raw: string): string {
-  const encoded = /^=\?utf-8\?([bq])\?([^?]*)\?=$/i.exec(raw.trim());
-  if (encoded) {
-    const [, kind, data = ""] = encoded;
-    if (kind?.toLowerCase() === "b") return Buffer.from(data, "base64").toString("utf8");
-    const bytes = data
-      .replaceAll("_", " ")
-      .replace(/=([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
-    return Buffer.from(bytes, "latin1").toString("utf8");
-  }
-  const bytes = Buffer.from(raw, "latin1");
-  // Only when every character fit in a byte and the bytes are UTF-8: otherwise it was text already.
-  return bytes.toString("latin1") === raw && isUtf8(bytes) ? bytes.toString("utf8") : raw;
-}
-
-/**
- * Collects the options from the JSON body, then the headers, then the query: the first place that
- * has an option wins (a body field over a header over a query parameter).
- */
-export function gatherOptions(
-  body: Record<string, unknown>,
-  headers: Record<string, string | string[] | undefined> = {},
-  query: Record<string, unknown> = {},
-): Map<keyof MessageOptions | "markdown", Given> {
-  const found = new Map<keyof MessageOptions | "markdown", Given>();
-  for (const [option, names] of SOURCES) {
-    if (body[option] !== undefined && body[option] !== null) {
-      found.set(option, { value: body[option], field: option, fromText: false });
-      continue;
-    }
-    const header = names.headers.find(
-      (name) => headers[name] !== undefined && !(option === "priority" && isHttpPriority(headers[name])),
-    );
-    if (header !== undefined) {
-      const raw = headers[header];
-      const value = decodeHeaderValue(Array.isArray(raw) ? raw.join(", ") : (raw as string));
-      found.set(option, { value, field: `the ${headerName(header)} header`, fromText: true });
-      continue;
-    }
-    const parameter = names.query.find((name) => query[name] !== undefined);
-    if (parameter !== undefined) {
-      const raw = query[parameter];
-      found.set(option, {
-        value: Array.isArray(raw) ? raw.join(",") : String(raw),
-        field: `the ${parameter} query parameter`,
-        fromText: true,
-      });
-    }
-  }
-  return found;
-}
-
-/**
- * HTTP's own `Priority` header (RFC 9218: `u=3`, `u=1, i`, `i=?0`), which browsers, HTTP/2 clients and
- * proxies such as Cloudflare add: not ours, so not read (ntfy learned the same).
- */
-function isHttpPriority(value: string | string[] | undefined): boolean {
-  const text = Array.isArray(value) ? value.join(",") : (value ?? "");
-  return /^\s*(u=\d|i(=\?[01])?)\s*(,\s*(u=\d|i(=\?[01])?)\s*)*$/i.test(text);
-}
-
-const headerName = (lower: string) =>
-  lower.length <= 2
-    ? lower
-    : lower.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
 
 const TRUE = new Set(["true", "yes", "1", "on"]);
 const FALSE = new Set(["false", "no", "0", "off"]);
@@ -286,64 +220,6 @@ function checkButton(raw: unknown, where: string, problems: OptionProblem[]): Bu
 }
 
 /**
- * ntfy's `Actions` header in its short form (`view, Label, https://…; view, …`), its `key=value`
- * form, or as JSON. Only `view` actions open a URL, the one thing a Telegram button can do here.
- */
-function parseActions(text: string, field: string, problems: OptionProblem[]): unknown[] | undefined {
-  const trimmed = text.trim();
-  if (trimmed.startsWith("[")) {
-    try {
-      const parsed = JSON.parse(trimmed) as unknown;
-      if (Array.isArray(parsed)) {
-        return parsed.map((action) =>
-          typeof action === "object" && action !== null
-            ? {
-                action: (action as { action?: unknown }).action,
-                text: (action as { label?: unknown }).label,
-                url: (action as { url?: unknown }).url,
-              }
-            : action,
-        );
-      }
-    } catch {
-      // Reported below like any other malformed value.
-    }
-    problems.push({ field, message: "is not a JSON array of actions." });
-    return undefined;
-  }
-  const actions: unknown[] = [];
-  for (const definition of trimmed.split(";")) {
-    if (definition.trim() === "") continue;
-    const parts = definition.split(",").map((part) => part.trim());
-    const action: Record<string, string> = {};
-    const positional = ["action", "text", "url"];
-    for (const part of parts) {
-      const pair = /^(action|label|url|clear)\s*=\s*(.*)$/i.exec(part);
-      if (pair)
-        action[pair[1]?.toLowerCase() === "label" ? "text" : (pair[1]?.toLowerCase() as string)] =
-          pair[2] as string;
-      else {
-        const name = positional.find((key) => action[key] === undefined);
-        // A URL may hold commas: the rest of the definition belongs to it.
-        if (name === "url") {
-          action.url = parts
-            .slice(parts.indexOf(part))
-            .filter((p) => !/^clear\s*=/i.test(p))
-            .join(",");
-          break;
-        }
-        if (name !== undefined) action[name] = part;
-      }
-    }
-    actions.push(action);
-  }
-  return actions;
-}
-
-/** ntfy's kinds of action; only `view` opens a URL. */
-const NTFY_ACTIONS = new Set(["view", "http", "broadcast", "copy"]);
-
-/**
  * The sender's buttons: URL buttons in rows, and an `ack` action (the Acknowledge button, which the
  * renderer places itself) taken out of them.
  */
@@ -351,27 +227,11 @@ function readButtons(
   given: Given,
   problems: OptionProblem[],
 ): { rows: Button[][]; ack?: string } | undefined {
-  let raw = given.value;
-  if (typeof raw === "string") {
-    const actions = parseActions(String(raw), given.field, problems);
-    if (actions === undefined) return undefined;
-    for (const [n, action] of (actions as { action?: unknown }[]).entries()) {
-      const kind = typeof action?.action === "string" ? action.action.toLowerCase() : "view";
-      if (kind === "view" || kind === "ack") continue;
-      problems.push({
-        field: `${given.field} (action ${n + 1})`,
-        message: NTFY_ACTIONS.has(kind)
-          ? `only "view" actions (URL buttons) and "ack" (an Acknowledge button) can be shown; "${kind}" cannot.`
-          : `is not in ntfy's action form "view, Label, https://…" ("${String(action.action).slice(0, 32)}" is not an action).`,
-      });
-      return undefined;
-    }
-    if (actions.length > MAX_BUTTONS_PER_ROW) {
-      problems.push({ field: given.field, message: `may hold at most ${MAX_BUTTONS_PER_ROW} actions.` });
-      return undefined;
-    }
-    raw = [actions];
+  if (given.refused !== undefined) {
+    problems.push(given.refused);
+    return undefined;
   }
+  const raw = given.value;
   if (!Array.isArray(raw)) {
     problems.push({ field: given.field, message: "must be an array of buttons, or of rows of buttons." });
     return undefined;
@@ -401,7 +261,7 @@ function readButtons(
       row.map((button, b) =>
         checkButton(
           button,
-          typeof given.value === "string" ? `${given.field} (action ${b + 1})` : `${given.field}[${r}][${b}]`,
+          given.actions === true ? `${given.field} (action ${b + 1})` : `${given.field}[${r}][${b}]`,
           problems,
         ),
       ),
@@ -447,10 +307,10 @@ function readTags(given: Given, problems: OptionProblem[]): string[] | undefined
 }
 
 /**
- * Reads and checks the options (see gatherOptions for where they come from). Throws an
- * OptionsError listing every field that is wrong.
+ * Reads and checks the options (integrations/ntfy-dialect.ts's gatherOptions finds them in a
+ * request). Throws an OptionsError listing every field that is wrong.
  */
-export function readOptions(found: Map<keyof MessageOptions | "markdown", Given>): MessageOptions {
+export function readOptions(found: Map<OptionName, Given>): MessageOptions {
   const problems: OptionProblem[] = [];
   const options: MessageOptions = {};
   const fail = (given: Given, message: string) => problems.push({ field: given.field, message });

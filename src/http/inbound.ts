@@ -1,15 +1,10 @@
 import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
-import {
-  gatherOptions,
-  type MessageOptions,
-  OptionsError,
-  prepareContent,
-  readOptions,
-} from "../domain/message-options.ts";
+import { type MessageOptions, OptionsError, prepareContent, readOptions } from "../domain/message-options.ts";
 import { TokenBuckets } from "../domain/token-bucket.ts";
 import { ALL_FORMAT_NAMES, detectFormat, formatNamed } from "../integrations/formats.ts";
 import { type Conversion, type Inbound, PayloadError, TooComplexError } from "../integrations/inbound.ts";
+import { gatherOptions } from "../integrations/ntfy-dialect.ts";
 import { type DockTemplate, TemplateError } from "../integrations/template.ts";
 import type { DockCredentials } from "../store/credentials.ts";
 import type { DockRepository } from "../store/docks.ts";

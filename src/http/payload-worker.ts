@@ -10,7 +10,7 @@
  */
 import { parentPort } from "node:worker_threads";
 import { markdownParser } from "../domain/markdown.ts";
-import { OPTION_SOURCES, readFormat } from "../domain/message-options.ts";
+import { OPTION_NAMES, readFormat } from "../domain/message-options.ts";
 import { EntityParseError } from "../domain/telegram-format.ts";
 import { threadClock } from "../domain/thread-clock.ts";
 import { detectFormat, formatNamed } from "../integrations/formats.ts";
@@ -36,7 +36,7 @@ function payloadOf({ text, as }: TemplatePayload): unknown {
 }
 
 /** A message's own fields in a /webhook body: what takeOptions and the schema read (http/send/body.ts). */
-const MESSAGE_FIELDS = ["msg", "key", ...Object.keys(OPTION_SOURCES)];
+const MESSAGE_FIELDS = ["msg", "key", ...OPTION_NAMES];
 
 /** A body the event loop did not read (PayloadThread.readBody): a message's fields, or the payload converted. */
 async function readBody(job: Extract<ThreadJob, { kind: "body" }>): Promise<BodyReply> {

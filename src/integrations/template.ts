@@ -2,7 +2,6 @@ import type { Context, Emitter, Liquid, LiquidOptions, Template } from "liquidjs
 import { escapeMarkdown } from "../domain/markdown.ts";
 import {
   type Button,
-  gatherOptions,
   LABEL_RULE,
   MAX_BUTTON_ROWS,
   MAX_BUTTONS_PER_ROW,
@@ -25,6 +24,7 @@ import {
   PayloadError,
   textOf,
 } from "./inbound.ts";
+import { gatherOptions } from "./ntfy-dialect.ts";
 
 /*
  * A Dock's own template: a few small Liquid templates (LiquidJS), one per notification field, that

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  decodeHeaderValue,
-  gatherOptions,
   isSilent,
   LABEL_RULE,
   type MessageOptions,
@@ -11,6 +9,7 @@ import {
   URL_RULE,
 } from "../../src/domain/message-options.ts";
 import { entityProblems } from "../../src/domain/telegram-format.ts";
+import { decodeHeaderValue, gatherOptions } from "../../src/integrations/ntfy-dialect.ts";
 
 const fromBody = (body: Record<string, unknown>) => readOptions(gatherOptions(body));
 

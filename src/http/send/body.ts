@@ -1,11 +1,6 @@
 import type { FastifyRequest } from "fastify";
-import {
-  decodeHeaderValue,
-  gatherOptions,
-  OPTION_SOURCES,
-  OptionsError,
-  readOptions,
-} from "../../domain/message-options.ts";
+import { OPTION_NAMES, OptionsError, readOptions } from "../../domain/message-options.ts";
+import { decodeHeaderValue, gatherOptions } from "../../integrations/ntfy-dialect.ts";
 import { ApiError, fieldsRefused } from "../errors.ts";
 import { decode, formFields, JSON_LIKE, mediaTypeOf, type RawBody } from "../request-body.ts";
 import { MAX_IDEMPOTENCY_KEY, MAX_MESSAGE_KEY } from "./schemas.ts";
@@ -111,8 +106,6 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   }
   return key;
 }
-
-export const OPTION_NAMES = Object.keys(OPTION_SOURCES);
 
 /**
  * Takes the options out of the body (they are checked here, together with the headers and query

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
-import { FORMATS, OPTION_SOURCES } from "../../domain/message-options.ts";
+import { FORMATS } from "../../domain/message-options.ts";
 import { ALL_FORMAT_NAMES } from "../../integrations/formats.ts";
+import { OPTION_SOURCES } from "../../integrations/ntfy-dialect.ts";
 import {
   ALERTMANAGER_PAYLOAD,
   EXAMPLE,

@@ -1,7 +1,7 @@
 /** What the built-in formats' tests share: their fixtures, bodies as the HTTP edge reads them, and the checks of what is sent. */
 import { readFileSync } from "node:fs";
 import { expect } from "vitest";
-import { gatherOptions, prepareContent, readOptions } from "../../../src/domain/message-options.ts";
+import { prepareContent, readOptions } from "../../../src/domain/message-options.ts";
 import { renderNotification } from "../../../src/domain/render.ts";
 import { entityProblems, parseHtml } from "../../../src/domain/telegram-format.ts";
 import {
@@ -13,6 +13,7 @@ import {
   PayloadError,
   TEXT_BUDGET,
 } from "../../../src/integrations/inbound.ts";
+import { gatherOptions } from "../../../src/integrations/ntfy-dialect.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: fixtures are edited freely to make each case.
 export type Json = any;
