@@ -19,6 +19,40 @@ import {
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
+/**
+ * A send that must be stored before a scenario starts, sent as a client following our docs does:
+ * refused with `503 database_unavailable`, it is tried again after Retry-After (at most a second
+ * here), with an Idempotency-Key (`key`) so that a retry never stores it twice. A healthy database
+ * answers well within DATABASE_TIMEOUT_SECONDS, but a machine whose cores are taken by other work
+ * can hold a fresh service's first sends longer: that is the 503's job, not the tests' subject.
+ * Answers the final answer (its status, and its error's code): any other refusal at once, the last
+ * 503 after `patienceMs`; each request may take `requestTimeoutMs`.
+ */
+export async function sendUntilStored(
+  url: string,
+  dock: DockWithSecret,
+  msg: string,
+  key = `stored-${msg}`,
+  { patienceMs = 60_000, requestTimeoutMs = 60_000 } = {},
+): Promise<{ status: number; code?: string }> {
+  const deadline = Date.now() + patienceMs;
+  for (;;) {
+    const response = await fetch(`${url}/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": key },
+      body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg }),
+      signal: AbortSignal.timeout(requestTimeoutMs),
+    });
+    const code = ((await response.json()) as { error?: { code?: string } }).error?.code;
+    const answer = { status: response.status, ...(code === undefined ? {} : { code }) };
+    if (response.status !== 503 || code !== "database_unavailable" || Date.now() > deadline) return answer;
+    const wait = Number(response.headers.get("retry-after"));
+    await new Promise((resolve) =>
+      setTimeout(resolve, Number.isFinite(wait) ? Math.min(1, wait) * 1000 : 1000),
+    );
+  }
+}
+
 /** Runs statements as the PostgreSQL administrator (on the `postgres` database, never a test's). */
 export async function admin(...statements: string[]): Promise<void> {
   const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });

@@ -6,7 +6,7 @@ import { openDb } from "../src/store/open.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
 import { sandboxOf } from "./delivery-harness.ts";
-import { admin, childEnv, faultResources, seedDock, terminateAll } from "./fault-harness.ts";
+import { admin, childEnv, faultResources, seedDock, sendUntilStored, terminateAll } from "./fault-harness.ts";
 import { hasPostgres, type RunningService } from "./harness.ts";
 import type { RunningSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";
@@ -38,28 +38,6 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
       body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg }),
       signal: AbortSignal.timeout(30_000),
     });
-  /**
-   * A send that must be stored before the scenario starts, sent as a client following our docs
-   * does: refused with `503 database_unavailable`, it is tried again after Retry-After (at most a
-   * second here), with an Idempotency-Key so that a retry never stores it twice. A healthy database
-   * answers well within DATABASE_TIMEOUT_SECONDS, but a machine whose cores are taken by other work
-   * can hold a fresh service's first sends longer: that is the 503's job, not this test's subject.
-   * Answers the final status; any other refusal is answered at once.
-   */
-  const stored = async (url: string, dock: DockWithSecret, msg: string) => {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const response = await ping(url, dock, msg, `stored-${msg}`);
-      const body = (await response.json()) as { error?: { code?: string } };
-      if (response.status !== 503 || body.error?.code !== "database_unavailable" || Date.now() > deadline)
-        return response.status;
-      const wait = Number(response.headers.get("retry-after"));
-      await new Promise((resolve) =>
-        setTimeout(resolve, Number.isFinite(wait) ? Math.min(1, wait) * 1000 : 1000),
-      );
-    }
-  };
-
   it("backends terminated under load: the process stays up, 503 while down, 202 after, nothing acknowledged lost, each chat's order kept", async ({
     onTestFinished,
   }) => {
@@ -188,7 +166,7 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
     const dock = await running.app.docks.create(1, { name: "Silent", link: null, description: null });
     const reader = await sandboxOf(running).person("Sol");
     await running.subscriptions.subscribe(dock.id, reader, "private");
-    expect(await stored(running.url, dock, "before")).toBe(202);
+    expect(await sendUntilStored(running.url, dock, "before")).toEqual({ status: 202 });
 
     proxy.silence();
     const timed = async (request: () => Promise<Response>) => {
@@ -271,7 +249,8 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
     await control("POST", "/faults", { kind: "slow", methods: ["sendMessage"], rate: 1, hang_seconds: 3 });
     const calls = async () => ((await control("GET", "/stats")).calls.sendmessage as number) ?? 0;
     const before = await calls();
-    for (let n = 1; n <= 6; n++) expect(await stored(running.url, dock, `n${n}`)).toBe(202);
+    for (let n = 1; n <= 6; n++)
+      expect(await sendUntilStored(running.url, dock, `n${n}`)).toEqual({ status: 202 });
     await waitFor("a send in flight to every reader", async () => (await calls()) >= before + 5);
     // While they are held, the database goes away; the sends land, their outcomes cannot be written.
     await admin(`alter database ${name} allow_connections false`, terminateAll(name));
