@@ -115,8 +115,8 @@ describe("dock-notify CLI", () => {
       payload: "from the CLI test",
     });
 
-  // Eleven commands and six services built over the same file: 9 s on a quiet machine, and past the
-  // 30 s beside a loaded run of the suite (other files' browsers and benchmarks).
+  // Eleven commands and six services built over the same file: 9 s on a quiet machine, and past 30 s
+  // (then the default test timeout) beside a loaded run of the suite (other files' browsers, benches).
   it("creates, lists, shows, rotates and deletes Docks; the old secret stops working", {
     timeout: 90_000,
   }, async () => {

@@ -200,6 +200,8 @@ describe.concurrent("the dispatcher, call by call", () => {
     const { telegram, dock, send } = await setUp(onTestFinished);
     const alerts = await dock("Alerts", [101, 102]);
     const held = gate();
+    // A failed assertion must not leave the call held: stopping the dispatcher waits for it.
+    onTestFinished(held.open);
     telegram.answer = (call) =>
       call.chatId === 101 && call.text === shown(alerts, "one") ? held.wait : undefined;
     await send(alerts, "one");
@@ -216,9 +218,9 @@ describe.concurrent("the dispatcher, call by call", () => {
     }
   });
 
-  it("a failed send is tried again before the chat's next message; each goes once it is answered", async ({
-    onTestFinished,
-  }) => {
+  it("a failed send is tried again before the chat's next message; each goes once it is answered", {
+    timeout: 120_000,
+  }, async ({ onTestFinished }) => {
     const { telegram, dock, send } = await setUp(onTestFinished);
     const alerts = await dock("Alerts", [201]);
     let failures = 2;
@@ -258,7 +260,7 @@ describe.concurrent("the dispatcher, call by call", () => {
   it("403 (blocked): that subscription ends and the chat gets nothing more; the others are served", async ({
     onTestFinished,
   }) => {
-    const { telegram, dock, send, subscriptions } = await setUp(onTestFinished);
+    const { telegram, dock, send, subscriptions, db } = await setUp(onTestFinished);
     const alerts = await dock("Alerts", [401, 402]);
     telegram.answer = (call) => {
       if (call.chatId === 402) throw refusal(403, "Forbidden: bot was blocked by the user");
@@ -269,8 +271,22 @@ describe.concurrent("the dispatcher, call by call", () => {
       "402's subscription ended",
       async () => (await subscriptions.state(alerts.id, 402)) === "blocked",
     );
-    await send(alerts, "after");
-    await waitFor("401 served again", () => telegram.texts(401).length === 2);
+    const after = await send(alerts, "after");
+    await waitFor("the later message settled", async () => {
+      const rows = await db.kysely
+        .selectFrom("deliveries")
+        .select("state")
+        .where("message_id", "=", after)
+        .execute();
+      return (
+        rows.length > 0 && rows.every((row) => row.state !== "queued" && row.state !== "sending") && rows
+      );
+    });
+    // It was for 401 alone.
+    expect(
+      await db.kysely.selectFrom("deliveries").select("chat_id").where("message_id", "=", after).execute(),
+    ).toEqual([{ chat_id: 401 }]);
+    expect(telegram.texts(401)).toEqual([shown(alerts, "before"), shown(alerts, "after")]);
     expect(telegram.made("send", 402)).toHaveLength(1);
   });
 
@@ -313,25 +329,37 @@ describe.concurrent("the dispatcher, call by call", () => {
     expect(telegram.made("send", 601)).toHaveLength(2);
   });
 
-  it("Telegram down: one call at a time probes it, nothing is dropped, and everything goes once it answers", async ({
-    onTestFinished,
-  }) => {
+  it("Telegram down: one call at a time probes it, nothing is dropped, and everything goes once it answers", {
+    timeout: 180_000,
+  }, async ({ onTestFinished }) => {
     const { telegram, dispatcher, dock, send } = await setUp(onTestFinished);
     const chats = [701, 702, 703, 704, 705, 706];
     const alerts = await dock("Alerts", chats);
     let up = false;
-    let inFlightWhileDown = 0;
+    // Calls made while Telegram counts as down, and how many of those were unanswered at once. Each
+    // takes a while to fail, as an unreachable Telegram does: a breaker that let every chat's
+    // send through would have several at once.
+    let downCalls = 0;
+    let downInFlight = 0;
+    let downOverlap = 0;
     telegram.answer = async () => {
       if (up) return;
-      if (dispatcher.telegramStatus().state === "down")
-        inFlightWhileDown = Math.max(inFlightWhileDown, telegram.inFlight);
+      const down = dispatcher.telegramStatus().state === "down";
+      if (down) {
+        downCalls++;
+        downOverlap = Math.max(downOverlap, ++downInFlight);
+      }
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      } finally {
+        if (down) downInFlight--;
+      }
       throw unreachable();
     };
     await send(alerts, "during the outage");
     await waitFor("Telegram seen down", () => dispatcher.telegramStatus().state === "down");
-    const failedBefore = telegram.calls.length;
-    await waitFor("probes made while down", () => telegram.calls.length >= failedBefore + 3, 60_000);
-    expect(inFlightWhileDown).toBe(1);
+    await waitFor("probes made while down", () => downCalls >= 4, 60_000);
+    expect(downOverlap).toBe(1);
     up = true;
     await waitFor(
       "everything delivered",
@@ -351,6 +379,7 @@ describe.concurrent("the dispatcher, call by call", () => {
     });
     const alerts = await dock("Alerts", [801, 802]);
     const held = gate();
+    onTestFinished(held.open);
     telegram.answer = (call) => (call.chatId === 801 ? held.wait : undefined);
     await send(alerts, "slow");
     await waitFor("the send under way", () => telegram.made("send", 801).length === 1);

@@ -1,12 +1,13 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { MessageContent } from "../domain/message-options.ts";
 import { type RenderedPart, renderNotification } from "../domain/render.ts";
+import { scrubToken } from "../log.ts";
 import type { DeliveryMetrics } from "../metrics.ts";
 import type { Leadership } from "../store/db.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
-import { answerText, changeAnswer, classify } from "../telegram/answers.ts";
+import { answerText, changeAnswer, classify, type Outcome } from "../telegram/answers.ts";
 import type { CopySender } from "../telegram/copies.ts";
 import { chatKind, type Pacer, type Ticket } from "../telegram/pacer.ts";
 import type { TelegramTarget } from "../telegram/target.ts";
@@ -68,6 +69,7 @@ export class Dispatcher {
   readonly #o: DispatcherOptions;
   readonly #now: () => number;
   #copies: CopySender | null = null;
+  #token = "";
   readonly #queue: FairQueue<PendingDelivery>;
   /** Per Dock, the highest delivery id loaded so far: the next refill reads only what is newer. */
   readonly #cursors = new Map<string, number>();
@@ -117,6 +119,7 @@ export class Dispatcher {
   }
 
   async start(telegram: TelegramTarget): Promise<void> {
+    this.#token = telegram.token;
     this.#copies = this.#o.copies(telegram);
     this.#running = true;
     // A send answered elsewhere (a bot reply) may free the place the next delivery waits for.
@@ -301,7 +304,7 @@ export class Dispatcher {
       await (this.#copies as CopySender).probe();
       this.#telegramAnswered();
     } catch (error) {
-      const outcome = classify(error, 0);
+      const outcome = this.#classify(error, 0);
       if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
       else this.#telegramAnswered();
     } finally {
@@ -401,7 +404,7 @@ export class Dispatcher {
           verdict = await this.#settler.deletedCopy(delivery, result, strays);
         }
       } catch (failure) {
-        const outcome = classify(failure, delivery.chatId);
+        const outcome = this.#classify(failure, delivery.chatId);
         if (outcome.kind === "transient") this.#telegramFailed(outcome.reason);
         else this.#telegramAnswered();
         if (outcome.kind === "rate_limited") this.#o.pacer.pause(delivery.chatId, outcome.retryAfter);
@@ -624,6 +627,17 @@ export class Dispatcher {
    */
   #keep(delivery: PendingDelivery): void {
     if (this.#leading() && !this.#queue.has(delivery.id)) this.#queue.hold(delivery);
+  }
+
+  /**
+   * What to do after a failed call, its reason cleaned of the bot token and of URLs' secrets: the
+   * reason is logged, stored as the delivery's last error (which GET /messages/:id shows the
+   * Dock's holder) and shown in /readyz. The CopySender's errors are clean already; a failure of
+   * our own between the calls (recording Telegram's ids) is not the port's, and is cleaned here.
+   */
+  #classify(error: unknown, chatId: number): Outcome {
+    const outcome = classify(error, chatId);
+    return { ...outcome, reason: scrubToken(outcome.reason, this.#token) };
   }
 
   /** Telegram answered a send (with a message or an error about it): it is up. */

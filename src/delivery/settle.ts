@@ -174,7 +174,7 @@ export class Settler {
   }
 
   /**
-   * A failed send, classified (retry-policy.ts). `telegramDown`: Telegram counts as down (the
+   * A failed send, classified (telegram/answers.ts). `telegramDown`: Telegram counts as down (the
    * breaker, after this failure): a retry then waits for the probes, not a backoff of its own.
    */
   async failed(

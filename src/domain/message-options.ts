@@ -93,19 +93,19 @@ export type OptionName = Exclude<keyof MessageOptions, "ack_label"> | "markdown"
  * Every option's name, as a JSON field; integrations/ntfy-dialect.ts names the headers and query
  * parameters that carry each (ntfy's, so an ntfy script ports by changing its URL).
  */
-export const OPTION_NAMES: readonly OptionName[] = [
-  "title",
-  "priority",
-  "tags",
-  "format",
-  "markdown",
-  "click",
-  "buttons",
-  "silent",
-  "link_preview",
-  "protect_content",
-  "ack",
-];
+export const OPTION_NAMES = Object.keys({
+  title: true,
+  priority: true,
+  tags: true,
+  format: true,
+  markdown: true,
+  click: true,
+  buttons: true,
+  silent: true,
+  link_preview: true,
+  protect_content: true,
+  ack: true,
+} satisfies Record<OptionName, true>) as readonly OptionName[];
 
 /**
  * A value and where it came from ("priority", "the Priority header", "the p query parameter"), as
@@ -114,8 +114,6 @@ export const OPTION_NAMES: readonly OptionName[] = [
 export interface Given {
   value: unknown;
   field: string;
-  /** From a header or the query: always a string. */
-  fromText: boolean;
   /** Buttons read from ntfy's action syntax: each named "(action n)" where refused. */
   actions?: boolean;
   /** What was wrong with the text the value was read from: reported as it is. */

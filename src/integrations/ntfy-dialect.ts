@@ -65,7 +65,7 @@ export function gatherOptions(
   for (const option of OPTION_NAMES) {
     const names = OPTION_SOURCES[option];
     if (body[option] !== undefined && body[option] !== null) {
-      put(option, { value: body[option], field: option, fromText: false });
+      put(option, { value: body[option], field: option });
       continue;
     }
     const header = names.headers.find(
@@ -74,7 +74,7 @@ export function gatherOptions(
     if (header !== undefined) {
       const raw = headers[header];
       const value = decodeHeaderValue(Array.isArray(raw) ? raw.join(", ") : (raw as string));
-      put(option, { value, field: `the ${headerName(header)} header`, fromText: true });
+      put(option, { value, field: `the ${headerName(header)} header` });
       continue;
     }
     const parameter = names.query.find((name) => query[name] !== undefined);
@@ -83,7 +83,6 @@ export function gatherOptions(
       put(option, {
         value: Array.isArray(raw) ? raw.join(",") : String(raw),
         field: `the ${parameter} query parameter`,
-        fromText: true,
       });
     }
   }

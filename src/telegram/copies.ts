@@ -1,4 +1,4 @@
-import { Api, GrammyError } from "grammy";
+import { Api, GrammyError, HttpError } from "grammy";
 import type { RenderedPart } from "../domain/render.ts";
 import { scrubToken } from "../log.ts";
 import type { TelegramTarget } from "./target.ts";
@@ -65,11 +65,32 @@ export function grammyCopySender(
   };
 }
 
-/** `error` with the token taken out of its texts (grammY's errors keep their class: answers.ts reads it). */
-function scrub(error: unknown, token: string): unknown {
+/**
+ * `error` with the token taken out of its texts — message, stack, Telegram's description, and the
+ * same for the error it wraps (grammY's HttpError holds fetch's, which may name the request's URL)
+ * — keeping its class, which answers.ts reads.
+ */
+function scrub(error: unknown, token: string, depth = 0): unknown {
   if (!(error instanceof Error)) return new Error(scrubToken(String(error), token));
-  error.message = scrubToken(error.message, token);
-  if (error instanceof GrammyError)
-    Object.defineProperty(error, "description", { value: scrubToken(error.description, token) });
+  const clean = (name: string, value: unknown) => {
+    if (typeof value !== "string") return;
+    try {
+      Object.defineProperty(error, name, {
+        value: scrubToken(value, token),
+        configurable: true,
+        writable: true,
+      });
+    } catch {
+      // A property that cannot be redefined (frozen, not configurable): the error is replaced.
+      throw new Error(scrubToken(error.message, token));
+    }
+  };
+  clean("message", error.message);
+  clean("stack", error.stack);
+  if (error instanceof GrammyError) clean("description", error.description);
+  if (depth < 2) {
+    if (error instanceof HttpError) scrub(error.error, token, depth + 1);
+    if (error.cause !== undefined) scrub(error.cause, token, depth + 1);
+  }
   return error;
 }
