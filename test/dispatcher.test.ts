@@ -12,7 +12,7 @@ import { openDb } from "../src/store/open.ts";
 import { Outbox } from "../src/store/outbox.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import type { CopySender } from "../src/telegram/copies.ts";
-import { Pacer } from "../src/telegram/pacer.ts";
+import { Pacer, type PacerLimits } from "../src/telegram/pacer.ts";
 import { createTestDatabase } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -130,7 +130,15 @@ function gate(): { wait: Promise<void>; open: () => void } {
  */
 async function setUp(
   onTestFinished: TestContext["onTestFinished"],
-  options: { leaseMs?: number; sweepMs?: number; concurrency?: number } = {},
+  options: {
+    leaseMs?: number;
+    sweepMs?: number;
+    concurrency?: number;
+    /** Telegram's limits for the pacer; by default far above what a test sends. */
+    limits?: PacerLimits;
+    /** Started by the test (`start()`), after it queued work: a start with a backlog. */
+    deferStart?: boolean;
+  } = {},
 ) {
   const database = await createTestDatabase("sqlite", { migrated: true });
   const db = await openDb(database.url);
@@ -147,13 +155,16 @@ async function setUp(
   const dispatcher = new Dispatcher({
     outbox,
     subscriptions,
-    // Limits far above what a test sends: when a call may go is the pacer's own tests' subject.
-    pacer: new Pacer({
-      globalPerSecond: 10_000,
-      privatePerSecond: 10_000,
-      privateBurst: 10_000,
-      groupPerMinute: 1e6,
-    }),
+    // By default limits far above what a test sends: when a call may go is the pacer's own tests'
+    // subject, and the pace test's below.
+    pacer: new Pacer(
+      options.limits ?? {
+        globalPerSecond: 10_000,
+        privatePerSecond: 10_000,
+        privateBurst: 10_000,
+        groupPerMinute: 1e6,
+      },
+    ),
     log: pino({ level: "silent" }),
     metrics: createMetrics().delivery,
     maxAgeMs: 10 * 60_000,
@@ -166,13 +177,16 @@ async function setUp(
   });
   messages.onAccepted((dockIds) => dispatcher.wake(dockIds));
   changes.onChanged((dockIds) => dispatcher.wake(dockIds));
-  await dispatcher.start({
-    apiRoot: "http://fake.invalid",
-    token: "1:fake",
-    botUsername: "fake_bot",
-    sandbox: false,
-  });
-  onTestFinished(() => dispatcher.stop());
+  const start = async () => {
+    await dispatcher.start({
+      apiRoot: "http://fake.invalid",
+      token: "1:fake",
+      botUsername: "fake_bot",
+      sandbox: false,
+    });
+    onTestFinished(() => dispatcher.stop());
+  };
+  if (options.deferStart !== true) await start();
 
   /** A Dock with these chats subscribed (negative ids: groups). */
   const dock = async (name: string, chats: number[]): Promise<DockWithSecret> => {
@@ -187,7 +201,7 @@ async function setUp(
   };
   const edit = (to: DockWithSecret, messageId: string, text: string) =>
     changes.revise(to.id, messageId, async () => ({ text, content: null }));
-  return { telegram, dispatcher, outbox, subscriptions, db, dock, send, edit };
+  return { telegram, dispatcher, outbox, subscriptions, db, dock, send, edit, start };
 }
 
 /** How a message shows in a chat: the Dock's name on the first line (render.ts). */
@@ -368,6 +382,30 @@ describe.concurrent("the dispatcher, call by call", () => {
     );
     expect(dispatcher.telegramStatus().state).toBe("up");
     for (const chat of chats) expect(telegram.texts(chat)).toEqual([shown(alerts, "during the outage")]);
+  });
+
+  it("a start with a backlog (a restart, a takeover): nothing in the first second, then never more than the bot's limit in any second", async ({
+    onTestFinished,
+  }) => {
+    const { telegram, dock, send, start } = await setUp(onTestFinished, {
+      limits: { globalPerSecond: 5, privatePerSecond: 1, privateBurst: 3, groupPerMinute: 20 },
+      deferStart: true,
+    });
+    const chats = Array.from({ length: 12 }, (_, i) => 901 + i);
+    const alerts = await dock("Alerts", chats);
+    await send(alerts, "backlog");
+    const startedAt = Date.now();
+    await start();
+    await waitFor("all delivered", () => chats.every((chat) => telegram.texts(chat).length === 1), 60_000);
+    const at = telegram.calls.filter((call) => call.method === "send").map((call) => call.at);
+    // The previous sender's last second still counts at Telegram: the first send waits it out.
+    // (Lower bounds only: a busy machine can only make the calls later.)
+    expect(Math.min(...at) - startedAt).toBeGreaterThanOrEqual(1000);
+    // Each call's place is held until a second after Telegram answered: the sixth call after any
+    // call comes a second after it or later.
+    at.sort((a, b) => a - b);
+    for (let i = 5; i < at.length; i++)
+      expect((at[i] as number) - (at[i - 5] as number)).toBeGreaterThanOrEqual(1000);
   });
 
   it("a send outliving its lease is not sent again while it is still in flight", async ({
