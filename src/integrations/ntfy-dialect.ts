@@ -1,11 +1,5 @@
 import { isUtf8 } from "node:buffer";
-import {
-  type Given,
-  MAX_BUTTONS_PER_ROW,
-  OPTION_NAMES,
-  type OptionName,
-  type OptionProblem,
-} from "../domain/message-options.ts";
+import { type Given, MAX_BUTTONS_PER_ROW, OPTION_NAMES, type OptionName } from "../domain/message-options.ts";
 
 /*
  * ntfy's way of giving a message's options, which every send door speaks (so an ntfy script or
@@ -115,9 +109,8 @@ function readActions(given: Given): Given {
     ...given,
     refused: { field, message },
   });
-  const problems: OptionProblem[] = [];
-  const actions = parseActions(String(given.value), given.field, problems);
-  if (actions === undefined) return { ...given, refused: problems[0] as OptionProblem };
+  const actions = parseActions(String(given.value));
+  if (actions === undefined) return refused("is not a JSON array of actions.");
   for (const [n, action] of (actions as { action?: unknown }[]).entries()) {
     const kind = typeof action?.action === "string" ? action.action.toLowerCase() : "view";
     if (kind === "view" || kind === "ack") continue;
@@ -135,9 +128,10 @@ function readActions(given: Given): Given {
 
 /**
  * ntfy's `Actions` header in its short form (`view, Label, https://…; view, …`), its `key=value`
- * form, or as JSON. Only `view` actions open a URL, the one thing a Telegram button can do here.
+ * form, or as JSON (undefined: not a JSON array). Only `view` actions open a URL, the one thing a
+ * Telegram button can do here.
  */
-function parseActions(text: string, field: string, problems: OptionProblem[]): unknown[] | undefined {
+function parseActions(text: string): unknown[] | undefined {
   const trimmed = text.trim();
   if (trimmed.startsWith("[")) {
     try {
@@ -154,9 +148,8 @@ function parseActions(text: string, field: string, problems: OptionProblem[]): u
         );
       }
     } catch {
-      // Reported below like any other malformed value.
+      // Refused like any other malformed value.
     }
-    problems.push({ field, message: "is not a JSON array of actions." });
     return undefined;
   }
   const actions: unknown[] = [];

@@ -70,27 +70,22 @@ export function grammyCopySender(
  * same for the error it wraps (grammY's HttpError holds fetch's, which may name the request's URL)
  * — keeping its class, which answers.ts reads.
  */
-function scrub(error: unknown, token: string, depth = 0): unknown {
+function scrub(error: unknown, token: string): Error {
   if (!(error instanceof Error)) return new Error(scrubToken(String(error), token));
-  const clean = (name: string, value: unknown) => {
-    if (typeof value !== "string") return;
-    try {
-      Object.defineProperty(error, name, {
-        value: scrubToken(value, token),
-        configurable: true,
-        writable: true,
-      });
-    } catch {
-      // A property that cannot be redefined (frozen, not configurable): the error is replaced.
-      throw new Error(scrubToken(error.message, token));
+  const errors = [error];
+  if (error instanceof HttpError && error.error instanceof Error) errors.push(error.error);
+  for (const one of [...errors]) if (one.cause instanceof Error) errors.push(one.cause);
+  for (const one of errors) {
+    // Own properties over the prototype's (a DOMException's message is a getter there).
+    for (const name of ["message", "stack", ...(one instanceof GrammyError ? ["description"] : [])]) {
+      const value = (one as unknown as Record<string, unknown>)[name];
+      if (typeof value === "string")
+        Object.defineProperty(one, name, {
+          value: scrubToken(value, token),
+          configurable: true,
+          writable: true,
+        });
     }
-  };
-  clean("message", error.message);
-  clean("stack", error.stack);
-  if (error instanceof GrammyError) clean("description", error.description);
-  if (depth < 2) {
-    if (error instanceof HttpError) scrub(error.error, token, depth + 1);
-    if (error.cause !== undefined) scrub(error.cause, token, depth + 1);
   }
   return error;
 }
