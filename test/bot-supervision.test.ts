@@ -154,6 +154,27 @@ describe.concurrent("the bot keeps running", () => {
     expect((await people.botReply(ola, await people.start(ola), "the welcome")).text).toContain("Dock");
   }, 90_000);
 
+  it("a reply retrying a failing Telegram (5xx) does not hold a shutdown up: the service stops at once", {
+    // Before the fix, stopping waited out the reply's retries: about 90 s per update.
+    timeout: 30_000,
+  }, async ({ onTestFinished }) => {
+    const running = await startService("sqlite");
+    let closed = false;
+    onTestFinished(() => (closed ? undefined : running.close()));
+    const people = new People(`${running.url}/sandbox`);
+    await waitFor("the bot running", async () => (await botState(running)).state === "running");
+    await people.control("POST", "/faults", { kind: "server_error", methods: ["sendMessage"], rate: 1 });
+    await people.start(await people.person("Rita"));
+    // Its first try failed: the reply waits between tries now.
+    await waitFor("the bot's reply to fail", async () => {
+      const stats = await people.control<{ calls: Record<string, number> }>("GET", "/stats");
+      return (stats.calls.sendmessage ?? 0) >= 1;
+    });
+    await running.close();
+    closed = true;
+    expect(running.logs.text).not.toContain('"level":50');
+  });
+
   it("starts and answers although Telegram refuses its command list; publishes the list once it takes it", async ({
     onTestFinished,
   }) => {

@@ -194,6 +194,9 @@ export class BotWorker implements BackgroundWorker {
       repliesOnly(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300, rethrowHttpErrors: true })),
     );
     bot.api.config.use(repliesOnly(retryNetwork(this.#abort.signal)));
+    // Stopping ends every reply still under way, its waits between retries included: a reply
+    // retrying a failing Telegram (five tries over about 90 s) must not hold a shutdown up.
+    bot.api.config.use(repliesOnly(endedBy(this.#abort.signal)));
     bot.use(botHandlers(this.#options));
     bot.catch((error) => this.#failed(error.error, error.ctx.update));
 
@@ -497,6 +500,14 @@ export class BotWorker implements BackgroundWorker {
       void this.#sayAway(update);
       return;
     }
+    if (this.#abort.signal.aborted) {
+      // Stopping ended its reply (endedBy): the person's message went unanswered.
+      this.#options.log.warn(
+        { update_id: update.update_id, error: this.#describe(error) },
+        "bot update cut short: the service is stopping",
+      );
+      return;
+    }
     this.#options.log.error(
       { update_id: update.update_id, error: this.#describe(error) },
       "bot update failed",
@@ -564,6 +575,16 @@ function repliesOnly(transformer: Transformer): Transformer {
     SUPERVISED_METHODS.has(method)
       ? prev(method, payload, signal)
       : transformer(prev, method, payload, signal);
+}
+
+/** A call (its retries and their waits) ends when `stopping` is aborted. */
+function endedBy(stopping: AbortSignal): Transformer {
+  return (prev, method, payload, signal) =>
+    prev(
+      method,
+      payload,
+      (signal ? AbortSignal.any([signal as AbortSignal, stopping]) : stopping) as typeof signal,
+    );
 }
 
 /** Each attempt of a call fails when Telegram has not answered within `ms`. */
