@@ -56,6 +56,7 @@ import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { RefusedRequests } from "./store/refused-requests.ts";
+import { SandboxChats } from "./store/sandbox-chats.ts";
 import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
@@ -167,7 +168,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
     timeoutMs: config.databaseTimeoutMs,
   });
-  const subscriptions = new SubscriptionRepository(db, now);
+  const subscriptions = new SubscriptionRepository(db, now, { sandbox: config.telegramBotToken === null });
   const loginTokens = new LoginTokenRepository(db, now);
   const outbox = new Outbox(db, now);
   const outboxViews = new OutboxViews(db);
@@ -196,7 +197,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const audit = new DockAudit(db, now);
   const callbackTargets = new CallbackTargets(config.callbackAllowedNetworks);
   const invites = new InviteLinkRepository(db, deps.encryptionKey, now);
-  const joinRequests = new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs, now });
+  const joinRequests = new JoinRequestRepository(db, {
+    ttlMs: config.joinRequestTtlMs,
+    now,
+    sandbox: telegram.sandbox,
+  });
   const notices = new NoticeQueue(db, now);
   const audience = new Audience({
     db,
@@ -549,7 +554,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     payloadThread,
     async start() {
-      // Going live: the sandbox's people keep no role on its Docks (store/sandbox-docks.ts).
+      // Going live: nothing meant for the sandbox's chats reaches a real chat of the same id
+      // (store/sandbox-chats.ts), before any worker runs.
+      const left = await new SandboxChats(db, { sandbox: telegram.sandbox, now }).atStart();
+      if (left.wentLive || left.subscriptions > 0)
+        server.log.info(left, "going live: what was meant for the sandbox's chats will not be sent");
+      // The sandbox's people keep no role on its Docks (store/sandbox-docks.ts).
       const retired = await sandboxDocks.retireSandboxRoles();
       if (retired > 0)
         server.log.info({ roles: retired }, "co-owners from the sandbox removed from its Docks");

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { type Db, openDb } from "../src/store/open.ts";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
 import { answerLink, signIn, signInThroughBot, withSession } from "./console-client.ts";
@@ -276,6 +277,157 @@ describe.each(await dialects())(
         .where("sandbox", "=", 1)
         .execute();
       expect(left).toEqual([]);
+    });
+  },
+);
+
+describe.each(await dialects())(
+  "going live on %s: nothing meant for the sandbox's chats reaches a real chat of the same id",
+  (dialect) => {
+    let database: TestDatabase;
+    let telegram: RunningSandbox | undefined;
+    let live: RunningService | undefined;
+    let db: Db;
+    const key = randomBytes(32);
+    const ADMIN = 8101;
+
+    beforeAll(async () => {
+      database = await createTestDatabase(dialect, { migrated: true });
+      db = await openDb(database.url);
+    });
+    afterAll(async () => {
+      await live?.close();
+      await db?.close();
+      await telegram?.close();
+      await database?.drop();
+    });
+
+    it("a copy queued, a copy sent and a notice queued in the sandbox are not sent, edited or deleted by the real bot", {
+      timeout: 180_000,
+    }, async () => {
+      // 1. Trying it: Alice gets one message; then Telegram fails every send, so a second message
+      //    and a notice to Bob (removed from the Dock) are still queued when the trial stops.
+      const trial = await startServiceOver(database, {}, key, { pace: "unpaced" });
+      let tried: Made;
+      let first: string;
+      let bob: number;
+      try {
+        const people = new People(`${trial.url}/sandbox`);
+        const alice = await people.person("Alice");
+        expect(alice).toBe(SANDBOX_PERSON);
+        bob = await people.person("Bob");
+        for (const person of [alice, bob]) await people.botReply(person, await people.start(person));
+        const dock = await trial.app.docks.create(SANDBOX_PERSON, {
+          name: "Tried",
+          link: null,
+          description: null,
+        });
+        tried = { id: dock.id, secret_key: dock.secretKey };
+        expect(await trial.subscriptions.subscribe(tried.id, alice, "private")).toBe(true);
+        expect(await trial.subscriptions.subscribe(tried.id, bob, "private")).toBe(true);
+        const sent = await fetch(`${trial.url}/ping`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ dock_id: tried.id, secret_key: tried.secret_key, msg: "sandbox first" }),
+        });
+        expect(sent.status).toBe(202);
+        first = ((await sent.json()) as { message_id: string }).message_id;
+        for (const person of [alice, bob])
+          await people.waitFor("the first message in the sandbox", async () =>
+            (await people.history(person)).find((m) => m.text?.includes("sandbox first")),
+          );
+        await people.control("POST", "/faults", { kind: "server_error", rate: 1, methods: ["sendMessage"] });
+        expect((await ping(trial.url, tried, "sandbox second")).body.subscribers).toBe(2);
+        expect(await trial.app.audience.remove(tried.id, bob, null)).toBe(true);
+      } finally {
+        await trial.close();
+      }
+      const queued = await db.kysely
+        .selectFrom("deliveries")
+        .select(["chat_id", "kind"])
+        .where("dock_id", "=", tried.id)
+        .where("state", "=", "queued")
+        .where("chat_id", "=", SANDBOX_PERSON)
+        .execute();
+      // Alice's copy of the second message. (Bob's, if it was in flight when he went, is queued
+      // again too, and would end at its claim: he is no subscriber.)
+      expect(queued).toEqual([{ chat_id: SANDBOX_PERSON, kind: "send" }]);
+      const notices = db.kysely.selectFrom("bot_notices").selectAll().where("chat_id", "=", bob);
+      expect((await notices.execute()).map((n) => n.state)).toEqual(["queued"]);
+
+      // 2. Live: the real Telegram's first people have Alice's and Bob's ids, and use the real bot.
+      telegram = await startSandbox({ token: REAL_TOKEN });
+      const real = new People(telegram.root);
+      const lookalike = await real.person("Not Alice");
+      expect(lookalike).toBe(SANDBOX_PERSON);
+      const lookalikeBob = await real.person("Not Bob");
+      expect(lookalikeBob).toBe(bob);
+      live = await startServiceOver(
+        database,
+        { TELEGRAM_BOT_TOKEN: REAL_TOKEN, TELEGRAM_API_ROOT: telegram.root, OWNERS: String(ADMIN) },
+        key,
+        { pace: "unpaced" },
+      );
+      for (const person of [lookalike, lookalikeBob]) await real.botReply(person, await real.start(person));
+      expect(live.logs.text).toContain("going live");
+
+      // What the sandbox left is settled before any worker ran: nothing to send, edit or delete.
+      const rows = await db.kysely
+        .selectFrom("deliveries")
+        .select(["chat_id", "state", "telegram_message_ids", "last_error"])
+        .where("dock_id", "=", tried.id)
+        .orderBy("id")
+        .execute();
+      // Alice's two copies, and Bob's first (and his second, if it was queued before he went).
+      expect(rows.filter((r) => Number(r.chat_id) === SANDBOX_PERSON)).toHaveLength(2);
+      expect(rows.length).toBeGreaterThanOrEqual(3);
+      expect(rows.map((r) => [r.state, r.telegram_message_ids])).toEqual(rows.map(() => ["gone", null]));
+      expect(rows.filter((r) => Number(r.chat_id) === SANDBOX_PERSON)[1]?.last_error).toBe(
+        "meant for a chat of the sandbox; not sent by a real bot",
+      );
+      expect((await notices.execute()).map((n) => [n.state, n.message_id])).toEqual([["failed", null]]);
+      const subscriptions = await db.kysely
+        .selectFrom("subscriptions")
+        .select(["chat_id", "state", "sandbox"])
+        .where("dock_id", "=", tried.id)
+        .orderBy("chat_id")
+        .execute();
+      expect(subscriptions.map((s) => [Number(s.chat_id), s.state, s.sandbox])).toEqual([
+        [SANDBOX_PERSON, "removed", 2],
+        [bob, "removed", 3],
+      ]);
+
+      // The sandbox's secret key still sends, to nobody; an edit of the sandbox's message edits nothing.
+      expect((await ping(live.url, tried, "after going live")).body.subscribers).toBe(0);
+      const edit = await fetch(`${live.url}/messages/${first}`, {
+        method: "PATCH",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Basic ${Buffer.from(`${tried.id}:${tried.secret_key}`).toString("base64")}`,
+        },
+        body: JSON.stringify({ msg: "sandbox first, edited" }),
+      });
+      expect(edit.status).toBe(202);
+      expect(await edit.json()).toMatchObject({ edits: 0, queued: 0 });
+
+      // A real Dock's message reaches both real people: anything queued before it for their chats
+      // would have gone first (each chat's deliveries go in order). None of the sandbox's did.
+      const admin = await live.app.docks.create(ADMIN, { name: "Real", link: null, description: null });
+      const realDock = { id: admin.id, secret_key: admin.secretKey };
+      for (const person of [lookalike, lookalikeBob])
+        expect(await live.subscriptions.subscribe(realDock.id, person, "private")).toBe(true);
+      expect((await ping(live.url, realDock, "real one")).body.subscribers).toBe(2);
+      for (const person of [lookalike, lookalikeBob]) {
+        const seen = await real.waitFor("the real Dock's message", async () => {
+          const history = await real.history(person);
+          return history.some((m) => m.text?.includes("real one")) ? history : undefined;
+        });
+        const fromBot = seen.filter((m) => m.from.is_bot).map((m) => m.text ?? "");
+        expect(
+          fromBot.filter((text) => /sandbox (first|second)|Tried/.test(text)),
+          JSON.stringify(fromBot),
+        ).toEqual([]);
+      }
     });
   },
 );

@@ -89,7 +89,10 @@ export async function withDocks<T>(
       db,
       docks,
       invites: new InviteLinkRepository(db, key),
-      requests: new JoinRequestRepository(db, { ttlMs: config.joinRequestTtlMs }),
+      requests: new JoinRequestRepository(db, {
+        ttlMs: config.joinRequestTtlMs,
+        sandbox: config.telegramBotToken === null,
+      }),
       bans: new DockBanRepository(db),
       // The service that runs sends what the CLI queued (its sweep finds it).
       notices: new NoticeQueue(db),

@@ -141,11 +141,14 @@ export class JoinRequestRepository {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #ttlMs: number;
+  /** The built-in sandbox plays Telegram: chats approved are its (migration 0022). */
+  readonly #sandbox: boolean;
 
-  constructor(db: Db, options: { ttlMs: number; now?: () => number }) {
+  constructor(db: Db, options: { ttlMs: number; now?: () => number; sandbox?: boolean }) {
     this.#db = db;
     this.#ttlMs = options.ttlMs;
     this.#now = options.now ?? Date.now;
+    this.#sandbox = options.sandbox ?? false;
   }
 
   /**
@@ -276,7 +279,11 @@ export class JoinRequestRepository {
     const decided = await this.#db.kysely
       .transaction()
       .execute(async (tx) =>
-        decideIn(tx, { dockId, requestId, decision, by, ban: options.ban ?? false }, now),
+        decideIn(
+          tx,
+          { dockId, requestId, decision, by, ban: options.ban ?? false, sandbox: this.#sandbox },
+          now,
+        ),
       );
     if (!decided) {
       // Ended already, or its time ran out before the sweep saw it: that is what happened.
@@ -347,6 +354,8 @@ export async function decideIn(
     decision: "approved" | "declined";
     by: number;
     ban: boolean;
+    /** The built-in sandbox plays Telegram: a chat approved is its (migration 0022). */
+    sandbox?: boolean;
   },
   now: number,
 ): Promise<boolean> {
@@ -364,7 +373,12 @@ export async function decideIn(
   const chatId = Number(row.chat_id);
   let banned = false;
   if (decision.decision === "approved") {
-    await activate(tx, { dockId, chatId, chatType: row.chat_type, inviteId: row.invite_id }, now);
+    await activate(
+      tx,
+      { dockId, chatId, chatType: row.chat_type, inviteId: row.invite_id },
+      now,
+      decision.sandbox ?? false,
+    );
     if (row.invite_id !== null) {
       await tx
         .updateTable("dock_invites")

@@ -2,7 +2,7 @@ import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from
 import type { Db } from "./db.ts";
 import { queueChange } from "./revise.ts";
 import { Rollups, type SettledCount, Tallies } from "./rollups.ts";
-import type { Database, DeliveryKind } from "./schema.ts";
+import type { Database, DeliveryKind, DeliveryState } from "./schema.ts";
 
 /*
  * The outbox: every change of a delivery's state happens in this file, and nowhere else. A
@@ -895,6 +895,64 @@ export async function cancelForSubscriber(
     .returning(["dock_id", "kind"])
     .execute();
   await new Rollups(tx).add(tx, now, new Tallies().settled(gone, "gone"));
+}
+
+/** Why a delivery or a notice of the sandbox's was not sent once a real bot ran. */
+export const FORGOTTEN = "meant for a chat of the sandbox; not sent by a real bot";
+
+/**
+ * Going live (store/sandbox-chats.ts): the deliveries of chats of the sandbox — those of `chats`, or
+ * every one made before `before` — are never sent, edited or deleted by a real bot, whose chats
+ * of the same ids are other people's. What was queued or in flight becomes `gone`; a copy that went
+ * out becomes `gone` too, its ids forgotten, so that no later edit or delete of its message reaches
+ * the real chat of its id (a sent copy with no ids would be sent anew). Answers how many changed.
+ */
+export async function forgetSandboxDeliveries(
+  tx: Transaction<Database>,
+  scope: { chats: readonly { dock_id: string; chat_id: number }[] } | { before: number },
+  now: number,
+): Promise<number> {
+  if ("chats" in scope && scope.chats.length === 0) return 0;
+  let pending = tx
+    .updateTable("deliveries")
+    .set({ state: "gone", last_error: FORGOTTEN, lease_until: null, updated_at: now })
+    .where("state", "in", ["queued", "sending"]);
+  let finished = tx
+    .updateTable("deliveries")
+    .set((eb) => ({
+      state: eb
+        .case()
+        .when("state", "=", "sent")
+        .then("gone")
+        .else(eb.ref("state"))
+        .end()
+        .$castTo<DeliveryState>(),
+      telegram_message_ids: null,
+      stray_ids: null,
+      updated_at: now,
+    }))
+    .where("kind", "=", "send")
+    .where("state", "in", ["sent", "failed", "gone"])
+    .where((w) =>
+      w.or([
+        w("state", "=", "sent"),
+        w("telegram_message_ids", "is not", null),
+        w("stray_ids", "is not", null),
+      ]),
+    );
+  if ("before" in scope) {
+    pending = pending.where("created_at", "<", scope.before);
+    finished = finished.where("created_at", "<", scope.before);
+  } else {
+    const pairs = (w: ExpressionBuilder<Database, "deliveries">) =>
+      w.or(scope.chats.map((c) => w.and([w("dock_id", "=", c.dock_id), w("chat_id", "=", c.chat_id)])));
+    pending = pending.where(pairs);
+    finished = finished.where(pairs);
+  }
+  const gone = await pending.returning(["dock_id", "kind"]).execute();
+  await new Rollups(tx).add(tx, now, new Tallies().settled(gone, "gone"));
+  const forgotten = await finished.executeTakeFirst();
+  return gone.length + Number(forgotten.numUpdatedRows);
 }
 
 /**

@@ -12,7 +12,7 @@ export interface SandboxDock {
   name: string;
   /** The sandbox's person who owns it (e.g. 100000001). */
   ownerId: number;
-  /** Its active subscriptions: chats of the sandbox, not carried over. */
+  /** Its subscriptions: chats of the sandbox (ended when the real bot started), not carried over. */
   subscribers: number;
 }
 
@@ -47,7 +47,8 @@ export class SandboxDocks {
           .selectFrom("subscriptions")
           .select((sub) => sub.fn.countAll<number>().as("n"))
           .whereRef("subscriptions.dock_id", "=", "docks.id")
-          .where("subscriptions.state", "=", "active")
+          // Subscribed when a real bot started, and ended then (SandboxChats), or still active.
+          .where((w) => w.or([w("subscriptions.state", "=", "active"), w("subscriptions.sandbox", "=", 2)]))
           .as("subscribers"),
       ])
       .where("owners.sandbox", "=", 1)
@@ -101,6 +102,13 @@ export class SandboxDocks {
         .where("dock_id", "in", ids)
         .where("state", "!=", "removed")
         .execute();
+      // The sandbox's, ended when the real bot started (SandboxChats): not carried over either.
+      const ended = await tx
+        .selectFrom("subscriptions")
+        .select("dock_id")
+        .where("dock_id", "in", ids)
+        .where("sandbox", "=", 2)
+        .execute();
       await tx
         .updateTable("subscriptions")
         .set({ state: "removed", updated_at: now })
@@ -130,7 +138,9 @@ export class SandboxDocks {
             detail: {
               from: dock.ownerId,
               to: adminId,
-              subscriptions_dropped: subscriptions.filter((s) => s.dock_id === dock.id).length,
+              subscriptions_dropped:
+                subscriptions.filter((s) => s.dock_id === dock.id).length +
+                ended.filter((s) => s.dock_id === dock.id).length,
               co_owners_removed: coOwners.filter((c) => c.dock_id === dock.id).length,
             },
           },

@@ -85,6 +85,12 @@ export interface SubscriptionsTable {
   active_since: Millis;
   /** The invite link the chat joined through (migration 0017); null: by the Dock ID, or before. */
   invite_id: string | null;
+  /**
+   * Whose chat (migration 0022): 0, a real one; 1, the sandbox's (subscribed while the built-in
+   * sandbox played Telegram); 2, the sandbox's, ended when a real bot started (SandboxChats); 3,
+   * the sandbox's, ended before that.
+   */
+  sandbox: Generated<number>;
 }
 
 export interface MessagesTable {
@@ -434,6 +440,8 @@ export interface InstanceTable {
   claimed_by: number | null;
   /** When an administrator dismissed the offer to take over the sandbox's Docks (migration 0020). */
   sandbox_offer_dismissed_at: Generated<Millis | null>;
+  /** What the last start spoke to (migration 0022); null: not known (before it). */
+  telegram: Generated<"sandbox" | "bot" | null>;
 }
 
 /** A person given a role on a Dock beside its own owner (migration 0018). */

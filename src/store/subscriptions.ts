@@ -57,7 +57,13 @@ export interface Joining {
  * the work done. A chat coming back after it left starts afresh, through the link it came by (or
  * none); unblocking resumes (see SubscriptionsTable).
  */
-export async function activate(db: Kysely<Database>, joining: Joining, now: number): Promise<boolean> {
+export async function activate(
+  db: Kysely<Database>,
+  joining: Joining,
+  now: number,
+  /** The built-in sandbox plays Telegram: the chat is one of its (migration 0022). */
+  sandbox: boolean,
+): Promise<boolean> {
   const { dockId, chatId, chatType, inviteId } = joining;
   const reactivated = await db
     .updateTable("subscriptions")
@@ -65,6 +71,7 @@ export async function activate(db: Kysely<Database>, joining: Joining, now: numb
       state: "active",
       chat_type: chatType,
       updated_at: now,
+      sandbox: sandbox ? 1 : 0,
       active_since: eb.case().when("state", "=", "removed").then(now).else(eb.ref("active_since")).end(),
       invite_id:
         inviteId !== null
@@ -87,6 +94,7 @@ export async function activate(db: Kysely<Database>, joining: Joining, now: numb
       updated_at: now,
       active_since: now,
       invite_id: inviteId,
+      sandbox: sandbox ? 1 : 0,
     })
     .onConflict((oc) => oc.columns(["dock_id", "chat_id"]).doNothing())
     .executeTakeFirst();
@@ -132,10 +140,13 @@ export async function removeChat(
 export class SubscriptionRepository {
   readonly #db: Db;
   readonly #now: () => number;
+  /** The built-in sandbox plays Telegram: chats subscribing are its (migration 0022). */
+  readonly #sandbox: boolean;
 
-  constructor(db: Db, now: () => number = Date.now) {
+  constructor(db: Db, now: () => number = Date.now, options: { sandbox?: boolean } = {}) {
     this.#db = db;
     this.#now = now;
+    this.#sandbox = options.sandbox ?? false;
   }
 
   /**
@@ -145,7 +156,7 @@ export class SubscriptionRepository {
   async subscribe(dockId: string, chatId: number, chatType: string, names?: ChatNames): Promise<boolean> {
     const now = this.#now();
     await this.rememberNames(chatId, chatType, names);
-    return activate(this.#db.kysely, { dockId, chatId, chatType, inviteId: null }, now);
+    return activate(this.#db.kysely, { dockId, chatId, chatType, inviteId: null }, now, this.#sandbox);
   }
 
   /**
@@ -159,7 +170,7 @@ export class SubscriptionRepository {
       .transaction()
       .execute(async (tx) => {
         if (!(await useInviteLink(tx, joining.inviteId, now))) return "refused" as const;
-        if (!(await activate(tx, joining, now))) throw ALREADY;
+        if (!(await activate(tx, joining, now, this.#sandbox))) throw ALREADY;
         return "joined" as const;
       })
       .catch((error: unknown) => {

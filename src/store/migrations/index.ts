@@ -21,6 +21,7 @@ import { coOwnersAudit } from "./0018-co-owners-audit.ts";
 import { unknownCopies } from "./0019-unknown-copies.ts";
 import { sandboxOwners } from "./0020-sandbox-owners.ts";
 import { refusedRequests } from "./0021-refused-requests.ts";
+import { sandboxChats } from "./0022-sandbox-chats.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -45,6 +46,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0019-unknown-copies": unknownCopies(),
     "0020-sandbox-owners": sandboxOwners(),
     "0021-refused-requests": refusedRequests(db.spelling),
+    "0022-sandbox-chats": sandboxChats(),
   };
 }
 
