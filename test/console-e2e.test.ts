@@ -106,12 +106,17 @@ describe.skipIf(!chromiumPath)("console end to end in Chromium (sandbox mode)", 
 
   beforeAll(async () => {
     const port = await freePort();
-    service = await startService("sqlite", {
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      // The Callback URL test's receiver listens on this machine.
-      CALLBACK_ALLOWED_NETWORKS: "127.0.0.1/32",
-    });
+    service = await startService(
+      "sqlite",
+      {
+        PORT: String(port),
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        // The Callback URL test's receiver listens on this machine.
+        CALLBACK_ALLOWED_NETWORKS: "127.0.0.1/32",
+        // Not about the pace: the snippets' messages do not queue at a chat's one a second.
+      },
+      { pace: "unpaced" },
+    );
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });
