@@ -5,6 +5,7 @@ import { describe, expect, it, type TestContext } from "vitest";
 import { Dispatcher } from "../src/delivery/dispatcher.ts";
 import type { RenderedPart } from "../src/domain/render.ts";
 import { createMetrics } from "../src/metrics.ts";
+import type { Leadership } from "../src/store/db.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { MessageChanges } from "../src/store/message-changes.ts";
 import { MessageRepository } from "../src/store/messages.ts";
@@ -123,6 +124,38 @@ function gate(): { wait: Promise<void>; open: () => void } {
 }
 
 /**
+ * A leadership the test scripts (like test/unit/campaign.test.ts's): `lose()` takes it away as a
+ * failed session does (through `onLost`), and it is won back at the next campaign once `grant`.
+ */
+class ScriptedLeadership implements Leadership {
+  isLeader = false;
+  readonly contended = false;
+  grant = true;
+  attempts = 0;
+  #onLost: ((error: Error) => void) | null = null;
+
+  async tryAcquire(
+    _onAnnounced: (payload: string) => void,
+    onLost: (error: Error) => void,
+  ): Promise<boolean> {
+    this.attempts++;
+    if (!this.grant) return false;
+    this.isLeader = true;
+    this.#onLost = onLost;
+    return true;
+  }
+  async heartbeat(): Promise<void> {}
+  async release(): Promise<void> {
+    this.isLeader = false;
+  }
+  lose(): void {
+    this.isLeader = false;
+    this.grant = false;
+    this.#onLost?.(new Error("the lock's session ended"));
+  }
+}
+
+/**
  * A dispatcher over a real SQLite file (the store as the service uses it) and the fake Telegram:
  * what the dispatcher decides (which call, to which chat, in which order, after which answer) is
  * seen call by call, with no sandbox, no pace and no wall-clock budget in any assertion but a
@@ -138,6 +171,8 @@ async function setUp(
     limits?: PacerLimits;
     /** Started by the test (`start()`), after it queued work: a start with a backlog. */
     deferStart?: boolean;
+    /** Who leads, as the test scripts it; by default the database's (SQLite: always this one). */
+    leadership?: Leadership;
   } = {},
 ) {
   const database = await createTestDatabase("sqlite", { migrated: true });
@@ -172,7 +207,7 @@ async function setUp(
     concurrency: options.concurrency ?? 4,
     windowPerDock: 100,
     sweepMs: options.sweepMs ?? 200,
-    leadership: db.leadership("dispatcher:test"),
+    leadership: options.leadership ?? db.leadership("dispatcher:test"),
     copies: () => telegram,
   });
   messages.onAccepted((dockIds) => dispatcher.wake(dockIds));
@@ -406,6 +441,53 @@ describe.concurrent("the dispatcher, call by call", () => {
     at.sort((a, b) => a - b);
     for (let i = 5; i < at.length; i++)
       expect((at[i] as number) - (at[i - 5] as number)).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("leadership lost with a send in flight, then won back: nothing goes meanwhile, nothing twice, each chat in order", {
+    timeout: 120_000,
+  }, async ({ onTestFinished }) => {
+    const leadership = new ScriptedLeadership();
+    const { telegram, dock, send, db } = await setUp(onTestFinished, { leadership });
+    const alerts = await dock("Alerts", [851, 852]);
+    const held = gate();
+    onTestFinished(held.open);
+    telegram.answer = (call) =>
+      call.chatId === 851 && call.text === shown(alerts, "one") ? held.wait : undefined;
+    await send(alerts, "one");
+    await waitFor("852 has the first", () => telegram.texts(852).length === 1);
+    await waitFor("851's send under way", () => telegram.made("send", 851).length === 1);
+
+    // The lock's session ends: another instance may lead now. This one sends nothing new…
+    leadership.lose();
+    await send(alerts, "two");
+    const tried = leadership.attempts;
+    await waitFor("a campaign lost", () => leadership.attempts > tried, 30_000);
+    expect(telegram.made("send", 852)).toHaveLength(1);
+    // …and the send it had under way is settled when Telegram answers, not sent again.
+    held.open();
+    await waitFor("851's first copy on record", async () => {
+      const row = await db.kysely
+        .selectFrom("deliveries")
+        .select("state")
+        .where("chat_id", "=", 851)
+        .orderBy("id")
+        .executeTakeFirst();
+      return row?.state === "sent";
+    });
+    expect(telegram.made("send", 852)).toHaveLength(1);
+
+    // Won back at a later campaign: what waited goes, in each chat's order, once.
+    leadership.grant = true;
+    await send(alerts, "three");
+    await waitFor(
+      "every chat has all three",
+      () => telegram.texts(851).length === 3 && telegram.texts(852).length === 3,
+      60_000,
+    );
+    for (const chat of [851, 852]) {
+      expect(telegram.texts(chat)).toEqual(["one", "two", "three"].map((text) => shown(alerts, text)));
+      expect(telegram.made("send", chat)).toHaveLength(3);
+    }
   });
 
   it("a send outliving its lease is not sent again while it is still in flight", async ({
