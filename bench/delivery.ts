@@ -16,7 +16,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { SEND_LIMITS } from "../src/sandbox/limits.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";

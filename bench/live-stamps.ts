@@ -12,7 +12,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { DockStamps } from "../src/store/dock-stamps.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { InviteLinkRepository } from "../src/store/invite-links.ts";

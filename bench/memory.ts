@@ -21,12 +21,12 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import type { AcceptItem } from "../src/store/accept-batch.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import {
   createDatabase,
   killAll,
@@ -214,7 +214,7 @@ try {
   });
   const service = loaded.server;
   // Idle is after the service's own idle housekeeping: it gives memory back 5 s after it is ready
-  // (src/heap.ts), and its SQLite checkpoint thread rests once nothing has been written for 30 s
+  // (src/runtime/heap.ts), and its SQLite checkpoint thread rests once nothing has been written for 30 s
   // (the subscriptions above were the last writes), so the samples start well after both.
   await settle([service, bare], 40, 60);
   const [serviceIdle = [], bareIdle = []] = await sampleRss([service, bare], idleSeconds);

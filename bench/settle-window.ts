@@ -31,12 +31,12 @@ import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import Fastify from "fastify";
 import pg from "pg";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { sandbox } from "../src/sandbox/plugin.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 
 const { values } = parseArgs({
   options: {

@@ -20,12 +20,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { OPEN_POLICY } from "../src/domain/owners.ts";
 import { ACK_PREFIX } from "../src/domain/render.ts";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import {
   anonymousByKind,
   arenas,

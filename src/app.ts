@@ -4,7 +4,6 @@ import pkg from "../package.json" with { type: "json" };
 import { type BotStatus, BotWorker } from "./bot/bot.ts";
 import type { BotProblem } from "./bot/bot-health.ts";
 import { NoticeSender } from "./bot/notices.ts";
-import { type Config, trustProxyOption } from "./config.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
@@ -20,21 +19,23 @@ import { docs } from "./http/docs.ts";
 import { clientErrorHandler, errorBoundary, frameworkErrors } from "./http/error-boundary.ts";
 import { ApiError, ERRORS } from "./http/errors.ts";
 import { health } from "./http/health.ts";
+import { Intake } from "./http/intake.ts";
 import { PayloadThread } from "./http/payload-thread.ts";
 import { utf8Parsers } from "./http/request-body.ts";
 import { requestGuard } from "./http/request-guard.ts";
 import { apiHeaders, securityHeaders } from "./http/security-headers.ts";
 import { sendApi } from "./http/send/index.ts";
 import { telegramWebhook } from "./http/telegram-webhook.ts";
-import { Intake } from "./intake.ts";
-import { decorateRequestLog, loggerOptions, RequestLog } from "./log.ts";
+import { type Config, trustProxyOption } from "./runtime/config.ts";
+import { decorateRequestLog, loggerOptions, RequestLog } from "./runtime/log.ts";
 import {
   createMetrics,
   type Metrics,
   registerBacklogGauges,
   registerHeldBodiesGauge,
   registerStateGauges,
-} from "./metrics.ts";
+} from "./runtime/metrics.ts";
+import type { BackgroundWorker } from "./runtime/worker.ts";
 import { ActivityRepository } from "./store/activity.ts";
 import { Audience } from "./store/audience.ts";
 import { DockAudit } from "./store/audit.ts";
@@ -63,7 +64,6 @@ import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { grammyCopySender } from "./telegram/copies.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./telegram/pacer.ts";
 import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram/target.ts";
-import type { BackgroundWorker } from "./worker.ts";
 
 export interface AppDeps {
   config: Config;

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig } from "../src/runtime/config.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
 import { basic, type RunningService, startService } from "./harness.ts";
 

@@ -1,8 +1,8 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
 import { DockStamps } from "../src/store/dock-stamps.ts";
 import type { DockWithSecret } from "../src/store/docks.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { ping } from "./delivery-harness.ts";

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { ConfigError, loadConfig } from "../src/runtime/config.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { webhookSecret } from "../src/telegram/target.ts";
 import { People, subscriptionRows } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";

@@ -1,7 +1,7 @@
 import { type AddressInfo, createConnection, createServer, type Socket } from "node:net";
 import { Api } from "grammy";
 import { describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";
 import { type RunningService, startService } from "./harness.ts";

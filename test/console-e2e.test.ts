@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { accessibilityProblems, chromiumPath, freePort, launchChromium, pageProblems } from "./browser.ts";
 import { signIn, withSession } from "./console-client.ts";

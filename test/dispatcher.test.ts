@@ -4,7 +4,7 @@ import pino from "pino";
 import { describe, expect, it, type TestContext } from "vitest";
 import { Dispatcher } from "../src/delivery/dispatcher.ts";
 import type { RenderedPart } from "../src/domain/render.ts";
-import { createMetrics } from "../src/metrics.ts";
+import { createMetrics } from "../src/runtime/metrics.ts";
 import type { Leadership } from "../src/store/db.ts";
 import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { MessageChanges } from "../src/store/message-changes.ts";

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { runCli } from "../src/cli.ts";
-import { loadConfig } from "../src/config.ts";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { loadConfig } from "../src/runtime/config.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { createTestDatabase, dialects, type TestDatabase } from "./harness.ts";
 
 /** The command line run in this process: its exit code and what it wrote. */

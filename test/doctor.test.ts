@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { freePort } from "./browser.ts";
 import { createTestDatabase, type RunningService, startServiceOver, type TestDatabase } from "./harness.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";

@@ -8,11 +8,11 @@ import { Api } from "grammy";
 import pino, { type LoggerOptions } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
-import { loadConfig } from "../src/config.ts";
-import { decorateRequestLog, loggerOptions, RequestLog, standardOutput } from "../src/log.ts";
+import { loadConfig } from "../src/runtime/config.ts";
+import { decorateRequestLog, loggerOptions, RequestLog, standardOutput } from "../src/runtime/log.ts";
 import { sandboxServer } from "../src/sandbox/standalone.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { migrate, openDb } from "../src/store/open.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { basic, LogCapture, type RunningService, startService } from "./harness.ts";
 import { waitFor } from "./wait.ts";
 
@@ -291,7 +291,7 @@ describe("standard output", () => {
         "-e",
         `import { openSync } from "node:fs";
          import pino from "pino";
-         import { flushLogs, standardOutput } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, "../src/log.ts")).href)};
+         import { flushLogs, standardOutput } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, "../src/runtime/log.ts")).href)};
          const log = pino({}, standardOutput(openSync(${JSON.stringify(file)}, "w")));
          ${script}`,
       ],

@@ -1,12 +1,12 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NoticeSender } from "../src/bot/notices.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import type { Db } from "../src/store/db.ts";
 import { JoinRequestRepository } from "../src/store/join-requests.ts";
 import { NoticeQueue, queueNotice } from "../src/store/notices.ts";
 import { openDb } from "../src/store/open.ts";
 import { Pacer, TELEGRAM_LIMITS } from "../src/telegram/pacer.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { createTestDatabase, type TestDatabase } from "./harness.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 import { waitFor } from "./wait.ts";

@@ -1,10 +1,10 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ownerPolicy } from "../src/domain/owners.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { migrate } from "../src/store/migrations/index.ts";
 import { OwnerRepository } from "../src/store/owners.ts";
 import { SessionRepository } from "../src/store/sessions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { answerLink, ConsoleClient, payloadOf, signIn, signInThroughBot } from "./console-client.ts";
 import { databaseAt, dialects, type RunningService, startService } from "./harness.ts";

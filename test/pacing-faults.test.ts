@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { freePort } from "./browser.ts";
 import { startChildService } from "./child-service.ts";
 import { deliveryStates, ping, sandboxOf } from "./delivery-harness.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { type ChatMessage, People, subscriptionRows } from "./bot-harness.ts";
 import { type ConsoleClient, signIn } from "./console-client.ts";
 import { dialects, RecordedAudit, type RunningService, startService } from "./harness.ts";

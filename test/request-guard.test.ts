@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import { connect } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { chromiumPath, launchChromium } from "./browser.ts";
 import { sandboxOf } from "./delivery-harness.ts";
 import { type RunningService, startService } from "./harness.ts";

@@ -4,10 +4,10 @@ import { Writable } from "node:stream";
 import { Api } from "grammy";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
-import { ConfigError, loadConfig } from "../src/config.ts";
 import { telegramLink } from "../src/domain/telegram-link.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { ConfigError, loadConfig } from "../src/runtime/config.ts";
 import { migrate, openDb } from "../src/store/open.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 
 const KEY = Buffer.alloc(32, 7);
 

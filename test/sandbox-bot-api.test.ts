@@ -1,6 +1,6 @@
 import { GrammyError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_ID, SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_ID, SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 /** The GrammyError a call fails with, so a test can look at Telegram's code and description. */

@@ -1,6 +1,6 @@
 import { GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 const json = (body: unknown): RequestInit => ({
@@ -458,7 +458,7 @@ describe("sandbox fault injection", () => {
 });
 
 it("the sandbox token is what the log masks", async () => {
-  const { maskUrl } = await import("../src/log.ts");
+  const { maskUrl } = await import("../src/runtime/log.ts");
   expect(maskUrl(`/sandbox/bot${SANDBOX_BOT_TOKEN}/getMe`)).toBe("/sandbox/bot<redacted>/getMe");
 });
 

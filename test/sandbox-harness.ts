@@ -1,7 +1,7 @@
 import Fastify from "fastify";
 import { Api } from "grammy";
 import { type SandboxOptions, sandbox } from "../src/sandbox/plugin.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 
 /** A sandbox listening on a real port, with a grammY Api and a control API client pointed at it. */
 export interface RunningSandbox {

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { Bot } from "grammy";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { accessibilityProblems, chromiumPath, launchChromium } from "./browser.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 

@@ -3,7 +3,7 @@ import { setTimeout } from "node:timers/promises";
 import { Bot, type Context, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { SANDBOX_BOT_ID, SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_ID, SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../src/telegram/sandbox-bot.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 describe("sandbox getUpdates (long polling)", () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Kysely, sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { type Db, migrate, openDb } from "../src/store/open.ts";
 import { SqliteThread, sqliteThreadDialect } from "../src/store/sqlite/connection.ts";

@@ -3,9 +3,9 @@ import type { AddressInfo } from "node:net";
 import { GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RenderedPart } from "../src/domain/render.ts";
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
 import { changeAnswer, classify } from "../src/telegram/answers.ts";
 import { grammyCopySender } from "../src/telegram/copies.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { type RunningSandbox, startSandbox } from "./sandbox-harness.ts";
 
 const part = (text: string, url = "https://example.com/a"): RenderedPart => ({

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import pkg from "../package.json" with { type: "json" };
-import { SANDBOX_BOT_TOKEN } from "../src/sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { People } from "./bot-harness.ts";
 import { freePort } from "./browser.ts";
 import { createTestDatabase, hasPostgres } from "./harness.ts";

@@ -17,7 +17,7 @@ import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { newDockId, newMessageId } from "../src/domain/ids.ts";
 import { encryptSecret, hashSecret, newSecretKey, newSigningSecret } from "../src/domain/secrets.ts";
-import { loadEncryptionKey } from "../src/encryption-key.ts";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";

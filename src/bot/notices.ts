@@ -1,14 +1,14 @@
 import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
 import { backoffMs } from "../delivery/retry-policy.ts";
-import { scrubToken } from "../log.ts";
+import { scrubToken } from "../runtime/log.ts";
+import type { BackgroundWorker } from "../runtime/worker.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { JoinRequestRepository } from "../store/join-requests.ts";
 import type { ClaimedNotice, NoticeQueue } from "../store/notices.ts";
 import { changeAnswer, classify } from "../telegram/answers.ts";
 import { type Pacer, PaceWaitAborted, pacedSends } from "../telegram/pacer.ts";
 import type { TelegramTarget } from "../telegram/target.ts";
-import type { BackgroundWorker } from "../worker.ts";
 import { requestCopy } from "./requests.ts";
 import { texts } from "./texts.ts";
 

@@ -2,9 +2,9 @@
 // repositories an operator's command works on (opened for the command, closed after it).
 import { Option } from "commander";
 import type { DestinationStream } from "pino";
-import { type Config, loadConfig } from "../config.ts";
 import { telegramUserId } from "../domain/telegram-identity.ts";
-import { withServedUrl } from "../service-url.ts";
+import { type Config, loadConfig } from "../runtime/config.ts";
+import { withServedUrl } from "../runtime/service-url.ts";
 import type { Audience } from "../store/audience.ts";
 import type { AuditBy, DockAudit } from "../store/audit.ts";
 import type { CoOwnerRepository } from "../store/co-owners.ts";

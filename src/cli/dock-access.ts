@@ -1,11 +1,11 @@
 // `dock-notify docks invite|invites|revoke-invite|credentials|co-owners`: who may subscribe to a
 // Dock, send to it, or manage it beside its owner.
 import { type Command, Option } from "commander";
-import type { Config } from "../config.ts";
 import { JOIN_PAYLOAD_PREFIX, parseDuration, validateInviteRules } from "../domain/audience.ts";
 import { DOCK_ROLES, type DockRole } from "../domain/dock-roles.ts";
 import { MAX_GITHUB_CREDENTIALS, SCOPES, type Scope } from "../domain/principal.ts";
 import { personName } from "../domain/telegram-identity.ts";
+import type { Config } from "../runtime/config.ts";
 import type { DockCredential } from "../store/dock-credentials.ts";
 import type { InviteLink } from "../store/invite-links.ts";
 import {

@@ -1,11 +1,11 @@
 // `dock-notify docks`: an operator's Docks — made, listed, shown, changed, handed over, their
 // secrets rotated, deleted, and their audit log read. Who may use a Dock is dock-access.ts's.
 import { type Command, Option } from "commander";
-import { type Config, loadConfig } from "../config.ts";
 import { VISIBILITIES, type Visibility } from "../domain/audience.ts";
 import { CallbackTargets } from "../domain/callback-target.ts";
 import { validateDockFields } from "../domain/dock.ts";
 import { personName } from "../domain/telegram-identity.ts";
+import { type Config, loadConfig } from "../runtime/config.ts";
 import type { AuditLine } from "../store/audit.ts";
 import type { Dock, DockWithSecret } from "../store/docks.ts";
 import {

@@ -3,9 +3,9 @@ import { accessSync, constants, readFileSync, rmSync, statSync, writeFileSync } 
 import { dirname, join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { botProblem, stateForFailure, TOKEN_FIX } from "../bot/bot-health.ts";
-import type { Config } from "../config.ts";
-import { maskUrl, scrubToken } from "../log.ts";
-import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
+import type { Config } from "../runtime/config.ts";
+import { maskUrl, scrubToken } from "../runtime/log.ts";
+import { SANDBOX_BOT_TOKEN } from "../telegram/sandbox-bot.ts";
 
 /**
  * `dock-notify doctor`: the configuration checked end to end, from the machine the service runs
@@ -320,7 +320,7 @@ function encryptionKeyCheck(config: Config): { result: CheckResult; key: Buffer 
 /** The database: reachable, its schema current, the key opening its Dock secrets. */
 async function databaseChecks(config: Config, key: Buffer | null): Promise<CheckResult[]> {
   const check = "Database";
-  const { databaseLocation } = await import("../banner.ts");
+  const { databaseLocation } = await import("./banner.ts");
   const where = databaseLocation(config.databaseUrl);
   if (config.databaseUrl.startsWith("sqlite:") && config.databaseUrl !== "sqlite::memory:") {
     try {

@@ -5,8 +5,8 @@
 // loading them.
 import { Command, CommanderError, Option } from "commander";
 import pkg from "../../package.json" with { type: "json" };
-import { ConfigError, loadConfig } from "../config.ts";
-import { withServedUrl } from "../service-url.ts";
+import { ConfigError, loadConfig } from "../runtime/config.ts";
+import { withServedUrl } from "../runtime/service-url.ts";
 import { type CliIo, lineWriter, PROCESS_IO, UsageError } from "./common.ts";
 import { addDockAccessCommands } from "./dock-access.ts";
 import { addAuditCommand, addDockCommands } from "./docks.ts";

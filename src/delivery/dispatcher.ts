@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { MessageContent } from "../domain/message-options.ts";
 import { type RenderedPart, renderNotification } from "../domain/render.ts";
-import { scrubToken } from "../log.ts";
-import type { DeliveryMetrics } from "../metrics.ts";
+import { scrubToken } from "../runtime/log.ts";
+import type { DeliveryMetrics } from "../runtime/metrics.ts";
 import type { Leadership } from "../store/db.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";

@@ -2,9 +2,9 @@ import type { FastifyBaseLogger } from "fastify";
 import type { CallbackTargets } from "../domain/callback-target.ts";
 import { SIGNATURE_HEADER, signEvent } from "../domain/event-signature.ts";
 import { decryptSecret } from "../domain/secrets.ts";
+import type { BackgroundWorker } from "../runtime/worker.ts";
 import type { EventOutbox } from "../store/events.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
-import type { BackgroundWorker } from "../worker.ts";
 import { type HostResolver, type PostOutcome, postCallback, systemResolver } from "./callback-post.ts";
 import { backoffMs } from "./retry-policy.ts";
 

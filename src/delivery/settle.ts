@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
-import type { DeliveryMetrics } from "../metrics.ts";
+import type { DeliveryMetrics } from "../runtime/metrics.ts";
 import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { constantTimeEqual } from "../domain/constant-time.ts";
-import type { Metrics } from "../metrics.ts";
+import type { Metrics } from "../runtime/metrics.ts";
 import type { DatabaseProbe } from "../store/readiness.ts";
 import { CURL, EXAMPLE } from "./api-examples.ts";
 import { ApiError, errorAnswer } from "./errors.ts";

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Type } from "typebox";
 import { ApiError, type ErrorCode } from "../http/errors.ts";
-import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../telegram/sandbox-bot.ts";
 import {
   type BotStatus,
   type Emulator,

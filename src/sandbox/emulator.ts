@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { MessageEntity } from "../domain/telegram-format.ts";
-import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
+import { SANDBOX_BOT_ID, SANDBOX_BOT_NAME, SANDBOX_BOT_USERNAME } from "../telegram/sandbox-bot.ts";
 import { Faults } from "./faults.ts";
 import { SendLimiter } from "./limits.ts";
 import { isInlineKeyboard, type ReplyMarkup } from "./markup.ts";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { finishText } from "../domain/telegram-format.ts";
 import { START_PAYLOAD } from "../domain/telegram-link.ts";
-import { SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
+import { SANDBOX_BOT_USERNAME } from "../telegram/sandbox-bot.ts";
 import { MAX_TEXT_LENGTH, quoted } from "./bot-methods.ts";
 import type { BotStatus, Emulator, Message, SimChat, SimUser } from "./emulator.ts";
 

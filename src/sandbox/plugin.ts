@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { SIGNATURE_HEADER } from "../domain/event-signature.ts";
 import { ApiError } from "../http/errors.ts";
-import { SANDBOX_BOT_TOKEN } from "../sandbox-bot.ts";
+import { SANDBOX_BOT_TOKEN } from "../telegram/sandbox-bot.ts";
 import { botApi } from "./bot-api.ts";
 import { callMethod } from "./bot-methods.ts";
 import { chatPage } from "./chat-page.ts";

@@ -1,12 +1,12 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { DestinationStream } from "pino";
-import { type Config, trustProxyOption } from "../config.ts";
 import { ApiError } from "../http/errors.ts";
 import { requestGuard } from "../http/request-guard.ts";
-import { decorateRequestLog, flushLogs, loggerOptions, RequestLog, standardOutput } from "../log.ts";
-import { forPeople, readableLogs } from "../readable-log.ts";
-import { SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
-import { servedUrl } from "../service-url.ts";
+import { type Config, trustProxyOption } from "../runtime/config.ts";
+import { decorateRequestLog, flushLogs, loggerOptions, RequestLog, standardOutput } from "../runtime/log.ts";
+import { forPeople, readableLogs } from "../runtime/readable-log.ts";
+import { servedUrl } from "../runtime/service-url.ts";
+import { SANDBOX_BOT_USERNAME } from "../telegram/sandbox-bot.ts";
 import { sandbox } from "./plugin.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { Api, GrammyError, HttpError } from "grammy";
 import type { RenderedPart } from "../domain/render.ts";
-import { scrubToken } from "../log.ts";
+import { scrubToken } from "../runtime/log.ts";
 import type { TelegramTarget } from "./target.ts";
 
 /**

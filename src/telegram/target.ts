@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
-import type { Config } from "../config.ts";
-import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "../sandbox-bot.ts";
+import type { Config } from "../runtime/config.ts";
+import { SANDBOX_BOT_TOKEN, SANDBOX_BOT_USERNAME } from "./sandbox-bot.ts";
 
 /** Which Telegram the service talks to; point grammY at it with `client: { apiRoot }`. */
 export interface TelegramTarget {

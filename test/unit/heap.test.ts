@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GROWTH_MB, IDLE_UTILIZATION, shouldCompact } from "../../src/heap.ts";
+import { GROWTH_MB, IDLE_UTILIZATION, shouldCompact } from "../../src/runtime/heap.ts";
 
 describe("when the service gives idle memory back", () => {
   it("the first time it is idle", () => {

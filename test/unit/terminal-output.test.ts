@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { databaseLocation } from "../../src/banner.ts";
-import { forPeople, readableLine } from "../../src/readable-log.ts";
+import { databaseLocation } from "../../src/cli/banner.ts";
+import { forPeople, readableLine } from "../../src/runtime/readable-log.ts";
 
 describe("readable log lines", () => {
   const at = new Date(2026, 0, 2, 14, 2, 3).getTime();

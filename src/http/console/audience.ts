@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { JOIN_PAYLOAD_PREFIX, validateInviteRules } from "../../domain/audience.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import type { Audience } from "../../store/audience.ts";
 import type { CoOwnerRepository } from "../../store/co-owners.ts";
 import type { DockRepository } from "../../store/docks.ts";

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import { AUDIT_PAGE, type AuditLine, type DockAudit } from "../../store/audit.ts";
 import type { CoOwnerRepository } from "../../store/co-owners.ts";
 import type { DockRepository } from "../../store/docks.ts";

@@ -4,7 +4,7 @@ import { DOCK_ROLES, type DockRole, isDockRole } from "../../domain/dock-roles.t
 import { CO_OWNER_PAYLOAD_PREFIX } from "../../domain/owners.ts";
 import { telegramUserId } from "../../domain/telegram-identity.ts";
 import { telegramLink } from "../../domain/telegram-link.ts";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import type { CoOwnerRepository, TeamChange } from "../../store/co-owners.ts";
 import type { DockRepository } from "../../store/docks.ts";
 import type { OwnerRepository, PendingCoOwnerInvite } from "../../store/owners.ts";

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import type { CoOwnerRepository } from "../../store/co-owners.ts";
 import type { DockRepository } from "../../store/docks.ts";
 import { REFUSED_PER_DOCK, type RefusedRequests } from "../../store/refused-requests.ts";

@@ -7,7 +7,7 @@ import { botLink, telegramLink } from "../../domain/telegram-link.ts";
 import { verifyLoginWidget } from "../../domain/telegram-login-widget.ts";
 import { perMinuteBuckets } from "../../domain/token-bucket.ts";
 import { BUILT_IN_FORMATS } from "../../integrations/formats.ts";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import {
   LOGIN_PAYLOAD_PREFIX,
   type LoginTokenRepository,

@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { sha256Hex } from "../../domain/secrets.ts";
-import { quietly } from "../../log.ts";
+import { quietly } from "../../runtime/log.ts";
 import type { SessionRepository } from "../../store/sessions.ts";
 import { requireSession } from "../session.ts";
 import type { LiveHub } from "./live.ts";

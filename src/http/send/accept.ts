@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { type MessageContent, OptionsError, prepareContent } from "../../domain/message-options.ts";
 import { replacesOnlyOwn, senderOf } from "../../domain/principal.ts";
-import type { Intake } from "../../intake.ts";
 import { ApiError, fieldsRefused } from "../errors.ts";
+import type { Intake } from "../intake.ts";
 import type { Authentication } from "./auth.ts";
 import { placeholderRefusal } from "./auth.ts";
 import { checkMessage, idempotencyKeyOf } from "./body.ts";

@@ -1,9 +1,9 @@
-import type { Intake } from "../../intake.ts";
 import type { DockRepository } from "../../store/docks.ts";
 import type { MessageChanges } from "../../store/message-changes.ts";
 import type { OutboxViews } from "../../store/outbox-views.ts";
 import type { RefusedRequests } from "../../store/refused-requests.ts";
 import type { BodyBudget } from "../body-budget.ts";
+import type { Intake } from "../intake.ts";
 import type { PayloadThread } from "../payload-thread.ts";
 
 /** What the send API is given by app.ts: its stores, its limits, its payload thread. */

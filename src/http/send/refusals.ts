@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
-import { scrubToken } from "../../log.ts";
+import { scrubToken } from "../../runtime/log.ts";
 import type { RefusedCredentials } from "../../store/refused-requests.ts";
 import { toApiError } from "../error-boundary.ts";
 import { isInboundFormat } from "../inbound.ts";

@@ -1,9 +1,9 @@
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
-import { JOIN_REQUEST_TTL_DAYS } from "./domain/audience.ts";
-import type { OwnersSetting } from "./domain/owners.ts";
-import { telegramUserId } from "./domain/telegram-identity.ts";
-import { SANDBOX_BOT_TOKEN } from "./sandbox-bot.ts";
+import { JOIN_REQUEST_TTL_DAYS } from "../domain/audience.ts";
+import type { OwnersSetting } from "../domain/owners.ts";
+import { telegramUserId } from "../domain/telegram-identity.ts";
+import { SANDBOX_BOT_TOKEN } from "../telegram/sandbox-bot.ts";
 
 /** Every setting of the service, read once from the environment and validated. */
 export interface Config {

@@ -1,4 +1,4 @@
-import type { TelegramTarget } from "./telegram/target.ts";
+import type { TelegramTarget } from "../telegram/target.ts";
 
 /**
  * A part of the service that runs in the background (the bot, the delivery dispatcher, retention).

@@ -1,6 +1,6 @@
-import type { App, ClaimLink } from "./app.ts";
-import { bannerBotLine } from "./bot/bot-health.ts";
-import type { Config } from "./config.ts";
+import type { App, ClaimLink } from "../app.ts";
+import { bannerBotLine } from "../bot/bot-health.ts";
+import type { Config } from "../runtime/config.ts";
 
 /**
  * Where the data lives, for a person: the SQLite file, or the PostgreSQL database and server.

@@ -1,7 +1,7 @@
-import type { MessageContent } from "./domain/message-options.ts";
-import { Refusal } from "./domain/refusal.ts";
-import type { Metrics } from "./metrics.ts";
-import type { AcceptResult, MessageRepository } from "./store/messages.ts";
+import type { MessageContent } from "../domain/message-options.ts";
+import { Refusal } from "../domain/refusal.ts";
+import type { Metrics } from "../runtime/metrics.ts";
+import type { AcceptResult, MessageRepository } from "../store/messages.ts";
 
 /** Where a message came from, for the `dock_notify_messages_accepted_total` metric. */
 export type Source = "ping" | "webhook" | "hook" | "console";
