@@ -35,7 +35,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           // The container image has its own run (`npm run test:image`, vitest.image.config.ts).
           exclude: ["test/unit/**", "test/image/**"],
-          globalSetup: ["test/build.ts", "test/database-templates.ts"],
+          globalSetup: ["test/helpers/build.ts", "test/helpers/database-templates.ts"],
         },
       },
     ],

@@ -7,7 +7,7 @@
  * The service (`src/cli.ts serve` of this checkout; with `--baseline`, first that checkout's: the
  * code before a change, exported elsewhere with this one's node_modules) on a PostgreSQL database
  * of its own (TEST_POSTGRES_URL's server, created and dropped here), reached through a TCP proxy
- * this script controls (test/tcp-proxy.ts). `/ping` at a constant `--rate` (an open loop: each
+ * this script controls (test/helpers/tcp-proxy.ts). `/ping` at a constant `--rate` (an open loop: each
  * request starts on schedule, however long the others take) to one Dock, `--before` seconds of
  * normal service, then `--freeze` seconds of outage, then `--after` seconds more. The outages:
  *
@@ -37,7 +37,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { DockRepository } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
-import { startTcpProxy, type TcpProxy } from "../test/tcp-proxy.ts";
+import { startTcpProxy, type TcpProxy } from "../test/helpers/tcp-proxy.ts";
 
 const { values } = parseArgs({
   options: {

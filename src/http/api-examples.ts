@@ -4,7 +4,7 @@ import { createHmac } from "node:crypto";
  * What the API reference (/docs, /openapi.json) shows as examples, in one place: values of the real
  * shapes (a Dock ID, a message ID, a Telegram chat), so an example reads like a real request and its
  * answer, and placeholders that say so for the secrets, which no example may hold. Each route's
- * `curl` is run as written by test/api-reference.test.ts, with a real Dock's ID and secrets swapped
+ * `curl` is run as written by test/send/api-reference.test.ts, with a real Dock's ID and secrets swapped
  * in for these.
  */
 

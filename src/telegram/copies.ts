@@ -11,7 +11,7 @@ import type { TelegramTarget } from "./target.ts";
  * logs of it never holds a secret.
  *
  * The dispatcher knows only this interface, so that its scheduling is tested with a fake sender
- * (test/dispatcher.test.ts) and grammY stays inside src/telegram/ and src/bot/.
+ * (test/delivery/dispatcher.test.ts) and grammY stays inside src/telegram/ and src/bot/.
  */
 export interface CopySender {
   /** Sends one part; resolves to Telegram's id of the message it became. */

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
-import { releaseImageBuild } from "../release-workflow.ts";
+import { releaseImageBuild } from "../helpers/release-workflow.ts";
 import { buildArgs, composeTool, ensureNodeBase, NODE_BASE, shell, tool, toolOutcome } from "./podman.ts";
 
 const root = join(import.meta.dirname, "..", "..");
