@@ -490,6 +490,45 @@ describe.concurrent("the dispatcher, call by call", () => {
     }
   });
 
+  it("edits made while a send outlives its lease: once answered, the copy converges to the last text, sent once", async ({
+    onTestFinished,
+  }) => {
+    const { telegram, dispatcher, dock, send, edit, db } = await setUp(onTestFinished, {
+      leaseMs: 200,
+      sweepMs: 50,
+    });
+    const alerts = await dock("Alerts", [861]);
+    const held = gate();
+    onTestFinished(held.open);
+    telegram.answer = (call) => (call.method === "send" && call.chatId === 861 ? held.wait : undefined);
+    const id = await send(alerts, "v1");
+    await waitFor("the send under way", () => telegram.made("send", 861).length === 1);
+    await waitFor("its lease expired", async () => {
+      const row = await db.kysely
+        .selectFrom("deliveries")
+        .select("lease_until")
+        .where("chat_id", "=", 861)
+        .where("state", "=", "sending")
+        .executeTakeFirst();
+      return row !== undefined && Number(row.lease_until) < Date.now();
+    });
+    dispatcher.wake();
+    // The message changes twice while Telegram has not answered the send of its first text.
+    await edit(alerts, id, "v2");
+    await edit(alerts, id, "v3");
+    held.open();
+    await waitFor("nothing left to do", async () => {
+      const open = await db.kysely
+        .selectFrom("deliveries")
+        .select("id")
+        .where("state", "in", ["queued", "sending"])
+        .execute();
+      return open.length === 0 && telegram.texts(861)[0] === shown(alerts, "v3");
+    });
+    expect(telegram.texts(861)).toEqual([shown(alerts, "v3")]);
+    expect(telegram.made("send", 861)).toHaveLength(1);
+  });
+
   it("a send outliving its lease is not sent again while it is still in flight", async ({
     onTestFinished,
   }) => {
