@@ -63,6 +63,7 @@ import { SessionRepository } from "./store/sessions.ts";
 import { SubscriptionRepository } from "./store/subscriptions.ts";
 import { grammyCopySender } from "./telegram/copies.ts";
 import { Pacer, type PacerLimits, TELEGRAM_LIMITS } from "./telegram/pacer.ts";
+import { sandboxChats } from "./telegram/sandbox-bot.ts";
 import { type TelegramTarget, telegramTarget, webhookSecret } from "./telegram/target.ts";
 
 export interface AppDeps {
@@ -160,6 +161,8 @@ export interface App {
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
   const now = deps.now ?? Date.now;
+  // Before the server takes any request (store/sandbox-chats.ts: what this process made is its own).
+  const bootedAt = now();
   const metrics = createMetrics();
   const docks = new DockRepository(db, deps.encryptionKey, now, {
     sandbox: config.telegramBotToken === null,
@@ -168,7 +171,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     dockRate: { burst: config.dockRateBurst, perSecond: config.dockRatePerSecond },
     timeoutMs: config.databaseTimeoutMs,
   });
-  const subscriptions = new SubscriptionRepository(db, now, { sandbox: config.telegramBotToken === null });
+  // Chats subscribing while the sandbox plays Telegram are its (store/sandbox-chats.ts).
+  const chatsOfSandbox = sandboxChats(config.telegramBotToken);
+  const subscriptions = new SubscriptionRepository(db, now, { sandbox: chatsOfSandbox });
   const loginTokens = new LoginTokenRepository(db, now);
   const outbox = new Outbox(db, now);
   const outboxViews = new OutboxViews(db);
@@ -200,7 +205,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const joinRequests = new JoinRequestRepository(db, {
     ttlMs: config.joinRequestTtlMs,
     now,
-    sandbox: telegram.sandbox,
+    sandbox: chatsOfSandbox,
   });
   const notices = new NoticeQueue(db, now);
   const audience = new Audience({
@@ -556,7 +561,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     async start() {
       // Going live: nothing meant for the sandbox's chats reaches a real chat of the same id
       // (store/sandbox-chats.ts), before any worker runs.
-      const left = await new SandboxChats(db, { sandbox: telegram.sandbox, now }).atStart();
+      const left = await new SandboxChats(db, { sandbox: chatsOfSandbox, bootedAt, now }).atStart();
       if (left.wentLive || left.subscriptions > 0)
         server.log.info(left, "going live: what was meant for the sandbox's chats will not be sent");
       // The sandbox's people keep no role on its Docks (store/sandbox-docks.ts).

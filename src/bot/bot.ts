@@ -6,7 +6,7 @@ import type { Update } from "grammy/types";
 import { maskUrl, scrubToken } from "../runtime/log.ts";
 import type { BackgroundWorker } from "../runtime/worker.ts";
 import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
-import { type Pacer, pacedSends } from "../telegram/pacer.ts";
+import { type Pacer, PaceWaitAborted, pacedSends } from "../telegram/pacer.ts";
 import { type TelegramTarget, webhookSecret } from "../telegram/target.ts";
 import { acknowledge } from "./acknowledge.ts";
 import { type BotProblem, type BotState, botProblem, DOWN_STATES, stateForFailure } from "./bot-health.ts";
@@ -500,7 +500,7 @@ export class BotWorker implements BackgroundWorker {
       void this.#sayAway(update);
       return;
     }
-    if (this.#abort.signal.aborted) {
+    if (this.#abort.signal.aborted && endedByStopping(error)) {
       // Stopping ended its reply (endedBy): the person's message went unanswered.
       this.#options.log.warn(
         { update_id: update.update_id, error: this.#describe(error) },
@@ -575,6 +575,21 @@ function repliesOnly(transformer: Transformer): Transformer {
     SUPERVISED_METHODS.has(method)
       ? prev(method, payload, signal)
       : transformer(prev, method, payload, signal);
+}
+
+/**
+ * Whether `error` is a call ended by an abort (endedBy): the fetch's AbortError inside grammY's
+ * HttpError, auto-retry's wait between tries or the pacer's wait for a turn given up. Any other
+ * error is a real failure.
+ */
+function endedByStopping(error: unknown): boolean {
+  if (error instanceof HttpError) return endedByStopping(error.error);
+  if (!(error instanceof Error)) return false;
+  return (
+    error instanceof PaceWaitAborted ||
+    error.name === "AbortError" ||
+    error.message === "Request aborted while waiting between retries"
+  );
 }
 
 /** A call (its retries and their waits) ends when `stopping` is aborted. */

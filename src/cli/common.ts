@@ -10,6 +10,7 @@ import type { AuditBy, DockAudit } from "../store/audit.ts";
 import type { CoOwnerRepository } from "../store/co-owners.ts";
 import type { DockRepository, DockWithSecret } from "../store/docks.ts";
 import type { OwnerRepository } from "../store/owners.ts";
+import { sandboxChats } from "../telegram/sandbox-bot.ts";
 import { CLI_ERRORS } from "./errors.ts";
 
 /**
@@ -91,7 +92,7 @@ export async function withDocks<T>(
       invites: new InviteLinkRepository(db, key),
       requests: new JoinRequestRepository(db, {
         ttlMs: config.joinRequestTtlMs,
-        sandbox: config.telegramBotToken === null,
+        sandbox: sandboxChats(config.telegramBotToken),
       }),
       bans: new DockBanRepository(db),
       // The service that runs sends what the CLI queued (its sweep finds it).

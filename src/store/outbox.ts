@@ -902,14 +902,14 @@ export const FORGOTTEN = "meant for a chat of the sandbox; not sent by a real bo
 
 /**
  * Going live (store/sandbox-chats.ts): the deliveries of chats of the sandbox — those of `chats`, or
- * every one made before `before` — are never sent, edited or deleted by a real bot, whose chats
+ * every one made from `since` until `before` — are never sent, edited or deleted by a real bot, whose chats
  * of the same ids are other people's. What was queued or in flight becomes `gone`; a copy that went
  * out becomes `gone` too, its ids forgotten, so that no later edit or delete of its message reaches
  * the real chat of its id (a sent copy with no ids would be sent anew). Answers how many changed.
  */
 export async function forgetSandboxDeliveries(
   tx: Transaction<Database>,
-  scope: { chats: readonly { dock_id: string; chat_id: number }[] } | { before: number },
+  scope: { chats: readonly { dock_id: string; chat_id: number }[] } | { since: number; before: number },
   now: number,
 ): Promise<number> {
   if ("chats" in scope && scope.chats.length === 0) return 0;
@@ -940,9 +940,9 @@ export async function forgetSandboxDeliveries(
         w("stray_ids", "is not", null),
       ]),
     );
-  if ("before" in scope) {
-    pending = pending.where("created_at", "<", scope.before);
-    finished = finished.where("created_at", "<", scope.before);
+  if ("since" in scope) {
+    pending = pending.where("created_at", ">=", scope.since).where("created_at", "<", scope.before);
+    finished = finished.where("created_at", ">=", scope.since).where("created_at", "<", scope.before);
   } else {
     const pairs = (w: ExpressionBuilder<Database, "deliveries">) =>
       w.or(scope.chats.map((c) => w.and([w("dock_id", "=", c.dock_id), w("chat_id", "=", c.chat_id)])));

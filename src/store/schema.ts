@@ -442,6 +442,8 @@ export interface InstanceTable {
   sandbox_offer_dismissed_at: Generated<Millis | null>;
   /** What the last start spoke to (migration 0022); null: not known (before it). */
   telegram: Generated<"sandbox" | "bot" | null>;
+  /** When the sandbox's latest stretch of starts began (migration 0022); null: none yet. */
+  sandbox_since: Generated<Millis | null>;
 }
 
 /** A person given a role on a Dock beside its own owner (migration 0018). */

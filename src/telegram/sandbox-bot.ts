@@ -15,3 +15,12 @@ export const SANDBOX_BOT_USERNAME = "DockNotifySandboxBot";
 
 /** The sandbox bot's display name. */
 export const SANDBOX_BOT_NAME = "Dock Notify (sandbox)";
+
+/**
+ * Whether the chats a service with this bot token talks to are the sandbox's: the built-in sandbox
+ * (no token), or a sandbox reached with its public token (a rehearsal against `dock-notify
+ * sandbox`). Their ids are real Telegram ids too (store/sandbox-chats.ts).
+ */
+export function sandboxChats(token: string | null): boolean {
+  return token === null || token === SANDBOX_BOT_TOKEN;
+}

@@ -317,6 +317,8 @@ describe.each(await dialects())(
       let tried: Made;
       let first: string;
       let bob: number;
+      let carol: number;
+      let dan: number;
       try {
         const people = new People(`${trial.url}/sandbox`);
         const alice = await people.person("Alice");
@@ -345,6 +347,15 @@ describe.each(await dialects())(
         await people.control("POST", "/faults", { kind: "server_error", rate: 1, methods: ["sendMessage"] });
         expect((await ping(trial.url, tried, "sandbox second")).body.subscribers).toBe(2);
         expect(await trial.app.audience.remove(tried.id, bob, null)).toBe(true);
+        // Carol asks to join (a request waiting for its owner); Dan is banned from the Dock.
+        carol = await people.person("Carol");
+        const asked = await trial.app.audience.ask(
+          { id: tried.id },
+          { chatId: carol, chatType: "private", userId: carol, inviteId: null, memberCount: null },
+        );
+        expect(asked.kind).toBe("sent");
+        dan = await people.person("Dan");
+        expect(await trial.app.audience.ban(tried.id, dan, SANDBOX_PERSON)).toBe(true);
       } finally {
         await trial.close();
       }
@@ -402,6 +413,16 @@ describe.each(await dialects())(
         [SANDBOX_PERSON, "removed", 2],
         [bob, "removed", 3],
       ]);
+      // Carol's request ended without a word (nobody may approve it into a real chat); Dan's ban
+      // would have kept out the real person with his id: gone.
+      const requests = await db.kysely.selectFrom("join_requests").select(["chat_id", "state"]).execute();
+      expect(requests.map((r) => [Number(r.chat_id), r.state])).toEqual([[carol, "expired"]]);
+      expect(await db.kysely.selectFrom("dock_bans").selectAll().execute()).toEqual([]);
+      // Nothing the bot was to tell the sandbox's chats goes: Bob's notice, the owner's copy of
+      // Carol's request.
+      const told = await db.kysely.selectFrom("bot_notices").select(["chat_id", "state"]).execute();
+      expect(told.length).toBeGreaterThanOrEqual(2);
+      expect(told.filter((n) => n.state !== "failed")).toEqual([]);
 
       // The sandbox's secret key still sends, to nobody; an edit of the sandbox's message edits nothing.
       expect((await ping(live.url, tried, "after going live")).body.subscribers).toBe(0);
@@ -434,6 +455,62 @@ describe.each(await dialects())(
           JSON.stringify(fromBot),
         ).toEqual([]);
       }
+    });
+
+    it("a live instance run once on the sandbox and live again keeps what its real bot made before: its copies are still edited", {
+      timeout: 180_000,
+    }, async ({ onTestFinished }) => {
+      const data = await createTestDatabase(dialect, { migrated: true });
+      const stand = await startSandbox({ token: REAL_TOKEN });
+      onTestFinished(async () => {
+        await stand.close();
+        await data.drop();
+      });
+      const env = { TELEGRAM_BOT_TOKEN: REAL_TOKEN, TELEGRAM_API_ROOT: stand.root, OWNERS: String(ADMIN) };
+      const real = new People(stand.root);
+      const ada = await real.person("Ada");
+
+      // Live: Ada gets a message from a real Dock.
+      const first = await startServiceOver(data, env, key, { pace: "unpaced" });
+      let dock: Made;
+      let sent: string;
+      try {
+        await real.botReply(ada, await real.start(ada));
+        const made = await first.app.docks.create(ADMIN, { name: "Real", link: null, description: null });
+        dock = { id: made.id, secret_key: made.secretKey };
+        expect(await first.subscriptions.subscribe(dock.id, ada, "private")).toBe(true);
+        const answer = await fetch(`${first.url}/ping`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secret_key, msg: "deploy started" }),
+        });
+        sent = ((await answer.json()) as { message_id: string }).message_id;
+        await real.waitFor("Ada's copy", async () =>
+          (await real.history(ada)).find((m) => m.text === "Real\ndeploy started"),
+        );
+      } finally {
+        await first.close();
+      }
+      // Started once without the token (the built-in sandbox plays Telegram), then live again.
+      await (await startServiceOver(data, {}, key, { pace: "unpaced" })).close();
+      const again = await startServiceOver(data, env, key, { pace: "unpaced" });
+      onTestFinished(() => again.close());
+      expect(again.logs.text).toContain("going live");
+      const edit = await fetch(`${again.url}/messages/${sent}`, {
+        method: "PATCH",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Basic ${Buffer.from(`${dock.id}:${dock.secret_key}`).toString("base64")}`,
+        },
+        body: JSON.stringify({ msg: "deploy finished" }),
+      });
+      expect(await edit.json()).toMatchObject({ edits: 1 });
+      await real.waitFor("Ada's copy edited", async () =>
+        (await real.history(ada)).find(
+          (m) => m.text === "Real\ndeploy finished" && m.edit_date !== undefined,
+        ),
+      );
+      expect((await real.history(ada)).filter((m) => m.text?.startsWith("Real\n"))).toHaveLength(1);
     });
   },
 );

@@ -173,6 +173,7 @@ describe.concurrent("the bot keeps running", () => {
     await running.close();
     closed = true;
     expect(running.logs.text).not.toContain('"level":50');
+    expect(running.logs.text).toContain("bot update cut short: the service is stopping");
   });
 
   it("starts and answers although Telegram refuses its command list; publishes the list once it takes it", async ({

@@ -5,7 +5,7 @@ import { describe, expect, it, type TestContext } from "vitest";
 import { Dispatcher } from "../../src/delivery/dispatcher.ts";
 import type { RenderedPart } from "../../src/domain/render.ts";
 import { createMetrics } from "../../src/runtime/metrics.ts";
-import type { Leadership } from "../../src/store/db.ts";
+import type { Db, Leadership } from "../../src/store/db.ts";
 import { DockRepository, type DockWithSecret } from "../../src/store/docks.ts";
 import { MessageChanges } from "../../src/store/message-changes.ts";
 import { MessageRepository } from "../../src/store/messages.ts";
@@ -237,6 +237,19 @@ async function setUp(
   const edit = (to: DockWithSecret, messageId: string, text: string) =>
     changes.revise(to.id, messageId, async () => ({ text, content: null }));
   return { telegram, dispatcher, outbox, subscriptions, db, dock, send, edit, start };
+}
+
+/** Waits until the one copy being sent to `chatId` has outlived its lease in the database. */
+async function leaseExpired(db: Db, chatId: number): Promise<void> {
+  await waitFor(`the lease of ${chatId}'s copy expired`, async () => {
+    const rows = await db.kysely
+      .selectFrom("deliveries")
+      .select("lease_until")
+      .where("chat_id", "=", chatId)
+      .where("state", "=", "sending")
+      .execute();
+    return rows.length === 1 && Number(rows[0]?.lease_until) < Date.now();
+  });
 }
 
 /** How a message shows in a chat: the Dock's name on the first line (render.ts). */
@@ -503,15 +516,7 @@ describe.concurrent("the dispatcher, call by call", () => {
     telegram.answer = (call) => (call.method === "send" && call.chatId === 861 ? held.wait : undefined);
     const id = await send(alerts, "v1");
     await waitFor("the send under way", () => telegram.made("send", 861).length === 1);
-    await waitFor("its lease expired", async () => {
-      const row = await db.kysely
-        .selectFrom("deliveries")
-        .select("lease_until")
-        .where("chat_id", "=", 861)
-        .where("state", "=", "sending")
-        .executeTakeFirst();
-      return row !== undefined && Number(row.lease_until) < Date.now();
-    });
+    await leaseExpired(db, 861);
     dispatcher.wake();
     // The message changes twice while Telegram has not answered the send of its first text.
     await edit(alerts, id, "v2");
@@ -543,15 +548,7 @@ describe.concurrent("the dispatcher, call by call", () => {
     await send(alerts, "slow");
     await waitFor("the send under way", () => telegram.made("send", 801).length === 1);
     // Its lease runs out in the database while Telegram has not answered.
-    await waitFor("the lease expired", async () => {
-      const rows = await db.kysely
-        .selectFrom("deliveries")
-        .select("lease_until")
-        .where("chat_id", "=", 801)
-        .where("state", "=", "sending")
-        .execute();
-      return rows.length === 1 && Number(rows[0]?.lease_until) < Date.now();
-    });
+    await leaseExpired(db, 801);
     // A sweep (which re-queues expired leases) runs before the next message is read: once that
     // one is delivered, the sweep has seen the expired lease.
     dispatcher.wake();

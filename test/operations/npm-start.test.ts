@@ -150,7 +150,7 @@ describe("npm start's build", () => {
     expect(outputs()).toBe(first);
 
     // A change of the service's sources: built again, then current again.
-    appendFileSync(join(clone, "src", "banner.ts"), "// changed after the build\n");
+    appendFileSync(join(clone, "src", "cli", "banner.ts"), "// changed after the build\n");
     expect(await prestart()).toBe("built");
     const second = outputs();
     expect(second).not.toBe(first);
@@ -165,7 +165,7 @@ describe("npm start's build", () => {
 
     // A change whose file carries an old time (copied with its times, unpacked from an archive):
     // the build is known by the sources' contents, not their times.
-    const banner = join(clone, "src", "banner.ts");
+    const banner = join(clone, "src", "cli", "banner.ts");
     appendFileSync(banner, "// changed again\n");
     utimesSync(banner, new Date("2001-01-01"), new Date("2001-01-01"));
     expect(await prestart()).toBe("built");

@@ -141,7 +141,7 @@ describe("error catalogue", () => {
 
 describe("configuration docs", () => {
   it("docs/configuration.md documents every environment variable the service reads", () => {
-    const source = ["config.ts"]
+    const source = ["runtime/config.ts"]
       .map((f) => readFileSync(join(import.meta.dirname, "..", "..", "src", f), "utf8"))
       .join("\n");
     const names = new Set([...source.matchAll(/\(env, "([A-Z][A-Z0-9_]+)"/g)].map((m) => m[1] as string));

@@ -13,8 +13,10 @@ import { type Kysely, sql } from "kysely";
  *   people (migration 0020): those were made in the sandbox, bar a real chat that subscribed to such
  *   a Dock after going live, which taking the Dock over removes anyway.
  * - `instance.telegram`: what the last start spoke to, `sandbox` or `bot`; null before this
- *   migration's first start. A start on a real bot after one on the sandbox is going live: what
- *   was queued before it is the sandbox's.
+ *   migration's first start. A start on a real bot after one on the sandbox is going live.
+ * - `instance.sandbox_since`: when the sandbox's latest stretch began (its first start after a
+ *   real bot's, or this migration's): what was made since is the sandbox's, and going live
+ *   forgets it. What came before, from a real bot, stays.
  */
 export function sandboxChats() {
   return {
@@ -27,6 +29,7 @@ export function sandboxChats() {
         select docks.id from docks join owners on owners.telegram_id = docks.owner_id
         where owners.sandbox = 1)`.execute(db);
       await db.schema.alterTable("instance").addColumn("telegram", "text").execute();
+      await db.schema.alterTable("instance").addColumn("sandbox_since", "bigint").execute();
     },
   };
 }
