@@ -901,11 +901,17 @@ export async function cancelForSubscriber(
 export const FORGOTTEN = "meant for a chat of the sandbox; not sent by a real bot";
 
 /**
- * Going live (store/sandbox-chats.ts): the deliveries of chats of the sandbox — those of `chats`, or
- * every one made from `since` until `before` — are never sent, edited or deleted by a real bot, whose chats
- * of the same ids are other people's. What was queued or in flight becomes `gone`; a copy that went
- * out becomes `gone` too, its ids forgotten, so that no later edit or delete of its message reaches
- * the real chat of its id (a sent copy with no ids would be sent anew). Answers how many changed.
+ * Going live (store/sandbox-chats.ts): what of the sandbox's the deliveries hold is never sent,
+ * edited or deleted by a real bot, whose chats of the same ids are other people's.
+ * - `chats` (the sandbox's chats): what was queued or in flight for them becomes `gone`, and every
+ *   copy that went out to them becomes `gone` too, its ids forgotten, so that no later edit or
+ *   delete of its message reaches the real chat of its id (a sent copy with no ids would be sent
+ *   anew).
+ * - `since`…`before` (the sandbox's stretch): the copies whose ids were recorded in it are the
+ *   sandbox's messages, whatever chat they went to: their ids are forgotten the same way. What is
+ *   still queued for a real subscription is a real application's message to a real subscriber,
+ *   and goes.
+ * Answers how many changed.
  */
 export async function forgetSandboxDeliveries(
   tx: Transaction<Database>,
@@ -913,11 +919,11 @@ export async function forgetSandboxDeliveries(
   now: number,
 ): Promise<number> {
   if ("chats" in scope && scope.chats.length === 0) return 0;
-  let pending = tx
+  const pending = tx
     .updateTable("deliveries")
     .set({ state: "gone", last_error: FORGOTTEN, lease_until: null, updated_at: now })
     .where("state", "in", ["queued", "sending"]);
-  let finished = tx
+  const finished = tx
     .updateTable("deliveries")
     .set((eb) => ({
       state: eb
@@ -941,17 +947,17 @@ export async function forgetSandboxDeliveries(
       ]),
     );
   if ("since" in scope) {
-    pending = pending.where("created_at", ">=", scope.since).where("created_at", "<", scope.before);
-    finished = finished.where("created_at", ">=", scope.since).where("created_at", "<", scope.before);
-  } else {
-    const pairs = (w: ExpressionBuilder<Database, "deliveries">) =>
-      w.or(scope.chats.map((c) => w.and([w("dock_id", "=", c.dock_id), w("chat_id", "=", c.chat_id)])));
-    pending = pending.where(pairs);
-    finished = finished.where(pairs);
+    const forgotten = await finished
+      .where("updated_at", ">=", scope.since)
+      .where("updated_at", "<", scope.before)
+      .executeTakeFirst();
+    return Number(forgotten.numUpdatedRows);
   }
-  const gone = await pending.returning(["dock_id", "kind"]).execute();
+  const pairs = (w: ExpressionBuilder<Database, "deliveries">) =>
+    w.or(scope.chats.map((c) => w.and([w("dock_id", "=", c.dock_id), w("chat_id", "=", c.chat_id)])));
+  const gone = await pending.where(pairs).returning(["dock_id", "kind"]).execute();
   await new Rollups(tx).add(tx, now, new Tallies().settled(gone, "gone"));
-  const forgotten = await finished.executeTakeFirst();
+  const forgotten = await finished.where(pairs).executeTakeFirst();
   return gone.length + Number(forgotten.numUpdatedRows);
 }
 
