@@ -1,7 +1,7 @@
 /**
  * bench:delivery — the delivery engine against the sandbox with Telegram's limits on.
  *
- *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200]
+ *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200 --outage 15]
  *
  * Phase 1 (throughput): one Dock with --chats subscribers receives --messages/--chats pings, so
  * --messages Telegram messages must go out; compares the time taken with the theoretical minimum
@@ -9,6 +9,11 @@
  * Phase 2 (latency under the limit): --probes pings spread over 25 Docks with one subscriber each,
  * at 20 messages/s (0.8/s per chat: under every limit); measures accept (the 202) to arrival in the
  * chat, as seen on the sandbox's live event stream.
+ * Phase 3 (after an outage): Telegram fails every send for --outage seconds while 15 chats get 26
+ * messages each; once it answers again, the time until all are delivered is compared with the
+ * pace's minimum (each chat's 3 in any 3 s: 24 s). The deliveries that waited out a backoff are
+ * woken when Telegram is back, not left to their own backoff (test/delivery/delivery-pace.test.ts
+ * checks the outcome; this the time).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -28,6 +33,7 @@ const { values } = parseArgs({
     messages: { type: "string", default: "900" },
     chats: { type: "string", default: "30" },
     probes: { type: "string", default: "200" },
+    outage: { type: "string", default: "15" },
   },
 });
 const chatsCount = Number(values.chats);
@@ -46,10 +52,18 @@ async function startService(): Promise<{ child: ChildProcess; url: string }> {
   });
   // At LOG_LEVEL=warn the ready line is not printed; wait for /healthz instead.
   child.stdout?.resume();
-  for (let port = 0; ; ) {
+  for (;;) {
     await new Promise((r) => setTimeout(r, 100));
-    port = await findPort(child.pid as number);
-    if (port) return { child, url: `http://127.0.0.1:${port}` };
+    // The process may listen on a port it only reserves (port-reservation.ts) before the server's:
+    // a port counts once it answers /healthz.
+    const port = await findPort(child.pid as number);
+    if (!port) continue;
+    const url = `http://127.0.0.1:${port}`;
+    const healthy = await fetch(`${url}/healthz`).then(
+      (answer) => answer.ok,
+      () => false,
+    );
+    if (healthy) return { child, url };
   }
 }
 
@@ -100,7 +114,11 @@ void (async () => {
     };
     // Notifications only (the bot also welcomes each person): "<Dock name>\n<text>".
     const [header, text] = event.message?.text.split("\n") ?? [];
-    if (event.type === "message" && event.message?.from?.is_bot && /^(Flood|Probe \d+)$/.test(header ?? "")) {
+    if (
+      event.type === "message" &&
+      event.message?.from?.is_bot &&
+      /^(Flood|Probe \d+|Outage)$/.test(header ?? "")
+    ) {
       arrivals.set(`${event.chat_id}:${text}`, performance.now());
     }
   }
@@ -173,6 +191,28 @@ const pct = (q: number) =>
   (latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0).toFixed(1);
 const probeStats = await control("GET", "/stats");
 
+// Phase 3: draining after a Telegram outage.
+arrivals.clear();
+const OUTAGE_CHATS = 15;
+const OUTAGE_PER_CHAT = 26;
+const outageSeconds = Number(values.outage);
+const outageDock = await docks.create(3, { name: "Outage", link: null, description: null });
+for (let i = 0; i < OUTAGE_CHATS; i++)
+  await subscriptions.subscribe(outageDock.id, await person(`Outage reader ${i}`), "private");
+await new Promise((r) => setTimeout(r, 1500)); // the bot's welcomes go before the outage
+await control("DELETE", "/stats");
+await control("POST", "/faults", { kind: "server_error", methods: ["sendMessage"], rate: 1 });
+for (let n = 0; n < OUTAGE_PER_CHAT; n++) await ping(outageDock, `outage ${n}`);
+await new Promise((r) => setTimeout(r, outageSeconds * 1000));
+await control("DELETE", "/faults");
+const recovered = performance.now();
+await waitUntil(() => arrivals.size >= OUTAGE_CHATS * OUTAGE_PER_CHAT);
+const drained = (performance.now() - recovered) / 1000;
+const drainMinimum =
+  ((Math.ceil(OUTAGE_PER_CHAT / TELEGRAM_LIMITS.privateBurst) - 1) * TELEGRAM_LIMITS.privateBurst) /
+  TELEGRAM_LIMITS.privatePerSecond;
+const outageStats = await control("GET", "/stats");
+
 service.child.kill("SIGTERM");
 await db.close();
 await new Promise((r) => service.child.once("exit", r));
@@ -193,5 +233,11 @@ console.log(`  429s received: ${floodStats.too_many_requests} (target 0)`);
 console.log(`phase 2: ${probes} messages at 20/s to ${PROBE_CHATS} chats (0.8/s each, under every limit)`);
 console.log(
   `  accept-to-send p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms (target p50 < 20 ms); 429s: ${probeStats.too_many_requests}`,
+);
+console.log(
+  `phase 3: Telegram failing every send for ${outageSeconds} s, ${OUTAGE_CHATS * OUTAGE_PER_CHAT} messages to ${OUTAGE_CHATS} chats (${OUTAGE_PER_CHAT} each)`,
+);
+console.log(
+  `  drained ${drained.toFixed(2)} s after Telegram answered; the pace's minimum ${drainMinimum.toFixed(0)} s; ${((drained / drainMinimum - 1) * 100).toFixed(1)} % over (target ≤ 15 %); 429s: ${outageStats.too_many_requests} (target 0)`,
 );
 process.exit(0);
