@@ -1,34 +1,26 @@
 import { mkdirSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "../helpers/bot-harness.ts";
 import {
   accessibilityProblems,
+  chatLog,
   chromiumPath,
-  freePort,
   launchChromium,
   pageProblems,
 } from "../helpers/browser.ts";
 import { signIn, withSession } from "../helpers/console-client.ts";
-import { type RunningService, startService } from "../helpers/harness.ts";
+import { type RunningService, startLinkedService } from "../helpers/harness.ts";
 
 /** The administrator OWNERS names: the instance is closed to everyone else. */
 const ADMIN = 8201;
-
-/** The sandbox chat page's message list. */
-const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
 
 describe.skipIf(!chromiumPath)("co-owners in the console, in Chromium", () => {
   let service: RunningService;
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    service = await startService(
-      "sqlite",
-      { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, OWNERS: String(ADMIN) },
-      { pace: "unpaced" },
-    );
+    service = await startLinkedService({ OWNERS: String(ADMIN) });
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });

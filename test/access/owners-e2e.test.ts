@@ -1,34 +1,26 @@
 import { mkdirSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   accessibilityProblems,
+  chatLog,
   chromiumPath,
-  freePort,
   launchChromium,
   pageProblems,
 } from "../helpers/browser.ts";
 import { signIn, withSession } from "../helpers/console-client.ts";
-import { type RunningService, startService } from "../helpers/harness.ts";
+import { type RunningService, startLinkedService } from "../helpers/harness.ts";
 
 /** The administrator OWNERS names. */
 const ADMIN = 8101;
-
-/** The sandbox chat page's message list. */
-const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
 
 describe.skipIf(!chromiumPath)("owners in the console, in Chromium", () => {
   let service: RunningService;
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
     // OWNERS closes even the sandbox: only its administrators, and whom they invite, get in.
-    service = await startService(
-      "sqlite",
-      { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, OWNERS: String(ADMIN) },
-      { pace: "unpaced" },
-    );
+    service = await startLinkedService({ OWNERS: String(ADMIN) });
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });

@@ -2,15 +2,9 @@ import { mkdirSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "../helpers/bot-harness.ts";
-import {
-  accessibilityProblems,
-  chromiumPath,
-  freePort,
-  launchChromium,
-  pageProblems,
-} from "../helpers/browser.ts";
+import { accessibilityProblems, chromiumPath, launchChromium, pageProblems } from "../helpers/browser.ts";
 import { signIn, withSession } from "../helpers/console-client.ts";
-import { RecordedAudit, type RunningService, startService } from "../helpers/harness.ts";
+import { RecordedAudit, type RunningService, startLinkedService } from "../helpers/harness.ts";
 
 /**
  * Private Docks (issue 37) in the console, in Chromium, with the bot in the sandbox: a Dock made
@@ -24,12 +18,7 @@ describe.skipIf(!chromiumPath)("private Docks in the console, in Chromium (sandb
   const audit = new RecordedAudit();
 
   beforeAll(async () => {
-    const port = await freePort();
-    service = await startService(
-      "sqlite",
-      { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` },
-      { pace: "unpaced", audit },
-    );
+    service = await startLinkedService({}, { audit });
     people = new People(`${service.url}/sandbox`);
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });

@@ -1,19 +1,16 @@
 import { mkdirSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { People } from "../helpers/bot-harness.ts";
 import {
   accessibilityProblems,
+  chatLog,
   chromiumPath,
-  freePort,
   launchChromium,
   pageProblems,
 } from "../helpers/browser.ts";
 import { signIn, withSession } from "../helpers/console-client.ts";
-import { RecordedAudit, type RunningService, startService } from "../helpers/harness.ts";
-
-/** The sandbox chat page's message list. */
-const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
+import { RecordedAudit, type RunningService, startLinkedService } from "../helpers/harness.ts";
 
 /**
  * Issue 37's "Done when", start to end, as people do it: the owner in the console (Chromium), the
@@ -31,12 +28,7 @@ describe.skipIf(!chromiumPath)("private Docks, the walk-through (sandbox and con
   const audit = new RecordedAudit();
 
   beforeAll(async () => {
-    const port = await freePort();
-    service = await startService(
-      "sqlite",
-      { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` },
-      { pace: "unpaced", audit },
-    );
+    service = await startLinkedService({}, { audit });
     people = new People(`${service.url}/sandbox`);
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });

@@ -12,6 +12,7 @@ import { SANDBOX_BOT_USERNAME } from "../../src/telegram/sandbox-bot.ts";
 import { People } from "../helpers/bot-harness.ts";
 import {
   accessibilityProblems,
+  chatLog,
   chromiumPath,
   freePort,
   launchChromium,
@@ -94,9 +95,6 @@ async function streamHeard(context: BrowserContext, page: Page): Promise<{ lastH
   await network.send("Network.enable");
   return heard;
 }
-
-/** The sandbox chat page's message list. */
-const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
 
 /** The Telegram account the sign-in page names, as its lines read: name, username, Telegram ID. */
 async function identityOf(page: Page): Promise<Record<string, string>> {

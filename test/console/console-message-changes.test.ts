@@ -1,16 +1,22 @@
 import { mkdirSync } from "node:fs";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChatMessage, People } from "../helpers/bot-harness.ts";
 import {
   accessibilityProblems,
+  chatLog,
   chromiumPath,
-  freePort,
   launchChromium,
   pageProblems,
 } from "../helpers/browser.ts";
 import { type ConsoleClient, signIn, withSession } from "../helpers/console-client.ts";
-import { asDock, dialects, type RunningService, startService } from "../helpers/harness.ts";
+import {
+  asDock,
+  dialects,
+  type RunningService,
+  startLinkedService,
+  startService,
+} from "../helpers/harness.ts";
 
 const DIALECTS = await dialects();
 const OWNER = 6301;
@@ -122,19 +128,12 @@ describe.each(DIALECTS)("a message edited and deleted from the console on %s", (
   });
 });
 
-const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
-
 describe.skipIf(!chromiumPath)("a message edited and deleted in the console, in Chromium", () => {
   let service: RunningService;
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    service = await startService(
-      "sqlite",
-      { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, OWNERS: String(OWNER) },
-      { pace: "unpaced" },
-    );
+    service = await startLinkedService({ OWNERS: String(OWNER) });
     browser = await launchChromium();
     mkdirSync("test-results", { recursive: true });
   });

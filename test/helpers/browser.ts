@@ -33,6 +33,9 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
+/** The sandbox chat page's message list. */
+export const chatLog = (page: Page) => page.getByRole("log", { name: "Messages" });
+
 /** A port nobody listens on right now, so a URL (PUBLIC_URL, a webhook) can name it before the server starts. */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -12,6 +12,7 @@ import { type Config, loadConfig } from "../../src/runtime/config.ts";
 import { AUDIT_PAGE, type AuditLine, type DockAudit } from "../../src/store/audit.ts";
 import { type Db, migrate, openDb } from "../../src/store/open.ts";
 import type { PacerLimits } from "../../src/telegram/pacer.ts";
+import { freePort } from "./browser.ts";
 import { copySqliteTemplate, createPostgresDatabase, POSTGRES_ADMIN_URL } from "./database-templates.ts";
 
 export { POSTGRES_ADMIN_URL };
@@ -219,6 +220,22 @@ export async function startService(
       await database.drop();
     },
   };
+}
+
+/**
+ * A SQLite service that links to itself: PUBLIC_URL is its own address, so the links it gives (a
+ * sign-in, the sandbox's `?start=` pages) open in the test's browser. Telegram's pace is off.
+ */
+export async function startLinkedService(
+  env: Record<string, string> = {},
+  options: ServiceOptions = {},
+): Promise<RunningService> {
+  const port = await freePort();
+  return startService(
+    "sqlite",
+    { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+    { pace: "unpaced", ...options },
+  );
 }
 
 /**
