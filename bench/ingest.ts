@@ -1,9 +1,14 @@
 /**
- * bench:ingest — throughput and latency of POST /ping with durable writes, against a bare Fastify
- * route that only answers 202, on the same machine in the same run.
+ * bench:ingest — throughput and latency of the send doors with durable writes (POST /ping, POST
+ * /webhook with HTTP Basic, a hook URL, Alertmanager's door with ten alerts), against a bare
+ * Fastify route that only answers 202, on the same machine in the same run.
  *
  *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…
+ *                            --doors ping,webhook,hook,alertmanager --limiter
  *                            --service-node-options=--optimize-for-size --rich]
+ *
+ * `--limiter` turns the Dock's rate limit on (a budget no run reaches: its cost is measured, no
+ * request is refused); off by default.
  *
  * The service runs as it ships: compiled, from dist/ (`npm run bench:ingest` builds it first).
  */
@@ -31,6 +36,10 @@ const { values } = parseArgs({
     "service-node-options": { type: "string" },
     /** Send a rich message (Markdown, title, priority, tags, a button) instead of plain text. */
     rich: { type: "boolean", default: false },
+    /** The doors measured beside the bare route, each in every round. */
+    doors: { type: "string", default: "ping,webhook,hook,alertmanager" },
+    /** The Dock's rate limit on, with a budget no run reaches. */
+    limiter: { type: "boolean", default: false },
   },
 });
 const serviceNodeOptions = shippedOr(values["service-node-options"]);
@@ -158,12 +167,31 @@ async function measured<T>(
 
 const percent = (share: number) => (Number.isNaN(share) ? "n/a" : `${Math.round(share * 100)} %`);
 
-function run(url: string, body: string, options: { overallRate?: number }) {
+/** A send door as autocannon calls it: its path, headers and body (a new body per request, maybe). */
+interface Door {
+  name: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** A fresh body for each request (Alertmanager's group key: each request a new alert group). */
+  nextBody?: () => string;
+}
+
+function run(url: string, door: Door, options: { overallRate?: number }) {
   return autocannon({
-    url: `${url}/ping`,
+    url: `${url}${door.path}`,
     method: "POST",
-    headers: { "content-type": "application/json" },
-    body,
+    headers: door.headers,
+    body: door.body,
+    ...(door.nextBody
+      ? {
+          requests: [
+            {
+              setupRequest: (request: autocannon.Request) => ({ ...request, body: door.nextBody?.() }),
+            },
+          ],
+        }
+      : {}),
     connections,
     duration,
     ...options,
@@ -175,22 +203,79 @@ const databaseUrl = values.database === "sqlite" ? `sqlite:${join(dataDir, "benc
 const key = loadEncryptionKey(null, dataDir).key;
 const db = await openDb(databaseUrl);
 await migrate(db);
-const dock = await new DockRepository(db, key).create(1, { name: "Bench", link: null, description: null });
+const docks = new DockRepository(db, key);
+const dock = await docks.create(1, { name: "Bench", link: null, description: null });
+const hookToken = (await docks.rotateHookToken(dock.id)) as string;
 const subscriptions = new SubscriptionRepository(db);
-const body = JSON.stringify({
-  dock_id: dock.id,
-  secret_key: dock.secretKey,
-  ...(values.rich
-    ? {
-        msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
-        format: "markdown",
-        title: "CI",
-        priority: "high",
-        tags: ["warning", "ci"],
-        buttons: [{ text: "Retry", url: "https://ci.example/42/retry" }],
-      }
-    : { msg: "Deploy finished ✅\nbuild 1234" }),
+const message = values.rich
+  ? {
+      msg: "**Build 42** failed on `main`\n[logs](https://ci.example/42)",
+      format: "markdown",
+      title: "CI",
+      priority: "high",
+      tags: ["warning", "ci"],
+      buttons: [{ text: "Retry", url: "https://ci.example/42/retry" }],
+    }
+  : { msg: "Deploy finished ✅\nbuild 1234" };
+const json = { "content-type": "application/json" };
+const basicAuth = `Basic ${Buffer.from(`${dock.id}:${dock.secretKey}`).toString("base64")}`;
+/** Alertmanager's webhook with ten firing alerts, as test/fixtures/integrations/alertmanager has it. */
+const alertmanager = (group: number) =>
+  JSON.stringify({
+    receiver: "dock-notify",
+    status: "firing",
+    alerts: Array.from({ length: 10 }, (_, i) => ({
+      status: "firing",
+      labels: { alertname: "DiskFull", instance: `db-${i}:9100`, severity: "critical" },
+      annotations: { summary: `Disk 9${i}% full on db-${i}` },
+      startsAt: "2026-11-29T00:00:00Z",
+      endsAt: "0001-01-01T00:00:00Z",
+      generatorURL: "http://prometheus:9090/graph",
+      fingerprint: `f${i}`,
+    })),
+    groupLabels: { alertname: "DiskFull" },
+    commonLabels: { alertname: "DiskFull", severity: "critical" },
+    commonAnnotations: {},
+    externalURL: "http://alertmanager:9093",
+    version: "4",
+    groupKey: `{}:{alertname="DiskFull",group="${group}"}`,
+    truncatedAlerts: 0,
+  });
+let group = 0;
+const ALL_DOORS: Door[] = [
+  {
+    name: "POST /ping",
+    path: "/ping",
+    headers: json,
+    body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, ...message }),
+  },
+  {
+    name: "POST /webhook (Basic)",
+    path: "/webhook",
+    headers: { ...json, authorization: basicAuth },
+    body: JSON.stringify(message),
+  },
+  { name: "POST /hook/<token>", path: `/hook/${hookToken}`, headers: json, body: JSON.stringify(message) },
+  {
+    name: "POST /webhook/alertmanager (10 alerts)",
+    path: "/webhook/alertmanager",
+    headers: { ...json, authorization: basicAuth },
+    body: alertmanager(0),
+    nextBody: () => alertmanager(++group),
+  },
+];
+const DOOR_NAMES: Record<string, string> = {
+  ping: "POST /ping",
+  webhook: "POST /webhook (Basic)",
+  hook: "POST /hook/<token>",
+  alertmanager: "POST /webhook/alertmanager (10 alerts)",
+};
+const doors = values.doors.split(",").map((name) => {
+  const door = ALL_DOORS.find((d) => d.name === DOOR_NAMES[name.trim()]);
+  if (door === undefined) throw new Error(`--doors: no door ${name} (ping, webhook, hook, alertmanager)`);
+  return door;
 });
+const barePing: Door = { ...(ALL_DOORS[0] as Door), name: "bare Fastify 202" };
 
 const service = await startChild(
   [...serviceNodeOptions, "dist/cli.js", "serve"],
@@ -200,7 +285,10 @@ const service = await startChild(
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: "info",
-    DOCK_RATE_BURST: "0",
+    // On: a budget no run reaches (its cost measured, nothing refused). Off: no limit at all.
+    ...(values.limiter
+      ? { DOCK_RATE_BURST: "1000000", DOCK_RATE_PER_SECOND: "1000000" }
+      : { DOCK_RATE_BURST: "0" }),
     AUTH_FAILURES_PER_MINUTE: "0",
   },
   (line) => {
@@ -230,106 +318,153 @@ const bare = await startChild(
 );
 
 // Warm both up so the JIT and SQLite's page cache are not what we measure.
-await run(service.url, body, { overallRate: 500 });
-await run(bare.url, body, { overallRate: 500 });
-
-// Maximum throughput: three rounds, each running both servers back to back (which one goes first
-// alternates), and the median round by ratio reported. On a shared VM the bare route alone varies
-// by a third from one run to the next; a ratio taken within a round compares like with like.
-const rounds: {
-  service: autocannon.Result;
-  bare: autocannon.Result;
-  ratio: number;
-  /** Shares of the machine's CPU during each run: used by anyone, and stolen by the host. */
-  machine: { service: { busy: number; steal: number }; bare: { busy: number; steal: number } };
-  /** The service's threads during its run, each as a share of one core. */
-  threads: ThreadShares | null;
-}[] = [];
-// Threads are sampled for the service only: the bare route has nothing but its event loop.
-const pidOf = (url: string) => (url === service.url ? service.child.pid : undefined);
-for (let round = 0; round < 3; round++) {
-  const first = round % 2 === 0 ? service.url : bare.url;
-  const second = first === service.url ? bare.url : service.url;
-  const a = await measured(() => run(first, body, {}), pidOf(first));
-  const b = await measured(() => run(second, body, {}), pidOf(second));
-  const [serviceRun, bareRun] = first === service.url ? [a, b] : [b, a];
-  rounds.push({
-    service: serviceRun.result,
-    bare: bareRun.result,
-    ratio: serviceRun.result.requests.average / bareRun.result.requests.average,
-    machine: { service: serviceRun, bare: bareRun },
-    threads: serviceRun.threads,
-  });
+for (const door of doors) {
+  const warm = await run(service.url, door, { overallRate: 500 });
+  if (warm.non2xx > 0) throw new Error(`${door.name}: ${warm.non2xx} answers not 2xx while warming up`);
 }
-const medianRound = [...rounds].sort((x, y) => x.ratio - y.ratio)[1] as (typeof rounds)[number];
-const serviceMax = medianRound.service;
-const bareMax = medianRound.bare;
-// The constant-rate runs alternate between the two servers, three rounds each, and report the
-// median: this machine's own hiccups (a shared VM) show up in the bare route's figures too.
-const atRate: { bare: OpenLoopResult[]; service: OpenLoopResult[] } = { bare: [], service: [] };
+await run(bare.url, barePing, { overallRate: 500 });
+
+interface Round {
+  bare: autocannon.Result;
+  /** Each door's run, by name. */
+  doors: Map<
+    string,
+    { result: autocannon.Result; busy: number; steal: number; threads: ThreadShares | null }
+  >;
+  bareMachine: { busy: number; steal: number };
+}
+// Maximum throughput: three rounds, each running the bare route and every door back to back (the
+// order rotates from round to round), and per door the median round by its ratio to the bare
+// route's. On a shared VM the bare route alone varies by a third from one run to the next; a ratio
+// taken within a round compares like with like.
+const rounds: Round[] = [];
 for (let round = 0; round < 3; round++) {
-  atRate.bare.push(await openLoop({ url: `${bare.url}/ping`, body, rate, seconds: duration }));
-  atRate.service.push(await openLoop({ url: `${service.url}/ping`, body, rate, seconds: duration }));
+  const order: (Door | null)[] = [null, ...doors];
+  for (let i = 0; i < round; i++) order.push(order.shift() as Door | null);
+  const current: Round = {
+    bare: undefined as unknown as autocannon.Result,
+    doors: new Map(),
+    bareMachine: { busy: 0, steal: 0 },
+  };
+  for (const door of order) {
+    if (door === null) {
+      const measuredBare = await measured(() => run(bare.url, barePing, {}));
+      current.bare = measuredBare.result;
+      current.bareMachine = measuredBare;
+    } else {
+      // Threads are sampled for the service only: the bare route has nothing but its event loop.
+      current.doors.set(door.name, await measured(() => run(service.url, door, {}), service.child.pid));
+    }
+  }
+  rounds.push(current);
+}
+const ratioIn = (round: Round, door: Door) =>
+  (round.doors.get(door.name)?.result.requests.average ?? 0) / round.bare.requests.average;
+const medianRoundOf = (door: Door) =>
+  [...rounds].sort((x, y) => ratioIn(x, door) - ratioIn(y, door))[1] as Round;
+
+// The constant-rate runs alternate between the bare route and each door, three rounds each, and
+// report the median: this machine's own hiccups (a shared VM) show up in the bare route's too.
+const atRate = new Map<string, OpenLoopResult[]>([["bare", []]]);
+for (let round = 0; round < 3; round++) {
+  (atRate.get("bare") as OpenLoopResult[]).push(
+    await openLoop({ url: `${bare.url}/ping`, body: barePing.body, rate, seconds: duration }),
+  );
+  for (const door of doors) {
+    if (door.nextBody) continue; // open-loop sends one body: Alertmanager's door is measured at full speed only
+    const runs = atRate.get(door.name) ?? [];
+    runs.push(
+      await openLoop({
+        url: `${service.url}${door.path}`,
+        body: door.body,
+        headers: door.headers,
+        rate,
+        seconds: duration,
+      }),
+    );
+    atRate.set(door.name, runs);
+  }
 }
 const median = (runs: OpenLoopResult[]) => [...runs].sort((a, b) => a.p99 - b.p99)[1] as OpenLoopResult;
-const bareAtRate = median(atRate.bare);
-const serviceAtRate = median(atRate.service);
 
 await stop(service.child);
 await stop(bare.child);
 rmSync(dataDir, { recursive: true, force: true });
 
-const row = (name: string, r: autocannon.Result) =>
-  `| ${name} | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${r.errors} |`;
-const ratio = medianRound.ratio;
 console.log(
   `\nbench:ingest on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
 console.log(
-  `database: ${values.database}; ${values.rich ? "rich messages (Markdown, title, priority, tags, a button)" : "plain messages"}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
+  `database: ${values.database}; limiter ${values.limiter ? "on" : "off"}; ${values.rich ? "rich messages (Markdown, title, priority, tags, a button)" : "plain messages"}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
 );
-console.log("| run | req/s | p50 ms | p99 ms | non-2xx | errors |");
+console.log(
+  "| door | req/s (median round) | bare req/s, same round | % of bare | % of /ping | p50 ms | p99 ms | non-2xx | errors |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|");
+const pingDoor = doors.find((d) => d.path === "/ping");
+for (const door of doors) {
+  const round = medianRoundOf(door);
+  const r = round.doors.get(door.name)?.result as autocannon.Result;
+  // Against /ping in the same round, median of the rounds: like compared with like.
+  const pingShare = pingDoor
+    ? `${(
+        ([...rounds.map((x) => ratioIn(x, door) / ratioIn(x, pingDoor))].sort((a, b) => a - b)[1] as number) *
+          100
+      ).toFixed(1)} %`
+    : "n/a";
+  console.log(
+    `| ${door.name} | ${Math.round(r.requests.average)} | ${Math.round(round.bare.requests.average)} | ${(ratioIn(round, door) * 100).toFixed(1)} % | ${pingShare} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${r.errors} |`,
+  );
+}
+console.log(`\nat a constant ${rate} req/s (median of 3 by p99):\n`);
+console.log("| run | achieved req/s | p50 ms | p99 ms | max ms | failed |");
 console.log("|---|---|---|---|---|---|");
-console.log(row("bare Fastify 202, max (median round)", bareMax));
-console.log(row("POST /ping, max (median round)", serviceMax));
-const openRow = (name: string, r: OpenLoopResult) =>
-  `| ${name} at a constant ${rate} req/s (median of 3) | ${r.achievedRate} | ${r.p50} | ${r.p99} | ${r.failed} | 0 |`;
-console.log(openRow("bare Fastify 202", bareAtRate));
-console.log(openRow("POST /ping", serviceAtRate));
+for (const [name, runs] of atRate) {
+  const r = median(runs);
+  console.log(
+    `| ${name === "bare" ? "bare Fastify 202" : name} | ${r.achievedRate} | ${r.p50} | ${r.p99} | ${r.max} | ${r.failed} |`,
+  );
+}
 console.log(
-  `\nall p99 at ${rate} req/s — bare: ${atRate.bare.map((r) => r.p99).join(", ")} ms; /ping: ${atRate.service.map((r) => r.p99).join(", ")} ms`,
+  `\nall p99 at ${rate} req/s — ${[...atRate].map(([name, runs]) => `${name}: ${runs.map((r) => r.p99).join(", ")} ms`).join("; ")}`,
 );
 console.log(
-  `all max rounds (/ping vs bare req/s) — ${rounds
+  `all max rounds (req/s, % of the same round's bare) — ${rounds
     .map(
-      (r) =>
-        `${Math.round(r.service.requests.average)} vs ${Math.round(r.bare.requests.average)} (${(r.ratio * 100).toFixed(1)} %)`,
+      (round, i) =>
+        `round ${i + 1}: bare ${Math.round(round.bare.requests.average)}; ${doors
+          .map(
+            (door) =>
+              `${door.name} ${Math.round(round.doors.get(door.name)?.result.requests.average ?? 0)} (${(ratioIn(round, door) * 100).toFixed(1)} %)`,
+          )
+          .join("; ")}`,
     )
-    .join("; ")}`,
+    .join(" · ")}`,
 );
 console.log(
-  `machine CPU busy / stolen by the host during them (/ping; bare) — ${rounds
-    .map(
-      ({ machine: m }) =>
-        `${percent(m.service.busy)} / ${percent(m.service.steal)}; ${percent(m.bare.busy)} / ${percent(m.bare.steal)}`,
-    )
+  `machine CPU busy / stolen by the host during the bare runs — ${rounds
+    .map((round) => `${percent(round.bareMachine.busy)} / ${percent(round.bareMachine.steal)}`)
     .join(" · ")}`,
 );
 const workerName = values.database === "sqlite" ? "SQLite thread" : "worker threads";
 const runningWaiting = (share: { running: number; waiting: number }) =>
   `${percent(share.running)} + ${percent(share.waiting)}`;
-console.log(
-  `service threads during /ping max runs, share of one core running + runnable but waiting for a CPU (event loop; ${workerName}; GC and libuv helpers running) — ${rounds
-    .map(({ threads: t }) =>
-      t === null
-        ? "n/a"
-        : `${runningWaiting(t.eventLoop)}; ${runningWaiting(t.workers)}; ${percent(t.other)}`,
-    )
-    .join(" · ")}`,
-);
-console.log(
-  `\n/ping throughput = ${(ratio * 100).toFixed(1)} % of the bare route, median of 3 rounds (target ≥ 50 %)`,
-);
-console.log(
-  `p99 at ${rate} req/s = ${serviceAtRate.p99} ms, max ${serviceAtRate.max} ms (target p99 < 25 ms)`,
-);
+for (const door of doors) {
+  console.log(
+    `${door.name}: machine busy / stolen ${rounds
+      .map((round) => {
+        const m = round.doors.get(door.name);
+        return m ? `${percent(m.busy)} / ${percent(m.steal)}` : "n/a";
+      })
+      .join(
+        " · ",
+      )}; service threads, share of one core running + runnable but waiting (event loop; ${workerName}; GC and libuv helpers) — ${rounds
+      .map((round) => {
+        const t = round.doors.get(door.name)?.threads ?? null;
+        return t === null
+          ? "n/a"
+          : `${runningWaiting(t.eventLoop)}; ${runningWaiting(t.workers)}; ${percent(t.other)}`;
+      })
+      .join(" · ")}`,
+  );
+}

@@ -20,6 +20,8 @@ export interface OpenLoopResult {
 export async function openLoop(options: {
   url: string;
   body: string;
+  /** Sent with every request (content-type JSON unless given). */
+  headers?: Record<string, string>;
   rate: number;
   seconds: number;
   connections?: number;
@@ -42,9 +44,13 @@ export async function openLoop(options: {
           agent,
           host: target.hostname,
           port: target.port,
-          path: target.pathname,
+          path: target.pathname + target.search,
           method: "POST",
-          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(options.body) },
+          headers: {
+            "content-type": "application/json",
+            ...options.headers,
+            "content-length": Buffer.byteLength(options.body),
+          },
         },
         (res) => {
           res.resume();

@@ -27,6 +27,7 @@ import {
 import { queueNoticeToSubscribers } from "./notices.ts";
 import type { Database, DocksTable } from "./schema.ts";
 import { knowUser } from "./users.ts";
+import { VerifiedKeys } from "./verified-keys.ts";
 
 export interface Dock extends DockFields {
   id: string;
@@ -156,6 +157,8 @@ export class DockRepository {
 
   /** The built-in sandbox plays Telegram: owners made for new people are its people (ensureOwner). */
   readonly #sandbox: boolean;
+  /** Secret keys found right lately: a hint for the send doors (see VerifiedKeys). */
+  readonly #verified = new VerifiedKeys();
 
   constructor(
     db: Db,
@@ -418,7 +421,23 @@ export class DockRepository {
     const row = DOCK_ID_PATTERN.test(id)
       ? (await this.#db.kysely.executeQuery(this.#credentialsOf({ id }))).rows[0]
       : undefined;
-    return checkCredentials(row, secretKey);
+    const dock = checkCredentials(row, secretKey);
+    if (dock !== undefined) this.#verified.remember(secretKey, dock);
+    return dock;
+  }
+
+  /**
+   * The Dock when this secret key opened it in the last few seconds (authenticate): a hint that
+   * spares a send door its lookup before the body is read, never proof — the door has the key
+   * checked again where the message is stored (AcceptItem.secretKey).
+   */
+  recentlyVerified(id: string, secretKey: string): DockCredentials | undefined {
+    return this.#verified.get(id, secretKey);
+  }
+
+  /** Forgets the keys found right for the Dock: where the message was stored, its key was refused. */
+  forgetVerified(id: string): void {
+    this.#verified.forget(id);
   }
 
   /**
@@ -454,7 +473,7 @@ export class DockRepository {
     values: Updateable<DocksTable>,
   ): Promise<boolean> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
+    const done = await this.#db.kysely.transaction().execute(async (tx) => {
       const result = await tx
         .updateTable("docks")
         .set({ ...values, updated_at: now })
@@ -464,6 +483,9 @@ export class DockRepository {
       if (by) await writeAuditBy(tx, id, by, action, {}, now);
       return true;
     });
+    // Once committed: a lookup meanwhile may have remembered the row as it was.
+    this.#verified.forget(id);
+    return done;
   }
 
   /**
@@ -585,7 +607,7 @@ export class DockRepository {
   ): Promise<boolean> {
     const now = this.#now();
     const columns = Object.keys(values) as (keyof typeof values)[];
-    return this.#db.kysely.transaction().execute(async (tx) => {
+    const done = await this.#db.kysely.transaction().execute(async (tx) => {
       const before =
         columns.length === 0
           ? await tx.selectFrom("docks").select("id").where("id", "=", id).executeTakeFirst()
@@ -602,6 +624,9 @@ export class DockRepository {
         await writeAuditBy(tx, id, by, "settings_changed", { fields: changed.join(",") }, now);
       return true;
     });
+    // Its inbound format may have changed: the send doors read a body by it.
+    this.#verified.forget(id);
+    return done;
   }
 
   /**
@@ -633,7 +658,7 @@ export class DockRepository {
    */
   async delete(id: string): Promise<boolean> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
+    const done = await this.#db.kysely.transaction().execute(async (tx) => {
       const dock = await tx.selectFrom("docks").select("name").where("id", "=", id).executeTakeFirst();
       if (dock === undefined) return false;
       await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
@@ -644,5 +669,7 @@ export class DockRepository {
       await tx.deleteFrom("dock_refusals").where("dock_id", "=", id).execute();
       return result.numDeletedRows > 0n;
     });
+    this.#verified.forget(id);
+    return done;
   }
 }

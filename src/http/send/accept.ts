@@ -4,7 +4,7 @@ import { replacesOnlyOwn, senderOf } from "../../domain/principal.ts";
 import { ApiError, fieldsRefused } from "../errors.ts";
 import type { Intake } from "../intake.ts";
 import type { Authentication } from "./auth.ts";
-import { placeholderRefusal } from "./auth.ts";
+import { placeholderRefusal, WWW_AUTHENTICATE } from "./auth.ts";
 import { checkMessage, idempotencyKeyOf } from "./body.ts";
 import type { SendApiOptions } from "./options.ts";
 import { signedDeliveryKey } from "./signatures.ts";
@@ -91,7 +91,11 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
     }
     if (result.kind === "unauthorized") {
       attempt.wrong();
-      throw new ApiError("unauthorized");
+      if (request.deferredKey === null) throw new ApiError("unauthorized");
+      // A key found right lately, refused now (rotated, or the Dock deleted, maybe by another
+      // instance): answered as a wrong key is before its body is read.
+      options.docks.forgetVerified(credentials.dockId);
+      throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
     }
     attempt.right();
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
@@ -131,7 +135,10 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
     }
     const { msg } = request.body as { msg: string };
     checkMessage(msg, options.maxMessageLength);
-    return accept(request, reply, { dockId: dockOf(request).id }, msg, endpoint);
+    const dockId = dockOf(request).id;
+    const credentials =
+      request.deferredKey === null ? { dockId } : { dockId, secretKey: request.deferredKey };
+    return accept(request, reply, credentials, msg, endpoint);
   };
 
   return { accept, sendWebhook };

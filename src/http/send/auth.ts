@@ -19,7 +19,7 @@ import { type CallbackHook, dockOf } from "./state.ts";
  * (send/accept.ts), its attempt taken here all the same.
  */
 
-const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", charset="UTF-8"' };
+export const WWW_AUTHENTICATE = { "WWW-Authenticate": 'Basic realm="dock-notify", charset="UTF-8"' };
 
 /** `Authorization: Basic base64(dock_id:secret_key)`, or null when absent or malformed. */
 export function parseBasicAuth(header: string | undefined): { user: string; password: string } | null {
@@ -66,8 +66,13 @@ export interface Authentication {
     lookup: () => Promise<DockCredentials | undefined | null>,
     refusal: () => ApiError,
   ): Promise<void>;
-  /** /webhook's: HTTP Basic, the Dock ID and its secret key or a credential. */
+  /** HTTP Basic, the Dock ID and its secret key or a credential. */
   basicAuth(request: FastifyRequest): Promise<void>;
+  /**
+   * The send doors' HTTP Basic (/webhook, /webhook/<format>): as basicAuth, but a secret key this
+   * instance found right lately is let through at once, to be checked where the message is stored.
+   */
+  sendAuth(request: FastifyRequest): Promise<void>;
   /** The messages' routes: HTTP Basic with a principal that may manage messages. */
   manageAuth(request: FastifyRequest): Promise<void>;
   /** /webhook/<format>/<dock_id>: GitLab's token, HTTP Basic, or a signature checked later. */
@@ -147,7 +152,10 @@ export function authentication(options: SendApiOptions): Authentication {
     );
   };
 
-  const basicAuth = async (request: FastifyRequest) => {
+  const basicAuth = (request: FastifyRequest) => basic(request, false);
+  const sendAuth = (request: FastifyRequest) => basic(request, true);
+
+  const basic = async (request: FastifyRequest, storing: boolean) => {
     const header = request.headers.authorization;
     // No credentials at all is no guess: many clients (wget, Python's urllib) send them only after
     // this challenge, and must not lock themselves out by doing so.
@@ -162,6 +170,20 @@ export function authentication(options: SendApiOptions): Authentication {
     const placeholder =
       credentials && placeholderRefusal(credentials.user, credentials.password, WWW_AUTHENTICATE);
     if (placeholder) throw placeholder;
+    // A door that stores the message: a key found right lately skips the lookup (a round trip to
+    // the database per request, outside any batch), and is checked in the storing transaction as
+    // /ping's is — a rotated key is refused there at once. The hint only lets the body be read.
+    const known =
+      storing && credentials !== null
+        ? options.docks.recentlyVerified(credentials.user, credentials.password)
+        : undefined;
+    if (known !== undefined && credentials !== null) {
+      const refused = blockedError(request);
+      if (refused) throw refused;
+      request.dock = known;
+      request.deferredKey = credentials.password;
+      return;
+    }
     await judge(
       request,
       async () => credentials && (await options.docks.authenticate(credentials.user, credentials.password)),
@@ -203,7 +225,7 @@ export function authentication(options: SendApiOptions): Authentication {
           "No credentials: GitHub signs its deliveries only when the webhook has a Secret (set it to a GitHub credential of the Dock); GitLab sends its Secret token (a send credential of the Dock); anything else sends HTTP Basic authentication.",
         );
       }
-      await basicAuth(request);
+      await sendAuth(request);
       if (dockOf(request).id !== dockId) throw new ApiError("unauthorized");
       return;
     }
@@ -276,5 +298,15 @@ export function authentication(options: SendApiOptions): Authentication {
     );
   };
 
-  return { refuseIfBlocked, beginAttempt, judge, basicAuth, manageAuth, pathAuth, signedAuth, hookAuth };
+  return {
+    refuseIfBlocked,
+    beginAttempt,
+    judge,
+    basicAuth,
+    sendAuth,
+    manageAuth,
+    pathAuth,
+    signedAuth,
+    hookAuth,
+  };
 }

@@ -52,7 +52,7 @@ export async function integrationDoors(
       },
       config: { securityHeaders: "api" },
       bodyLimit: options.maxInboundBodyBytes,
-      onRequest: auth.basicAuth,
+      onRequest: auth.sendAuth,
       preValidation: integration.integrated(integration.formatParam),
     },
     async (request, reply) => acceptance.sendWebhook(request, reply, "webhook"),

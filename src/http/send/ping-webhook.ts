@@ -89,7 +89,7 @@ export async function pingAndWebhook(
       },
       // Authenticate before reading the body: a wrong key costs us no parsing.
       config: { securityHeaders: "api" },
-      onRequest: auth.basicAuth,
+      onRequest: auth.sendAuth,
       preValidation: integration.parseWebhook,
     },
     async (request, reply) => acceptance.sendWebhook(request, reply, "webhook"),
