@@ -29,6 +29,8 @@ export class Intake {
   async accept(input: {
     dockId: string;
     secretKey?: string;
+    /** The hook token, checked in the same transaction as a secret key is. */
+    hookToken?: string;
     text: string;
     content?: MessageContent | null;
     idempotencyKey?: string | undefined;

@@ -9,7 +9,7 @@ import type {
   StoreError,
 } from "./accept-types.ts";
 import type { Allowances, BatchAllowance } from "./allowances.ts";
-import { checkCredentials, credentialsQuery } from "./credentials.ts";
+import { checkCredentials, checkHookToken, credentialsQuery } from "./credentials.ts";
 import type { MessageLocks } from "./db.ts";
 import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
@@ -55,7 +55,10 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /** What one transaction collects before writing: the rows of its messages and their fan-outs. */
 interface Writes {
-  credentials: Map<string, { id: string; name: string; secret_hash: string; watched: number } | undefined>;
+  credentials: Map<
+    string,
+    { id: string; name: string; secret_hash: string; watched: number; hook_hash: string | null } | undefined
+  >;
   subscribers: Map<string, number>;
   /** Idempotency keys used earlier in this batch (not yet in the table). */
   keyed: Map<string, { messageId: string; subscribers: number; hash: string | null }>;
@@ -184,7 +187,8 @@ export class AcceptBatch {
   ): Promise<AcceptResult> {
     const q = this.#queries;
     let watched = item.watched ?? false;
-    if (item.secretKey !== null) {
+    const hookToken = item.hookToken ?? null;
+    if (item.secretKey !== null || hookToken !== null) {
       // Read once per Dock and batch; every message's key is still checked (in constant time).
       let row = writes.credentials.get(item.dockId);
       if (!writes.credentials.has(item.dockId)) {
@@ -194,7 +198,10 @@ export class AcceptBatch {
           : undefined;
         writes.credentials.set(item.dockId, row);
       }
-      const dock = checkCredentials(row, item.secretKey);
+      const dock =
+        item.secretKey !== null
+          ? checkCredentials(row, item.secretKey)
+          : checkHookToken(row, hookToken as string);
       if (dock === undefined) return { kind: "unauthorized" };
       watched = dock.watched;
     }

@@ -57,6 +57,11 @@ export interface AcceptItem {
    * already authenticated the Dock.
    */
   secretKey: string | null;
+  /**
+   * The Dock's hook token as the client presented it, checked in the storing transaction as the
+   * secret key is (a send door took it on a hint, VerifiedKeys); null otherwise.
+   */
+  hookToken?: string | null;
   /** Which credential sends it (messages.sender: a credential's id, `hook`, null: the secret key). */
   sender?: string | null;
   /** The sender may replace by key only the messages it sent (a send credential, the hook URL). */

@@ -1,4 +1,6 @@
+import { hash } from "node:crypto";
 import { type Kysely, sql } from "kysely";
+import { constantTimeEqual } from "../domain/constant-time.ts";
 import type { Principal } from "../domain/principal.ts";
 import { secretMatches } from "../domain/secrets.ts";
 import { prepare, type Slots } from "./prepared.ts";
@@ -52,6 +54,33 @@ export function checkCredentials<
 }
 
 /**
+ * The Dock when `token` is its hook token (compared by hash, in constant time), else undefined:
+ * how a storing batch checks a hook token a send door took on a hint (VerifiedKeys).
+ */
+export function checkHookToken<
+  D extends {
+    id: string;
+    name: string;
+    watched: number;
+    inbound_format?: string | null;
+    hook_hash?: string | null;
+    absent?: number;
+  },
+>(row: D | undefined, token: string): DockCredentials | undefined {
+  const stored = row?.hook_hash ?? ABSENT.secret_hash;
+  const matches = constantTimeEqual(Buffer.from(stored, "hex"), hash("sha256", token, "buffer"));
+  return row !== undefined && row.absent !== 1 && row.hook_hash != null && matches
+    ? {
+        id: row.id,
+        name: row.name,
+        watched: Number(row.watched) === 1,
+        inbound: row.inbound_format ?? null,
+        principal: { kind: "hook" },
+      }
+    : undefined;
+}
+
+/**
  * The columns authentication reads: the Dock's row, or else the ABSENT one (`absent` 1), always
  * exactly one row, so that an unknown Dock and a wrong key answer alike in time too.
  */
@@ -65,6 +94,7 @@ export function credentialsQuery(kysely: Kysely<Database>) {
         "secret_hash",
         sql<number>`case when callback_url is null then 0 else 1 end`.as("watched"),
         "inbound_format",
+        "hook_hash",
         sql<number>`0`.as("absent"),
       ])
       .where("id", "=", p.id)
@@ -75,6 +105,7 @@ export function credentialsQuery(kysely: Kysely<Database>) {
           sql<string>`${sql.lit(ABSENT.secret_hash)}`.as("secret_hash"),
           sql<number>`${sql.lit(ABSENT.watched)}`.as("watched"),
           sql<string | null>`null`.as("inbound_format"),
+          sql<string | null>`null`.as("hook_hash"),
           sql<number>`1`.as("absent"),
         ]),
       )

@@ -422,7 +422,7 @@ export class DockRepository {
       ? (await this.#db.kysely.executeQuery(this.#credentialsOf({ id }))).rows[0]
       : undefined;
     const dock = checkCredentials(row, secretKey);
-    if (dock !== undefined) this.#verified.remember(secretKey, dock);
+    if (dock !== undefined) this.#verified.rememberKey(secretKey, dock);
     return dock;
   }
 
@@ -432,10 +432,15 @@ export class DockRepository {
    * checked again where the message is stored (AcceptItem.secretKey).
    */
   recentlyVerified(id: string, secretKey: string): DockCredentials | undefined {
-    return this.#verified.get(id, secretKey);
+    return this.#verified.key(id, secretKey);
   }
 
-  /** Forgets the keys found right for the Dock: where the message was stored, its key was refused. */
+  /** As recentlyVerified, for a hook token (authenticateHook). */
+  recentlyVerifiedHook(token: string): DockCredentials | undefined {
+    return this.#verified.hook(token);
+  }
+
+  /** Forgets the secrets found right for the Dock: where the message was stored, one was refused. */
   forgetVerified(id: string): void {
     this.#verified.forget(id);
   }
@@ -499,7 +504,10 @@ export class DockRepository {
       .select(["id", "name", "inbound_format", watched])
       .where("hook_hash", "=", sha256Hex(token))
       .executeTakeFirst();
-    return row && { ...credentialsOf(row), principal: { kind: "hook" } };
+    if (row === undefined) return undefined;
+    const dock: DockCredentials = { ...credentialsOf(row), principal: { kind: "hook" } };
+    this.#verified.rememberHook(token, dock);
+    return dock;
   }
 
   /**

@@ -30,6 +30,8 @@ export interface AcceptInput {
    * the message. Omitted when the caller has already authenticated the Dock.
    */
   secretKey?: string | undefined;
+  /** The Dock's hook token as presented: checked in the storing transaction (AcceptItem.hookToken). */
+  hookToken?: string | undefined;
   /** Which credential sends it (AcceptItem.sender); omitted: the secret key. */
   sender?: string | null | undefined;
   /** The sender replaces by key only its own messages (AcceptItem.ownKeysOnly). */
@@ -114,6 +116,7 @@ export class MessageRepository {
       watched: input.watched ?? null,
       hash: idempotencyKey === null ? null : (input.requestHash ?? sha256Hex(sent)),
       secretKey: input.secretKey ?? null,
+      hookToken: input.hookToken ?? null,
       sender: input.sender ?? null,
       ownKeysOnly: input.ownKeysOnly === true,
     };

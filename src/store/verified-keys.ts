@@ -7,13 +7,14 @@ export const VERIFIED_KEY_TTL_MS = 5000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * The Docks whose secret key this instance found right in the last few seconds, by a hash of the
- * Dock ID and key (the key itself is not kept). A hint, never proof: a send door that finds its
- * key here skips the lookup before reading the body, and has the key checked where the message is
- * stored, in the batch's transaction, as /ping's is (store/accept-batch.ts) — so a rotated key or
- * a deleted Dock is refused at once on every instance. What the hint may hold stale for up to
- * VERIFIED_KEY_TTL_MS, when another instance changed it, is what decides how a body is read (the
- * Dock's inbound format); this instance's own changes forget the Dock at once (DockRepository).
+ * The Docks whose secret key or hook token this instance found right in the last few seconds, by a
+ * hash of what was presented (the secret itself is not kept). A hint, never proof: a send door
+ * that finds its secret here skips the lookup before reading the body, and has the secret checked
+ * where the message is stored, in the batch's transaction, as /ping's key is
+ * (store/accept-batch.ts) — so a rotated key or hook token, or a deleted Dock, is refused at once
+ * on every instance. What the hint may hold stale for up to VERIFIED_KEY_TTL_MS, when another
+ * instance changed it, is what decides how a body is read (the Dock's inbound format); this
+ * instance's own changes forget the Dock at once (DockRepository).
  */
 export class VerifiedKeys {
   readonly #entries = new Map<string, { dock: DockCredentials; until: number }>();
@@ -23,13 +24,30 @@ export class VerifiedKeys {
     this.#now = now;
   }
 
-  static #slot(dockId: string, secretKey: string): string {
-    return hash("sha256", `${dockId}\n${secretKey}`, "base64");
+  /** The Dock, when this is its secret key and it was found right lately (its principal: none). */
+  key(dockId: string, secretKey: string): DockCredentials | undefined {
+    return this.#get(slotOf("key", `${dockId}\n${secretKey}`));
   }
 
-  /** The Dock, when this key opened it lately; its principal is the secret key's (none). */
-  get(dockId: string, secretKey: string): DockCredentials | undefined {
-    const slot = VerifiedKeys.#slot(dockId, secretKey);
+  /** The Dock, when this is its hook token and it was found right lately (its principal: the hook). */
+  hook(token: string): DockCredentials | undefined {
+    return this.#get(slotOf("hook", token));
+  }
+
+  rememberKey(secretKey: string, dock: DockCredentials): void {
+    if (dock.principal === undefined) this.#set(slotOf("key", `${dock.id}\n${secretKey}`), dock);
+  }
+
+  rememberHook(token: string, dock: DockCredentials): void {
+    if (dock.principal?.kind === "hook") this.#set(slotOf("hook", token), dock);
+  }
+
+  /** Every secret remembered for the Dock (its key, hook token, settings or existence changed). */
+  forget(dockId: string): void {
+    for (const [slot, entry] of this.#entries) if (entry.dock.id === dockId) this.#entries.delete(slot);
+  }
+
+  #get(slot: string): DockCredentials | undefined {
     const entry = this.#entries.get(slot);
     if (entry === undefined) return undefined;
     if (entry.until <= this.#now()) {
@@ -39,9 +57,7 @@ export class VerifiedKeys {
     return entry.dock;
   }
 
-  remember(secretKey: string, dock: DockCredentials): void {
-    if (dock.principal !== undefined) return; // only the secret key itself
-    const slot = VerifiedKeys.#slot(dock.id, secretKey);
+  #set(slot: string, dock: DockCredentials): void {
     this.#entries.delete(slot);
     if (this.#entries.size >= MAX_ENTRIES) {
       const oldest = this.#entries.keys().next().value;
@@ -49,9 +65,8 @@ export class VerifiedKeys {
     }
     this.#entries.set(slot, { dock, until: this.#now() + VERIFIED_KEY_TTL_MS });
   }
+}
 
-  /** Every key remembered for the Dock (its key, settings or existence changed). */
-  forget(dockId: string): void {
-    for (const [slot, entry] of this.#entries) if (entry.dock.id === dockId) this.#entries.delete(slot);
-  }
+function slotOf(kind: "key" | "hook", presented: string): string {
+  return hash("sha256", `${kind}\n${presented}`, "base64");
 }

@@ -12,13 +12,13 @@ const FIRING = readFileSync(
 );
 
 /**
- * /webhook and /webhook/<format> let a secret key this instance found right in the last seconds
- * through before the body is read, and check it where the message is stored (issue 40: no lookup
- * per request outside the batch). The hint must never let a message in: a key rotated, or a Dock
+ * /webhook, /webhook/<format> and the hook URLs let a secret key or hook token this instance found
+ * right in the last seconds through before the body is read, and check it where the message is
+ * stored (issue 40: no lookup per request outside the batch). The hint must never let a message in: a key rotated, or a Dock
  * deleted, by *another* instance (another DockRepository over the same database, whose changes
  * this instance's hint does not hear of) is refused at once, and nothing is stored.
  */
-describe.each(DIALECTS)("a secret key found right lately, on %s", (dialect) => {
+describe.each(DIALECTS)("a secret key or hook token found right lately, on %s", (dialect) => {
   let service: RunningService;
   /** Another instance's view of the same Docks. */
   let elsewhere: DockRepository;
@@ -71,6 +71,45 @@ describe.each(DIALECTS)("a secret key found right lately, on %s", (dialect) => {
       expect((await send(path, dock.id, rotated, body)).status).toBe(202);
       expect((await send(path, dock.id, rotated, body)).status).toBe(202);
       expect(await stored(dock.id)).not.toEqual(before);
+    },
+  );
+
+  it.each([
+    ["", JSON.stringify({ msg: "backup done" })],
+    ["/alertmanager", FIRING],
+  ])(
+    "/hook/<token>%s: a hook token rotated by another instance is refused at once, and nothing is stored",
+    async (suffix, body) => {
+      const dock = await service.app.docks.create(1, { name: "Hooked", link: null, description: null });
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const hook = (t: string) =>
+        fetch(`${service.url}/hook/${t}${suffix}`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body,
+        });
+      for (let i = 0; i < 2; i++) expect((await hook(token)).status).toBe(202);
+      const before = await stored(dock.id);
+
+      const rotated = (await elsewhere.rotateHookToken(dock.id)) as string;
+      const refused = await hook(token);
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toMatchObject({
+        ok: false,
+        error: { code: "unauthorized", message: "Unknown hook token (it may have been rotated or removed)." },
+      });
+      expect(await stored(dock.id)).toEqual(before);
+      expect((await hook(token)).status).toBe(401);
+
+      for (let i = 0; i < 2; i++) expect((await hook(rotated)).status).toBe(202);
+      expect(await stored(dock.id)).not.toEqual(before);
+      // Removed elsewhere: the same.
+      await service.db.kysely
+        .updateTable("docks")
+        .set({ hook_hash: null })
+        .where("id", "=", dock.id)
+        .execute();
+      expect((await hook(rotated)).status).toBe(401);
     },
   );
 

@@ -4,7 +4,7 @@ import { replacesOnlyOwn, senderOf } from "../../domain/principal.ts";
 import { ApiError, fieldsRefused } from "../errors.ts";
 import type { Intake } from "../intake.ts";
 import type { Authentication } from "./auth.ts";
-import { placeholderRefusal, WWW_AUTHENTICATE } from "./auth.ts";
+import { placeholderRefusal, unknownHookToken, WWW_AUTHENTICATE } from "./auth.ts";
 import { checkMessage, idempotencyKeyOf } from "./body.ts";
 import type { SendApiOptions } from "./options.ts";
 import { signedDeliveryKey } from "./signatures.ts";
@@ -18,12 +18,18 @@ import { dockOf } from "./state.ts";
 
 export type Endpoint = "ping" | "webhook" | "hook";
 
+/**
+ * The Dock a message is for, and what to check in the storing transaction: /ping's secret key, or
+ * a key or hook token a door took on a hint (request.deferred); neither when the door checked.
+ */
+type Credentials = { dockId: string; secretKey?: string; hookToken?: string };
+
 export interface Acceptance {
   /** Stores the message (checking the secret key too when given) and answers 202. */
   accept(
     request: FastifyRequest,
     reply: FastifyReply,
-    credentials: { dockId: string; secretKey?: string },
+    credentials: Credentials,
     msg: string,
     endpoint: Endpoint,
   ): Promise<FastifyReply>;
@@ -39,7 +45,7 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
   const accept = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    credentials: { dockId: string; secretKey?: string },
+    credentials: Credentials,
     msg: string,
     endpoint: Endpoint,
   ) => {
@@ -49,9 +55,10 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
     const placeholder =
       credentials.secretKey !== undefined && placeholderRefusal(credentials.dockId, credentials.secretKey);
     if (placeholder) throw placeholder;
-    // /ping's key is checked with the message, in the storing transaction: its attempt is taken now.
+    // /ping's key (and a secret taken on a hint) is checked with the message, in the storing
+    // transaction: its attempt is taken now.
     const attempt =
-      credentials.secretKey === undefined
+      credentials.secretKey === undefined && credentials.hookToken === undefined
         ? { right: () => {}, wrong: () => {} }
         : await auth.beginAttempt(request, deadline);
     let content: MessageContent | null = null;
@@ -91,10 +98,11 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
     }
     if (result.kind === "unauthorized") {
       attempt.wrong();
-      if (request.deferredKey === null) throw new ApiError("unauthorized");
-      // A key found right lately, refused now (rotated, or the Dock deleted, maybe by another
-      // instance): answered as a wrong key is before its body is read.
+      if (request.deferred === null) throw new ApiError("unauthorized");
+      // A secret found right lately, refused now (rotated, or the Dock deleted, maybe by another
+      // instance): answered as a wrong one is before its body is read.
       options.docks.forgetVerified(credentials.dockId);
+      if (request.deferred.kind === "hook") throw unknownHookToken(request.deferred.secret);
       throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
     }
     attempt.right();
@@ -136,8 +144,13 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
     const { msg } = request.body as { msg: string };
     checkMessage(msg, options.maxMessageLength);
     const dockId = dockOf(request).id;
-    const credentials =
-      request.deferredKey === null ? { dockId } : { dockId, secretKey: request.deferredKey };
+    const deferred = request.deferred;
+    const credentials: Credentials =
+      deferred === null
+        ? { dockId }
+        : deferred.kind === "key"
+          ? { dockId, secretKey: deferred.secret }
+          : { dockId, hookToken: deferred.secret };
     return accept(request, reply, credentials, msg, endpoint);
   };
 

@@ -55,6 +55,16 @@ export function placeholderRefusal(
   );
 }
 
+/** The 401 for a hook URL whose token opens no Dock. */
+export function unknownHookToken(token: string): ApiError {
+  return new ApiError(
+    "unauthorized",
+    token.startsWith("dnsk_")
+      ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
+      : "Unknown hook token (it may have been rotated or removed).",
+  );
+}
+
 export interface Authentication {
   /** onRequest: refuses (429) an address with too many failed authentications. */
   refuseIfBlocked: CallbackHook;
@@ -181,7 +191,7 @@ export function authentication(options: SendApiOptions): Authentication {
       const refused = blockedError(request);
       if (refused) throw refused;
       request.dock = known;
-      request.deferredKey = credentials.password;
+      request.deferred = { kind: "key", secret: credentials.password };
       return;
     }
     await judge(
@@ -285,16 +295,18 @@ export function authentication(options: SendApiOptions): Authentication {
         `${token} is a placeholder: put in the Dock's hook token (the console's Integrations shows the Dock's hook URL).`,
       );
     }
+    // Found right lately: checked where the message is stored (see sendAuth). hookAuth serves only
+    // the send doors.
+    const known = options.docks.recentlyVerifiedHook(token);
+    if (known !== undefined) {
+      request.dock = known;
+      request.deferred = { kind: "hook", secret: token };
+      return;
+    }
     await judge(
       request,
       () => options.docks.authenticateHook(token),
-      () =>
-        new ApiError(
-          "unauthorized",
-          token.startsWith("dnsk_")
-            ? "That is a secret key, not a hook token: never put the secret key in a URL (rotate it now if this one was shared). Create a hook URL in the console or with dock-notify docks hook-token."
-            : "Unknown hook token (it may have been rotated or removed).",
-        ),
+      () => unknownHookToken(token),
     );
   };
 

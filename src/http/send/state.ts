@@ -14,10 +14,11 @@ declare module "fastify" {
     /** The Dock the credentials opened (null until an authentication hook has judged them). */
     dock: DockCredentials | null;
     /**
-     * The secret key, when `dock` came from a recent check of it (DockRepository.recentlyVerified):
-     * checked again in the transaction that stores the message. Null: `dock` was judged now.
+     * The secret key or hook token, when `dock` came from a recent check of it
+     * (DockRepository.recentlyVerified): checked again in the transaction that stores the message.
+     * Null: `dock` was judged now.
      */
-    deferredKey: string | null;
+    deferred: { kind: "key" | "hook"; secret: string } | null;
     /** The message's options, read from the body (and for /webhook the headers and query). */
     messageOptions: MessageOptions | null;
     /** The message's key, if the sender gave one (body, then X-Key header, then ?key=). */
@@ -41,7 +42,7 @@ declare module "fastify" {
 /** Gives every request the fields above, empty (Fastify keeps one request shape: no field added later). */
 export function decorateSendState(app: FastifyInstance): void {
   app.decorateRequest("dock", null);
-  app.decorateRequest("deferredKey", null);
+  app.decorateRequest("deferred", null);
   app.decorateRequest("messageOptions", null);
   app.decorateRequest("messageKey", null);
   app.decorateRequest("clearedOptions", null);
