@@ -24,6 +24,11 @@ export interface CampaignOptions {
   lost(): void;
   /** What another instance announced (`Db.announce`), heard while leading. */
   announced(payload: string): void;
+  /**
+   * Whether other instances share the database, after each campaign (true when the database
+   * could not tell), and at once when one joins while this one leads (Pacer.othersAlive).
+   */
+  others?(alive: boolean): void;
 }
 
 /**
@@ -65,9 +70,18 @@ export class Campaign {
     this.#retry = null;
   }
 
-  /** Gives the leadership back; call once the work has stopped. */
-  release(): Promise<void> {
-    return this.#o.leadership.release();
+  /** Gives the leadership back, and stops being one of the instances; call once the work has stopped. */
+  async release(): Promise<void> {
+    await this.#o.leadership.release();
+    await this.#o.leadership.leave();
+  }
+
+  /** Tells `others` whether other instances share the database (see CampaignOptions.others). */
+  async #countOthers(): Promise<void> {
+    const { others } = this.#o;
+    if (others === undefined) return;
+    const alive = await this.#o.leadership.others(() => others(true));
+    if (this.#running) others(alive ?? true);
   }
 
   /**
@@ -82,6 +96,7 @@ export class Campaign {
       this.#o.log.warn({ reason: error.message }, "lost the dispatcher lock; standing by");
       this.#o.lost();
     };
+    await this.#countOthers();
     if (leadership.isLeader) {
       await leadership.heartbeat(lost);
       return;

@@ -101,6 +101,8 @@ export class Dispatcher {
       lost: () => this.#abdicate(),
       // The payload names the Docks that got messages (comma-separated).
       announced: (payload) => this.wake(payload === "" ? undefined : payload.split(",")),
+      // Places kept back in Telegram's windows for other instances' bot replies only while there are any.
+      others: (alive) => this.#o.pacer.othersAlive(alive),
     });
     this.#settler = new Settler({
       outbox: options.outbox,

@@ -100,6 +100,15 @@ export interface Leadership {
   heartbeat(onLost: (error: Error) => void): Promise<void>;
   /** Steps down, letting another instance lead at once. */
   release(): Promise<void>;
+  /**
+   * Whether other instances share the database now: false, true, or undefined when the database
+   * could not tell. The first call makes this instance one of them (PostgreSQL: a shared advisory
+   * lock held while it runs, told to the leader at once); from then on, a leader hears of a new
+   * one through `onJoined` without waiting for its next call.
+   */
+  others(onJoined: () => void): Promise<boolean | undefined>;
+  /** Stops being one of the instances (when the service stops). */
+  leave(): Promise<void>;
 }
 
 export interface DbOptions {

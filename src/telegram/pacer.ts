@@ -13,10 +13,12 @@ export interface PacerLimits {
   privateBurst: number;
   groupPerMinute: number;
   /**
-   * Other processes send with the same bot, out of this pacer's sight (several instances on one
-   * PostgreSQL database: a standby's bot replies, the leader's deliveries). Each window then keeps
-   * places back for them: one in a chat's (room for one message of theirs per window, not for a
-   * whole conversation; docs/deployment.md says so), a tenth, rounded up, in the bot's.
+   * Other processes may send with the same bot, out of this pacer's sight (several instances on
+   * one PostgreSQL database: a standby's bot replies, the leader's deliveries). While they do
+   * (`Pacer.othersAlive`), and for a group's window after the last one was seen (what it sent
+   * stays in Telegram's windows), each window keeps places back for them: one in a chat's (room
+   * for one message of theirs per window, not for a whole conversation; docs/deployment.md says
+   * so), a tenth, rounded up, in the bot's. Until this pacer is told, it assumes they do.
    */
   othersSend?: boolean;
 }
@@ -28,6 +30,9 @@ export const TELEGRAM_LIMITS: Omit<PacerLimits, "globalPerSecond"> = {
 };
 
 export type ChatKind = "private" | "group";
+
+/** A group's window, Telegram's longest: what another process sent is counted that long. */
+const GROUP_WINDOW_MS = 60_000;
 
 /** One send's places in the windows it counts against; hand it back with `Pacer.release`. */
 export interface Ticket {
@@ -63,7 +68,10 @@ interface Place {
  * window. The cost is the round trip: at 30/s with 50 ms round trips, 30 sends per 1.05 s.
  */
 class Window {
-  readonly limit: number;
+  readonly #limit: number;
+  /** Places kept back for other processes while `reserving` says they send. */
+  readonly #reserve: number;
+  readonly #reserving: () => boolean;
   readonly windowMs: number;
   /** Sends started and not yet answered. */
   #onTheirWay = 0;
@@ -77,9 +85,16 @@ class Window {
   /** No sending before this time (a `retry_after` from Telegram). */
   pausedUntil = 0;
 
-  constructor(limit: number, windowMs: number) {
-    this.limit = Math.max(1, Math.floor(limit));
+  constructor(limit: number, windowMs: number, reserve = 0, reserving: () => boolean = () => false) {
+    this.#limit = Math.max(1, Math.floor(limit));
+    this.#reserve = reserve;
+    this.#reserving = reserving;
     this.windowMs = windowMs;
+  }
+
+  /** What this pacer may have in the window: Telegram's limit, less the places kept for others. */
+  get limit(): number {
+    return this.#reserve > 0 && this.#reserving() ? Math.max(1, this.#limit - this.#reserve) : this.#limit;
   }
 
   /** Forgets answers a whole window old: they no longer hold a place. */
@@ -190,6 +205,10 @@ export class Pacer {
   readonly #replies = new Map<number, number>();
   #repliesWaiting = 0;
   #lastSweep = 0;
+  /** Until when places are kept back for other processes (see othersAlive). */
+  #othersUntil: number;
+  /** Whether othersAlive was called yet. */
+  #othersTold = false;
   /** The last cold start: chats first seen within their window of it are assumed to have had the previous process's messages. */
   #coldAt = Number.NEGATIVE_INFINITY;
 
@@ -197,7 +216,8 @@ export class Pacer {
     this.#limits = limits;
     this.#now = now;
     const global = Math.ceil(limits.globalPerSecond);
-    this.#global = new Window(limits.othersSend ? global - Math.ceil(global / 10) : global, 1000);
+    this.#othersUntil = limits.othersSend ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
+    this.#global = new Window(global, 1000, Math.ceil(global / 10), this.#reserving);
   }
 
   /**
@@ -208,6 +228,27 @@ export class Pacer {
    * start in a private chat, 3 s in a group). This pacer's own sends (the bot's replies of a
    * standby that now leads) still count on top.
    */
+  /**
+   * Whether other processes share the bot now (instances on the same PostgreSQL database, each a
+   * member while it runs). Places are kept back for them at once when they come; when they are
+   * gone, for a group's window more (what they sent is still counted by Telegram) — unless this
+   * is the first word since this pacer began: then nothing says anyone sent, beyond what a cold
+   * start assumes of every chat anyway.
+   */
+  othersAlive(alive: boolean): void {
+    if (!this.#limits.othersSend) return;
+    const now = this.#now();
+    if (alive) this.#othersUntil = Number.POSITIVE_INFINITY;
+    else if (!this.#othersTold) this.#othersUntil = Number.NEGATIVE_INFINITY;
+    else if (this.#othersUntil === Number.POSITIVE_INFINITY) this.#othersUntil = now + GROUP_WINDOW_MS;
+    this.#othersTold = true;
+    // Places may have come free.
+    if (!alive) this.#told();
+  }
+
+  /** Whether the windows keep places back for other processes now (see othersAlive). */
+  readonly #reserving = (): boolean => this.#now() < this.#othersUntil;
+
   coldStart(): void {
     const now = this.#now();
     this.#global.assumeSent(now, true);
@@ -218,12 +259,11 @@ export class Pacer {
   #chat(chatId: number, kind: ChatKind, now: number): Window {
     let window = this.#chats.get(chatId);
     if (window === undefined) {
-      const { privateBurst, privatePerSecond, groupPerMinute, othersSend } = this.#limits;
-      const reserve = othersSend ? 1 : 0;
+      const { privateBurst, privatePerSecond, groupPerMinute } = this.#limits;
       window =
         kind === "private"
-          ? new Window(privateBurst - reserve, (privateBurst / privatePerSecond) * 1000)
-          : new Window(groupPerMinute - reserve, 60_000);
+          ? new Window(privateBurst, (privateBurst / privatePerSecond) * 1000, 1, this.#reserving)
+          : new Window(groupPerMinute, GROUP_WINDOW_MS, 1, this.#reserving);
       if (now < this.#coldAt + window.windowMs) window.assumeSent(this.#coldAt, false);
       this.#chats.set(chatId, window);
     }

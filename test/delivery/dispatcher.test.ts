@@ -153,6 +153,12 @@ class ScriptedLeadership implements Leadership {
     this.grant = false;
     this.#onLost?.(new Error("the lock's session ended"));
   }
+
+  async others(): Promise<boolean> {
+    return false;
+  }
+
+  async leave(): Promise<void> {}
 }
 
 /**

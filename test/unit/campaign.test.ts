@@ -22,6 +22,12 @@ class ScriptedLeadership implements Leadership {
     this.released++;
     this.isLeader = false;
   }
+
+  async others(): Promise<boolean> {
+    return false;
+  }
+
+  async leave(): Promise<void> {}
 }
 
 function campaignOver(leadership: ScriptedLeadership, failTimes: number) {

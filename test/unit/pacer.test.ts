@@ -289,6 +289,53 @@ describe("the pacer", () => {
     expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
   });
 
+  it("alone on a shared database (told no other instance runs): Telegram's whole limits, 30 a second and 3 in a private chat's 3 s", () => {
+    const clock = { now: 1_000_000 };
+    const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30, othersSend: true }, () => clock.now);
+    pacer.othersAlive(false);
+    let sent = 0;
+    for (let chat = 1; pacer.readyAt(chat, "private") <= clock.now; chat++, sent++) {
+      pacer.release(pacer.take(chat, "private"));
+    }
+    expect(sent).toBe(30);
+    clock.now += 1000;
+    for (let i = 0; i < 3; i++) pacer.release(pacer.take(100, "private"));
+    expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
+  });
+
+  it("another instance comes: places kept back at once; it goes: kept a group's window (60 s) longer, then the whole limits again", () => {
+    const clock = { now: 1_000_000 };
+    const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30, othersSend: true }, () => clock.now);
+    pacer.othersAlive(false);
+    pacer.release(pacer.take(100, "private"));
+    pacer.release(pacer.take(100, "private"));
+    expect(pacer.readyAt(100, "private")).toBe(clock.now);
+    pacer.othersAlive(true);
+    // Two in the window already: the third place is the other instance's.
+    expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
+    clock.now += 10_000;
+    pacer.othersAlive(false);
+    pacer.release(pacer.take(100, "private"));
+    pacer.release(pacer.take(100, "private"));
+    expect(pacer.readyAt(100, "private")).toBe(clock.now + 3000);
+    clock.now += 59_999;
+    pacer.release(pacer.take(101, "private"));
+    pacer.release(pacer.take(101, "private"));
+    expect(pacer.readyAt(101, "private")).toBe(clock.now + 3000);
+    clock.now += 1;
+    expect(pacer.readyAt(101, "private")).toBe(clock.now);
+  });
+
+  it("on a database nobody shares (othersSend off), word of other instances changes nothing", () => {
+    const clock = { now: 1_000_000 };
+    const pacer = new Pacer({ ...TELEGRAM_LIMITS, globalPerSecond: 30 }, () => clock.now);
+    pacer.othersAlive(true);
+    for (let i = 0; i < 3; i++) {
+      expect(pacer.readyAt(100, "private")).toBe(clock.now);
+      pacer.release(pacer.take(100, "private"));
+    }
+  });
+
   describe("the bot's replies before deliveries", () => {
     afterEach(() => {
       vi.useRealTimers();

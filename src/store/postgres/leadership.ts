@@ -4,6 +4,15 @@ import type { Leadership } from "../db.ts";
 /** The NOTIFY channel on which every instance announces accepted messages to the leader. */
 export const ACCEPTED_CHANNEL = "dock_notify_accepted";
 
+/** What an instance announces on ACCEPTED_CHANNEL when it becomes a member (never a Dock ID). */
+const MEMBER_JOINED = "@member";
+
+/**
+ * Membership's advisory lock, in the two-integer key space: "do" (0x646f, beside the message
+ * locks' "dn") and 1. Held shared, on a session, by every instance while it runs.
+ */
+const MEMBER_LOCK = { classid: 0x646f, objid: 1 };
+
 /** The leadership session as `pg_stat_activity` shows it: enough to find it again, and only it. */
 interface Session {
   pid: number;
@@ -34,6 +43,10 @@ export class PgLeadership implements Leadership {
   /** The session that held the lock before this instance lost it without closing it. */
   #abandoned: Session | null = null;
   #session: Session | null = null;
+  /** This instance's membership session (see others), while it holds the lock. */
+  #member: pg.Client | null = null;
+  #onJoined: (() => void) | null = null;
+  #left = false;
 
   /** `timeoutMs`: how long connecting and each statement may take (DATABASE_TIMEOUT_SECONDS). */
   constructor(url: string, name: string, timeoutMs = 5000) {
@@ -47,13 +60,13 @@ export class PgLeadership implements Leadership {
     return this.#leader;
   }
 
-  #connect(): pg.Client {
+  #connect(name = "dock-notify dispatcher"): pg.Client {
     return new pg.Client({
       connectionString: this.#url,
       keepAlive: true,
       connectionTimeoutMillis: this.#timeoutMs,
       query_timeout: this.#timeoutMs,
-      application_name: "dock-notify dispatcher",
+      application_name: name,
       // The server drops this session (and frees the lock) within ~10 s of the network going
       // silent, instead of after the operating system's default of two hours.
       options: "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3",
@@ -83,7 +96,10 @@ export class PgLeadership implements Leadership {
         await client.end();
         return false;
       }
-      client.on("notification", (message) => onNotify(message.payload ?? ""));
+      client.on("notification", (message) => {
+        if (message.payload === MEMBER_JOINED) this.#onJoined?.();
+        else onNotify(message.payload ?? "");
+      });
       await client.query(`listen ${this.#channel}`);
       this.#session = { pid: row.pid, backendStart: row.started };
     } catch (error) {
@@ -139,6 +155,68 @@ export class PgLeadership implements Leadership {
       [abandoned.pid, abandoned.backendStart],
     );
     this.#abandoned = null;
+  }
+
+  /**
+   * Whether other instances run on this database: each holds MEMBER_LOCK shared on a session of
+   * its own while it runs, so the server says who is there — a process that dies loses its
+   * session, and with it its share, at once (or, for a network gone silent, when the keepalives
+   * give up, ~10 s). The first call (and any after this instance's session failed) takes the
+   * share and announces it, so that a leader keeps places back for the newcomer's bot replies
+   * before they can come (Pacer.othersAlive). Undefined when the database does not answer.
+   */
+  async others(onJoined: () => void): Promise<boolean | undefined> {
+    this.#onJoined = onJoined;
+    // A session that failed since the last look (the server ended it, the network dropped it) is
+    // replaced at once: one try with the session held, one with a new one.
+    for (let attempt = 0; attempt < 2 && !this.#left; attempt++) {
+      const held = this.#member;
+      try {
+        const member = held ?? (await this.#join());
+        const { rows } = await member.query<{ holders: number }>(
+          `select count(*)::int as holders from pg_locks
+            where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())
+              and classid = $1 and objid = $2 and objsubid = 2 and granted`,
+          [MEMBER_LOCK.classid, MEMBER_LOCK.objid],
+        );
+        return (rows[0]?.holders ?? 0) > 1;
+      } catch {
+        const member = this.#member;
+        this.#member = null;
+        await member?.end().catch(() => undefined);
+        // A new session that failed: the database does not answer; say so now.
+        if (held === null) return undefined;
+      }
+    }
+    return undefined;
+  }
+
+  async #join(): Promise<pg.Client> {
+    const member = this.#connect("dock-notify member");
+    // A session that fails is noticed at the next call (its query fails): nothing to do now.
+    member.on("error", () => undefined);
+    try {
+      await member.connect();
+      await member.query("select pg_advisory_lock_shared($1, $2)", [MEMBER_LOCK.classid, MEMBER_LOCK.objid]);
+      await member.query("select pg_notify($1, $2)", [this.#channel, MEMBER_JOINED]);
+    } catch (error) {
+      await member.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.#left) {
+      await member.end().catch(() => undefined);
+      throw new Error("left");
+    }
+    this.#member = member;
+    return member;
+  }
+
+  async leave(): Promise<void> {
+    this.#left = true;
+    const member = this.#member;
+    this.#member = null;
+    // Closing the session gives the share back.
+    await member?.end().catch(() => undefined);
   }
 
   async release(): Promise<void> {

@@ -67,4 +67,10 @@ class SoleLeadership implements Leadership {
   async release(): Promise<void> {
     this.#leader = false;
   }
+
+  async others(): Promise<boolean> {
+    return false;
+  }
+
+  async leave(): Promise<void> {}
 }
