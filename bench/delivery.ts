@@ -1,7 +1,9 @@
 /**
  * bench:delivery — the delivery engine against the sandbox with Telegram's limits on.
  *
- *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200 --outage 15]
+ *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200 --outage 15 --database sqlite|postgres://…]
+ *
+ * With PostgreSQL, give it a database of its own (its tables are made, and left behind).
  *
  * Phase 1 (throughput): one Dock with --chats subscribers receives --messages/--chats pings, so
  * --messages Telegram messages must go out; compares the time taken with the theoretical minimum
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     chats: { type: "string", default: "30" },
     probes: { type: "string", default: "200" },
     outage: { type: "string", default: "15" },
+    database: { type: "string", default: "sqlite" },
   },
 });
 const chatsCount = Number(values.chats);
@@ -43,11 +46,20 @@ const probes = Number(values.probes);
 const root = join(import.meta.dirname, "..");
 const dataDir = mkdtempSync(join(tmpdir(), "dock-notify-bench-delivery-"));
 const rate = 30;
+const databaseUrl =
+  values.database === "sqlite" ? `sqlite:${join(dataDir, "dock-notify.db")}` : values.database;
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ["src/cli.ts", "serve"], {
     cwd: root,
-    env: { ...process.env, PORT: "0", DATA_DIR: dataDir, DOCK_RATE_BURST: "0", LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      PORT: "0",
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      DOCK_RATE_BURST: "0",
+      LOG_LEVEL: "warn",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   // At LOG_LEVEL=warn the ready line is not printed; wait for /healthz instead.
@@ -124,7 +136,7 @@ void (async () => {
   }
 })();
 
-const db = await openDb(`sqlite:${join(dataDir, "dock-notify.db")}`);
+const db = await openDb(databaseUrl);
 await migrate(db);
 const docks = new DockRepository(db, loadEncryptionKey(null, dataDir).key);
 const subscriptions = new SubscriptionRepository(db);
@@ -224,6 +236,7 @@ console.log(
 console.log(
   `sandbox limits ON: ${SEND_LIMITS.globalPerSecond} in any second per bot, ${SEND_LIMITS.privateChatBurst} in any ${SEND_LIMITS.privateChatBurst / SEND_LIMITS.privateChatPerSecond} s per chat\n`,
 );
+console.log(`database: ${values.database === "sqlite" ? "SQLite" : "PostgreSQL"}`);
 console.log(`phase 1: ${total} messages to ${chatsCount} chats (${perChat} each) from one Dock`);
 console.log(
   `  time ${elapsed.toFixed(2)} s; theoretical minimum ${theoretical.toFixed(2)} s; ${((elapsed / theoretical - 1) * 100).toFixed(1)} % over (target ≤ 5 %)`,

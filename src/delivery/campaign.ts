@@ -76,11 +76,14 @@ export class Campaign {
     await this.#o.leadership.leave();
   }
 
-  /** Tells `others` whether other instances share the database (see CampaignOptions.others). */
+  /**
+   * Tells `others` whether other instances share the database (see CampaignOptions.others). The
+   * leadership shares a look under way with a second caller (Leadership.others).
+   */
   async #countOthers(): Promise<void> {
     const { others } = this.#o;
     if (others === undefined) return;
-    const alive = await this.#o.leadership.others(() => others(true));
+    const alive = await this.#o.leadership.others(() => others(true)).catch(() => undefined);
     if (this.#running) others(alive ?? true);
   }
 
@@ -96,7 +99,9 @@ export class Campaign {
       this.#o.log.warn({ reason: error.message }, "lost the dispatcher lock; standing by");
       this.#o.lost();
     };
-    await this.#countOthers();
+    // Not awaited: a database slow to answer must not hold up the leader's check of its session
+    // (a leader cut off must step down within the timeout) nor the campaign at start.
+    void this.#countOthers();
     if (leadership.isLeader) {
       await leadership.heartbeat(lost);
       return;

@@ -104,7 +104,8 @@ export interface Leadership {
    * Whether other instances share the database now: false, true, or undefined when the database
    * could not tell. The first call makes this instance one of them (PostgreSQL: a shared advisory
    * lock held while it runs, told to the leader at once); from then on, a leader hears of a new
-   * one through `onJoined` without waiting for its next call.
+   * one through `onJoined` without waiting for its next call. Calls made while one is under way
+   * share its answer.
    */
   others(onJoined: () => void): Promise<boolean | undefined>;
   /** Stops being one of the instances (when the service stops). */

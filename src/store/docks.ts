@@ -418,11 +418,12 @@ export class DockRepository {
     if (secretKey.startsWith(CREDENTIAL_PREFIX)) return this.credentials.authenticate(id, secretKey);
     // Anything that cannot be a Dock ID never reaches the database (PostgreSQL refuses some
     // characters, such as NUL, with an error rather than "no row").
+    const generation = this.#verified.generation;
     const row = DOCK_ID_PATTERN.test(id)
       ? (await this.#db.kysely.executeQuery(this.#credentialsOf({ id }))).rows[0]
       : undefined;
     const dock = checkCredentials(row, secretKey);
-    if (dock !== undefined) this.#verified.rememberKey(secretKey, dock);
+    if (dock !== undefined) this.#verified.rememberKey(secretKey, dock, generation);
     return dock;
   }
 
@@ -499,6 +500,7 @@ export class DockRepository {
    */
   async authenticateHook(token: string): Promise<DockCredentials | undefined> {
     if (!token.startsWith(HOOK_TOKEN_PREFIX) || token.length > 64) return undefined;
+    const generation = this.#verified.generation;
     const row = await this.#db.kysely
       .selectFrom("docks")
       .select(["id", "name", "inbound_format", watched])
@@ -506,7 +508,7 @@ export class DockRepository {
       .executeTakeFirst();
     if (row === undefined) return undefined;
     const dock: DockCredentials = { ...credentialsOf(row), principal: { kind: "hook" } };
-    this.#verified.rememberHook(token, dock);
+    this.#verified.rememberHook(token, dock, generation);
     return dock;
   }
 
@@ -550,7 +552,7 @@ export class DockRepository {
    */
   async revokeHookToken(id: string, by?: AuditBy): Promise<boolean> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
+    const done = await this.#db.kysely.transaction().execute(async (tx) => {
       const before = await tx.selectFrom("docks").select("hook_hash").where("id", "=", id).executeTakeFirst();
       if (before === undefined) return false;
       await tx
@@ -561,6 +563,8 @@ export class DockRepository {
       if (by && before.hook_hash !== null) await writeAuditBy(tx, id, by, "hook_token_revoked", {}, now);
       return true;
     });
+    this.#verified.forget(id);
+    return done;
   }
 
   /** The Dock's inbound format and template (read when a template is used). */

@@ -19,6 +19,7 @@ const MAX_ENTRIES = 10_000;
 export class VerifiedKeys {
   readonly #entries = new Map<string, { dock: DockCredentials; until: number }>();
   readonly #now: () => number;
+  #generation = 0;
 
   constructor(now: () => number = () => performance.now()) {
     this.#now = now;
@@ -34,16 +35,30 @@ export class VerifiedKeys {
     return this.#get(slotOf("hook", token));
   }
 
-  rememberKey(secretKey: string, dock: DockCredentials): void {
-    if (dock.principal === undefined) this.#set(slotOf("key", `${dock.id}\n${secretKey}`), dock);
+  /**
+   * Moves with every `forget`: a lookup reads it before it reads the row, and remembers what it
+   * found only if it has not moved since — a row read before a change committed on this instance
+   * is never remembered after it.
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
-  rememberHook(token: string, dock: DockCredentials): void {
-    if (dock.principal?.kind === "hook") this.#set(slotOf("hook", token), dock);
+  /** Remembers a key found right by a lookup that began at `generation`. */
+  rememberKey(secretKey: string, dock: DockCredentials, generation: number): void {
+    if (dock.principal === undefined && generation === this.#generation)
+      this.#set(slotOf("key", `${dock.id}\n${secretKey}`), dock);
+  }
+
+  /** Remembers a hook token found right by a lookup that began at `generation`. */
+  rememberHook(token: string, dock: DockCredentials, generation: number): void {
+    if (dock.principal?.kind === "hook" && generation === this.#generation)
+      this.#set(slotOf("hook", token), dock);
   }
 
   /** Every secret remembered for the Dock (its key, hook token, settings or existence changed). */
   forget(dockId: string): void {
+    this.#generation++;
     for (const [slot, entry] of this.#entries) if (entry.dock.id === dockId) this.#entries.delete(slot);
   }
 

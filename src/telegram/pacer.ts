@@ -221,14 +221,6 @@ export class Pacer {
   }
 
   /**
-   * Starting to send after another process may have (a restart, a crash, a leadership takeover):
-   * Telegram still counts what that one sent just before it stopped. The bot's window is taken as
-   * full for a second (nothing goes out in the first second); each chat as having had a steady
-   * stream until now (its first message waits its share of the window: until 1 s after the cold
-   * start in a private chat, 3 s in a group). This pacer's own sends (the bot's replies of a
-   * standby that now leads) still count on top.
-   */
-  /**
    * Whether other processes share the bot now (instances on the same PostgreSQL database, each a
    * member while it runs). Places are kept back for them at once when they come; when they are
    * gone, for a group's window more (what they sent is still counted by Telegram) — unless this
@@ -249,6 +241,14 @@ export class Pacer {
   /** Whether the windows keep places back for other processes now (see othersAlive). */
   readonly #reserving = (): boolean => this.#now() < this.#othersUntil;
 
+  /**
+   * Starting to send after another process may have (a restart, a crash, a leadership takeover):
+   * Telegram still counts what that one sent just before it stopped. The bot's window is taken as
+   * full for a second (nothing goes out in the first second); each chat as having had a steady
+   * stream until now (its first message waits its share of the window: until 1 s after the cold
+   * start in a private chat, 3 s in a group). This pacer's own sends (the bot's replies of a
+   * standby that now leads) still count on top.
+   */
   coldStart(): void {
     const now = this.#now();
     this.#global.assumeSent(now, true);

@@ -201,7 +201,9 @@ describe("what serve shows", () => {
         });
         const shown = await started(served, "the banner", /Press Ctrl\+C to stop\./);
         const name = withPassword.pathname.slice(1);
-        expect(shown).toContain(`  Data      PostgreSQL database ${name} on 127.0.0.1:5432`);
+        // The server as TEST_POSTGRES_URL names it (the default port when it names none).
+        const server = `${withPassword.hostname}:${withPassword.port || 5432}`;
+        expect(shown).toContain(`  Data      PostgreSQL database ${name} on ${server}`);
         expect(shown).not.toContain("s3cret-pw");
         served.child.stdin?.write("\x03");
         expect(await served.exited).toBe(0);

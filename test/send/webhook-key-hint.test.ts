@@ -1,15 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DockRepository } from "../../src/store/docks.ts";
 import { basic, dialects, type RunningService, startService } from "../helpers/harness.ts";
 
 const DIALECTS = await dialects();
-const FIRING = readFileSync(
-  join(import.meta.dirname, "../fixtures/integrations/alertmanager/firing.json"),
-  "utf8",
-);
+const FIXTURES = join(import.meta.dirname, "../fixtures/integrations");
+const FIRING = readFileSync(join(FIXTURES, "alertmanager/firing.json"), "utf8");
+const GITHUB_PING = readFileSync(join(FIXTURES, "github/ping.json"), "utf8");
 
 /**
  * /webhook, /webhook/<format> and the hook URLs let a secret key or hook token this instance found
@@ -110,6 +109,93 @@ describe.each(DIALECTS)("a secret key or hook token found right lately, on %s", 
         .where("id", "=", dock.id)
         .execute();
       expect((await hook(rotated)).status).toBe(401);
+    },
+  );
+
+  it("the hint spares the lookup: one per key and per token while it is fresh, whatever the number of sends", async ({
+    onTestFinished,
+  }) => {
+    const dock = await service.app.docks.create(1, { name: "Counted", link: null, description: null });
+    const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    const keys = vi.spyOn(service.app.docks, "authenticate");
+    const hooks = vi.spyOn(service.app.docks, "authenticateHook");
+    onTestFinished(() => {
+      keys.mockRestore();
+      hooks.mockRestore();
+    });
+    const body = JSON.stringify({ msg: "counted" });
+    for (let i = 0; i < 5; i++) {
+      expect((await send("/webhook", dock.id, dock.secretKey, body)).status).toBe(202);
+      const hooked = await fetch(`${service.url}/hook/${token}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body,
+      });
+      expect(hooked.status).toBe(202);
+    }
+    expect(await stored(dock.id)).toHaveLength(10);
+    // One lookup each (a slow machine may let the hint's 5 s run out once: then a second).
+    expect(keys.mock.calls.length).toBeGreaterThanOrEqual(1);
+    expect(keys.mock.calls.length).toBeLessThan(5);
+    expect(hooks.mock.calls.length).toBeGreaterThanOrEqual(1);
+    expect(hooks.mock.calls.length).toBeLessThan(5);
+  });
+
+  it("a hook URL taken on the hint still replaces by key only what it sent itself", async () => {
+    const dock = await service.app.docks.create(1, { name: "Own keys", link: null, description: null });
+    const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+    const hook = (msg: string, key: string) =>
+      fetch(`${service.url}/hook/${token}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ msg, key }),
+      });
+    // The key's message is the secret key's; the hook's first send (a lookup), then its second (the hint).
+    expect(
+      (await send("/webhook", dock.id, dock.secretKey, JSON.stringify({ msg: "by the key", key: "k" })))
+        .status,
+    ).toBe(202);
+    expect((await hook("hook's own", "own")).status).toBe(202);
+    const refused = await hook("taking it over", "k");
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ ok: false, error: { code: "not_your_message" } });
+  });
+
+  it.each(["key", "hook"] as const)(
+    'a payload with nothing to store (GitHub\'s ping) on a %s rotated elsewhere is refused, not answered "skipped"',
+    async (kind) => {
+      const dock = await service.app.docks.create(1, { name: "Pinged", link: null, description: null });
+      const token = (await service.app.docks.rotateHookToken(dock.id)) as string;
+      const ping = () =>
+        kind === "key"
+          ? fetch(`${service.url}/webhook/github`, {
+              method: "POST",
+              headers: {
+                Authorization: basic(dock.id, dock.secretKey),
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "ping",
+              },
+              body: GITHUB_PING,
+            })
+          : fetch(`${service.url}/hook/${token}/github`, {
+              method: "POST",
+              headers: { "Content-Type": "application/json", "X-GitHub-Event": "ping" },
+              body: GITHUB_PING,
+            });
+      // A real send first, so that the secret is on the hint; then a ping, answered skipped.
+      const first =
+        kind === "key"
+          ? await send("/webhook", dock.id, dock.secretKey, JSON.stringify({ msg: "hi" }))
+          : await fetch(`${service.url}/hook/${token}`, { method: "POST", body: "hi" });
+      expect(first.status).toBe(202);
+      const skipped = await ping();
+      expect(skipped.status).toBe(200);
+      expect(await skipped.json()).toMatchObject({ ok: true, skipped: true });
+
+      if (kind === "key") await elsewhere.rotateSecret(dock.id);
+      else await elsewhere.rotateHookToken(dock.id);
+      const refused = await ping();
+      expect(refused.status).toBe(401);
     },
   );
 

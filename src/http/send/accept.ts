@@ -134,6 +134,28 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
   const sendWebhook = async (request: FastifyRequest, reply: FastifyReply, endpoint: "webhook" | "hook") => {
     const skip = request.inboundSkip;
     if (skip !== null) {
+      // Nothing to store, so no batch to check a secret taken on a hint: it is checked now, so
+      // that a rotated key or token is refused here too ("the hook works" would be a lie).
+      const deferred = request.deferred;
+      if (deferred !== null) {
+        const dockId = dockOf(request).id;
+        request.deferred = null;
+        await auth.judge(
+          request,
+          async () => {
+            const dock =
+              deferred.kind === "key"
+                ? await options.docks.authenticate(dockId, deferred.secret)
+                : await options.docks.authenticateHook(deferred.secret);
+            if (dock === undefined) options.docks.forgetVerified(dockId);
+            return dock;
+          },
+          () =>
+            deferred.kind === "key"
+              ? new ApiError("unauthorized", undefined, WWW_AUTHENTICATE)
+              : unknownHookToken(deferred.secret),
+        );
+      }
       request.logFields = {
         dockId: dockOf(request).id,
         format: skip.format,

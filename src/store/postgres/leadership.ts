@@ -45,6 +45,10 @@ export class PgLeadership implements Leadership {
   #session: Session | null = null;
   /** This instance's membership session (see others), while it holds the lock. */
   #member: pg.Client | null = null;
+  /** Its server process: the notification of this instance's own joining is not news. */
+  #memberPid: number | null = null;
+  /** A look under way (others): a second caller shares it, never opens a second session. */
+  #looking: Promise<boolean | undefined> | null = null;
   #onJoined: (() => void) | null = null;
   #left = false;
 
@@ -97,8 +101,8 @@ export class PgLeadership implements Leadership {
         return false;
       }
       client.on("notification", (message) => {
-        if (message.payload === MEMBER_JOINED) this.#onJoined?.();
-        else onNotify(message.payload ?? "");
+        if (message.payload !== MEMBER_JOINED) onNotify(message.payload ?? "");
+        else if (message.processId !== this.#memberPid) this.#onJoined?.();
       });
       await client.query(`listen ${this.#channel}`);
       this.#session = { pid: row.pid, backendStart: row.started };
@@ -165,8 +169,15 @@ export class PgLeadership implements Leadership {
    * share and announces it, so that a leader keeps places back for the newcomer's bot replies
    * before they can come (Pacer.othersAlive). Undefined when the database does not answer.
    */
-  async others(onJoined: () => void): Promise<boolean | undefined> {
+  others(onJoined: () => void): Promise<boolean | undefined> {
     this.#onJoined = onJoined;
+    this.#looking ??= this.#look().finally(() => {
+      this.#looking = null;
+    });
+    return this.#looking;
+  }
+
+  async #look(): Promise<boolean | undefined> {
     // A session that failed since the last look (the server ended it, the network dropped it) is
     // replaced at once: one try with the session held, one with a new one.
     for (let attempt = 0; attempt < 2 && !this.#left; attempt++) {
@@ -183,6 +194,7 @@ export class PgLeadership implements Leadership {
       } catch {
         const member = this.#member;
         this.#member = null;
+        this.#memberPid = null;
         await member?.end().catch(() => undefined);
         // A new session that failed: the database does not answer; say so now.
         if (held === null) return undefined;
@@ -195,9 +207,14 @@ export class PgLeadership implements Leadership {
     const member = this.#connect("dock-notify member");
     // A session that fails is noticed at the next call (its query fails): nothing to do now.
     member.on("error", () => undefined);
+    let pid: number;
     try {
       await member.connect();
-      await member.query("select pg_advisory_lock_shared($1, $2)", [MEMBER_LOCK.classid, MEMBER_LOCK.objid]);
+      const { rows } = await member.query<{ pid: number }>(
+        "select pg_advisory_lock_shared($1, $2), pg_backend_pid() as pid",
+        [MEMBER_LOCK.classid, MEMBER_LOCK.objid],
+      );
+      pid = rows[0]?.pid ?? -1;
       await member.query("select pg_notify($1, $2)", [this.#channel, MEMBER_JOINED]);
     } catch (error) {
       await member.end().catch(() => undefined);
@@ -208,13 +225,17 @@ export class PgLeadership implements Leadership {
       throw new Error("left");
     }
     this.#member = member;
+    this.#memberPid = pid;
     return member;
   }
 
   async leave(): Promise<void> {
     this.#left = true;
+    // A look under way ends first: its session, if it opens one, is then this one to close.
+    await this.#looking;
     const member = this.#member;
     this.#member = null;
+    this.#memberPid = null;
     // Closing the session gives the share back.
     await member?.end().catch(() => undefined);
   }
