@@ -231,8 +231,8 @@ export class PgLeadership implements Leadership {
 
   async leave(): Promise<void> {
     this.#left = true;
-    // A look under way ends first: its session, if it opens one, is then this one to close.
-    await this.#looking;
+    // Not waiting for a look under way (a database that does not answer would hold the stop): a
+    // session it opens after this is closed by #join, which sees #left.
     const member = this.#member;
     this.#member = null;
     this.#memberPid = null;
