@@ -479,19 +479,21 @@ export class DockRepository {
     values: Updateable<DocksTable>,
   ): Promise<boolean> {
     const now = this.#now();
-    const done = await this.#db.kysely.transaction().execute(async (tx) => {
-      const result = await tx
-        .updateTable("docks")
-        .set({ ...values, updated_at: now })
-        .where("id", "=", id)
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) return false;
-      if (by) await writeAuditBy(tx, id, by, action, {}, now);
-      return true;
-    });
-    // Once committed: a lookup meanwhile may have remembered the row as it was.
-    this.#verified.forget(id);
-    return done;
+    try {
+      return await this.#db.kysely.transaction().execute(async (tx) => {
+        const result = await tx
+          .updateTable("docks")
+          .set({ ...values, updated_at: now })
+          .where("id", "=", id)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return false;
+        if (by) await writeAuditBy(tx, id, by, action, {}, now);
+        return true;
+      });
+    } finally {
+      // Once committed (or its answer lost): a lookup meanwhile may have remembered the row as it was.
+      this.#verified.forget(id);
+    }
   }
 
   /**
@@ -552,19 +554,26 @@ export class DockRepository {
    */
   async revokeHookToken(id: string, by?: AuditBy): Promise<boolean> {
     const now = this.#now();
-    const done = await this.#db.kysely.transaction().execute(async (tx) => {
-      const before = await tx.selectFrom("docks").select("hook_hash").where("id", "=", id).executeTakeFirst();
-      if (before === undefined) return false;
-      await tx
-        .updateTable("docks")
-        .set({ hook_hash: null, hook_sealed: null, updated_at: now })
-        .where("id", "=", id)
-        .execute();
-      if (by && before.hook_hash !== null) await writeAuditBy(tx, id, by, "hook_token_revoked", {}, now);
-      return true;
-    });
-    this.#verified.forget(id);
-    return done;
+    try {
+      return await this.#db.kysely.transaction().execute(async (tx) => {
+        const before = await tx
+          .selectFrom("docks")
+          .select("hook_hash")
+          .where("id", "=", id)
+          .executeTakeFirst();
+        if (before === undefined) return false;
+        await tx
+          .updateTable("docks")
+          .set({ hook_hash: null, hook_sealed: null, updated_at: now })
+          .where("id", "=", id)
+          .execute();
+        if (by && before.hook_hash !== null) await writeAuditBy(tx, id, by, "hook_token_revoked", {}, now);
+        return true;
+      });
+    } finally {
+      // Even when the commit's answer was lost: the row may have changed.
+      this.#verified.forget(id);
+    }
   }
 
   /** The Dock's inbound format and template (read when a template is used). */
@@ -619,26 +628,29 @@ export class DockRepository {
   ): Promise<boolean> {
     const now = this.#now();
     const columns = Object.keys(values) as (keyof typeof values)[];
-    const done = await this.#db.kysely.transaction().execute(async (tx) => {
-      const before =
-        columns.length === 0
-          ? await tx.selectFrom("docks").select("id").where("id", "=", id).executeTakeFirst()
-          : await tx.selectFrom("docks").select(columns).where("id", "=", id).executeTakeFirst();
-      if (before === undefined) return false;
-      await tx
-        .updateTable("docks")
-        .set({ ...values, updated_at: now })
-        .where("id", "=", id)
-        .execute();
-      const was = before as Record<string, string | null>;
-      const changed = columns.filter((column) => (was[column] ?? null) !== (values[column] ?? null));
-      if (by && changed.length > 0)
-        await writeAuditBy(tx, id, by, "settings_changed", { fields: changed.join(",") }, now);
-      return true;
-    });
-    // Its inbound format may have changed: the send doors read a body by it.
-    this.#verified.forget(id);
-    return done;
+    try {
+      return await this.#db.kysely.transaction().execute(async (tx) => {
+        const before =
+          columns.length === 0
+            ? await tx.selectFrom("docks").select("id").where("id", "=", id).executeTakeFirst()
+            : await tx.selectFrom("docks").select(columns).where("id", "=", id).executeTakeFirst();
+        if (before === undefined) return false;
+        await tx
+          .updateTable("docks")
+          .set({ ...values, updated_at: now })
+          .where("id", "=", id)
+          .execute();
+        const was = before as Record<string, string | null>;
+        const changed = columns.filter((column) => (was[column] ?? null) !== (values[column] ?? null));
+        if (by && changed.length > 0)
+          await writeAuditBy(tx, id, by, "settings_changed", { fields: changed.join(",") }, now);
+        return true;
+      });
+    } finally {
+      // Its inbound format may have changed (even if the commit's answer was lost): the send doors
+      // read a body by it.
+      this.#verified.forget(id);
+    }
   }
 
   /**
@@ -670,18 +682,21 @@ export class DockRepository {
    */
   async delete(id: string): Promise<boolean> {
     const now = this.#now();
-    const done = await this.#db.kysely.transaction().execute(async (tx) => {
-      const dock = await tx.selectFrom("docks").select("name").where("id", "=", id).executeTakeFirst();
-      if (dock === undefined) return false;
-      await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
-      const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
-      // Not by a foreign key's cascade (migrations 0011, 0018 and 0021 say why).
-      await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();
-      await tx.deleteFrom("dock_audit").where("dock_id", "=", id).execute();
-      await tx.deleteFrom("dock_refusals").where("dock_id", "=", id).execute();
-      return result.numDeletedRows > 0n;
-    });
-    this.#verified.forget(id);
-    return done;
+    try {
+      return await this.#db.kysely.transaction().execute(async (tx) => {
+        const dock = await tx.selectFrom("docks").select("name").where("id", "=", id).executeTakeFirst();
+        if (dock === undefined) return false;
+        await queueNoticeToSubscribers(tx, id, { kind: "dock_deleted", dockName: dock.name }, now);
+        const result = await tx.deleteFrom("docks").where("id", "=", id).executeTakeFirst();
+        // Not by a foreign key's cascade (migrations 0011, 0018 and 0021 say why).
+        await tx.deleteFrom("dock_days").where("dock_id", "=", id).execute();
+        await tx.deleteFrom("dock_audit").where("dock_id", "=", id).execute();
+        await tx.deleteFrom("dock_refusals").where("dock_id", "=", id).execute();
+        return result.numDeletedRows > 0n;
+      });
+    } finally {
+      // Even when the commit's answer was lost: the row may have changed.
+      this.#verified.forget(id);
+    }
   }
 }

@@ -113,11 +113,12 @@ class Window {
   readyAt(now: number, ahead = 0): number {
     this.#forget(now);
     const at = Math.max(now, this.pausedUntil);
+    const limit = this.limit;
     const held = this.#onTheirWay + this.#answered.length + this.#assumed.length + ahead;
-    if (held < this.limit) return at;
+    if (held < limit) return at;
     // The answer that must leave the window for a place to come free: `held - limit` of the
     // earlier ones leave before it.
-    const leaving = this.#nthAnswer(held - this.limit);
+    const leaving = this.#nthAnswer(held - limit);
     return leaving === undefined ? Number.POSITIVE_INFINITY : Math.max(at, leaving + this.windowMs);
   }
 
@@ -166,8 +167,9 @@ class Window {
    * replaces the previous guess; this pacer's own sends are counted on top.
    */
   assumeSent(now: number, full: boolean): void {
-    this.#assumed = Array.from({ length: this.limit }, (_, i) =>
-      full ? now : now - ((this.limit - 1 - i) * this.windowMs) / this.limit,
+    const limit = this.limit;
+    this.#assumed = Array.from({ length: limit }, (_, i) =>
+      full ? now : now - ((limit - 1 - i) * this.windowMs) / limit,
     );
   }
 

@@ -33,7 +33,7 @@ describe.skipIf(!POSTGRES)("instances sharing a PostgreSQL database", () => {
   it("an instance alone sees no other; a second is seen by both, the leader told at once; one that left is no longer seen", async ({
     onTestFinished,
   }) => {
-    const { first, second } = await twoInstances(onTestFinished);
+    const { database, first, second } = await twoInstances(onTestFinished);
     let joined = 0;
     expect(await first.others(() => joined++)).toBe(false);
     expect(
@@ -47,6 +47,11 @@ describe.skipIf(!POSTGRES)("instances sharing a PostgreSQL database", () => {
     // The leader hears of the newcomer when it joins (a NOTIFY), before its own next look.
     await waitFor("the leader told of the newcomer", async () => (joined > 0 ? true : undefined));
     expect(await first.others(() => joined++)).toBe(true);
+
+    // An instance of another bot on the same database is not one of them.
+    const otherBot = new PgLeadership(database.url, "dispatcher:another-bot", 5000);
+    onTestFinished(() => otherBot.leave());
+    expect(await otherBot.others(() => {})).toBe(false);
 
     await second.leave();
     expect(await first.others(() => {})).toBe(false);

@@ -196,6 +196,15 @@ describe.each(DIALECTS)("a secret key or hook token found right lately, on %s", 
       else await elsewhere.rotateHookToken(dock.id);
       const refused = await ping();
       expect(refused.status).toBe(401);
+      if (kind === "key")
+        expect(refused.headers.get("www-authenticate")).toMatch(/^Basic realm="dock-notify"/);
+      else
+        expect(await refused.json()).toMatchObject({
+          error: {
+            code: "unauthorized",
+            message: "Unknown hook token (it may have been rotated or removed).",
+          },
+        });
     },
   );
 

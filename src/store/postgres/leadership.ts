@@ -4,14 +4,19 @@ import type { Leadership } from "../db.ts";
 /** The NOTIFY channel on which every instance announces accepted messages to the leader. */
 export const ACCEPTED_CHANNEL = "dock_notify_accepted";
 
-/** What an instance announces on ACCEPTED_CHANNEL when it becomes a member (never a Dock ID). */
-const MEMBER_JOINED = "@member";
+/**
+ * What an instance announces on ACCEPTED_CHANNEL when it becomes a member, followed by the key of
+ * what it leads (a bot's dispatcher: the bot's id, which is public): never a Dock ID.
+ */
+const MEMBER_JOINED = "@member:";
 
 /**
- * Membership's advisory lock, in the two-integer key space: "do" (0x646f, beside the message
- * locks' "dn") and 1. Held shared, on a session, by every instance while it runs.
+ * Membership's advisory locks, in the two-integer key space: "do" (0x646f, beside the message
+ * locks' "dn") and the hash of what the instances lead (`hashtext` of the leadership's key, so
+ * instances of another bot on the same database are not counted). Held shared, on a session of
+ * its own, by every instance while it runs.
  */
-const MEMBER_LOCK = { classid: 0x646f, objid: 1 };
+const MEMBER_CLASS = 0x646f;
 
 /** The leadership session as `pg_stat_activity` shows it: enough to find it again, and only it. */
 interface Session {
@@ -47,6 +52,10 @@ export class PgLeadership implements Leadership {
   #member: pg.Client | null = null;
   /** Its server process: the notification of this instance's own joining is not news. */
   #memberPid: number | null = null;
+  /** A membership session this instance lost without closing it: ended at the next join (see #endAbandoned). */
+  #abandonedMember: Session | null = null;
+  #memberSession: Session | null = null;
+
   /** A look under way (others): a second caller shares it, never opens a second session. */
   #looking: Promise<boolean | undefined> | null = null;
   #onJoined: (() => void) | null = null;
@@ -101,8 +110,11 @@ export class PgLeadership implements Leadership {
         return false;
       }
       client.on("notification", (message) => {
-        if (message.payload !== MEMBER_JOINED) onNotify(message.payload ?? "");
-        else if (message.processId !== this.#memberPid) this.#onJoined?.();
+        const payload = message.payload ?? "";
+        if (!payload.startsWith(MEMBER_JOINED)) onNotify(payload);
+        // Another instance of this leadership's (this instance's own joining is no news).
+        else if (payload === `${MEMBER_JOINED}${this.#key}` && message.processId !== this.#memberPid)
+          this.#onJoined?.();
       });
       await client.query(`listen ${this.#channel}`);
       this.#session = { pid: row.pid, backendStart: row.started };
@@ -184,18 +196,23 @@ export class PgLeadership implements Leadership {
       const held = this.#member;
       try {
         const member = held ?? (await this.#join());
+        // objid is an oid: the key's hash (an int4) as the unsigned number the server shows.
         const { rows } = await member.query<{ holders: number }>(
           `select count(*)::int as holders from pg_locks
             where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())
-              and classid = $1 and objid = $2 and objsubid = 2 and granted`,
-          [MEMBER_LOCK.classid, MEMBER_LOCK.objid],
+              and classid = $1 and objid::bigint = (hashtext($2)::bigint & 4294967295) and objsubid = 2 and granted`,
+          [MEMBER_CLASS, this.#key],
         );
         return (rows[0]?.holders ?? 0) > 1;
       } catch {
         const member = this.#member;
+        // The server may keep its session (and share) until it notices: ended at the next join,
+        // or this instance would count itself as another.
+        if (member !== null && this.#memberSession !== null) this.#abandonedMember = this.#memberSession;
         this.#member = null;
         this.#memberPid = null;
-        await member?.end().catch(() => undefined);
+        this.#memberSession = null;
+        void member?.end().catch(() => undefined);
         // A new session that failed: the database does not answer; say so now.
         if (held === null) return undefined;
       }
@@ -207,25 +224,45 @@ export class PgLeadership implements Leadership {
     const member = this.#connect("dock-notify member");
     // A session that fails is noticed at the next call (its query fails): nothing to do now.
     member.on("error", () => undefined);
-    let pid: number;
+    let session: Session;
     try {
       await member.connect();
-      const { rows } = await member.query<{ pid: number }>(
-        "select pg_advisory_lock_shared($1, $2), pg_backend_pid() as pid",
-        [MEMBER_LOCK.classid, MEMBER_LOCK.objid],
+      const abandoned = this.#abandonedMember;
+      if (abandoned !== null) {
+        await member.query(
+          `select pg_terminate_backend(pid) from pg_stat_activity
+            where pid = $1 and extract(epoch from backend_start) = $2::numeric and pid <> pg_backend_pid()`,
+          [abandoned.pid, abandoned.backendStart],
+        );
+        this.#abandonedMember = null;
+      }
+      const { rows } = await member.query<{ pid: number; started: string }>(
+        `select pg_advisory_lock_shared($1, hashtext($2)), pg_backend_pid() as pid,
+                (select extract(epoch from backend_start)::text from pg_stat_activity
+                  where pid = pg_backend_pid()) as started`,
+        [MEMBER_CLASS, this.#key],
       );
-      pid = rows[0]?.pid ?? -1;
-      await member.query("select pg_notify($1, $2)", [this.#channel, MEMBER_JOINED]);
+      const row = rows[0];
+      if (row === undefined) throw new Error("the membership lock's query answered no row");
+      session = { pid: row.pid, backendStart: row.started };
+      // Stopping meanwhile: no joining to announce.
+      if (this.#left) throw new Error("left");
+      // Known before the announcement: its echo on the leader's session can come before the
+      // NOTIFY's own answer, and must be recognised as this instance's.
+      this.#memberPid = session.pid;
+      await member.query("select pg_notify($1, $2)", [this.#channel, `${MEMBER_JOINED}${this.#key}`]);
     } catch (error) {
+      if (this.#member === null) this.#memberPid = null;
       await member.end().catch(() => undefined);
       throw error;
     }
     if (this.#left) {
+      this.#memberPid = null;
       await member.end().catch(() => undefined);
       throw new Error("left");
     }
     this.#member = member;
-    this.#memberPid = pid;
+    this.#memberSession = session;
     return member;
   }
 
@@ -236,6 +273,7 @@ export class PgLeadership implements Leadership {
     const member = this.#member;
     this.#member = null;
     this.#memberPid = null;
+    this.#memberSession = null;
     // Closing the session gives the share back.
     await member?.end().catch(() => undefined);
   }
