@@ -4,7 +4,7 @@ import { replacesOnlyOwn, senderOf } from "../../domain/principal.ts";
 import { ApiError, fieldsRefused } from "../errors.ts";
 import type { Intake } from "../intake.ts";
 import type { Authentication } from "./auth.ts";
-import { placeholderRefusal, unknownHookToken, WWW_AUTHENTICATE } from "./auth.ts";
+import { deferredRefusal, placeholderRefusal } from "./auth.ts";
 import { checkMessage, idempotencyKeyOf } from "./body.ts";
 import type { SendApiOptions } from "./options.ts";
 import { signedDeliveryKey } from "./signatures.ts";
@@ -102,8 +102,7 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
       // A secret found right lately, refused now (rotated, or the Dock deleted, maybe by another
       // instance): answered as a wrong one is before its body is read.
       options.docks.forgetVerified(credentials.dockId);
-      if (request.deferred.kind === "hook") throw unknownHookToken(request.deferred.secret);
-      throw new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+      throw deferredRefusal(request.deferred);
     }
     attempt.right();
     if (result.kind === "replayed") reply.header("Idempotent-Replayed", "true");
@@ -150,10 +149,7 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
             if (dock === undefined) options.docks.forgetVerified(dockId);
             return dock;
           },
-          () =>
-            deferred.kind === "key"
-              ? new ApiError("unauthorized", undefined, WWW_AUTHENTICATE)
-              : unknownHookToken(deferred.secret),
+          () => deferredRefusal(deferred),
         );
       }
       request.logFields = {

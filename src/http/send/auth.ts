@@ -65,6 +65,13 @@ export function unknownHookToken(token: string): ApiError {
   );
 }
 
+/** The 401 for a secret a door took on a hint (request.deferred) and found wrong: its door's own. */
+export function deferredRefusal(deferred: { kind: "key" | "hook"; secret: string }): ApiError {
+  return deferred.kind === "hook"
+    ? unknownHookToken(deferred.secret)
+    : new ApiError("unauthorized", undefined, WWW_AUTHENTICATE);
+}
+
 export interface Authentication {
   /** onRequest: refuses (429) an address with too many failed authentications. */
   refuseIfBlocked: CallbackHook;
