@@ -402,6 +402,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       prefix: "/sandbox",
       rateLimits: config.sandboxRateLimits,
       historyLimit: config.sandboxHistoryLimit,
+      maxPeople: config.sandboxMaxPeople,
+      latencyMs: config.sandboxLatencyMs,
       builtIn: true,
       // Simulated people outlive a restart as their subscriptions do; not beside an in-memory database.
       ...(config.databaseUrl === "sqlite::memory:" ? {} : { stateFile: `${config.dataDir}/sandbox.json` }),

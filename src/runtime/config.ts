@@ -88,6 +88,10 @@ export interface Config {
   sandboxRateLimits: boolean;
   /** Messages the sandbox keeps per chat; older ones are trimmed. */
   sandboxHistoryLimit: number;
+  /** People the sandbox holds at most (chats: twice as many). */
+  sandboxMaxPeople: number;
+  /** How long each of the sandbox's Bot API calls takes to answer, as a real network's round trip. */
+  sandboxLatencyMs: number;
   /** SANDBOX_ALLOW_REMOTE: the sandbox answers other machines too (otherwise only this one). */
   sandboxAllowRemote: boolean;
 
@@ -444,6 +448,8 @@ export function loadConfig(env: Env = process.env): Config {
 
     sandboxRateLimits: boolean(env, "SANDBOX_RATE_LIMITS", true),
     sandboxHistoryLimit: integer(env, "SANDBOX_HISTORY_LIMIT", 1000, 10, 100_000),
+    sandboxMaxPeople: integer(env, "SANDBOX_MAX_PEOPLE", 10_000, 1, 1_000_000),
+    sandboxLatencyMs: integer(env, "SANDBOX_LATENCY_MS", 0, 0, 10_000),
     sandboxAllowRemote,
 
     owners: owners(text(env, "OWNERS")),

@@ -69,6 +69,11 @@ function chatIdForFaults(params: Record<string, unknown>): number | undefined {
   return Number.isSafeInteger(value) ? value : undefined;
 }
 
+/** Waits `ms` (none for 0), or until the server closes. */
+async function travel(ms: number, closing: AbortSignal): Promise<void> {
+  if (ms > 0) await sleep(ms, undefined, { signal: closing }).catch(() => undefined);
+}
+
 /** Ends a call like a network failure: no answer, the connection is simply closed. */
 function dropConnection(reply: FastifyReply): void {
   reply.hijack();
@@ -115,6 +120,9 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
       // A bot long-polls all day: its polls are not news in the log (they are at debug).
       if (name === "getupdates" || options.quiet) request.logQuietly = true;
       const raw = await readParams(request);
+      // A real network's round trip (SANDBOX_LATENCY_MS): half on the way to Telegram, where the
+      // call is counted against the limits, half on the way back.
+      await travel(emulator.latencyMs / 2, closing);
       emulator.stats.calls[name] = (emulator.stats.calls[name] ?? 0) + 1;
 
       const fault = emulator.faults.match(name, chatIdForFaults(raw));
@@ -142,6 +150,7 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
         new Params(raw),
         AbortSignal.any([gone.signal, closing]),
       );
+      await travel(emulator.latencyMs / 2, closing);
       return { ok: true, result };
     },
   });

@@ -3,14 +3,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { Type } from "typebox";
 import { ApiError, type ErrorCode } from "../http/errors.ts";
 import { SANDBOX_BOT_TOKEN } from "../telegram/sandbox-bot.ts";
-import {
-  type BotStatus,
-  type Emulator,
-  historyView,
-  MAX_CHATS,
-  MAX_USERS,
-  type SandboxEvent,
-} from "./emulator.ts";
+import { type BotStatus, type Emulator, historyView, type SandboxEvent } from "./emulator.ts";
 import { FaultSpecError } from "./faults.ts";
 import { SEND_LIMITS } from "./limits.ts";
 import {
@@ -63,6 +56,11 @@ const NewUser = Type.Object({
   language_code: Type.Optional(Type.String({ pattern: "^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$" })),
 });
 
+const NewCrowd = Type.Object({
+  count: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  first_name: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+});
+
 const NewGroup = Type.Object({
   id: Type.Optional(Type.Integer({ maximum: -1, minimum: -(2 ** 52) })),
   title: Type.String({ minLength: 1, maxLength: 128 }),
@@ -105,6 +103,19 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
     reply.code(404).send(errorBody(404, "no such sandbox API route; see docs/sandbox.md")),
   );
 
+  /** Refuses to add `count` people beyond SANDBOX_MAX_PEOPLE (or chats beyond twice that). */
+  const roomFor = (count: number) => {
+    if (emulator.users.size + count > emulator.maxPeople)
+      throw new ActionError(
+        409,
+        `the sandbox holds at most ${emulator.maxPeople} people (SANDBOX_MAX_PEOPLE)`,
+      );
+    if (emulator.chats.size + count > 2 * emulator.maxPeople)
+      throw new ActionError(
+        409,
+        `the sandbox holds at most ${2 * emulator.maxPeople} chats (SANDBOX_MAX_PEOPLE × 2)`,
+      );
+  };
   const user = (id: number) => {
     const found = emulator.users.get(id);
     if (found === undefined) throw new ActionError(404, `no person with id ${id}`);
@@ -129,9 +140,15 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
       throw new ActionError(409, `person ${body.id} exists`);
     if (body.id !== undefined && emulator.chats.has(body.id))
       throw new ActionError(409, `id ${body.id} is taken`);
-    if (emulator.users.size >= MAX_USERS)
-      throw new ActionError(409, `the sandbox holds at most ${MAX_USERS} people`);
+    roomFor(1);
     return reply.code(201).send(emulator.addUser(body));
+  });
+
+  // Many people at once for a load test (Emulator.addCrowd): the answer is their ids, in order.
+  server.post("/users/crowd", { schema: { body: NewCrowd } }, async (request, reply) => {
+    const { count, first_name } = request.body;
+    roomFor(count);
+    return reply.code(201).send({ ids: emulator.addCrowd(count, first_name ?? "Reader") });
   });
 
   server.get("/users/:id", { schema: { params: IdParams } }, async (request) => user(num(request.params.id)));
@@ -166,8 +183,11 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
     }
     if (body.id !== undefined && emulator.chats.has(body.id))
       throw new ActionError(409, `chat ${body.id} exists`);
-    if (emulator.chats.size >= MAX_CHATS)
-      throw new ActionError(409, `the sandbox holds at most ${MAX_CHATS} chats`);
+    if (emulator.chats.size >= 2 * emulator.maxPeople)
+      throw new ActionError(
+        409,
+        `the sandbox holds at most ${2 * emulator.maxPeople} chats (SANDBOX_MAX_PEOPLE × 2)`,
+      );
     const group = emulator.addGroup({
       title: body.title,
       type: body.type ?? "group",
@@ -416,13 +436,26 @@ export async function controlApi(app: FastifyInstance, options: ControlApiOption
     return [];
   });
 
-  const limits = () => ({ rate_limits: emulator.limiter.enabled, ...SEND_LIMITS });
+  const limits = () => ({
+    rate_limits: emulator.limiter.enabled,
+    latency_ms: emulator.latencyMs,
+    ...SEND_LIMITS,
+  });
   server.get("/limits", async () => limits());
   server.put(
     "/limits",
-    { schema: { body: Type.Object({ rate_limits: Type.Boolean() }) } },
+    {
+      schema: {
+        body: Type.Object({
+          rate_limits: Type.Optional(Type.Boolean()),
+          latency_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+        }),
+      },
+    },
     async (request) => {
-      emulator.limiter.enabled = request.body.rate_limits;
+      const { rate_limits, latency_ms } = request.body;
+      if (rate_limits !== undefined) emulator.limiter.enabled = rate_limits;
+      if (latency_ms !== undefined) emulator.latencyMs = latency_ms;
       return limits();
     },
   );

@@ -162,11 +162,17 @@ export interface EmulatorOptions {
   now?: () => number;
   /** Random source for fault rates. */
   random?: () => number;
+  /** People the sandbox holds at most (SANDBOX_MAX_PEOPLE); chats at most twice as many. */
+  maxPeople?: number;
+  /** Every Bot API call takes this long to answer, half on the way in and half out (SANDBOX_LATENCY_MS). */
+  latencyMs?: number;
 }
 
-/** Users and chats the sandbox keeps at most, so a runaway script cannot exhaust memory. */
-export const MAX_USERS = 10_000;
-export const MAX_CHATS = 20_000;
+/**
+ * People the sandbox holds at most by default, so a runaway script cannot exhaust memory; chats at
+ * most twice as many. A load test raises it (SANDBOX_MAX_PEOPLE).
+ */
+export const DEFAULT_MAX_PEOPLE = 10_000;
 const MAX_CALLBACK_QUERIES = 1_000;
 
 /** Every counter at zero (the peak rate lives in the limiter). */
@@ -196,6 +202,9 @@ export class Emulator {
   readonly events = new EventEmitter<{ event: [SandboxEvent] }>();
   readonly historyLimit: number;
   readonly now: () => number;
+  readonly maxPeople: number;
+  /** What every Bot API call waits before it is answered: a real network's round trip (bot-api.ts). */
+  latencyMs: number;
   #stats = zeroStats();
   #nextUserId = FIRST_USER_ID;
   #nextGroupId = FIRST_GROUP_ID;
@@ -213,6 +222,8 @@ export class Emulator {
   constructor(options: EmulatorOptions, onWebhookReply: WebhookReplyHandler) {
     this.now = options.now ?? Date.now;
     this.historyLimit = options.historyLimit;
+    this.maxPeople = options.maxPeople ?? DEFAULT_MAX_PEOPLE;
+    this.latencyMs = options.latencyMs ?? 0;
     this.limiter = new SendLimiter({ enabled: options.rateLimits, now: this.now });
     this.faults = new Faults(options.random);
     this.webhook = new WebhookSender(this.updates, onWebhookReply);
@@ -328,6 +339,21 @@ export class Emulator {
     this.users.set(id, user);
     this.emit({ type: "user_created", user });
     return user;
+  }
+
+  /**
+   * `count` people at once, each with a private chat the bot may write to — as if each had opened
+   * the bot, though the bot hears nothing of it (no `/start`, so it sends no welcome). For load
+   * tests: their subscriptions are made in the service's database. Returns the people's ids, in order.
+   */
+  addCrowd(count: number, firstName: string): number[] {
+    const ids: number[] = [];
+    for (let n = 1; n <= count; n++) {
+      const user = this.addUser({ first_name: `${firstName} ${n}` });
+      this.privateChat(user.id, true);
+      ids.push(user.id);
+    }
+    return ids;
   }
 
   #freeUserId(): number {

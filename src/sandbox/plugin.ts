@@ -15,6 +15,10 @@ export interface SandboxOptions {
   rateLimits: boolean;
   /** Messages kept per chat (SANDBOX_HISTORY_LIMIT). */
   historyLimit: number;
+  /** People it holds at most (SANDBOX_MAX_PEOPLE; chats twice as many). */
+  maxPeople?: number;
+  /** Every Bot API call's round trip, in milliseconds (SANDBOX_LATENCY_MS). */
+  latencyMs?: number;
   /** Clock in milliseconds; tests freeze it to make rate limits exact. */
   now?: () => number;
   /**
@@ -43,6 +47,8 @@ export async function sandbox(app: FastifyInstance, options: SandboxOptions): Pr
     {
       rateLimits: options.rateLimits,
       historyLimit: options.historyLimit,
+      ...(options.maxPeople === undefined ? {} : { maxPeople: options.maxPeople }),
+      ...(options.latencyMs === undefined ? {} : { latencyMs: options.latencyMs }),
       ...(options.now ? { now: options.now } : {}),
     },
     async (method, params) => {

@@ -39,6 +39,8 @@ export async function sandboxServer(config: Config, logStream?: DestinationStrea
     prefix: "/sandbox",
     rateLimits: config.sandboxRateLimits,
     historyLimit: config.sandboxHistoryLimit,
+    maxPeople: config.sandboxMaxPeople,
+    latencyMs: config.sandboxLatencyMs,
     // A rehearsal of going live: the sandbox answers to the token the service will be given, and
     // refuses the public one (401), as Telegram would.
     ...(config.telegramBotToken === null ? {} : { token: config.telegramBotToken }),

@@ -506,3 +506,52 @@ describe("sandbox group upgrades", () => {
     });
   });
 });
+
+describe("sandbox for load tests: a crowd, a capacity, a network's latency", () => {
+  it("a crowd of people who have opened the bot, made at once: the bot may write to each, and hears nothing of them", async ({
+    onTestFinished,
+  }) => {
+    const sandbox = await startSandbox({ maxPeople: 5 });
+    onTestFinished(() => sandbox.close());
+    const made = await sandbox.control("POST", "/users/crowd", { count: 3, first_name: "Reader" });
+    expect(made.status).toBe(201);
+    const ids = made.body.ids as number[];
+    expect(ids).toHaveLength(3);
+    expect((await sandbox.control("GET", `/users/${ids[2]}`)).body).toMatchObject({ first_name: "Reader 3" });
+    for (const id of ids) expect((await sandbox.api.sendMessage(id, "to everyone")).chat.id).toBe(id);
+    // No /start reached the bot: it would welcome every one of them.
+    expect(await sandbox.api.getUpdates({ timeout: 0 })).toEqual([]);
+    // SANDBOX_MAX_PEOPLE: 5 people at most, a crowd or one at a time.
+    const over = await sandbox.control("POST", "/users/crowd", { count: 3 });
+    expect([over.status, over.body.error.message]).toEqual([
+      409,
+      "the sandbox holds at most 5 people (SANDBOX_MAX_PEOPLE)",
+    ]);
+    expect((await sandbox.control("POST", "/users/crowd", { count: 2 })).status).toBe(201);
+    expect((await sandbox.control("POST", "/users", { first_name: "One more" })).status).toBe(409);
+    expect((await sandbox.control("POST", "/users/crowd", { count: 0 })).status).toBe(400);
+  });
+
+  it("every Bot API call answers after the latency set (SANDBOX_LATENCY_MS, or PUT /limits at run time)", async ({
+    onTestFinished,
+  }) => {
+    const sandbox = await startSandbox({ latencyMs: 300 });
+    onTestFinished(() => sandbox.close());
+    expect((await sandbox.control("GET", "/limits")).body).toMatchObject({ latency_ms: 300 });
+    const chat = await sandbox.startedPerson();
+    const timed = async () => {
+      const started = performance.now();
+      await sandbox.api.sendMessage(chat, "x");
+      return performance.now() - started;
+    };
+    // Only a lower bound: a busy machine makes any call slower, never faster.
+    expect(await timed()).toBeGreaterThanOrEqual(295);
+    const changed = await sandbox.control("PUT", "/limits", { latency_ms: 600 });
+    expect(changed.body).toMatchObject({ latency_ms: 600, rate_limits: false });
+    expect(await timed()).toBeGreaterThanOrEqual(595);
+    expect((await sandbox.control("PUT", "/limits", { latency_ms: 10_001 })).status).toBe(400);
+    expect((await sandbox.control("PUT", "/limits", { latency_ms: 0 })).body).toMatchObject({
+      latency_ms: 0,
+    });
+  });
+});
