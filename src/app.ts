@@ -433,6 +433,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxAgeMs: config.deliveryMaxAgeMs,
     leaseMs: config.deliveryLeaseMs,
     concurrency: config.deliveryConcurrency,
+    rate: config.telegramRateLimit,
     windowPerDock: 500,
     sweepMs: 2000,
     copies: (telegram) =>

@@ -13,6 +13,7 @@ import { chatKind, type Pacer, type Ticket } from "../telegram/pacer.ts";
 import type { TelegramTarget } from "../telegram/target.ts";
 import { Campaign } from "./campaign.ts";
 import { FairQueue } from "./fair-queue.ts";
+import { InFlightLimit } from "./in-flight.ts";
 import { isOutage, PERSIST_FIRST_MS, Settler, type Verdict } from "./settle.ts";
 import { PROBE_MAX_MS, TelegramHealth, type TelegramStatus } from "./telegram-health.ts";
 
@@ -35,8 +36,13 @@ export interface DispatcherOptions {
   maxAgeMs: number;
   /** How long a claimed delivery may stay `sending` before another attempt may take it. */
   leaseMs: number;
-  /** Sends in flight at once (Telegram answers in ~100 ms; 30/s needs a few in parallel). */
+  /**
+   * The most sends in flight at once (DELIVERY_CONCURRENCY); below it, as many as `rate` needs
+   * through the time sends take (in-flight.ts).
+   */
   concurrency: number;
+  /** Sends per second the bot may make (TELEGRAM_RATE_LIMIT): what the sends in flight are sized for. */
+  rate: number;
   /** Queued deliveries held in memory per Dock. */
   windowPerDock: number;
   /** Safety net: look for work this often even when nobody woke us. */
@@ -75,6 +81,7 @@ export class Dispatcher {
   readonly #cursors = new Map<string, number>();
   readonly #busyChats = new Set<number>();
   #inFlight = 0;
+  readonly #inFlightLimit: InFlightLimit;
   #running = false;
   #timer: NodeJS.Timeout | null = null;
   #sweep: NodeJS.Timeout | null = null;
@@ -94,6 +101,7 @@ export class Dispatcher {
     this.#now = options.now ?? Date.now;
     this.#telegram = new TelegramHealth(this.#now);
     this.#queue = new FairQueue(options.windowPerDock);
+    this.#inFlightLimit = new InFlightLimit({ rate: options.rate, cap: options.concurrency });
     this.#campaign = new Campaign({
       leadership: options.leadership,
       log: options.log,
@@ -240,7 +248,7 @@ export class Dispatcher {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    while (this.#leading() && this.#inFlight < this.#o.concurrency) {
+    while (this.#leading() && this.#inFlight < this.#inFlightLimit.value) {
       // Telegram is down: one send at a time finds out whether it is back.
       const wait = this.#telegram.probeWait();
       if (wait === null) return;
@@ -323,6 +331,7 @@ export class Dispatcher {
   async #send(delivery: PendingDelivery, ticket: Ticket, probe: boolean): Promise<void> {
     const { chatId } = delivery;
     const kind = chatKind(delivery.chatType);
+    const started = performance.now();
     this.#busyChats.add(chatId);
     this.#inFlight++;
     this.#inFlightIds.add(delivery.id);
@@ -429,6 +438,7 @@ export class Dispatcher {
       this.#inFlightIds.delete(delivery.id);
       this.#busyChats.delete(chatId);
       this.#inFlight--;
+      this.#inFlightLimit.observe(performance.now() - started);
       if (this.#inFlight === 0 && this.#idle) this.#idle();
       if (this.#running) this.#pump();
     }

@@ -103,6 +103,7 @@ export interface Config {
   telegramTimeoutSeconds: number;
   /** A delivery that keeps failing (Telegram or network down) is given up after this long. */
   deliveryMaxAgeMs: number;
+  /** The most Telegram calls in flight; below it, as many as the rate needs (delivery/in-flight.ts). */
   deliveryConcurrency: number;
   deliveryLeaseMs: number;
   /** Finished messages and their deliveries are deleted after this long; 0 keeps them forever. */
@@ -483,7 +484,7 @@ function deliveryConfig(env: Env) {
     telegramPaidBroadcast,
     telegramTimeoutSeconds,
     deliveryMaxAgeMs: positiveNumber(env, "DELIVERY_MAX_AGE_HOURS", 24) * HOUR_MS,
-    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 16, 1, 1000),
+    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 500, 1, 1000),
     deliveryLeaseMs,
     retentionMs: integer(env, "RETENTION_DAYS", 30, 0, 36_500) * 24 * HOUR_MS,
   };

@@ -211,6 +211,7 @@ async function setUp(
     maxAgeMs: 10 * 60_000,
     leaseMs: options.leaseMs ?? 30_000,
     concurrency: options.concurrency ?? 4,
+    rate: 30,
     windowPerDock: 100,
     sweepMs: options.sweepMs ?? 200,
     leadership: options.leadership ?? db.leadership("dispatcher:test"),

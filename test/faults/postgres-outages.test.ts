@@ -307,6 +307,8 @@ describe.skipIf(!POSTGRES)("PostgreSQL outages", { concurrent: true }, () => {
       TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
       // Long enough that waiting for the killed leader's leases would show as out-of-order arrivals.
       DELIVERY_LEASE_SECONDS: "30",
+      // The bound on what goes out twice below: the sends the leader may have in flight.
+      DELIVERY_CONCURRENCY: "16",
     });
     // The first to start takes the lock (its start waits for the first campaign); the second stands by.
     const leader = await startChildService(env);
