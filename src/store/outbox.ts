@@ -1,5 +1,6 @@
-import { type ExpressionBuilder, sql, type Transaction, type UpdateObject } from "kysely";
+import { type ExpressionBuilder, type RawBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { queueChange } from "./revise.ts";
 import { Rollups, type SettledCount, Tallies } from "./rollups.ts";
 import type { Database, DeliveryKind, DeliveryState } from "./schema.ts";
@@ -137,6 +138,33 @@ function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: read
   ]);
 }
 
+/** The most copies' settles committed together (GroupCommit). */
+const SENT_TOGETHER = 200;
+
+/** A copy's settle: all its parts reached the chat (Outbox.sent). */
+interface SentCopy {
+  id: number;
+  lease: number;
+  messageId: string;
+  telegramIds: number[];
+  revision: number;
+  resolved: boolean;
+}
+
+/** What claiming a delivery came to (Outbox.claim). */
+export type Claim =
+  | { status: "claimed"; lease: number; chatId: number; revision: number }
+  | { status: "unsubscribed" | "missing" };
+
+/** Parts of a claimed delivery that Telegram took (Outbox.recordParts). */
+interface PartsRecord {
+  id: number;
+  lease: number;
+  kind: DeliveryKind;
+  telegramIds: number[];
+  revision: number;
+}
+
 /** Messages pruned together, and their deliveries deleted per statement. */
 const PRUNE_CHUNK = 100;
 const PRUNE_DELIVERIES = 10_000;
@@ -146,11 +174,32 @@ export class Outbox {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #rollups: Rollups;
+  /** Copies' settles (`sent`) that arrive together are committed together. */
+  readonly #sent: GroupCommit<SentCopy, boolean>;
+  /** Claims that arrive together go in one statement. */
+  readonly #claims: GroupCommit<{ id: number; lease: number }, Claim>;
+  /** Parts put on record (`recordParts`) that arrive together go in one statement. */
+  readonly #records: GroupCommit<PartsRecord, boolean>;
 
   constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
     this.#now = now;
     this.#rollups = new Rollups(db.kysely);
+    this.#sent = new GroupCommit({
+      together: (copies) => this.#sentTogether(copies),
+      alone: async (copy) => (await this.#sentTogether([copy]))[0] as boolean,
+      most: SENT_TOGETHER,
+    });
+    this.#claims = new GroupCommit({
+      together: (claims) => this.#claimTogether(claims),
+      alone: (claim) => this.#claimAlone(claim.id, claim.lease, []),
+      most: SENT_TOGETHER,
+    });
+    this.#records = new GroupCommit({
+      together: (records) => this.#recordTogether(records),
+      alone: async (record) => (await this.#recordTogether([record]))[0] as boolean,
+      most: SENT_TOGETHER,
+    });
   }
 
   /** Docks that have queued deliveries or messages waiting to be fanned out. */
@@ -414,62 +463,109 @@ export class Outbox {
    * once. `orLeases`: the leases of earlier claims of ours whose answers were lost (the database
    * failed as it answered): a row still `sending` under one of them is ours, and is claimed again.
    */
-  async claim(
-    id: number,
-    lease: number,
-    orLeases: readonly number[] = [],
-  ): Promise<
-    | { status: "claimed"; lease: number; chatId: number; revision: number }
-    | { status: "unsubscribed" | "missing" }
-  > {
+  async claim(id: number, lease: number, orLeases: readonly number[] = []): Promise<Claim> {
+    // Claims of ours whose answers were lost take the long way, alone.
+    if (orLeases.length > 0) return this.#claimAlone(id, lease, orLeases);
+    return this.#claims.add({ id, lease });
+  }
+
+  /**
+   * Claims that arrive together (the dispatcher starts many sends at once) in one statement, each
+   * row with its own lease; a delivery it does not claim is looked at alone (#claimAlone says why).
+   */
+  async #claimTogether(claims: { id: number; lease: number }[]): Promise<Claim[]> {
     const now = this.#now();
-    const claimed = await this.#db.kysely
-      .updateTable("deliveries")
-      .set((eb) => ({
-        state: "sending",
-        lease_until: lease,
-        attempts: eb("attempts", "+", 1),
-        updated_at: now,
-      }))
-      .where("id", "=", id)
-      .where((eb) => claimable(eb, orLeases))
-      // A delete goes to a chat that has left too: what the sender takes back should not stay
-      // there. A copy or an edit of a message deleted meanwhile does not go at all.
-      .where((eb) =>
-        eb.or([
-          eb("kind", "=", "delete"),
-          eb.and([
-            eb.exists(
-              eb
-                .selectFrom("subscriptions")
-                .select("subscriptions.id")
-                .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
-                .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
-                .where("subscriptions.state", "=", "active"),
-            ),
-            eb.not(
+    const leases = new Map(claims.map((claim) => [claim.id, claim.lease]));
+    const rows = await this.#claimStatement(
+      claims.map((claim) => claim.id),
+      sql<number>`case id ${sql.join(
+        claims.map((claim) => sql`when ${claim.id} then cast(${claim.lease} as bigint)`),
+        sql` `,
+      )} end`,
+      [],
+      now,
+    );
+    const claimed = new Map(rows.map((row) => [Number(row.id), row]));
+    const results: Claim[] = [];
+    for (const { id, lease } of claims) {
+      const row = claimed.get(id);
+      results.push(
+        row === undefined
+          ? await this.#claimAlone(id, lease, [])
+          : {
+              status: "claimed",
+              lease: leases.get(id) as number,
+              chatId: row.chat_id,
+              revision: Number(row.revision ?? 0),
+            },
+      );
+    }
+    return results;
+  }
+
+  /** The claim's UPDATE for `ids`, each set to `lease` (a value, or a CASE over the ids). */
+  #claimStatement(
+    ids: number[],
+    lease: number | RawBuilder<number>,
+    orLeases: readonly number[],
+    now: number,
+  ) {
+    return (
+      this.#db.kysely
+        .updateTable("deliveries")
+        .set((eb) => ({
+          state: "sending",
+          lease_until: lease,
+          attempts: eb("attempts", "+", 1),
+          updated_at: now,
+        }))
+        .where("id", "in", ids)
+        .where((eb) => claimable(eb, orLeases))
+        // A delete goes to a chat that has left too: what the sender takes back should not stay
+        // there. A copy or an edit of a message deleted meanwhile does not go at all.
+        .where((eb) =>
+          eb.or([
+            eb("kind", "=", "delete"),
+            eb.and([
               eb.exists(
                 eb
-                  .selectFrom("messages")
-                  .select("messages.id")
-                  .whereRef("messages.id", "=", "deliveries.message_id")
-                  .where("messages.deleted_at", "is not", null),
+                  .selectFrom("subscriptions")
+                  .select("subscriptions.id")
+                  .whereRef("subscriptions.dock_id", "=", "deliveries.dock_id")
+                  .whereRef("subscriptions.chat_id", "=", "deliveries.chat_id")
+                  .where("subscriptions.state", "=", "active"),
               ),
-            ),
+              eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom("messages")
+                    .select("messages.id")
+                    .whereRef("messages.id", "=", "deliveries.message_id")
+                    .where("messages.deleted_at", "is not", null),
+                ),
+              ),
+            ]),
           ]),
-        ]),
-      )
-      // The chat as the row has it now (a group that became a supergroup may have moved since the
-      // row was read), and the message's revision (it may have changed since).
-      .returning((eb) => [
-        "chat_id",
-        eb
-          .selectFrom("messages")
-          .select("messages.revision")
-          .whereRef("messages.id", "=", "deliveries.message_id")
-          .as("revision"),
-      ])
-      .executeTakeFirst();
+        )
+        // The chat as the row has it now (a group that became a supergroup may have moved since the
+        // row was read), and the message's revision (it may have changed since).
+        .returning((eb) => [
+          "id",
+          "chat_id",
+          eb
+            .selectFrom("messages")
+            .select("messages.revision")
+            .whereRef("messages.id", "=", "deliveries.message_id")
+            .as("revision"),
+        ])
+        .execute()
+    );
+  }
+
+  /** One claim, and when it is refused, why: the subscription ended, the message was deleted, or nothing to claim. */
+  async #claimAlone(id: number, lease: number, orLeases: readonly number[]): Promise<Claim> {
+    const now = this.#now();
+    const [claimed] = await this.#claimStatement([id], lease, orLeases, now);
     if (claimed !== undefined) {
       return { status: "claimed", lease, chatId: claimed.chat_id, revision: Number(claimed.revision ?? 0) };
     }
@@ -530,21 +626,59 @@ export class Outbox {
     telegramIds: number[],
     revision: number,
   ): Promise<boolean> {
+    return this.#records.add({
+      id: delivery.id,
+      lease: delivery.lease,
+      kind: delivery.kind,
+      telegramIds,
+      revision,
+    });
+  }
+
+  /**
+   * Parts of several deliveries on record (recordParts) in one urgent statement: each row gets
+   * its own ids (and a copy its revision), fenced by its own lease. Under load, the records that
+   * come while one is being written go in the next: one statement at a time, none waiting longer.
+   */
+  async #recordTogether(records: PartsRecord[]): Promise<boolean[]> {
+    const each = (value: (record: PartsRecord) => unknown, only = (_: PartsRecord) => true) =>
+      sql.join(
+        records.filter(only).map((record) => sql`when ${record.id} then ${value(record)}`),
+        sql` `,
+      );
+    const copies = records.some((record) => record.kind === "send");
     const result = await this.#db.urgent(
       this.#db.kysely
         .updateTable("deliveries")
         .set({
-          telegram_message_ids: telegramIds.join(","),
+          telegram_message_ids: sql<string>`case id ${each((record) => record.telegramIds.join(","))} end`,
           // An edit's revision is the one it applied, written when it settles.
-          ...(delivery.kind === "send" ? { revision } : {}),
+          ...(copies
+            ? {
+                revision: sql<number>`case id ${each(
+                  (record) => sql`cast(${record.revision} as integer)`,
+                  (record) => record.kind === "send",
+                )} else revision end`,
+              }
+            : {}),
           updated_at: this.#now(),
         })
-        .where("id", "=", delivery.id)
+        .where(
+          "id",
+          "in",
+          records.map((record) => record.id),
+        )
         .where("state", "=", "sending")
-        .where("lease_until", "=", delivery.lease)
+        .where(
+          "lease_until",
+          "=",
+          sql<number>`case id ${each((record) => sql`cast(${record.lease} as bigint)`)} end`,
+        )
+        .returning("id")
         .compile(),
     );
-    return (result.numAffectedRows ?? 0n) > 0n;
+    const written = new Set((result.rows as { id: number | string }[]).map((row) => Number(row.id)));
+    return records.map((record) => written.has(record.id));
   }
 
   /**
@@ -559,41 +693,81 @@ export class Outbox {
     revision: number,
     resolved = false,
   ): Promise<boolean> {
+    return this.#sent.add({
+      id: delivery.id,
+      lease: delivery.lease,
+      messageId: delivery.messageId,
+      telegramIds,
+      revision,
+      resolved,
+    });
+  }
+
+  /**
+   * Copies' settles (`sent`) in one transaction, a result each. The messages' shared locks are all
+   * taken first, in order: a change of one of them (which holds its exclusive lock) waits for
+   * this transaction, or this for it, never each for the other. Each message is read once for
+   * all its copies (converge): under its shared lock, it cannot change meanwhile.
+   */
+  async #sentTogether(copies: SentCopy[]): Promise<boolean[]> {
     const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
-      await this.#db.messageLocks.shared(tx, delivery.messageId);
-      const written = await this.#settle(
-        tx,
-        delivery.id,
-        delivery.lease,
-        (eb) => ({
-          state: "sent",
-          telegram_message_ids: telegramIds.join(","),
-          last_error: null,
-          revision,
-          ...(resolved
-            ? {
-                unknown_attempts: sql<number>`case when unknown_attempts > 0 then unknown_attempts - 1 else 0 end`,
-              }
-            : { unknown_attempts: eb.ref("unknown_attempts") }),
-        }),
-        now,
+    const byId = new Map(copies.map((copy) => [copy.id, copy]));
+    const each = (value: (copy: SentCopy) => unknown) =>
+      sql.join(
+        copies.map((copy) => sql`when ${copy.id} then ${value(copy)}`),
+        sql` `,
       );
-      if (written === undefined) return false;
-      // A press while this answer was on its way named the copy's own message before it was on
-      // record (acknowledge took it for a stray): it is the copy, never a stray to remove.
-      const strays = parseIds(written.stray_ids);
-      const left = strays.filter((id) => !telegramIds.includes(id));
-      if (left.length < strays.length) {
-        await tx
-          .updateTable("deliveries")
-          .set({ stray_ids: left.length > 0 ? left.join(",") : null })
-          .where("id", "=", delivery.id)
-          .execute();
+    const resolved = copies.filter((copy) => copy.resolved).map((copy) => copy.id);
+    return this.#db.kysely.transaction().execute(async (tx) => {
+      const messageIds = [...new Set(copies.map((copy) => copy.messageId))].sort();
+      for (const messageId of messageIds) await this.#db.messageLocks.shared(tx, messageId);
+      // One statement for every copy, each fenced by its own lease (see #settle).
+      const written = await tx
+        .updateTable("deliveries")
+        .set({
+          state: "sent",
+          telegram_message_ids: sql<string>`case id ${each((copy) => copy.telegramIds.join(","))} end`,
+          last_error: null,
+          revision: sql<number>`case id ${each((copy) => sql`cast(${copy.revision} as integer)`)} end`,
+          ...(resolved.length > 0
+            ? {
+                // An interrupted attempt's outcome, known after all (see `sent`).
+                unknown_attempts: sql<number>`case when id in (${sql.join(resolved)}) then (case when unknown_attempts > 0 then unknown_attempts - 1 else 0 end) else unknown_attempts end`,
+              }
+            : {}),
+          lease_until: null,
+          updated_at: now,
+        })
+        .where("id", "in", [...byId.keys()])
+        .where("state", "=", "sending")
+        .where(
+          "lease_until",
+          "=",
+          sql<number>`case id ${each((copy) => sql`cast(${copy.lease} as bigint)`)} end`,
+        )
+        .returning(["id", "dock_id", "kind", "stray_ids"])
+        .execute();
+      const messages = new Map<string, ConvergeMessage | undefined>();
+      for (const messageId of messageIds) messages.set(messageId, await readForConverge(tx, messageId));
+      const settled = new Set<number>();
+      for (const row of written) {
+        const copy = byId.get(Number(row.id)) as SentCopy;
+        settled.add(copy.id);
+        // A press while this answer was on its way named the copy's own message before it was on
+        // record (acknowledge took it for a stray): it is the copy, never a stray to remove.
+        const strays = parseIds(row.stray_ids);
+        const left = strays.filter((id) => !copy.telegramIds.includes(id));
+        if (left.length < strays.length) {
+          await tx
+            .updateTable("deliveries")
+            .set({ stray_ids: left.length > 0 ? left.join(",") : null })
+            .where("id", "=", copy.id)
+            .execute();
+        }
+        await convergeOn(tx, messages.get(copy.messageId), copy.id, copy.revision, now, left.length > 0);
       }
-      await converge(tx, delivery.id, delivery.messageId, revision, now, left.length > 0);
-      await this.#rollups.add(tx, now, new Tallies().settled([written], "sent"));
-      return true;
+      await this.#rollups.add(tx, now, new Tallies().settled(written, "sent"));
+      return copies.map((copy) => settled.has(copy.id));
     });
   }
 
@@ -1108,11 +1282,29 @@ async function converge(
   /** The copy has strays (noteStray, learnt while it was being sent): an edit removes them. */
   strays = false,
 ): Promise<void> {
-  const message = await tx
+  await convergeOn(tx, await readForConverge(tx, messageId), targetId, shown, now, strays);
+}
+
+/** What converging needs of a message: whether it changed or was deleted. */
+type ConvergeMessage = { revision: number; deleted_at: number | null };
+
+function readForConverge(tx: Transaction<Database>, messageId: string): Promise<ConvergeMessage | undefined> {
+  return tx
     .selectFrom("messages")
     .select(["revision", "deleted_at"])
     .where("id", "=", messageId)
     .executeTakeFirst();
+}
+
+/** converge, with the message already read (in the same transaction, under its lock). */
+async function convergeOn(
+  tx: Transaction<Database>,
+  message: ConvergeMessage | undefined,
+  targetId: number,
+  shown: number,
+  now: number,
+  strays: boolean,
+): Promise<void> {
   if (message === undefined) return;
   if (message.deleted_at !== null) await queueWork(tx, "delete", { targetId }, now, strays);
   else if (message.revision > shown || strays) await queueWork(tx, "edit", { targetId }, now);
