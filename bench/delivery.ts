@@ -2,6 +2,7 @@
  * bench:delivery — the delivery engine against the sandbox with Telegram's limits on.
  *
  *   npm run bench:delivery [-- --messages 900 --chats 30 --probes 200 --outage 15 --database sqlite|postgres://…]
+ *   npm run bench:delivery -- --paid [--copies 10000 --latency 100 --database …]   (see broadcast.ts)
  *
  * With PostgreSQL, give it a database of its own (its tables are made, and left behind).
  *
@@ -29,6 +30,9 @@ import { DockRepository, type DockWithSecret } from "../src/store/docks.ts";
 import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { TELEGRAM_LIMITS } from "../src/telegram/pacer.ts";
+
+// Paid broadcast with Telegram's latency: a bench of its own (broadcast.ts), which exits when done.
+if (process.argv.includes("--paid")) await import("./broadcast.ts");
 
 const { values } = parseArgs({
   options: {

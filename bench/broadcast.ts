@@ -1,0 +1,190 @@
+/**
+ * bench:delivery --paid — paid broadcast at its real rate: one message to --copies people, with
+ * Telegram (`dock-notify sandbox`, in its own process) answering every call after --latency ms, as
+ * a real network does, and the bot allowed 1000 messages a second (TELEGRAM_PAID_BROADCAST).
+ *
+ *   npm run bench:delivery -- --paid [--copies 10000 --latency 100 --database sqlite|postgres://…]
+ *
+ * Runs the built service (npm run build:server, which the npm script does first). Measures the time from the message's 202 until Telegram has taken every copy, against the
+ * minimum N/1000 s; meanwhile another Dock (no subscribers) is sent /ping at a constant 50/s, whose
+ * latencies say what the fan-out costs everyone else; the service's peak RSS; on PostgreSQL, the
+ * commits per copy (pg_stat_database). With PostgreSQL a database of its own is made and dropped.
+ */
+import { readFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
+import { DockRepository } from "../src/store/docks.ts";
+import { migrate, openDb } from "../src/store/open.ts";
+import { SubscriptionRepository } from "../src/store/subscriptions.ts";
+import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
+import { openLoop } from "./open-loop.ts";
+import { createDatabase, killAll, rss, type Server, sandbox, startServer, stop } from "./processes.ts";
+import { SHIPPED_ENV, serviceNodeOptions } from "./shipped.ts";
+
+const { values } = parseArgs({
+  options: {
+    paid: { type: "boolean", default: true },
+    copies: { type: "string", default: "10000" },
+    latency: { type: "string", default: "100" },
+    database: { type: "string", default: "sqlite" },
+    "other-rate": { type: "string", default: "50" },
+    "service-node-options": { type: "string" },
+  },
+});
+const copies = Number(values.copies);
+const latency = Number(values.latency);
+const otherRate = Number(values["other-rate"]);
+const RATE = 1000;
+const OWNER = 1;
+
+const database = await createDatabase(values.database, "broadcast");
+const readyOn = (message: string) => (line: string) => {
+  const entry = JSON.parse(line) as { msg?: string; port?: number };
+  return entry.msg?.startsWith(message) ? entry.port : undefined;
+};
+let service: Server | undefined;
+let telegram: Server | undefined;
+try {
+  telegram = await startServer(
+    "Telegram sandbox",
+    ["dist/cli.js", "sandbox"],
+    {
+      PORT: "0",
+      DATA_DIR: join(database.dataDir, "sandbox"),
+      LOG_LEVEL: "info",
+      SANDBOX_LATENCY_MS: String(latency),
+      SANDBOX_MAX_PEOPLE: String(copies + 10),
+    },
+    readyOn("Telegram sandbox is ready"),
+  );
+  const db = await openDb(database.url);
+  await migrate(db);
+  const docks = new DockRepository(db, loadEncryptionKey(null, database.dataDir).key);
+  const broadcast = await docks.create(OWNER, { name: "Broadcast", link: null, description: null });
+  const other = await docks.create(OWNER, { name: "Other", link: null, description: null });
+  const made = performance.now();
+  const { ids } = (await (
+    await sandbox(telegram, "users/crowd", { method: "POST", body: { count: copies } })
+  ).json()) as { ids: number[] };
+  const subscriptions = new SubscriptionRepository(db);
+  // PostgreSQL answers several at once; SQLite one at a time either way.
+  const lanes = values.database === "sqlite" ? 1 : 16;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < ids.length) await subscriptions.subscribe(broadcast.id, ids[next++] as number, "private");
+    }),
+  );
+  await db.close();
+  console.log(`${copies} people subscribed in ${((performance.now() - made) / 1000).toFixed(1)} s`);
+
+  service = await startServer(
+    "Dock Notify",
+    [...serviceNodeOptions(values["service-node-options"]), "dist/cli.js", "serve"],
+    {
+      ...SHIPPED_ENV,
+      PORT: "0",
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: "info",
+      DOCK_RATE_BURST: "0",
+      TELEGRAM_BOT_TOKEN: SANDBOX_BOT_TOKEN,
+      TELEGRAM_API_ROOT: `${telegram.url}/sandbox`,
+      TELEGRAM_PAID_BROADCAST: "true",
+      TELEGRAM_RATE_LIMIT: String(RATE),
+    },
+    readyOn("Dock Notify is ready"),
+  );
+  const url = service.url;
+  await new Promise((resolve) => setTimeout(resolve, 3500)); // past the pacer's cold start
+  await sandbox(telegram, "stats", { method: "DELETE" });
+  const commits = values.database === "sqlite" ? null : await commitCount(database.url);
+  const cpuBefore = { service: cpuSeconds(service), telegram: cpuSeconds(telegram) };
+  const idleRss = rss(service);
+  let peakRss = idleRss;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rss(service as Server));
+  }, 100);
+
+  const minimum = copies / RATE;
+  const others = openLoop({
+    url: `${url}/ping`,
+    body: JSON.stringify({ dock_id: other.id, secret_key: other.secretKey, msg: "meanwhile" }),
+    rate: otherRate,
+    seconds: Math.max(2, minimum),
+  });
+  const started = performance.now();
+  const answer = await fetch(`${url}/ping`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ dock_id: broadcast.id, secret_key: broadcast.secretKey, msg: "To everyone" }),
+  });
+  if (answer.status !== 202) throw new Error(`the broadcast's ping answered ${answer.status}`);
+  const accepted = performance.now();
+  let stats: { send_message: number; too_many_requests: number; peak_per_second: number };
+  for (;;) {
+    stats = (await (await sandbox(telegram, "stats", { method: "GET" })).json()) as typeof stats;
+    if (stats.send_message >= copies) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const elapsed = (performance.now() - accepted) / 1000;
+  clearInterval(sampler);
+  const cpu = {
+    service: cpuSeconds(service) - cpuBefore.service,
+    telegram: cpuSeconds(telegram) - cpuBefore.telegram,
+  };
+  const meanwhile = await others;
+  // A backend reports its commits when it ends (or within seconds): stop the service first.
+  await stop(service);
+  const perCopy = commits === null ? null : ((await commitCount(database.url)) - commits) / copies;
+
+  console.log(
+    `\nbench:delivery --paid on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${loadavg()[0]?.toFixed(2)}`,
+  );
+  console.log(
+    `database ${values.database === "sqlite" ? "SQLite" : "PostgreSQL"}; sandbox latency ${latency} ms; TELEGRAM_RATE_LIMIT ${RATE}`,
+  );
+  console.log(
+    `  ${copies} copies in ${elapsed.toFixed(2)} s (accept ${(accepted - started).toFixed(1)} ms); minimum ${minimum.toFixed(2)} s; ${(elapsed / minimum).toFixed(3)} × the minimum; ${(copies / elapsed).toFixed(0)} copies/s`,
+  );
+  console.log(`  Telegram's peak ${stats.peak_per_second} in any second; 429s ${stats.too_many_requests}`);
+  console.log(
+    `  another Dock's /ping at ${otherRate}/s meanwhile: p50 ${meanwhile.p50.toFixed(1)} ms, p99 ${meanwhile.p99.toFixed(1)} ms, max ${meanwhile.max.toFixed(1)} ms, ${meanwhile.failed} failed`,
+  );
+  console.log(
+    `  CPU meanwhile: service ${cpu.service.toFixed(1)} s (${((cpu.service / copies) * 1e6).toFixed(0)} µs per copy), sandbox ${cpu.telegram.toFixed(1)} s, of ${(elapsed * cpus().length).toFixed(1)} s the machine had`,
+  );
+  console.log(`  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB`);
+  if (perCopy !== null) console.log(`  PostgreSQL commits per copy ${perCopy.toFixed(2)}`);
+} finally {
+  if (service) await stop(service);
+  if (telegram) await stop(telegram);
+  killAll();
+  await database.drop();
+}
+process.exit(0);
+
+/** CPU time a process has used so far, user and system, in seconds (/proc/<pid>/stat). */
+function cpuSeconds(server: Server): number {
+  const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Transactions committed in the database so far (every connection's, this bench's included). */
+async function commitCount(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    // The statistics of the current transaction are a snapshot: take a fresh one.
+    await client.query("select pg_stat_clear_snapshot()");
+    const { rows } = await client.query(
+      "select xact_commit from pg_stat_database where datname = current_database()",
+    );
+    return Number(rows[0].xact_commit);
+  } finally {
+    await client.end();
+  }
+}
