@@ -21,7 +21,16 @@ import { migrate, openDb } from "../src/store/open.ts";
 import { SubscriptionRepository } from "../src/store/subscriptions.ts";
 import { SANDBOX_BOT_TOKEN } from "../src/telegram/sandbox-bot.ts";
 import { openLoop } from "./open-loop.ts";
-import { createDatabase, killAll, rss, type Server, sandbox, startServer, stop } from "./processes.ts";
+import {
+  createDatabase,
+  killAll,
+  memoryUsage,
+  rss,
+  type Server,
+  sandbox,
+  startServer,
+  stop,
+} from "./processes.ts";
 import { SHIPPED_ENV, serviceNodeOptions } from "./shipped.ts";
 
 const { values } = parseArgs({
@@ -105,8 +114,21 @@ try {
   const cpuBefore = { service: cpuSeconds(service), telegram: cpuSeconds(telegram) };
   const idleRss = rss(service);
   let peakRss = idleRss;
+  // The heap as the service sees it, read when its RSS was highest: what the peak is made of.
+  let atPeak: NodeJS.MemoryUsage | null = null;
+  let reading = false;
   const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, rss(service as Server));
+    const now = rss(service as Server);
+    if (now <= peakRss || reading) return;
+    peakRss = now;
+    reading = true;
+    void memoryUsage(service as Server).then(
+      (usage) => {
+        atPeak = usage;
+        reading = false;
+      },
+      () => (reading = false),
+    );
   }, 100);
 
   const minimum = copies / RATE;
@@ -157,7 +179,11 @@ try {
   console.log(
     `  CPU meanwhile: service ${cpu.service.toFixed(1)} s (${((cpu.service / copies) * 1e6).toFixed(0)} µs per copy), sandbox ${cpu.telegram.toFixed(1)} s, of ${(elapsed * cpus().length).toFixed(1)} s the machine had`,
   );
-  console.log(`  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB`);
+  const mb = (bytes: number | undefined) => ((bytes ?? 0) / 2 ** 20).toFixed(0);
+  const heap = atPeak as NodeJS.MemoryUsage | null;
+  console.log(
+    `  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB (then: heap ${mb(heap?.heapUsed)} of ${mb(heap?.heapTotal)} MB, external ${mb(heap?.external)} MB)`,
+  );
   if (perCopy !== null) console.log(`  PostgreSQL commits per copy ${perCopy.toFixed(2)}`);
 } finally {
   if (service) await stop(service);
