@@ -279,6 +279,10 @@ export class Dispatcher {
 
   /** The next delivery to send (the fair queue's choice, when the pacer lets it), or when to look again. */
   #next(): { delivery: PendingDelivery; ticket: Ticket } | { delivery: null; at: number } {
+    // The bot's window full (paid broadcast's 1000 places taken, say): no chat may go, and asking
+    // each of hundreds whenever a place comes free would be most of the dispatcher's work.
+    const bot = this.#o.pacer.botReadyAt();
+    if (bot > this.#now()) return { delivery: null, at: bot };
     const next = this.#queue.next(
       this.#now(),
       (chatId) => this.#busyChats.has(chatId),

@@ -286,6 +286,14 @@ export class Pacer {
     );
   }
 
+  /**
+   * The earliest time (ms) a delivery to any chat may be sent, as far as the bot's own window says
+   * (each chat's may say later): while it is in the future, no chat needs to be asked.
+   */
+  botReadyAt(): number {
+    return this.#global.readyAt(this.#now(), this.#repliesWaiting);
+  }
+
   /** Records a send to this chat starting now. Call only when `readyAt` is not in the future. */
   take(chatId: number, kind: ChatKind): Ticket {
     const now = this.#now();

@@ -79,9 +79,12 @@ describe("the pacer", () => {
     // 30 sends that hang: the window is full until one of them is answered.
     expect(sendFor(100, { rttMs: null })).toBe(30);
     expect(pacer.readyAt(999_999, "private")).toBe(Number.POSITIVE_INFINITY);
+    // The bot's own window says so for every chat at once.
+    expect(pacer.botReadyAt()).toBe(Number.POSITIVE_INFINITY);
     expect(sendFor(60_000, { rttMs: null })).toBe(0);
     // One that hangs takes one place: the other 29 go on at the rate.
     const one = pacerAt(30);
+    expect(one.pacer.botReadyAt()).toBeLessThanOrEqual(one.pacer.readyAt(1, "private"));
     one.pacer.take(1, "private");
     expect(one.sendFor(10_000, { chats: 1000 })).toBe(290);
   });
