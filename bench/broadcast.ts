@@ -29,6 +29,7 @@ import {
   type Server,
   sandbox,
   startServer,
+  statusMb,
   stop,
 } from "./processes.ts";
 import { SHIPPED_ENV, serviceNodeOptions } from "./shipped.ts";
@@ -116,11 +117,16 @@ try {
   let peakRss = idleRss;
   // The heap as the service sees it, read when its RSS was highest: what the peak is made of.
   let atPeak: NodeJS.MemoryUsage | null = null;
+  let peakSplit = { anon: 0, file: 0 };
   let reading = false;
   const sampler = setInterval(() => {
     const now = rss(service as Server);
     if (now <= peakRss || reading) return;
     peakRss = now;
+    peakSplit = {
+      anon: statusMb(service as Server, "RssAnon"),
+      file: statusMb(service as Server, "RssFile"),
+    };
     reading = true;
     void memoryUsage(service as Server).then(
       (usage) => {
@@ -182,7 +188,7 @@ try {
   const mb = (bytes: number | undefined) => ((bytes ?? 0) / 2 ** 20).toFixed(0);
   const heap = atPeak as NodeJS.MemoryUsage | null;
   console.log(
-    `  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB (then: heap ${mb(heap?.heapUsed)} of ${mb(heap?.heapTotal)} MB, external ${mb(heap?.external)} MB)`,
+    `  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB (then: anonymous ${peakSplit.anon.toFixed(0)} MB, files ${peakSplit.file.toFixed(0)} MB; heap ${mb(heap?.heapUsed)} of ${mb(heap?.heapTotal)} MB, external ${mb(heap?.external)} MB)`,
   );
   if (perCopy !== null) console.log(`  PostgreSQL commits per copy ${perCopy.toFixed(2)}`);
 } finally {
