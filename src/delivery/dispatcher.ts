@@ -5,7 +5,7 @@ import { scrubToken } from "../runtime/log.ts";
 import type { DeliveryMetrics } from "../runtime/metrics.ts";
 import type { Leadership } from "../store/db.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
-import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
+import { type EditOutcome, type Outbox, type PendingDelivery, URGENT } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { answerText, changeAnswer, classify, type Outcome } from "../telegram/answers.ts";
 import type { CopySender } from "../telegram/copies.ts";
@@ -77,6 +77,11 @@ export class Dispatcher {
   #copies: CopySender | null = null;
   #token = "";
   readonly #queue: FairQueue<PendingDelivery>;
+  /**
+   * The urgent lane: copies of urgent messages, read and sent ahead of everything in #queue, of
+   * every Dock (in a chat, ahead of its earlier ordinary messages still waiting).
+   */
+  readonly #urgent: FairQueue<PendingDelivery>;
   /** Per Dock, the highest delivery id loaded so far: the next refill reads only what is newer. */
   readonly #cursors = new Map<string, number>();
   readonly #busyChats = new Set<number>();
@@ -88,6 +93,8 @@ export class Dispatcher {
   #refilling: Promise<void> | null = null;
   /** Docks to look at in the next refill ("all": every Dock with queued deliveries). */
   #wanted: Set<string> | "all" = new Set();
+  /** Docks whose urgent messages to look for in the next refill (besides every Dock's, with "all"). */
+  #wantedUrgent = new Set<string>();
   #idle: (() => void) | null = null;
   /** Deliveries with a send (or its outcome's write) under way: never re-queued behind our back. */
   readonly #inFlightIds = new Set<number>();
@@ -101,6 +108,7 @@ export class Dispatcher {
     this.#now = options.now ?? Date.now;
     this.#telegram = new TelegramHealth(this.#now);
     this.#queue = new FairQueue(options.windowPerDock);
+    this.#urgent = new FairQueue(options.windowPerDock);
     this.#inFlightLimit = new InFlightLimit({ rate: options.rate, cap: options.concurrency });
     this.#campaign = new Campaign({
       leadership: options.leadership,
@@ -164,6 +172,7 @@ export class Dispatcher {
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
     this.#queue.clear();
+    this.#urgent.clear();
     this.#cursors.clear();
   }
 
@@ -184,27 +193,39 @@ export class Dispatcher {
   }
 
   /**
-   * Look for work now: for the given Docks (new messages were accepted for them), or for every
-   * Dock with queued deliveries (the sweep, a start, a running-low queue).
+   * Look for work now: for the given Docks (new messages were accepted for them; `!<Dock ID>`: an
+   * urgent one, see URGENT), or for every Dock with queued deliveries (the sweep, a start, a
+   * running-low queue).
    */
   wake(dockIds?: Iterable<string>): void {
     if (!this.#leading()) return;
     if (dockIds === undefined) this.#wanted = "all";
-    else if (this.#wanted !== "all") for (const id of dockIds) this.#wanted.add(id);
+    for (const named of dockIds ?? []) {
+      const urgent = named.startsWith(URGENT);
+      const id = urgent ? named.slice(URGENT.length) : named;
+      if (urgent) this.#wantedUrgent.add(id);
+      if (this.#wanted !== "all") this.#wanted.add(id);
+    }
     if (this.#refilling) return;
     const wanted = this.#wanted;
+    const urgent = this.#wantedUrgent;
     this.#wanted = new Set();
-    this.#refilling = this.#refill(wanted).finally(() => {
+    this.#wantedUrgent = new Set();
+    this.#refilling = this.#refill(wanted, urgent).finally(() => {
       this.#refilling = null;
       if (this.#wanted === "all" || this.#wanted.size > 0) this.wake([]);
     });
   }
 
-  async #refill(wanted: Set<string> | "all"): Promise<void> {
+  async #refill(wanted: Set<string> | "all", wantedUrgent: Set<string>): Promise<void> {
     try {
       // Leases that expired: a send whose outcome could not be recorded, or a dead instance's.
       if (wanted === "all") await this.#o.outbox.requeueAbandoned(false, this.#inFlightIds);
-      for (const dockId of wanted === "all" ? await this.#o.outbox.queuedDocks() : wanted) {
+      const docks = wanted === "all" ? await this.#o.outbox.queuedDocks() : wanted;
+      // The urgent lane first: what the Docks hold of it, whatever waits in front (announced by
+      // URGENT, and every Dock's at a sweep).
+      for (const dockId of wanted === "all" ? docks : wantedUrgent) await this.#refillUrgent(dockId);
+      for (const dockId of docks) {
         const held = this.#queue.held(dockId);
         if (held >= this.#o.windowPerDock / 2) {
           // Enough in memory for now; look again once it runs low.
@@ -228,7 +249,7 @@ export class Dispatcher {
           }
           more = fanned.more || rows.length === limit;
         }
-        for (const row of rows) this.#queue.hold(row);
+        for (const row of rows) this.#laneOf(row).hold(row);
         // Messages still wait but nothing is held to trigger the next read (their subscribers
         // had all left): look again.
         if (!this.#queue.setMore(dockId, more) && more && this.#wanted !== "all") this.#wanted.add(dockId);
@@ -240,6 +261,20 @@ export class Dispatcher {
       return;
     }
     this.#pump();
+  }
+
+  /**
+   * The Dock's urgent messages: fanned out ahead of the rest of its waiting messages, and their
+   * copies held in the urgent lane (those already held are skipped).
+   */
+  async #refillUrgent(dockId: string): Promise<void> {
+    const room = this.#o.windowPerDock - this.#urgent.held(dockId);
+    if (room <= 0) return;
+    const fanned = await this.#o.outbox.fanOut(dockId, room, true);
+    const rows = await this.#o.outbox.queuedFor(dockId, 0, this.#o.windowPerDock, true);
+    for (const row of rows) this.#urgent.hold(row);
+    // More than fits: read again once the lane runs low (#remove).
+    this.#urgent.setMore(dockId, fanned.more || rows.length === this.#o.windowPerDock);
   }
 
   /** Starts every send that may go now; arms a timer for the earliest one that may go later. */
@@ -262,7 +297,7 @@ export class Dispatcher {
         // is noticed (and shown) without a message to carry the question. With deliveries held
         // but not due yet (paced), the next of them is the probe: getMe answering proves nothing
         // about sending.
-        if (this.#telegram.down && this.#queue.empty) {
+        if (this.#telegram.down && this.#queue.empty && this.#urgent.empty) {
           void this.#probeIdle();
           return;
         }
@@ -283,32 +318,51 @@ export class Dispatcher {
     // each of hundreds whenever a place comes free would be most of the dispatcher's work.
     const bot = this.#o.pacer.botReadyAt();
     if (bot > this.#now()) return { delivery: null, at: bot };
-    const next = this.#queue.next(
-      this.#now(),
-      (chatId) => this.#busyChats.has(chatId),
-      (head) => Math.max(head.nextAttemptAt, this.#o.pacer.readyAt(head.chatId, chatKind(head.chatType))),
-    );
+    const now = this.#now();
+    const busy = (chatId: number) => this.#busyChats.has(chatId);
+    const readyAt = (head: PendingDelivery) =>
+      Math.max(head.nextAttemptAt, this.#o.pacer.readyAt(head.chatId, chatKind(head.chatType)));
+    // The urgent lane first; the rest when none of it may go now.
+    const urgent: ReturnType<FairQueue<PendingDelivery>["next"]> = this.#urgent.empty
+      ? { delivery: null, at: Number.POSITIVE_INFINITY }
+      : this.#urgent.next(now, busy, readyAt);
+    let next = urgent;
+    if (urgent.delivery === null) {
+      const ordinary = this.#queue.next(now, busy, readyAt);
+      next = ordinary.delivery === null ? { delivery: null, at: Math.min(ordinary.at, urgent.at) } : ordinary;
+    }
     if (next.delivery === null) return next;
     const { chatId, chatType } = next.delivery;
     return { delivery: next.delivery, ticket: this.#o.pacer.take(chatId, chatKind(chatType)) };
   }
 
-  /** Lets a delivery go from memory; reads more of its Dock when it runs low. */
+  /** The lane a delivery is held in: the urgent one, or the rest. */
+  #laneOf(delivery: PendingDelivery): FairQueue<PendingDelivery> {
+    return delivery.urgent ? this.#urgent : this.#queue;
+  }
+
+  /** Lets a delivery go from memory; reads more of its Dock (in its lane) when it runs low. */
   #remove(delivery: PendingDelivery): void {
-    if (this.#queue.remove(delivery)) this.wake([delivery.dockId]);
+    if (this.#laneOf(delivery).remove(delivery)) {
+      this.wake([delivery.urgent ? `${URGENT}${delivery.dockId}` : delivery.dockId]);
+    }
   }
 
   /** Drops everything in memory for a chat that has become unreachable. */
   #dropChat(chatId: number): void {
-    const low = this.#queue.dropChat(chatId);
+    const low = [
+      ...this.#urgent.dropChat(chatId).map((dockId) => `${URGENT}${dockId}`),
+      ...this.#queue.dropChat(chatId),
+    ];
     if (low.length > 0) this.wake(low);
   }
 
   /** A group became a supergroup (`from` → `to`): the deliveries held for it wait under the new id. */
   #moveChat(from: number, to: number): void {
-    this.#queue.moveChat(from, to, (delivery) => {
-      delivery.chatType = "supergroup";
-    });
+    for (const lane of [this.#urgent, this.#queue])
+      lane.moveChat(from, to, (delivery) => {
+        delivery.chatType = "supergroup";
+      });
   }
 
   /** While Telegram is down and no delivery is due: a probe that sends nothing (getMe). */
@@ -642,7 +696,8 @@ export class Dispatcher {
    * messages.
    */
   #keep(delivery: PendingDelivery): void {
-    if (this.#leading() && !this.#queue.has(delivery.id)) this.#queue.hold(delivery);
+    const lane = this.#laneOf(delivery);
+    if (this.#leading() && !lane.has(delivery.id)) lane.hold(delivery);
   }
 
   /**
@@ -664,7 +719,7 @@ export class Dispatcher {
     // Deliveries that sat out a backoff for this outage go now, at the pacer's rate, in their
     // chats' order; the rest of the queue never stopped being due.
     let woken = 0;
-    for (const delivery of this.#queue.all()) {
+    for (const delivery of [...this.#urgent.all(), ...this.#queue.all()]) {
       if (delivery.waitedForTelegram !== undefined && delivery.waitedForTelegram >= outage.failingSince) {
         delivery.nextAttemptAt = Math.min(delivery.nextAttemptAt, now);
         delete delivery.waitedForTelegram;

@@ -294,7 +294,7 @@ export class AcceptBatch {
     writes.messages.push(row);
     if (item.key != null && !item.final) writes.named.set(`${item.dockId}\n${item.key}`, row);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
-    if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers]);
+    if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers, item.urgent ? 1 : 0]);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
     return { kind: "accepted", messageId, subscribers };
   }
@@ -456,7 +456,7 @@ function acceptQueries(kysely: Kysely<Database>, chunked: boolean) {
     insertFanouts: prepareInsert(
       kysely,
       "fanouts",
-      ["message_id", "dock_id", "created_at", "subscribers"],
+      ["message_id", "dock_id", "created_at", "subscribers", "urgent"],
       chunked,
     ),
   };

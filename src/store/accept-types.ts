@@ -32,6 +32,8 @@ export interface AcceptItem {
   text: string;
   /** JSON of the message's MessageContent, or null for plain text. */
   content: string | null;
+  /** Sent with priority `urgent`: its copies go ahead of everything else waiting (the urgent lane). */
+  urgent?: boolean;
   idempotencyKey: string | null;
   /** The sender's key: a message of the Dock that holds it is edited instead of a new one added. */
   key?: string | null;

@@ -4,6 +4,7 @@ import { type AcceptItem, type AcceptResult, fromStoreError, MAX_BATCH } from ".
 import type { DockRate } from "./allowances.ts";
 import type { Db } from "./db.ts";
 import { deadlinePassed, isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { URGENT } from "./outbox.ts";
 
 export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
 
@@ -110,6 +111,7 @@ export class MessageRepository {
       dockId: input.dockId,
       text: input.text,
       content,
+      urgent: input.content?.options.priority === "urgent",
       idempotencyKey,
       key: input.key ?? null,
       final: input.final === true,
@@ -212,6 +214,7 @@ export class MessageRepository {
       else pending.resolve(outcome);
       // Only Docks that got a message: a refused request's dock_id is whatever a stranger typed.
       if (outcome?.kind === "accepted" || outcome?.kind === "replaced") docks.add(pending.item.dockId);
+      if (outcome?.kind === "accepted" && pending.item.urgent) docks.add(`${URGENT}${pending.item.dockId}`);
     }
     if (docks.size > 0) this.#notify([...docks]);
   }

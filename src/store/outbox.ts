@@ -97,6 +97,8 @@ export interface PendingDelivery {
   unknownAttempts: number;
   /** A copy resumed after some parts went out: the revision those parts show (null or 0: unknown). */
   partsRevision: number | null;
+  /** A copy of an urgent message: it goes ahead of everything else waiting (the dispatcher's urgent lane). */
+  urgent: boolean;
   /** The dispatcher's memory: the leases of claims whose answers the database lost (see claim's `orLeases`). */
   lostLeases?: number[];
   /** The dispatcher's memory: when the last attempt failed for Telegram's reasons (woken when it answers again). */
@@ -137,6 +139,13 @@ function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: read
     eb.and([eb("state", "=", "sending"), eb("lease_until", "in", [...orLeases])]),
   ]);
 }
+
+/**
+ * How the dispatcher is told of a Dock that got an urgent message (`!<Dock ID>`, beside the Dock ID
+ * itself: no Dock ID starts so, and it crosses instances in an announcement's comma-separated
+ * list): it reads the Dock's urgent lane too (Dispatcher.wake).
+ */
+export const URGENT = "!";
 
 /** The most copies' settles committed together (GroupCommit). */
 const SENT_TOGETHER = 200;
@@ -232,8 +241,13 @@ export class Outbox {
    * delivery per subscriber that had subscribed when the message was accepted and is active now
    * (a chat that blocked the bot and came back still gets it, as a queued delivery would), until at
    * least `wanted` deliveries were queued (or FANOUT_BATCH messages done). `more`: messages still wait.
+   * `urgentOnly`: only the Dock's urgent messages, whatever waits before them (the urgent lane).
    */
-  async fanOut(dockId: string, wanted: number): Promise<{ queued: number; more: boolean }> {
+  async fanOut(
+    dockId: string,
+    wanted: number,
+    urgentOnly = false,
+  ): Promise<{ queued: number; more: boolean }> {
     const now = this.#now();
     return this.#db.kysely.transaction().execute(async (tx) => {
       const waiting = await tx
@@ -244,9 +258,12 @@ export class Outbox {
           "fanouts.message_id",
           "fanouts.subscribers",
           "fanouts.kind",
+          "fanouts.urgent",
           "messages.created_at",
         ])
         .where("fanouts.dock_id", "=", dockId)
+        // Literal, so that the planner sees the partial index's condition (fanouts_urgent).
+        .$if(urgentOnly, (query) => query.where(sql<boolean>`fanouts.urgent = 1`))
         .orderBy("fanouts.id")
         .limit(FANOUT_BATCH + 1)
         .execute();
@@ -311,6 +328,7 @@ export class Outbox {
               "next_attempt_at",
               "created_at",
               "updated_at",
+              "urgent",
             ])
             .expression(
               audience(range)
@@ -323,6 +341,7 @@ export class Outbox {
                   sql<number>`cast(${message.created_at} as bigint)`.as("next_attempt_at"),
                   sql<number>`cast(${message.created_at} as bigint)`.as("created_at"),
                   sql<number>`cast(${now} as bigint)`.as("updated_at"),
+                  sql<number>`cast(${message.urgent} as integer)`.as("urgent"),
                 ])
                 .orderBy("subscriptions.id"),
             )
@@ -358,8 +377,14 @@ export class Outbox {
    * globally oldest first) so a Dock with a huge backlog cannot hide another Dock's message, and
    * from a cursor so each read costs what it returns, not the size of the queue. Not-yet-due
    * deliveries are included so that each chat's order is kept while one of them waits.
+   * `urgentOnly`: only copies of urgent messages (the urgent lane), whatever waits before them.
    */
-  async queuedFor(dockId: string, afterId: number, limit: number): Promise<PendingDelivery[]> {
+  async queuedFor(
+    dockId: string,
+    afterId: number,
+    limit: number,
+    urgentOnly = false,
+  ): Promise<PendingDelivery[]> {
     const rows = await this.#db.kysely
       .selectFrom("deliveries")
       .innerJoin("messages", "messages.id", "deliveries.message_id")
@@ -382,6 +407,7 @@ export class Outbox {
         "deliveries.target_id",
         "deliveries.unknown_attempts",
         "deliveries.revision as parts_revision",
+        "deliveries.urgent",
         "messages.text",
         "messages.content",
         "messages.revision",
@@ -394,6 +420,10 @@ export class Outbox {
       .where("deliveries.state", "=", "queued")
       .where("deliveries.dock_id", "=", dockId)
       .where("deliveries.id", ">", afterId)
+      // Literal, so that the planner sees the partial index's condition (deliveries_urgent_queue).
+      .$if(urgentOnly, (query) =>
+        query.where(sql<boolean>`deliveries.state = 'queued' and deliveries.urgent = 1`),
+      )
       .orderBy("deliveries.id")
       .limit(limit)
       .execute();
@@ -417,6 +447,7 @@ export class Outbox {
       acked: ackOf(r),
       unknownAttempts: r.unknown_attempts,
       partsRevision: r.parts_revision,
+      urgent: r.urgent === 1,
       lease: 0,
     }));
   }

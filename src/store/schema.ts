@@ -272,6 +272,8 @@ export interface FanoutsTable {
   subscribers: number;
   /** `send`: the message's copies are to be created; `edit`, `delete`: a change of its copies (migration 0009). */
   kind: Generated<"send" | "edit" | "delete">;
+  /** 1: a message sent with priority `urgent`, fanned out ahead of the Dock's others (migration 0023). */
+  urgent: Generated<number>;
 }
 
 export type DeliveryState = "queued" | "sending" | "sent" | "failed" | "gone";
@@ -311,6 +313,8 @@ export interface DeliveriesTable {
    * came after its lease had passed on), comma-separated: the copy's next edit or delete removes them.
    */
   stray_ids: string | null;
+  /** 1: a copy of an urgent message, sent ahead of every other waiting (migration 0023). */
+  urgent: Generated<number>;
 }
 
 export interface LoginTokensTable {

@@ -22,6 +22,7 @@ import { unknownCopies } from "./0019-unknown-copies.ts";
 import { sandboxOwners } from "./0020-sandbox-owners.ts";
 import { refusedRequests } from "./0021-refused-requests.ts";
 import { sandboxChats } from "./0022-sandbox-chats.ts";
+import { urgentLane } from "./0023-urgent-lane.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -47,6 +48,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0020-sandbox-owners": sandboxOwners(),
     "0021-refused-requests": refusedRequests(db.spelling),
     "0022-sandbox-chats": sandboxChats(),
+    "0023-urgent-lane": urgentLane(),
   };
 }
 
