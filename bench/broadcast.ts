@@ -3,16 +3,21 @@
  * Telegram (`dock-notify sandbox`, in its own process) answering every call after --latency ms, as
  * a real network does, and the bot allowed 1000 messages a second (TELEGRAM_PAID_BROADCAST).
  *
- *   npm run bench:delivery -- --paid [--copies 10000 --latency 100 --database sqlite|postgres://…]
+ *   npm run bench:delivery -- --paid [--copies 10000 --latency 100 --database sqlite|postgres://…
+ *                                     --urgent]
  *
  * Runs the built service (npm run build:server, which the npm script does first). Measures the time from the message's 202 until Telegram has taken every copy, against the
  * minimum N/1000 s; meanwhile another Dock (no subscribers) is sent /ping at a constant 50/s, whose
  * latencies say what the fan-out costs everyone else; the service's peak RSS; on PostgreSQL, the
- * commits per copy (pg_stat_database). With PostgreSQL a database of its own is made and dropped.
+ * commits per copy (pg_stat_database). With --urgent, 2 s into the fan-out an urgent message goes to
+ * another Dock's one subscriber and one to the broadcasting Dock's people: how long until the first
+ * copy of each is out (a priority lane's work). With PostgreSQL a database of its own is made and dropped.
  */
 import { readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { loadEncryptionKey } from "../src/runtime/encryption-key.ts";
@@ -41,6 +46,7 @@ const { values } = parseArgs({
     latency: { type: "string", default: "100" },
     database: { type: "string", default: "sqlite" },
     "other-rate": { type: "string", default: "50" },
+    urgent: { type: "boolean", default: false },
     "service-node-options": { type: "string" },
   },
 });
@@ -75,10 +81,13 @@ try {
   const docks = new DockRepository(db, loadEncryptionKey(null, database.dataDir).key);
   const broadcast = await docks.create(OWNER, { name: "Broadcast", link: null, description: null });
   const other = await docks.create(OWNER, { name: "Other", link: null, description: null });
+  const pager = await docks.create(OWNER, { name: "Pager", link: null, description: null });
   const made = performance.now();
   const { ids } = (await (
-    await sandbox(telegram, "users/crowd", { method: "POST", body: { count: copies } })
+    await sandbox(telegram, "users/crowd", { method: "POST", body: { count: copies + 1 } })
   ).json()) as { ids: number[] };
+  // The last one is the Pager's only subscriber.
+  await new SubscriptionRepository(db).subscribe(pager.id, ids.pop() as number, "private");
   const subscriptions = new SubscriptionRepository(db);
   // PostgreSQL answers several at once; SQLite one at a time either way.
   const lanes = values.database === "sqlite" ? 1 : 16;
@@ -110,6 +119,13 @@ try {
   );
   const url = service.url;
   await new Promise((resolve) => setTimeout(resolve, 3500)); // past the pacer's cold start
+  // The same load with nothing else going on first: the baseline for the figures during the fan-out.
+  const quiet = await openLoop({
+    url: `${url}/ping`,
+    body: JSON.stringify({ dock_id: other.id, secret_key: other.secretKey, msg: "quietly" }),
+    rate: otherRate,
+    seconds: 3,
+  });
   await sandbox(telegram, "stats", { method: "DELETE" });
   const commits = values.database === "sqlite" ? null : await commitCount(database.url);
   const cpuBefore = { service: cpuSeconds(service), telegram: cpuSeconds(telegram) };
@@ -137,6 +153,11 @@ try {
     );
   }, 100);
 
+  // Every copy's arrival, by text: the first, the last, how many.
+  const arrivals = new Map<string, { first: number; last: number; count: number }>();
+  const watching = new AbortController();
+  void watch(telegram, arrivals, watching.signal);
+
   const minimum = copies / RATE;
   const others = openLoop({
     url: `${url}/ping`,
@@ -152,14 +173,41 @@ try {
   });
   if (answer.status !== 202) throw new Error(`the broadcast's ping answered ${answer.status}`);
   const accepted = performance.now();
+  // Two seconds in (most of the fan-out still waiting), urgent messages: one to another Dock, one
+  // to the broadcasting Dock itself. How long until the first copy of each is in a chat?
+  const urgent = (async () => {
+    if (!values.urgent) return {};
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const sent: Record<string, number> = {};
+    for (const [dock, text] of [
+      [pager, "Urgent elsewhere"],
+      [broadcast, "Urgent here"],
+    ] as const) {
+      const response = await fetch(`${url}/ping`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ dock_id: dock.id, secret_key: dock.secretKey, msg: text, priority: "urgent" }),
+      });
+      if (response.status !== 202) throw new Error(`the urgent ping answered ${response.status}`);
+      sent[text] = performance.now();
+    }
+    return sent;
+  })();
   let stats: { send_message: number; too_many_requests: number; peak_per_second: number };
   for (;;) {
     stats = (await (await sandbox(telegram, "stats", { method: "GET" })).json()) as typeof stats;
-    if (stats.send_message >= copies) break;
+    // The fan-out, and with --urgent the first copy of each urgent message.
+    if (
+      (arrivals.get("To everyone")?.count ?? 0) >= copies &&
+      (!values.urgent || (arrivals.has("Urgent here") && arrivals.has("Urgent elsewhere")))
+    )
+      break;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  const elapsed = (performance.now() - accepted) / 1000;
+  const elapsed = ((arrivals.get("To everyone")?.last ?? 0) - accepted) / 1000;
+  const urgentSent = await urgent;
   clearInterval(sampler);
+  watching.abort();
   const cpu = {
     service: cpuSeconds(service) - cpuBefore.service,
     telegram: cpuSeconds(telegram) - cpuBefore.telegram,
@@ -178,6 +226,9 @@ try {
   console.log(
     `  ${copies} copies in ${elapsed.toFixed(2)} s (accept ${(accepted - started).toFixed(1)} ms); minimum ${minimum.toFixed(2)} s; ${(elapsed / minimum).toFixed(3)} × the minimum; ${(copies / elapsed).toFixed(0)} copies/s`,
   );
+  console.log(
+    `  another Dock's /ping at ${otherRate}/s before (nothing else going on): p50 ${quiet.p50.toFixed(1)} ms, p99 ${quiet.p99.toFixed(1)} ms`,
+  );
   console.log(`  Telegram's peak ${stats.peak_per_second} in any second; 429s ${stats.too_many_requests}`);
   console.log(
     `  another Dock's /ping at ${otherRate}/s meanwhile: p50 ${meanwhile.p50.toFixed(1)} ms, p99 ${meanwhile.p99.toFixed(1)} ms, max ${meanwhile.max.toFixed(1)} ms, ${meanwhile.failed} failed`,
@@ -190,6 +241,11 @@ try {
   console.log(
     `  service RSS ${idleRss.toFixed(0)} MB before, peak ${peakRss.toFixed(0)} MB (then: anonymous ${peakSplit.anon.toFixed(0)} MB, files ${peakSplit.file.toFixed(0)} MB; heap ${mb(heap?.heapUsed)} of ${mb(heap?.heapTotal)} MB, external ${mb(heap?.external)} MB)`,
   );
+  for (const [text, at] of Object.entries(urgentSent)) {
+    console.log(
+      `  "${text}" (urgent), sent 2 s into the fan-out: its first copy out after ${((arrivals.get(text)?.first ?? 0) - at).toFixed(0)} ms${text === "Urgent here" ? ` (${copies} more copies, sent ahead of the rest: the time above counts both fan-outs)` : ""}`,
+    );
+  }
   if (perCopy !== null) console.log(`  PostgreSQL commits per copy ${perCopy.toFixed(2)}`);
 } finally {
   if (service) await stop(service);
@@ -198,6 +254,34 @@ try {
   await database.drop();
 }
 process.exit(0);
+
+/** Follows the sandbox's event stream: each message the bot sent, by its text (the line after the Dock's name). */
+async function watch(
+  telegram: Server,
+  arrivals: Map<string, { first: number; last: number; count: number }>,
+  signal: AbortSignal,
+): Promise<void> {
+  const response = await fetch(`${telegram.url}/sandbox/api/events`, { signal });
+  const lines = createInterface({ input: Readable.fromWeb(response.body as never) });
+  try {
+    for await (const line of lines) {
+      if (!line.startsWith("data: ")) continue;
+      const event = JSON.parse(line.slice(6)) as { type: string; message?: { text?: string } };
+      if (event.type !== "message") continue;
+      const text = event.message?.text?.split("\n")[1];
+      if (text === undefined) continue;
+      const now = performance.now();
+      const seen = arrivals.get(text);
+      if (seen === undefined) arrivals.set(text, { first: now, last: now, count: 1 });
+      else {
+        seen.last = now;
+        seen.count++;
+      }
+    }
+  } catch {
+    // Aborted at the end.
+  }
+}
 
 /** CPU time a process has used so far, user and system, in seconds (/proc/<pid>/stat). */
 function cpuSeconds(server: Server): number {
