@@ -119,7 +119,14 @@ try {
   );
   const url = service.url;
   await new Promise((resolve) => setTimeout(resolve, 3500)); // past the pacer's cold start
-  // The same load with nothing else going on first: the baseline for the figures during the fan-out.
+  // The same load with nothing else going on first: the baseline for the figures during the fan-out
+  // (after a second of it to warm up: a fresh process compiles its code on the first requests).
+  await openLoop({
+    url: `${url}/ping`,
+    body: JSON.stringify({ dock_id: other.id, secret_key: other.secretKey, msg: "warming up" }),
+    rate: otherRate,
+    seconds: 1,
+  });
   const quiet = await openLoop({
     url: `${url}/ping`,
     body: JSON.stringify({ dock_id: other.id, secret_key: other.secretKey, msg: "quietly" }),

@@ -223,8 +223,9 @@ export class Dispatcher {
       if (wanted === "all") await this.#o.outbox.requeueAbandoned(false, this.#inFlightIds);
       const docks = wanted === "all" ? await this.#o.outbox.queuedDocks() : wanted;
       // The urgent lane first: what the Docks hold of it, whatever waits in front (announced by
-      // URGENT, and every Dock's at a sweep).
-      for (const dockId of wanted === "all" ? docks : wantedUrgent) await this.#refillUrgent(dockId);
+      // URGENT; at a sweep, every Dock that has any).
+      const urgent = wanted === "all" ? await this.#o.outbox.urgentDocks() : wantedUrgent;
+      for (const dockId of urgent) await this.#refillUrgent(dockId);
       for (const dockId of docks) {
         const held = this.#queue.held(dockId);
         if (held >= this.#o.windowPerDock / 2) {

@@ -100,13 +100,14 @@ export class FairQueue<D extends Queued> {
       queue.splice(index, 1);
       dock.held--;
     }
+    // In place: a fan-out empties a chat with each copy sent, hundreds held, a thousand a second.
     if (queue.length === 0) {
       dock.chats.delete(delivery.chatId);
-      dock.order = dock.order.filter((id) => id !== delivery.chatId);
+      removeFrom(dock.order, delivery.chatId);
     }
     if (dock.chats.size === 0) {
       this.#docks.delete(delivery.dockId);
-      this.#dockOrder = this.#dockOrder.filter((id) => id !== delivery.dockId);
+      removeFrom(this.#dockOrder, delivery.dockId);
     }
     if (dock.more && dock.held < this.#lowWater) {
       dock.more = false;
@@ -197,4 +198,10 @@ export class FairQueue<D extends Queued> {
     this.#dockCursor = 0;
     this.#known.clear();
   }
+}
+
+/** Takes `value` out of `list`, in place (nothing if it is not there). */
+function removeFrom<T>(list: T[], value: T): void {
+  const at = list.indexOf(value);
+  if (at >= 0) list.splice(at, 1);
 }

@@ -236,6 +236,15 @@ export class Outbox {
     return [...new Set([...queued.rows, ...waiting.rows].map((r) => r.dock_id))];
   }
 
+  /** Docks with urgent work waiting: urgent messages not fanned out yet, or their copies queued (the partial indexes). */
+  async urgentDocks(): Promise<string[]> {
+    const { rows } = await sql<{ dock_id: string }>`
+      select distinct dock_id from fanouts where urgent = 1
+      union
+      select distinct dock_id from deliveries where state = 'queued' and urgent = 1`.execute(this.#db.kysely);
+    return rows.map((row) => row.dock_id);
+  }
+
   /**
    * Fans out the Dock's oldest waiting messages, in the order they were accepted, into one queued
    * delivery per subscriber that had subscribed when the message was accepted and is active now
