@@ -19,6 +19,9 @@ import { PROBE_MAX_MS, TelegramHealth, type TelegramStatus } from "./telegram-he
 
 export type { TelegramStatus } from "./telegram-health.ts";
 
+/** While urgent copies wait, one send in this many goes to everything else (when any of it may go). */
+const ORDINARY_SHARE = 4;
+
 /** The pacer's places for one delivery's Telegram calls: the first taken when it was picked. */
 interface TelegramCalls {
   ticket: Ticket | null;
@@ -86,6 +89,8 @@ export class Dispatcher {
   readonly #cursors = new Map<string, number>();
   readonly #busyChats = new Set<number>();
   #inFlight = 0;
+  /** Deliveries picked so far: every ORDINARY_SHARE-th turn is the ordinary lane's. */
+  #picks = 0;
   readonly #inFlightLimit: InFlightLimit;
   #running = false;
   #timer: NodeJS.Timeout | null = null;
@@ -213,7 +218,7 @@ export class Dispatcher {
     this.#wantedUrgent = new Set();
     this.#refilling = this.#refill(wanted, urgent).finally(() => {
       this.#refilling = null;
-      if (this.#wanted === "all" || this.#wanted.size > 0) this.wake([]);
+      if (this.#wanted === "all" || this.#wanted.size > 0 || this.#wantedUrgent.size > 0) this.wake([]);
     });
   }
 
@@ -250,7 +255,7 @@ export class Dispatcher {
           }
           more = fanned.more || rows.length === limit;
         }
-        for (const row of rows) this.#laneOf(row).hold(row);
+        for (const row of rows) this.#queue.hold(row);
         // Messages still wait but nothing is held to trigger the next read (their subscribers
         // had all left): look again.
         if (!this.#queue.setMore(dockId, more) && more && this.#wanted !== "all") this.#wanted.add(dockId);
@@ -274,8 +279,10 @@ export class Dispatcher {
     const fanned = await this.#o.outbox.fanOut(dockId, room, true);
     const rows = await this.#o.outbox.queuedFor(dockId, 0, this.#o.windowPerDock, true);
     for (const row of rows) this.#urgent.hold(row);
-    // More than fits: read again once the lane runs low (#remove).
-    this.#urgent.setMore(dockId, fanned.more || rows.length === this.#o.windowPerDock);
+    // More than fits: read again once the lane runs low (#remove); more waiting but nothing held
+    // to trigger that read (their subscribers had all left): look again now.
+    const more = fanned.more || rows.length === this.#o.windowPerDock;
+    if (!this.#urgent.setMore(dockId, more) && more) this.#wantedUrgent.add(dockId);
   }
 
   /** Starts every send that may go now; arms a timer for the earliest one that may go later. */
@@ -323,14 +330,24 @@ export class Dispatcher {
     const busy = (chatId: number) => this.#busyChats.has(chatId);
     const readyAt = (head: PendingDelivery) =>
       Math.max(head.nextAttemptAt, this.#o.pacer.readyAt(head.chatId, chatKind(head.chatType)));
-    // The urgent lane first; the rest when none of it may go now.
-    const urgent: ReturnType<FairQueue<PendingDelivery>["next"]> = this.#urgent.empty
-      ? { delivery: null, at: Number.POSITIVE_INFINITY }
-      : this.#urgent.next(now, busy, readyAt);
-    let next = urgent;
-    if (urgent.delivery === null) {
-      const ordinary = this.#queue.next(now, busy, readyAt);
-      next = ordinary.delivery === null ? { delivery: null, at: Math.min(ordinary.at, urgent.at) } : ordinary;
+    // The urgent lane first, but a big urgent broadcast leaves every ORDINARY_SHARE-th send to the
+    // rest (another Dock's message is not held back for minutes); the rest whenever none of the
+    // urgent lane may go now. In a chat, nothing ordinary overtakes an urgent copy still held
+    // (waiting out a retry, say).
+    const ordinaryBusy = (chatId: number) => busy(chatId) || this.#urgent.holdsChat(chatId);
+    const ordinaryTurn = ++this.#picks % ORDINARY_SHARE === 0;
+    let next: ReturnType<FairQueue<PendingDelivery>["next"]> = {
+      delivery: null,
+      at: Number.POSITIVE_INFINITY,
+    };
+    if (ordinaryTurn) next = this.#queue.next(now, ordinaryBusy, readyAt);
+    if (next.delivery === null && !this.#urgent.empty) {
+      const urgent = this.#urgent.next(now, busy, readyAt);
+      next = urgent.delivery === null ? { delivery: null, at: Math.min(next.at, urgent.at) } : urgent;
+    }
+    if (next.delivery === null && !ordinaryTurn) {
+      const ordinary = this.#queue.next(now, ordinaryBusy, readyAt);
+      next = ordinary.delivery === null ? { delivery: null, at: Math.min(next.at, ordinary.at) } : ordinary;
     }
     if (next.delivery === null) return next;
     const { chatId, chatType } = next.delivery;
@@ -390,7 +407,6 @@ export class Dispatcher {
   async #send(delivery: PendingDelivery, ticket: Ticket, probe: boolean): Promise<void> {
     const { chatId } = delivery;
     const kind = chatKind(delivery.chatType);
-    const started = performance.now();
     this.#busyChats.add(chatId);
     this.#inFlight++;
     this.#inFlightIds.add(delivery.id);
@@ -497,7 +513,6 @@ export class Dispatcher {
       this.#inFlightIds.delete(delivery.id);
       this.#busyChats.delete(chatId);
       this.#inFlight--;
-      this.#inFlightLimit.observe(performance.now() - started);
       if (this.#inFlight === 0 && this.#idle) this.#idle();
       if (this.#running) this.#pump();
     }
@@ -523,7 +538,9 @@ export class Dispatcher {
     try {
       return await call(this.#copies as CopySender);
     } finally {
-      this.#o.metrics.telegramLatency.observe((performance.now() - started) / 1000);
+      const took = performance.now() - started;
+      this.#o.metrics.telegramLatency.observe(took / 1000);
+      this.#inFlightLimit.observe(took);
       this.#o.pacer.release(ticket);
     }
   }

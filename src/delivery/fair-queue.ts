@@ -49,6 +49,12 @@ export class FairQueue<D extends Queued> {
     return this.#docks.size === 0;
   }
 
+  /** Whether any delivery to the chat is held, of any Dock. */
+  holdsChat(chatId: number): boolean {
+    for (const dock of this.#docks.values()) if (dock.chats.has(chatId)) return true;
+    return false;
+  }
+
   /** How many of the Dock's deliveries are held. */
   held(dockId: string): number {
     return this.#docks.get(dockId)?.held ?? 0;

@@ -1,17 +1,18 @@
 /**
- * How many sends the dispatcher keeps in flight. Each holds its place from its claim to its
- * settle — Telegram's round trip and the database's two writes — so to reach Telegram's rate the
- * dispatcher needs the rate times that time in flight (Little's law): 16 do for 30/s with real
- * round trips of 50–150 ms, but paid broadcast at 1000/s needs 100–300. Too many, though, is a
- * crash's worth of sends that go out twice (each in flight may be sent again after a restart) and
- * a queue at the database's pool. So the limit follows the time sends take, measured as they end:
- * the rate × that time × HEADROOM, never below `floor` nor above `cap` (DELIVERY_CONCURRENCY).
+ * How many sends the dispatcher keeps in flight. To reach Telegram's rate it needs the rate times
+ * Telegram's answer time in flight (Little's law): 16 do for 30/s with real round trips of
+ * 50–150 ms, but paid broadcast at 1000/s needs 100–300. Too many, though, is a crash's worth of
+ * sends that go out twice (each in flight may be sent again after a restart) and a queue at the
+ * database. So the limit follows Telegram's answer time, measured call by call — not the
+ * database's part: when the database is what is slow, more in flight would only queue there — as
+ * the rate × that time × HEADROOM, never below `floor` nor above `cap` (DELIVERY_CONCURRENCY), and
+ * never above the rate itself (each send holds one of the bot's places in a second's window).
  */
 export class InFlightLimit {
   readonly #rate: number;
   readonly #floor: number;
   readonly #cap: number;
-  /** A send's time from claim to settle, ms: a moving average (0 until the first one ended). */
+  /** Telegram's answer time, ms: a moving average (0 until the first call ended). */
   #meanMs = 0;
 
   constructor(options: {
@@ -27,7 +28,7 @@ export class InFlightLimit {
     this.#floor = Math.min(this.#cap, Math.max(1, options.floor ?? FLOOR));
   }
 
-  /** A send ended after `ms` in flight. */
+  /** A Telegram call answered (or failed) after `ms`. */
   observe(ms: number): void {
     this.#meanMs = this.#meanMs === 0 ? ms : this.#meanMs + WEIGHT * (ms - this.#meanMs);
   }
@@ -35,7 +36,7 @@ export class InFlightLimit {
   /** Sends that may be in flight now. */
   get value(): number {
     const needed = Math.ceil(((this.#rate * this.#meanMs) / 1000) * HEADROOM);
-    return Math.min(this.#cap, Math.max(this.#floor, needed));
+    return Math.min(this.#cap, Math.max(this.#floor, Math.min(needed, Math.ceil(this.#rate))));
   }
 }
 

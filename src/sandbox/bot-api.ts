@@ -109,6 +109,11 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
 
   app.setNotFoundHandler((_request, reply) => answer(reply, NOT_FOUND()));
 
+  // A real network's round trip (SANDBOX_LATENCY_MS), for every answer, an error's too: half on the
+  // way to Telegram, before the call is counted against the limits, half on the way back.
+  app.addHook("onRequest", async () => travel(emulator.latencyMs / 2, closing));
+  app.addHook("onSend", async () => travel(emulator.latencyMs / 2, closing));
+
   app.route<{ Params: { token: string; method: string } }>({
     method: ["GET", "POST"],
     url: "/bot:token/:method",
@@ -120,9 +125,6 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
       // A bot long-polls all day: its polls are not news in the log (they are at debug).
       if (name === "getupdates" || options.quiet) request.logQuietly = true;
       const raw = await readParams(request);
-      // A real network's round trip (SANDBOX_LATENCY_MS): half on the way to Telegram, where the
-      // call is counted against the limits, half on the way back.
-      await travel(emulator.latencyMs / 2, closing);
       emulator.stats.calls[name] = (emulator.stats.calls[name] ?? 0) + 1;
 
       const fault = emulator.faults.match(name, chatIdForFaults(raw));
@@ -150,7 +152,6 @@ export async function botApi(app: FastifyInstance, options: BotApiOptions): Prom
         new Params(raw),
         AbortSignal.any([gone.signal, closing]),
       );
-      await travel(emulator.latencyMs / 2, closing);
       return { ok: true, result };
     },
   });

@@ -201,7 +201,8 @@ export class Outbox {
     });
     this.#claims = new GroupCommit({
       together: (claims) => this.#claimTogether(claims),
-      alone: (claim) => this.#claimAlone(claim.id, claim.lease, []),
+      // Its own lease too: a batch's UPDATE may have claimed it before the batch failed.
+      alone: (claim) => this.#claimAlone(claim.id, claim.lease, [claim.lease]),
       most: SENT_TOGETHER,
     });
     this.#records = new GroupCommit({
@@ -250,7 +251,8 @@ export class Outbox {
    * delivery per subscriber that had subscribed when the message was accepted and is active now
    * (a chat that blocked the bot and came back still gets it, as a queued delivery would), until at
    * least `wanted` deliveries were queued (or FANOUT_BATCH messages done). `more`: messages still wait.
-   * `urgentOnly`: only the Dock's urgent messages, whatever waits before them (the urgent lane).
+   * `urgentOnly`: the Dock's urgent messages, whatever waits before them (the urgent lane);
+   * otherwise only the others.
    */
   async fanOut(
     dockId: string,
@@ -271,8 +273,9 @@ export class Outbox {
           "messages.created_at",
         ])
         .where("fanouts.dock_id", "=", dockId)
-        // Literal, so that the planner sees the partial index's condition (fanouts_urgent).
-        .$if(urgentOnly, (query) => query.where(sql<boolean>`fanouts.urgent = 1`))
+        // The urgent lane's apart: literal, so that the planner sees the partial index's condition
+        // (fanouts_urgent).
+        .where(urgentOnly ? sql<boolean>`fanouts.urgent = 1` : sql<boolean>`fanouts.urgent = 0`)
         .orderBy("fanouts.id")
         .limit(FANOUT_BATCH + 1)
         .execute();
@@ -386,7 +389,8 @@ export class Outbox {
    * globally oldest first) so a Dock with a huge backlog cannot hide another Dock's message, and
    * from a cursor so each read costs what it returns, not the size of the queue. Not-yet-due
    * deliveries are included so that each chat's order is kept while one of them waits.
-   * `urgentOnly`: only copies of urgent messages (the urgent lane), whatever waits before them.
+   * `urgentOnly`: copies of urgent messages (the urgent lane), whatever waits before them;
+   * otherwise only the others.
    */
   async queuedFor(
     dockId: string,
@@ -429,9 +433,12 @@ export class Outbox {
       .where("deliveries.state", "=", "queued")
       .where("deliveries.dock_id", "=", dockId)
       .where("deliveries.id", ">", afterId)
-      // Literal, so that the planner sees the partial index's condition (deliveries_urgent_queue).
-      .$if(urgentOnly, (query) =>
-        query.where(sql<boolean>`deliveries.state = 'queued' and deliveries.urgent = 1`),
+      // The urgent lane's apart: literal, so that the planner sees the partial index's condition
+      // (deliveries_urgent_queue).
+      .where(
+        urgentOnly
+          ? sql<boolean>`deliveries.state = 'queued' and deliveries.urgent = 1`
+          : sql<boolean>`deliveries.urgent = 0`,
       )
       .orderBy("deliveries.id")
       .limit(limit)
@@ -654,7 +661,8 @@ export class Outbox {
 
   /**
    * Telegram took parts of a claimed delivery (a copy's, or those an edit adds): their ids go on
-   * record at once, in one statement of their own, while the row stays `sending`. The settle that
+   * record at once, in an urgent statement (Db.urgent) with those of other deliveries that came
+   * while the last one was written, while the row stays `sending`. The settle that
    * follows is a transaction that may wait for the message's lock, the Dock's day of activity and
    * the connection; a crash before it commits now costs nothing that Telegram did — the claim
    * taken again after a restart resumes after these parts (`sentParts`) instead of sending them
@@ -744,12 +752,27 @@ export class Outbox {
   }
 
   /**
-   * Copies' settles (`sent`) in one transaction, a result each. The messages' shared locks are all
-   * taken first, in order: a change of one of them (which holds its exclusive lock) waits for
-   * this transaction, or this for it, never each for the other. Each message is read once for
-   * all its copies (converge): under its shared lock, it cannot change meanwhile.
+   * Copies' settles (`sent`) that came together, a result each: a transaction per message, each
+   * with one UPDATE for all its copies, one read of the message for converge (under its shared
+   * lock it cannot change meanwhile) and one activity row per Dock.
    */
   async #sentTogether(copies: SentCopy[]): Promise<boolean[]> {
+    // One message's copies per transaction: it holds one message lock, as every settle always did,
+    // so no lock order with a change of several messages at once (AcceptBatch) can deadlock. A
+    // fan-out's copies are all of one message.
+    const byMessage = new Map<string, SentCopy[]>();
+    for (const copy of copies)
+      byMessage.set(copy.messageId, [...(byMessage.get(copy.messageId) ?? []), copy]);
+    const settled = new Map<number, boolean>();
+    for (const group of byMessage.values()) {
+      const results = await this.#sentOfOneMessage(group);
+      for (const [i, copy] of group.entries()) settled.set(copy.id, results[i] as boolean);
+    }
+    return copies.map((copy) => settled.get(copy.id) as boolean);
+  }
+
+  /** Copies of one message settled in one transaction (see #sentTogether). */
+  async #sentOfOneMessage(copies: SentCopy[]): Promise<boolean[]> {
     const now = this.#now();
     const byId = new Map(copies.map((copy) => [copy.id, copy]));
     const each = (value: (copy: SentCopy) => unknown) =>
@@ -758,9 +781,9 @@ export class Outbox {
         sql` `,
       );
     const resolved = copies.filter((copy) => copy.resolved).map((copy) => copy.id);
+    const messageId = (copies[0] as SentCopy).messageId;
     return this.#db.kysely.transaction().execute(async (tx) => {
-      const messageIds = [...new Set(copies.map((copy) => copy.messageId))].sort();
-      for (const messageId of messageIds) await this.#db.messageLocks.shared(tx, messageId);
+      await this.#db.messageLocks.shared(tx, messageId);
       // One statement for every copy, each fenced by its own lease (see #settle).
       const written = await tx
         .updateTable("deliveries")
@@ -787,8 +810,7 @@ export class Outbox {
         )
         .returning(["id", "dock_id", "kind", "stray_ids"])
         .execute();
-      const messages = new Map<string, ConvergeMessage | undefined>();
-      for (const messageId of messageIds) messages.set(messageId, await readForConverge(tx, messageId));
+      const message = await readForConverge(tx, messageId);
       const settled = new Set<number>();
       for (const row of written) {
         const copy = byId.get(Number(row.id)) as SentCopy;
@@ -804,7 +826,7 @@ export class Outbox {
             .where("id", "=", copy.id)
             .execute();
         }
-        await convergeOn(tx, messages.get(copy.messageId), copy.id, copy.revision, now, left.length > 0);
+        await convergeOn(tx, message, copy.id, copy.revision, now, left.length > 0);
       }
       await this.#rollups.add(tx, now, new Tallies().settled(written, "sent"));
       return copies.map((copy) => settled.has(copy.id));

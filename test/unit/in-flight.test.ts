@@ -22,6 +22,12 @@ describe("sends in flight, sized from the rate and the time sends take", () => {
     expect(limit.value).toBeLessThanOrEqual(151);
   });
 
+  it("never more than the rate: each send holds one of the bot's places in a second's window", () => {
+    const limit = new InFlightLimit({ rate: 30, cap: 500 });
+    for (let i = 0; i < 200; i++) limit.observe(5_000);
+    expect(limit.value).toBe(30);
+  });
+
   it("a cap below the floor wins (DELIVERY_CONCURRENCY=4)", () => {
     const limit = new InFlightLimit({ rate: 1000, cap: 4 });
     expect(limit.value).toBe(4);
