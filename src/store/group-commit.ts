@@ -7,8 +7,8 @@ interface Waiting<I, R> {
 }
 
 /**
- * Writes that arrive while one is being committed go together in the next transaction: one commit
- * for many (a group commit). The first write of a quiet moment goes at once, alone; under load the
+ * Writes that arrive while one is being committed (or `atOnce` are) go together in the next
+ * transaction: one commit for many (a group commit). The first write of a quiet moment goes at once, alone; under load the
  * rest wait at most one transaction, and the commits per write fall with the load. Used for the
  * copies' settles (Outbox.sent): at paid broadcast's 1000 copies a second, a commit each would be
  * most of the database's work.
@@ -21,8 +21,9 @@ export class GroupCommit<I, R> {
   readonly #together: (items: I[]) => Promise<R[]>;
   readonly #alone: (item: I) => Promise<R>;
   readonly #most: number;
+  readonly #atOnce: number;
   #waiting: Waiting<I, R>[] = [];
-  #committing = false;
+  #committing = 0;
 
   constructor(options: {
     /** Writes the items in one transaction; a result per item, in order. */
@@ -31,29 +32,32 @@ export class GroupCommit<I, R> {
     alone: (item: I) => Promise<R>;
     /** The most items in one transaction. */
     most: number;
+    /** Transactions under way at once (default 1): a write waits only while this many are. */
+    atOnce?: number;
   }) {
     this.#together = options.together;
     this.#alone = options.alone;
     this.#most = options.most;
+    this.#atOnce = options.atOnce ?? 1;
   }
 
   /** Writes `item` with whatever else comes meanwhile; resolves to its own result. */
   add(item: I): Promise<R> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
-      if (!this.#committing) void this.#commit();
+      if (this.#committing < this.#atOnce) void this.#commit();
     });
   }
 
   async #commit(): Promise<void> {
-    this.#committing = true;
+    this.#committing++;
     try {
       while (this.#waiting.length > 0) {
         const batch = this.#waiting.splice(0, this.#most);
         await this.#write(batch);
       }
     } finally {
-      this.#committing = false;
+      this.#committing--;
     }
   }
 

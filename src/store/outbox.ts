@@ -147,6 +147,9 @@ function claimable(eb: ExpressionBuilder<Database, "deliveries">, orLeases: read
  */
 export const URGENT = "!";
 
+/** Records of parts (recordParts) under way at once: PostgreSQL's urgent connections. */
+const URGENT_AT_ONCE = 4;
+
 /** The most copies' settles committed together (GroupCommit). */
 const SENT_TOGETHER = 200;
 
@@ -209,6 +212,9 @@ export class Outbox {
       together: (records) => this.#recordTogether(records),
       alone: async (record) => (await this.#recordTogether([record]))[0] as boolean,
       most: SENT_TOGETHER,
+      // As many as PostgreSQL has urgent connections (store/postgres/adapter.ts): one statement
+      // at a time would put every record behind a server process the scheduler set aside.
+      atOnce: URGENT_AT_ONCE,
     });
   }
 

@@ -65,3 +65,24 @@ describe("group commit", () => {
     expect(alone).toEqual([1, 12, 13, 14]);
   });
 });
+
+describe("group commit, several at once", () => {
+  it("with atOnce 2, two writes go at once, alone; those that come while both are under way go together next", async () => {
+    const running: { items: number[]; commit: () => void }[] = [];
+    const group = new GroupCommit<number, number>({
+      together: (items) => new Promise((resolve) => running.push({ items, commit: () => resolve(items) })),
+      alone: (item) => new Promise((resolve) => running.push({ items: [item], commit: () => resolve(item) })),
+      most: 10,
+      atOnce: 2,
+    });
+    const all = [1, 2, 3, 4, 5].map((item) => group.add(item));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running.map((r) => r.items)).toEqual([[1], [2]]);
+    running[0]?.commit();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running.map((r) => r.items)).toEqual([[1], [2], [3, 4, 5]]);
+    running[1]?.commit();
+    running[2]?.commit();
+    expect(await Promise.all(all)).toEqual([1, 2, 3, 4, 5]);
+  });
+});
