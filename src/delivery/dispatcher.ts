@@ -100,6 +100,8 @@ export class Dispatcher {
   #wanted: Set<string> | "all" = new Set();
   /** Docks whose urgent messages to look for in the next refill (besides every Dock's, with "all"). */
   #wantedUrgent = new Set<string>();
+  /** Per Dock with urgent copies still unread in the database: the last urgent id read. */
+  readonly #urgentReadUpTo = new Map<string, number>();
   #idle: (() => void) | null = null;
   /** Deliveries with a send (or its outcome's write) under way: never re-queued behind our back. */
   readonly #inFlightIds = new Set<number>();
@@ -178,6 +180,7 @@ export class Dispatcher {
     if (this.#timer) clearTimeout(this.#timer);
     this.#queue.clear();
     this.#urgent.clear();
+    this.#urgentReadUpTo.clear();
     this.#cursors.clear();
   }
 
@@ -209,7 +212,7 @@ export class Dispatcher {
       const urgent = named.startsWith(URGENT);
       const id = urgent ? named.slice(URGENT.length) : named;
       if (urgent) this.#wantedUrgent.add(id);
-      if (this.#wanted !== "all") this.#wanted.add(id);
+      else if (this.#wanted !== "all") this.#wanted.add(id);
     }
     if (this.#refilling) return;
     const wanted = this.#wanted;
@@ -255,7 +258,12 @@ export class Dispatcher {
           }
           more = fanned.more || rows.length === limit;
         }
-        for (const row of rows) this.#queue.hold(row);
+        for (const row of rows) {
+          // Urgent copies are the urgent lane's to hold (each lane keeps its window); one it has
+          // not read yet gets it to look.
+          if (!row.urgent) this.#queue.hold(row);
+          else if (!this.#urgent.has(row.id)) this.#wantedUrgent.add(dockId);
+        }
         // Messages still wait but nothing is held to trigger the next read (their subscribers
         // had all left): look again.
         if (!this.#queue.setMore(dockId, more) && more && this.#wanted !== "all") this.#wanted.add(dockId);
@@ -283,6 +291,11 @@ export class Dispatcher {
     // to trigger that read (their subscribers had all left): look again now.
     const more = fanned.more || rows.length === this.#o.windowPerDock;
     if (!this.#urgent.setMore(dockId, more) && more) this.#wantedUrgent.add(dockId);
+    // Urgent copies left unread: nothing of the Dock's queued after the last one read may go yet
+    // (a later message would reach a chat before the urgent one still in the database).
+    const last = rows.at(-1)?.id ?? 0;
+    if (more) this.#urgentReadUpTo.set(dockId, Math.max(last, this.#urgentReadUpTo.get(dockId) ?? 0));
+    else this.#urgentReadUpTo.delete(dockId);
   }
 
   /** Starts every send that may go now; arms a timer for the earliest one that may go later. */
@@ -333,20 +346,24 @@ export class Dispatcher {
     // The urgent lane first, but a big urgent broadcast leaves every ORDINARY_SHARE-th send to the
     // rest (another Dock's message is not held back for minutes); the rest whenever none of the
     // urgent lane may go now. In a chat, nothing ordinary overtakes an urgent copy still held
-    // (waiting out a retry, say).
+    // (waiting out a retry, say), nor one still unread (#urgentReadUpTo).
     const ordinaryBusy = (chatId: number) => busy(chatId) || this.#urgent.holdsChat(chatId);
+    const ordinaryReadyAt = (head: PendingDelivery) => {
+      const upTo = this.#urgentReadUpTo.get(head.dockId);
+      return upTo !== undefined && head.id > upTo ? Number.POSITIVE_INFINITY : readyAt(head);
+    };
     const ordinaryTurn = ++this.#picks % ORDINARY_SHARE === 0;
     let next: ReturnType<FairQueue<PendingDelivery>["next"]> = {
       delivery: null,
       at: Number.POSITIVE_INFINITY,
     };
-    if (ordinaryTurn) next = this.#queue.next(now, ordinaryBusy, readyAt);
+    if (ordinaryTurn) next = this.#queue.next(now, ordinaryBusy, ordinaryReadyAt);
     if (next.delivery === null && !this.#urgent.empty) {
       const urgent = this.#urgent.next(now, busy, readyAt);
       next = urgent.delivery === null ? { delivery: null, at: Math.min(next.at, urgent.at) } : urgent;
     }
     if (next.delivery === null && !ordinaryTurn) {
-      const ordinary = this.#queue.next(now, ordinaryBusy, readyAt);
+      const ordinary = this.#queue.next(now, ordinaryBusy, ordinaryReadyAt);
       next = ordinary.delivery === null ? { delivery: null, at: Math.min(next.at, ordinary.at) } : ordinary;
     }
     if (next.delivery === null) return next;

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, type RawBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
+import { isDatabaseUnavailable, storageFault } from "./faults.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { queueChange } from "./revise.ts";
 import { Rollups, type SettledCount, Tallies } from "./rollups.ts";
@@ -163,6 +164,17 @@ interface SentCopy {
   resolved: boolean;
 }
 
+/** A copy's settle that failed, kept apart from the others settled with it (see #sentTogether). */
+class SettleFailure {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
+/** A copy's settle: recorded (true), refused by its lease (false), or failed. */
+type SentResult = boolean | SettleFailure;
+
 /** What claiming a delivery came to (Outbox.claim). */
 export type Claim =
   | { status: "claimed"; lease: number; chatId: number; revision: number }
@@ -187,7 +199,7 @@ export class Outbox {
   readonly #now: () => number;
   readonly #rollups: Rollups;
   /** Copies' settles (`sent`) that arrive together are committed together. */
-  readonly #sent: GroupCommit<SentCopy, boolean>;
+  readonly #sent: GroupCommit<SentCopy, SentResult>;
   /** Claims that arrive together go in one statement. */
   readonly #claims: GroupCommit<{ id: number; lease: number }, Claim>;
   /** Parts put on record (`recordParts`) that arrive together go in one statement. */
@@ -199,7 +211,7 @@ export class Outbox {
     this.#rollups = new Rollups(db.kysely);
     this.#sent = new GroupCommit({
       together: (copies) => this.#sentTogether(copies),
-      alone: async (copy) => (await this.#sentTogether([copy]))[0] as boolean,
+      alone: async (copy) => (await this.#sentTogether([copy]))[0] as SentResult,
       most: SENT_TOGETHER,
     });
     this.#claims = new GroupCommit({
@@ -395,8 +407,7 @@ export class Outbox {
    * globally oldest first) so a Dock with a huge backlog cannot hide another Dock's message, and
    * from a cursor so each read costs what it returns, not the size of the queue. Not-yet-due
    * deliveries are included so that each chat's order is kept while one of them waits.
-   * `urgentOnly`: copies of urgent messages (the urgent lane), whatever waits before them;
-   * otherwise only the others.
+   * `urgentOnly`: only copies of urgent messages (the urgent lane), whatever waits before them.
    */
   async queuedFor(
     dockId: string,
@@ -439,12 +450,11 @@ export class Outbox {
       .where("deliveries.state", "=", "queued")
       .where("deliveries.dock_id", "=", dockId)
       .where("deliveries.id", ">", afterId)
-      // The urgent lane's apart: literal, so that the planner sees the partial index's condition
-      // (deliveries_urgent_queue).
-      .where(
-        urgentOnly
-          ? sql<boolean>`deliveries.state = 'queued' and deliveries.urgent = 1`
-          : sql<boolean>`deliveries.urgent = 0`,
+      // The urgent lane's own read: literal, so that the planner sees the partial index's
+      // condition (deliveries_urgent_queue). The ordinary read returns urgent rows too (its index
+      // has no `urgent`: filtering them here would scan them at every read); the dispatcher skips them.
+      .$if(urgentOnly, (query) =>
+        query.where(sql<boolean>`deliveries.state = 'queued' and deliveries.urgent = 1`),
       )
       .orderBy("deliveries.id")
       .limit(limit)
@@ -692,7 +702,7 @@ export class Outbox {
   /**
    * Parts of several deliveries on record (recordParts) in one urgent statement: each row gets
    * its own ids (and a copy its revision), fenced by its own lease. Under load, the records that
-   * come while one is being written go in the next: one statement at a time, none waiting longer.
+   * come while such statements are being written go in the next (up to URGENT_AT_ONCE at once).
    */
   async #recordTogether(records: PartsRecord[]): Promise<boolean[]> {
     const each = (value: (record: PartsRecord) => unknown, only = (_: PartsRecord) => true) =>
@@ -747,7 +757,7 @@ export class Outbox {
     revision: number,
     resolved = false,
   ): Promise<boolean> {
-    return this.#sent.add({
+    const result = await this.#sent.add({
       id: delivery.id,
       lease: delivery.lease,
       messageId: delivery.messageId,
@@ -755,6 +765,8 @@ export class Outbox {
       revision,
       resolved,
     });
+    if (result instanceof SettleFailure) throw result.error;
+    return result;
   }
 
   /**
@@ -762,19 +774,39 @@ export class Outbox {
    * with one UPDATE for all its copies, one read of the message for converge (under its shared
    * lock it cannot change meanwhile) and one activity row per Dock.
    */
-  async #sentTogether(copies: SentCopy[]): Promise<boolean[]> {
+  async #sentTogether(copies: SentCopy[]): Promise<SentResult[]> {
     // One message's copies per transaction: it holds one message lock, as every settle always did,
     // so no lock order with a change of several messages at once (AcceptBatch) can deadlock. A
     // fan-out's copies are all of one message.
     const byMessage = new Map<string, SentCopy[]>();
-    for (const copy of copies)
-      byMessage.set(copy.messageId, [...(byMessage.get(copy.messageId) ?? []), copy]);
-    const settled = new Map<number, boolean>();
-    for (const group of byMessage.values()) {
+    for (const copy of copies) {
+      const group = byMessage.get(copy.messageId);
+      if (group === undefined) byMessage.set(copy.messageId, [copy]);
+      else group.push(copy);
+    }
+    // Each message's outcome is its own: one that fails leaves the others' committed results as
+    // they are (retrying those would find them settled, and warn of a lease that had not expired).
+    const settled = new Map<number, SentResult>();
+    const settle = async (group: SentCopy[]) => {
       const results = await this.#sentOfOneMessage(group);
       for (const [i, copy] of group.entries()) settled.set(copy.id, results[i] as boolean);
+    };
+    for (const group of byMessage.values()) {
+      try {
+        await settle(group);
+      } catch (error) {
+        // The database unavailable fails the message's copies; any other failure is a row's:
+        // each copy alone finds out which.
+        if (group.length === 1 || isDatabaseUnavailable(error) || storageFault(error) !== null) {
+          for (const copy of group) settled.set(copy.id, new SettleFailure(error));
+          continue;
+        }
+        for (const copy of group) {
+          await settle([copy]).catch((alone: unknown) => settled.set(copy.id, new SettleFailure(alone)));
+        }
+      }
     }
-    return copies.map((copy) => settled.get(copy.id) as boolean);
+    return copies.map((copy) => settled.get(copy.id) as SentResult);
   }
 
   /** Copies of one message settled in one transaction (see #sentTogether). */

@@ -574,4 +574,25 @@ describe.concurrent("the dispatcher, call by call", () => {
     expect(telegram.texts(801)).toEqual([shown(alerts, "slow"), shown(alerts, "marker")]);
     expect(telegram.made("send", 801)).toHaveLength(2);
   });
+
+  it("an urgent message to more people than the lane holds: nothing sent after it reaches a chat first", async ({
+    onTestFinished,
+  }) => {
+    const { telegram, dock, db, start } = await setUp(onTestFinished, { deferStart: true });
+    // 250 people: the urgent lane holds 100 of the Dock's copies at a time (windowPerDock).
+    const chats = Array.from({ length: 250 }, (_, i) => 5001 + i);
+    const alerts = await dock("Alerts", chats);
+    const messages = new MessageRepository(db);
+    await messages.accept({
+      dockId: alerts.id,
+      text: "outage",
+      content: { options: { priority: "urgent" } },
+    });
+    await messages.accept({ dockId: alerts.id, text: "resolved" });
+    await start();
+    await waitFor("both to everyone", () => chats.every((chat) => telegram.texts(chat).length === 2), 60_000);
+    for (const chat of chats) {
+      expect(telegram.texts(chat).map((text) => text.split("\n").at(-1))).toEqual(["outage", "resolved"]);
+    }
+  });
 });
