@@ -5,7 +5,7 @@ import { Bot, BotError, Composer, type Context, GrammyError, HttpError, type Tra
 import type { Update } from "grammy/types";
 import { maskUrl, scrubToken } from "../runtime/log.ts";
 import type { BackgroundWorker } from "../runtime/worker.ts";
-import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
+import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import { type Pacer, PaceWaitAborted, pacedSends } from "../telegram/pacer.ts";
 import { type TelegramTarget, webhookSecret } from "../telegram/target.ts";
 import { acknowledge } from "./acknowledge.ts";
@@ -491,7 +491,7 @@ export class BotWorker implements BackgroundWorker {
   }
 
   #failed(error: unknown, update: Update): void {
-    if (isDatabaseUnavailable(error) || storageFault(error) !== null) {
+    if (isOutage(error)) {
       // The surroundings' fault, passing by itself: a warning, and the person is told to try again
       // rather than left without an answer (Telegram will not send the update again).
       logDatabaseFailure(this.#options.log, error, "bot update failed: the database is away", {

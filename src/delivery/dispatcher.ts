@@ -4,7 +4,7 @@ import { type RenderedPart, renderNotification } from "../domain/render.ts";
 import { scrubToken } from "../runtime/log.ts";
 import type { DeliveryMetrics } from "../runtime/metrics.ts";
 import type { Leadership } from "../store/db.ts";
-import { logDatabaseFailure } from "../store/faults.ts";
+import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import { type EditOutcome, type Outbox, type PendingDelivery, URGENT } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import { answerText, changeAnswer, classify, type Outcome } from "../telegram/answers.ts";
@@ -14,7 +14,7 @@ import type { TelegramTarget } from "../telegram/target.ts";
 import { Campaign } from "./campaign.ts";
 import { FairQueue } from "./fair-queue.ts";
 import { InFlightLimit } from "./in-flight.ts";
-import { isOutage, PERSIST_FIRST_MS, Settler, type Verdict } from "./settle.ts";
+import { PERSIST_FIRST_MS, Settler, type Verdict } from "./settle.ts";
 import { PROBE_MAX_MS, TelegramHealth, type TelegramStatus } from "./telegram-health.ts";
 
 export type { TelegramStatus } from "./telegram-health.ts";

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { DeliveryMetrics } from "../runtime/metrics.ts";
-import { isDatabaseUnavailable, logDatabaseFailure, storageFault } from "../store/faults.ts";
+import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import type { EditOutcome, Outbox, PendingDelivery } from "../store/outbox.ts";
 import type { SubscriptionRepository } from "../store/subscriptions.ts";
 import type { Outcome } from "../telegram/answers.ts";
@@ -36,11 +36,6 @@ export interface SettlerOptions {
   /** Whether the service still runs: a write is retried until it is stored or the service stops. */
   running: () => boolean;
   now: () => number;
-}
-
-/** A database fault of the surroundings (down, unreachable, full, read-only): waited out, not a bug. */
-export function isOutage(error: unknown): boolean {
-  return isDatabaseUnavailable(error) || storageFault(error) !== null;
 }
 
 /**

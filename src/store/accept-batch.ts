@@ -11,7 +11,7 @@ import type {
 import type { Allowances, BatchAllowance } from "./allowances.ts";
 import { checkCredentials, checkHookToken, credentialsQuery } from "./credentials.ts";
 import type { MessageLocks } from "./db.ts";
-import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { isOutage } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
 import { reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
@@ -116,7 +116,7 @@ export class AcceptBatch {
       // The database is down, silent or full: every message would meet the same, one by one (a
       // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
       // The whole batch fails at once, and its senders are told to try again.
-      if (isDatabaseUnavailable(error) || storageFault(error) !== null) throw error;
+      if (isOutage(error)) throw error;
       // One message's failure must not fail its neighbours: store each on its own.
       const outcomes: AcceptOutcome[] = [];
       for (const entry of entries) outcomes.push(await this.#alone(entry, allowance, now));

@@ -57,6 +57,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return (typeof e?.errcode === "number" && (e.errcode & 0xff) === 5) || /database is locked/.test(message);
 }
 
+/** A database fault of the surroundings (down, unreachable, full, read-only): waited out, not a bug. */
+export function isOutage(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || storageFault(error) !== null;
+}
+
 /**
  * The error of a call given up on at its deadline (DATABASE_TIMEOUT_SECONDS after the request that
  * needed it): the database is unavailable, whatever it is doing meanwhile (`ETIMEDOUT`, a 503).

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { isOutage } from "./faults.ts";
 
 interface Waiting<I, R> {
   item: I;
@@ -69,7 +69,7 @@ export class GroupCommit<I, R> {
           ? [await this.#alone((batch[0] as Waiting<I, R>).item)]
           : await this.#together(batch.map((waiting) => waiting.item));
     } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error) || storageFault(error) !== null) {
+      if (batch.length === 1 || isOutage(error)) {
         for (const waiting of batch) waiting.reject(error);
         return;
       }

@@ -3,7 +3,7 @@ import { sha256Hex } from "../domain/secrets.ts";
 import { type AcceptItem, type AcceptResult, fromStoreError, MAX_BATCH } from "./accept-batch.ts";
 import type { DockRate } from "./allowances.ts";
 import type { Db } from "./db.ts";
-import { deadlinePassed, isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { deadlinePassed, isOutage } from "./faults.ts";
 import { URGENT } from "./outbox.ts";
 
 export { type AcceptResult, IDEMPOTENCY_WINDOW_MS } from "./accept-batch.ts";
@@ -201,7 +201,7 @@ export class MessageRepository {
       for (const pending of batch) pending.reject(error);
       // Those who came while it failed would only wait as long again for the same answer: they
       // get it now (a prompt 503). Whoever comes next tries again.
-      if (isDatabaseUnavailable(error) || storageFault(error) !== null) {
+      if (isOutage(error)) {
         for (const pending of this.#pending.splice(0)) pending.reject(error);
       }
       return;

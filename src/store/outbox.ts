@@ -1,6 +1,6 @@
 import { type ExpressionBuilder, type RawBuilder, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Db } from "./db.ts";
-import { isDatabaseUnavailable, storageFault } from "./faults.ts";
+import { isOutage } from "./faults.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { queueChange } from "./revise.ts";
 import { Rollups, type SettledCount, Tallies } from "./rollups.ts";
@@ -797,7 +797,7 @@ export class Outbox {
       } catch (error) {
         // The database unavailable fails the message's copies; any other failure is a row's:
         // each copy alone finds out which.
-        if (group.length === 1 || isDatabaseUnavailable(error) || storageFault(error) !== null) {
+        if (group.length === 1 || isOutage(error)) {
           for (const copy of group) settled.set(copy.id, new SettleFailure(error));
           continue;
         }
