@@ -4,11 +4,13 @@
  * Fastify route that only answers 202, on the same machine in the same run.
  *
  *   npm run bench:ingest [-- --duration 10 --connections 50 --rate 2000 --database sqlite|postgres://…
- *                            --doors ping,webhook,hook,alertmanager --limiter
+ *                            --doors ping,webhook,hook,alertmanager --limiter --instances 2
  *                            --service-node-options=--optimize-for-size --rich]
  *
  * `--limiter` turns the Dock's rate limit on (a budget no run reaches: its cost is measured, no
- * request is refused); off by default.
+ * request is refused); off by default. `--instances N` (PostgreSQL) runs N instances of the service
+ * on the one database, every door's load spread over them (autocannon's connections round-robin,
+ * the constant-rate runs by turns), all sending to the same Dock.
  *
  * The service runs as it ships: compiled, from dist/ (`npm run bench:ingest` builds it first).
  */
@@ -40,8 +42,13 @@ const { values } = parseArgs({
     doors: { type: "string", default: "ping,webhook,hook,alertmanager" },
     /** The Dock's rate limit on, with a budget no run reaches. */
     limiter: { type: "boolean", default: false },
+    /** Instances of the service on the one (PostgreSQL) database, the load spread over them. */
+    instances: { type: "string", default: "1" },
   },
 });
+const instanceCount = Number(values.instances);
+if (instanceCount > 1 && !values.database.startsWith("postgres"))
+  throw new Error("--instances: several instances share a PostgreSQL database only");
 const serviceNodeOptions = shippedOr(values["service-node-options"]);
 const duration = Number(values.duration);
 const connections = Number(values.connections);
@@ -177,9 +184,10 @@ interface Door {
   nextBody?: () => string;
 }
 
-function run(url: string, door: Door, options: { overallRate?: number }) {
+function run(url: string | string[], door: Door, options: { overallRate?: number }) {
   return autocannon({
-    url: `${url}${door.path}`,
+    // Several URLs share the connections round-robin (autocannon's url.js; its types say one).
+    url: (typeof url === "string" ? `${url}${door.path}` : url.map((one) => `${one}${door.path}`)) as string,
     method: "POST",
     headers: door.headers,
     body: door.body,
@@ -277,25 +285,30 @@ const doors = values.doors.split(",").map((name) => {
 });
 const barePing: Door = { ...(ALL_DOORS[0] as Door), name: "bare Fastify 202" };
 
-const service = await startChild(
-  [...serviceNodeOptions, "dist/cli.js", "serve"],
-  {
-    ...SHIPPED_ENV,
-    PORT: "0",
-    DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: "info",
-    // On: a budget no run reaches (its cost measured, nothing refused). Off: no limit at all.
-    ...(values.limiter
-      ? { DOCK_RATE_BURST: "1000000", DOCK_RATE_PER_SECOND: "1000000" }
-      : { DOCK_RATE_BURST: "0" }),
-    AUTH_FAILURES_PER_MINUTE: "0",
-  },
-  (line) => {
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    return entry.msg?.startsWith("Dock Notify is ready") ? entry.port : undefined;
-  },
-);
+const startService = () =>
+  startChild(
+    [...serviceNodeOptions, "dist/cli.js", "serve"],
+    {
+      ...SHIPPED_ENV,
+      PORT: "0",
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: "info",
+      // On: a budget no run reaches (its cost measured, nothing refused). Off: no limit at all.
+      ...(values.limiter
+        ? { DOCK_RATE_BURST: "1000000", DOCK_RATE_PER_SECOND: "1000000" }
+        : { DOCK_RATE_BURST: "0" }),
+      AUTH_FAILURES_PER_MINUTE: "0",
+    },
+    (line) => {
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      return entry.msg?.startsWith("Dock Notify is ready") ? entry.port : undefined;
+    },
+  );
+const services = [];
+for (let i = 0; i < instanceCount; i++) services.push(await startService());
+const service = services[0] as Awaited<ReturnType<typeof startService>>;
+const serviceUrls = services.map((one) => one.url);
 // Three real subscribers in the service's sandbox: the delivery engine works while we measure,
 // as it would in production (at Telegram's pace, so most of the backlog stays queued).
 for (let i = 0; i < 3; i++) {
@@ -319,7 +332,7 @@ const bare = await startChild(
 
 // Warm both up so the JIT and SQLite's page cache are not what we measure.
 for (const door of doors) {
-  const warm = await run(service.url, door, { overallRate: 500 });
+  const warm = await run(serviceUrls, door, { overallRate: 500 });
   if (warm.non2xx > 0) throw new Error(`${door.name}: ${warm.non2xx} answers not 2xx while warming up`);
 }
 await run(bare.url, barePing, { overallRate: 500 });
@@ -353,7 +366,7 @@ for (let round = 0; round < 3; round++) {
       current.bareMachine = measuredBare;
     } else {
       // Threads are sampled for the service only: the bare route has nothing but its event loop.
-      current.doors.set(door.name, await measured(() => run(service.url, door, {}), service.child.pid));
+      current.doors.set(door.name, await measured(() => run(serviceUrls, door, {}), service.child.pid));
     }
   }
   rounds.push(current);
@@ -375,7 +388,7 @@ for (let round = 0; round < 3; round++) {
     const runs = atRate.get(door.name) ?? [];
     runs.push(
       await openLoop({
-        url: `${service.url}${door.path}`,
+        url: `${serviceUrls[round % serviceUrls.length]}${door.path}`,
         body: door.body,
         headers: door.headers,
         rate,
@@ -387,7 +400,7 @@ for (let round = 0; round < 3; round++) {
 }
 const median = (runs: OpenLoopResult[]) => [...runs].sort((a, b) => a.p99 - b.p99)[1] as OpenLoopResult;
 
-await stop(service.child);
+for (const one of services) await stop(one.child);
 await stop(bare.child);
 rmSync(dataDir, { recursive: true, force: true });
 
@@ -395,7 +408,7 @@ console.log(
   `\nbench:ingest on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
 console.log(
-  `database: ${values.database}; limiter ${values.limiter ? "on" : "off"}; ${values.rich ? "rich messages (Markdown, title, priority, tags, a button)" : "plain messages"}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
+  `database: ${values.database}; ${instanceCount > 1 ? `${instanceCount} instances (the constant-rate runs one instance a round, by turns; threads: the first); ` : ""}limiter ${values.limiter ? "on" : "off"}; ${values.rich ? "rich messages (Markdown, title, priority, tags, a button)" : "plain messages"}; ${connections} connections; ${duration} s per run; 3 subscribers per message (delivery running); service node options: ${serviceNodeOptions.join(" ") || "none"}\n`,
 );
 console.log(
   "| door | req/s (median round) | bare req/s, same round | % of bare | % of /ping | p50 ms | p99 ms | non-2xx | errors |",

@@ -424,6 +424,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     userAgent: `dock-notify/${pkg.version}`,
     now,
   });
+  const dispatching = db.leadership(`dispatcher:${telegram.token.split(":")[0]}`);
   const dispatcher = new Dispatcher({
     outbox,
     subscriptions,
@@ -442,14 +443,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
         paidBroadcast: config.telegramPaidBroadcast,
       }),
     // One dispatcher per bot among the instances sharing the database.
-    leadership: db.leadership(`dispatcher:${telegram.token.split(":")[0]}`),
+    leadership: dispatching,
     // A copy settled for good: its message may have settled, which the sender's callback hears of.
     onSettled: () => events.wake(),
     now,
   });
   const work = (dockIds: string[]) => {
     dispatcher.wake(dockIds);
-    // The active dispatcher may be another instance: tell it through the database.
+    // The active dispatcher may be another instance: tell it through the database (a statement
+    // per batch saved while this instance leads; one that has just lost the lead is found by the
+    // new leader's sweep).
+    if (dispatching.isLeader) return;
     db.announce(dockIds).catch((error: unknown) => {
       server.log.warn(
         { err: error },

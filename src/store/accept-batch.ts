@@ -108,7 +108,14 @@ export class AcceptBatch {
   /** One outcome per item, in order. Never throws for one message's trouble. */
   async run({ items, now, dockRate }: AcceptBatchRequest): Promise<AcceptOutcome[]> {
     const rate = dockRate === null || dockRate.burst <= 0 ? null : dockRate;
-    const allowance = rate === null ? null : this.#allowances.batch(rate, now);
+    const allowance =
+      rate === null
+        ? null
+        : this.#allowances.batch(
+            rate,
+            now,
+            items.map((item) => item.dockId),
+          );
     const entries = items.map((item, index) => ({ item, index }));
     try {
       return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, allowance, now));
@@ -146,12 +153,7 @@ export class AcceptBatch {
     }
   }
 
-  async #store(
-    tx: Transaction<Database>,
-    entries: Entry[],
-    batchAllowance: BatchAllowance | null,
-    now: number,
-  ) {
+  async #store(tx: Transaction<Database>, entries: Entry[], allowance: BatchAllowance | null, now: number) {
     const writes: Writes = {
       credentials: new Map(),
       subscribers: new Map(),
@@ -161,7 +163,6 @@ export class AcceptBatch {
       fanouts: [],
       replaced: new Tallies(),
     };
-    const allowance = batchAllowance?.transaction(tx) ?? null;
     const admit: Admit = (index, dockId) => allowance?.take(index, dockId) ?? 0;
     const results: AcceptResult[] = [];
     for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
@@ -170,7 +171,6 @@ export class AcceptBatch {
     // order of acceptance.
     for (const query of q.insertMessages(writes.messages)) await tx.executeQuery(query);
     for (const query of q.insertFanouts(writes.fanouts)) await tx.executeQuery(query);
-    await allowance?.settle();
     // The day's activity, last (rollups.ts): one inserted row per Dock of the batch, however many messages.
     const counts = writes.replaced;
     for (const row of writes.messages) counts.count(row[1] as string, "accepted");

@@ -21,11 +21,18 @@ export interface Db {
   spelling: SchemaSpelling;
   /**
    * Stores a batch of messages in one transaction, where the connection is (see AcceptBatch).
-   * Batches are committed in the order they were handed over, even while an earlier one is in flight.
    * Never wait for one inside a Kysely transaction: with SQLite the batch needs the connection the
    * transaction holds.
    */
   acceptBatch(request: AcceptBatchRequest): Promise<AcceptOutcome[]>;
+  /**
+   * How many batches to hand over at once. SQLite commits them in the order they were handed
+   * over (one connection: while one is written, the next waits its turn in the thread).
+   * PostgreSQL writes several at once, each on a connection of its own, and they commit in
+   * whatever order they finish: messages handed over together have no order among themselves,
+   * and one handed over after another's batch committed comes after it.
+   */
+  batchesAtOnce: number;
   /**
    * Runs one statement ahead of the work waiting for the database: what Telegram has just done
    * (Outbox.recordParts), which a crash must find on record. SQLite: next on the connection, before

@@ -46,9 +46,6 @@ export interface AcceptInput {
   deadline?: number | undefined;
 }
 
-/** Batches handed to the database and not yet committed, at most. */
-const BATCHES_IN_FLIGHT = 2;
-
 interface Pending {
   item: AcceptItem;
   /** performance.now() by which it is stored or refused (Infinity: no deadline). */
@@ -165,16 +162,16 @@ export class MessageRepository {
 
   /**
    * Hands what is waiting to the database as one batch, once this turn of the event loop has
-   * gathered what arrived. Up to BATCHES_IN_FLIGHT batches at a time: while one is written, the
-   * next is already on its way (the database commits them in order).
+   * gathered what arrived. Up to the database's `batchesAtOnce` at a time: while one is written,
+   * the next is already on its way.
    */
   #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= BATCHES_IN_FLIGHT || this.#pending.length === 0) return;
+    if (this.#scheduled || this.#inFlight >= this.#db.batchesAtOnce || this.#pending.length === 0) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
       this.#refuseLate();
-      while (this.#inFlight < BATCHES_IN_FLIGHT && this.#pending.length > 0) {
+      while (this.#inFlight < this.#db.batchesAtOnce && this.#pending.length > 0) {
         this.#inFlight++;
         void this.#write(this.#pending.splice(0, MAX_BATCH)).finally(() => {
           this.#inFlight--;

@@ -6,7 +6,7 @@ import type { Db, DbOptions, MessageLocks } from "../db.ts";
 import { warnings, watchStorage } from "../db.ts";
 import { deadlinePassed, isDatabaseUnavailable } from "../faults.ts";
 import type { Database } from "../schema.ts";
-import { SharedAllowances } from "./allowances.ts";
+import { LeasedAllowances } from "./allowances.ts";
 import { ACCEPTED_CHANNEL, PgLeadership } from "./leadership.ts";
 
 // 64-bit integers (our millisecond times and Telegram ids) fit safely in a JS number; without this
@@ -20,11 +20,12 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
  */
 export function openPostgres(url: string, options: DbOptions): Db {
   const timeoutMs = options.timeoutMs ?? 5000;
+  const poolSize = options.poolSize ?? 10;
   const warned = warnings();
   const deadlines = new AsyncLocalStorage<number>();
   const kysely = new Kysely<Database>({
     dialect: new PostgresDialect({
-      pool: boundedPool(pool(url, options.poolSize ?? 10, timeoutMs, warned), deadlines),
+      pool: boundedPool(pool(url, poolSize, timeoutMs, warned), deadlines),
     }),
   });
   // Db.urgent's connections, apart from the pool: a send's Telegram ids never wait for the
@@ -42,30 +43,24 @@ export function openPostgres(url: string, options: DbOptions): Db {
     }),
   });
   const messageLocks = advisoryMessageLocks();
-  const batches = new AcceptBatch(kysely, new SharedAllowances(), messageLocks, { chunkedInserts: false });
-  // One batch at a time, in order: each Dock's messages are committed in the order they came. A
-  // batch waits for the one before it only until its own deadline, so a hung batch holds up the
-  // next for no longer than the next's senders were going to wait anyway; and a batch given up on
-  // was rolled back (or, at worst, committed before its deadline: see boundedPool), so none that
-  // starts after it can be committed before it.
-  let last: Promise<unknown> = Promise.resolve();
+  const batches = new AcceptBatch(kysely, new LeasedAllowances(kysely), messageLocks, {
+    chunkedInserts: false,
+  });
   return {
     kysely,
     shared: true,
     messageLocks,
     spelling: { increasingKey: sql`bigserial primary key`, generatedKey: sql`bigserial primary key` },
-    ...watchStorage((request) => {
-      const previous = last;
-      const { deadline } = request;
-      const run =
-        deadline === undefined
-          ? previous.then(() => batches.run(request))
-          : byDeadline(previous, deadline, "waited for the batch before it").then(() =>
-              deadlines.run(deadline, () => batches.run(request)),
-            );
-      last = Promise.all([previous, run.catch(() => {})]);
-      return run;
-    }),
+    // Each batch is given up at its deadline, whatever the database does (see boundedPool).
+    ...watchStorage((request) =>
+      request.deadline === undefined
+        ? batches.run(request)
+        : deadlines.run(request.deadline, () => batches.run(request)),
+    ),
+    // Each batch holds a connection for its transaction and, now and then, one more for its
+    // allowance's lease (allowances.ts): half the pool, so the dispatcher's work and the console
+    // still find connections under a storm of sends.
+    batchesAtOnce: Math.max(1, Math.min(MAX_BATCHES_AT_ONCE, Math.floor(poolSize / 2))),
     urgent: (query) => urgent.executeQuery(query),
     leadership: (name) => new PgLeadership(url, name, timeoutMs > 0 ? timeoutMs : 5000),
     announce: async (dockIds) => {
@@ -77,6 +72,12 @@ export function openPostgres(url: string, options: DbOptions): Db {
     },
   };
 }
+
+/**
+ * Batches of messages written at once, at most. Each waits for round trips far more than for
+ * either side's CPU; more than a few only queue for the server's processes on a small machine.
+ */
+const MAX_BATCHES_AT_ONCE = 4;
 
 /** How long after its deadline a batch waits for its COMMIT's answer (DATABASE_TIMEOUT_SECONDS + 1 s is the promise). */
 const COMMIT_ANSWER_MS = 500;

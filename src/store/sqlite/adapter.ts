@@ -35,6 +35,7 @@ export function openSqlite(path: string, options: DbOptions): Db {
       generatedKey: sql`integer primary key`,
     },
     ...watchStorage((request) => thread.accept(request)),
+    batchesAtOnce: 2,
     urgent: (query) => thread.urgent(query),
     leadership: () => new SoleLeadership(),
     // The leader is this process: the dispatcher is woken in process (MessageRepository.onAccepted).

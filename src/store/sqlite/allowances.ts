@@ -1,5 +1,5 @@
 import { TokenBuckets } from "../../domain/token-bucket.ts";
-import type { Allowances, BatchAllowance, DockRate, TransactionAllowance } from "../allowances.ts";
+import type { Allowances, BatchAllowance, DockRate } from "../allowances.ts";
 
 /**
  * Allowances in this process's memory, one token bucket per Dock and rate: SQLite's, where one
@@ -16,9 +16,9 @@ export class LocalAllowances implements Allowances {
       this.#rates.set(key, buckets);
     }
     const bucketsOfRate = buckets;
-    // Asked once per message, whichever transaction asks (see BatchAllowance.transaction).
+    // Asked once per message, whichever attempt asks (see BatchAllowance).
     const admitted = new Map<number, number>();
-    const round: TransactionAllowance = {
+    return {
       take(index, dockId) {
         let wait = admitted.get(index);
         if (wait === undefined) {
@@ -27,8 +27,6 @@ export class LocalAllowances implements Allowances {
         }
         return wait;
       },
-      settle: async () => {},
     };
-    return { transaction: () => round };
   }
 }
