@@ -68,7 +68,14 @@ interface Writes {
   fanouts: unknown[][];
   /** Messages replaced by their key, per Dock (the activity's `changed`). */
   replaced: Tallies;
+  /** The keys the batch's messages give, per Dock: looked up together (#holders). */
+  keysOf: Map<string, Set<string>>;
+  /** The Dock's live messages holding those keys, read the first time one is needed. */
+  holders: Map<string, Map<string, Holder>>;
 }
+
+/** A live message holding a key. */
+type Holder = { id: string; subscribers: number; sender: string | null };
 
 /**
  * Stores batches of messages, each batch in one transaction (group commit: a transaction's cost is
@@ -162,7 +169,15 @@ export class AcceptBatch {
       messages: [],
       fanouts: [],
       replaced: new Tallies(),
+      keysOf: new Map(),
+      holders: new Map(),
     };
+    for (const { item } of entries) {
+      if (item.key == null) continue;
+      const keys = writes.keysOf.get(item.dockId) ?? new Set<string>();
+      keys.add(item.key);
+      writes.keysOf.set(item.dockId, keys);
+    }
     const admit: Admit = (index, dockId) => allowance?.take(index, dockId) ?? 0;
     const results: AcceptResult[] = [];
     for (const entry of entries) results.push(await this.#accept(tx, entry, admit, now, writes));
@@ -300,6 +315,35 @@ export class AcceptBatch {
   }
 
   /**
+   * The Dock's live messages holding any key this batch's messages give, by key: one statement per
+   * Dock and batch (its key list padded to a few fixed lengths, so its forms stay few), not one
+   * per keyed message — on PostgreSQL each is a round trip inside the transaction, and an
+   * integration's every message has a key. Kept up to date as the batch replaces them.
+   */
+  async #holders(tx: Transaction<Database>, dockId: string, writes: Writes): Promise<Map<string, Holder>> {
+    let holders = writes.holders.get(dockId);
+    if (holders !== undefined) return holders;
+    holders = new Map();
+    writes.holders.set(dockId, holders);
+    const keys = [...(writes.keysOf.get(dockId) ?? [])];
+    for (let from = 0; from < keys.length; from += MAX_KEYS_LOOKED_UP) {
+      const some = keys.slice(from, from + MAX_KEYS_LOOKED_UP);
+      const padded = paddedLength(some.length);
+      while (some.length < padded) some.push(some[0] as string);
+      const rows = await tx
+        .selectFrom("messages")
+        .select(["id", "subscribers", "sender", "key"])
+        .where("dock_id", "=", dockId)
+        .where("key", "in", some)
+        .where("deleted_at", "is", null)
+        .execute();
+      for (const row of rows)
+        holders.set(row.key as string, { id: row.id, subscribers: row.subscribers, sender: row.sender });
+    }
+    return holders;
+  }
+
+  /**
    * A send with a key the Dock's live message already holds: that message takes the new text and
    * content (an edit of every copy) instead of a new message being added. Undefined: no such message.
    */
@@ -328,13 +372,8 @@ export class AcceptBatch {
         edits: 0,
       };
     }
-    const held = await tx
-      .selectFrom("messages")
-      .select(["id", "subscribers", "sender"])
-      .where("dock_id", "=", item.dockId)
-      .where("key", "=", item.key as string)
-      .where("deleted_at", "is", null)
-      .executeTakeFirst();
+    const holders = await this.#holders(tx, item.dockId, writes);
+    const held = holders.get(item.key as string);
     if (held === undefined) return undefined;
     if (!mine(held.sender)) return { kind: "not_your_message" };
     const revised = await reviseMessage(
@@ -352,6 +391,7 @@ export class AcceptBatch {
       this.#locks,
     );
     // Deleted since the read (its key is free again): this send starts a new message.
+    if (revised === undefined || item.final) holders.delete(item.key as string);
     if (revised === undefined) return undefined;
     writes.replaced.count(item.dockId, "changed");
     return {
@@ -406,6 +446,14 @@ async function replayOf(
     created_at: row.created_at,
     replaced: { revision: row.revision, edits: row.edits },
   };
+}
+
+/** Keys looked up by one statement, at most (SQLite takes up to 32,766 parameters, PostgreSQL 65,535). */
+const MAX_KEYS_LOOKED_UP = 256;
+
+/** The length a key list is padded to: 1, 2, 4, 8 … MAX_KEYS_LOOKED_UP. */
+function paddedLength(count: number): number {
+  return Math.min(MAX_KEYS_LOOKED_UP, 2 ** Math.ceil(Math.log2(Math.max(1, count))));
 }
 
 /** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */

@@ -165,6 +165,45 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
     });
   });
 
+  it("keyed sends in one batch each meet the key's holder as the sends before them left it", async () => {
+    const dock = await docks.create(1, { name: "Groups", link: null, description: null });
+    const messages = new MessageRepository(db);
+    const holder = (await messages.accept({ dockId: dock.id, text: "firing", key: "k" })) as {
+      messageId: string;
+    };
+    const other = (await messages.accept({ dockId: dock.id, text: "other", key: "m" })) as {
+      messageId: string;
+    };
+    // Handed over in one turn: one batch, whose keys are looked up together.
+    const [update, resolved, refired, fresh, otherUpdate] = await Promise.all([
+      messages.accept({ dockId: dock.id, text: "still firing", key: "k" }),
+      messages.accept({ dockId: dock.id, text: "resolved", key: "k", final: true }),
+      messages.accept({ dockId: dock.id, text: "firing anew", key: "k" }),
+      messages.accept({ dockId: dock.id, text: "new group", key: "j" }),
+      messages.accept({ dockId: dock.id, text: "other, changed", key: "m" }),
+    ]);
+    expect(update).toMatchObject({ kind: "replaced", messageId: holder.messageId });
+    expect(resolved).toMatchObject({ kind: "replaced", messageId: holder.messageId });
+    // The key was let go a send earlier: a new message takes it.
+    expect(refired).toMatchObject({ kind: "accepted" });
+    expect(fresh).toMatchObject({ kind: "accepted" });
+    expect(otherUpdate).toMatchObject({ kind: "replaced", messageId: other.messageId });
+    const rows = await db.kysely
+      .selectFrom("messages")
+      .select(["id", "key", "text"])
+      .where("dock_id", "=", dock.id)
+      .orderBy("text")
+      .execute();
+    expect(rows).toEqual(
+      [
+        { id: (refired as { messageId: string }).messageId, key: "k", text: "firing anew" },
+        { id: (fresh as { messageId: string }).messageId, key: "j", text: "new group" },
+        { id: other.messageId, key: "m", text: "other, changed" },
+        { id: holder.messageId, key: null, text: "resolved" },
+      ].sort((a, b) => a.text.localeCompare(b.text)),
+    );
+  });
+
   it("tells the dispatcher only about Docks that got a message", async () => {
     const [open, limited] = await Promise.all([
       docks.create(1, { name: "Open", link: null, description: null }),
