@@ -125,16 +125,21 @@ export class AcceptBatch {
           );
     const entries = items.map((item, index) => ({ item, index }));
     try {
-      return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, allowance, now));
-    } catch (error) {
-      // The database is down, silent or full: every message would meet the same, one by one (a
-      // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
-      // The whole batch fails at once, and its senders are told to try again.
-      if (isOutage(error)) throw error;
-      // One message's failure must not fail its neighbours: store each on its own.
-      const outcomes: AcceptOutcome[] = [];
-      for (const entry of entries) outcomes.push(await this.#alone(entry, allowance, now));
-      return outcomes;
+      await allowance?.prepare?.();
+      try {
+        return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, allowance, now));
+      } catch (error) {
+        // The database is down, silent or full: every message would meet the same, one by one (a
+        // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
+        // The whole batch fails at once, and its senders are told to try again.
+        if (isOutage(error)) throw error;
+        // One message's failure must not fail its neighbours: store each on its own.
+        const outcomes: AcceptOutcome[] = [];
+        for (const entry of entries) outcomes.push(await this.#alone(entry, allowance, now));
+        return outcomes;
+      }
+    } finally {
+      allowance?.finish?.();
     }
   }
 
@@ -252,8 +257,7 @@ export class AcceptBatch {
 
     // Taken only once the Dock is authenticated (a stranger cannot spend a Dock's allowance) and
     // only for a message to store: a replay or a conflict sends nothing, so it costs nothing.
-    const taken = admit(index, item.dockId);
-    const wait = typeof taken === "number" ? taken : await taken;
+    const wait = admit(index, item.dockId);
     if (wait > 0) return { kind: "refused", retryAfterSeconds: wait };
 
     if (item.key != null) {
@@ -386,11 +390,13 @@ export class AcceptBatch {
         // Sent again asking for an acknowledgement (an alert firing anew): the last one is over.
         resetAck: item.content !== null && (JSON.parse(item.content) as MessageContent).options.ack === true,
         releaseKey: item.final === true,
+        heldKey: item.key as string,
       },
       now,
       this.#locks,
     );
-    // Deleted since the read (its key is free again): this send starts a new message.
+    // Deleted since the read, or its key let go by another send since (the key is free again):
+    // this send starts a new message.
     if (revised === undefined || item.final) holders.delete(item.key as string);
     if (revised === undefined) return undefined;
     writes.replaced.count(item.dockId, "changed");
@@ -457,7 +463,7 @@ function paddedLength(count: number): number {
 }
 
 /** Seconds the message must wait for its Dock's allowance (0: admitted, a token taken). */
-type Admit = (index: number, dockId: string) => number | Promise<number>;
+type Admit = (index: number, dockId: string) => number;
 
 /** The statements every accepted message runs, compiled once (see prepare). */
 function acceptQueries(kysely: Kysely<Database>, chunked: boolean) {

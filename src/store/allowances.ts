@@ -21,6 +21,13 @@ export interface Allowances {
  * are not given back: that only ever refuses early.
  */
 export interface BatchAllowance {
+  /**
+   * Gets, before the batch's transaction begins, what takes time to get (PostgreSQL's lease from
+   * the shared row): nothing waits on another connection while the transaction is open.
+   */
+  prepare?(): Promise<void>;
   /** Seconds the message at `index` of the batch must wait (0: admitted, a token taken). */
-  take(index: number, dockId: string): number | Promise<number>;
+  take(index: number, dockId: string): number;
+  /** After the batch, stored or not: what it got and did not spend is the instance's again. */
+  finish?(): void;
 }

@@ -67,8 +67,7 @@ export function prepareInsert<DB>(
   columns: readonly string[],
   /**
    * Whether a batch is split into statements of the sizes chunkSizes gives: where statements are
-   * kept prepared (SQLite's thread). PostgreSQL's driver keeps no unnamed statement, so there one
-   * statement stores the whole batch, a round trip each.
+   * kept prepared (SQLite's thread, PostgreSQL's named statements), so that they stay few.
    */
   chunked = true,
 ): (rows: ReadonlyArray<ReadonlyArray<unknown>>) => CompiledQuery[] {

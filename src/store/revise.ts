@@ -52,8 +52,8 @@ export interface Revised {
 
 /**
  * A message's new text and content, as its next revision, in the caller's transaction, with an
- * edit queued for every copy sent. Undefined when the message has been deleted, or has changed
- * since it was read at `revision` (the caller reads it again); `revision` null: whatever it is now
+ * edit queued for every copy sent. Undefined when the message has been deleted, has changed
+ * since it was read at `revision` (the caller reads it again), or no longer holds `heldKey`; `revision` null: whatever it is now
  * (a replacement by key: the last send wins).
  */
 export async function reviseMessage(
@@ -67,6 +67,11 @@ export async function reviseMessage(
     resetAck?: boolean;
     /** The key's last change: the message lets its key go (a later send with it is a new message). */
     releaseKey?: boolean;
+    /**
+     * A replacement by key: only while the message still holds this key (another transaction may
+     * have let it go since it was read); undefined otherwise, as for a deleted message.
+     */
+    heldKey?: string;
   },
   now: number,
   locks: MessageLocks,
@@ -85,6 +90,7 @@ export async function reviseMessage(
     .where("id", "=", change.messageId)
     .where("deleted_at", "is", null);
   if (change.revision !== null) update = update.where("revision", "=", change.revision);
+  if (change.heldKey !== undefined) update = update.where("key", "=", change.heldKey);
   const updated = await update.returning(["revision", "dock_id"]).executeTakeFirst();
   if (updated === undefined) return undefined;
   const affected = await copiesAffected(tx, change.messageId);

@@ -10,6 +10,7 @@ import { isDatabaseUnavailable } from "../../src/store/faults.ts";
 import { MessageRepository } from "../../src/store/messages.ts";
 import { type Db, migrate, openDb } from "../../src/store/open.ts";
 import { LEASE_MS } from "../../src/store/postgres/allowances.ts";
+import { reviseMessage } from "../../src/store/revise.ts";
 import { SubscriptionRepository } from "../../src/store/subscriptions.ts";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/harness.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -202,6 +203,32 @@ describe.each(DIALECTS)("message batches on %s", (dialect) => {
         { id: holder.messageId, key: null, text: "resolved" },
       ].sort((a, b) => a.text.localeCompare(b.text)),
     );
+  });
+
+  it("a replacement by key finds the key let go since it was read: nothing is changed", async () => {
+    const dock = await docks.create(1, { name: "Let go", link: null, description: null });
+    const messages = new MessageRepository(db);
+    const held = (await messages.accept({ dockId: dock.id, text: "firing", key: "q" })) as {
+      messageId: string;
+    };
+    // Another send resolves it (the key let go) after this one read its holder.
+    expect(await messages.accept({ dockId: dock.id, text: "resolved", key: "q", final: true })).toMatchObject(
+      {
+        kind: "replaced",
+      },
+    );
+    const revised = await db.kysely
+      .transaction()
+      .execute((tx) =>
+        reviseMessage(
+          tx,
+          { messageId: held.messageId, revision: null, text: "firing anew", content: null, heldKey: "q" },
+          Date.now(),
+          db.messageLocks,
+        ),
+      );
+    expect(revised).toBeUndefined();
+    expect(await stored(dock.id)).toEqual(["resolved"]);
   });
 
   it("tells the dispatcher only about Docks that got a message", async () => {
@@ -584,6 +611,18 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
       accepted(await Promise.all(Array.from({ length: 10 }, (_, n) => send(second, dock.secretKey, n)))),
     ).toBe(4);
     expect(await send(first, dock.secretKey, 101)).toMatchObject({ kind: "refused" });
+  });
+
+  it("several batches of one instance at once share the Dock's burst: none refused while it lasts", async () => {
+    const dock = await docks.create(1, { name: "Busy", link: null, description: null });
+    const messages = new MessageRepository(one, Date.now, { dockRate: { burst: 60, perSecond: 1 } });
+    // One send per turn of the event loop: each its own batch, up to four written at once.
+    const sends: Promise<{ kind: string }>[] = [];
+    for (let n = 0; n < 20; n++) {
+      sends.push(messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: `busy ${n}` }));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await Promise.all(sends)).map((outcome) => outcome.kind)).toEqual(Array(20).fill("accepted"));
   });
 
   it("refills at its rate, and goes with its Dock", async () => {

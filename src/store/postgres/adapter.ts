@@ -44,8 +44,9 @@ export function openPostgres(url: string, options: DbOptions): Db {
     }),
   });
   const messageLocks = advisoryMessageLocks();
+  // A few fixed sizes of the batch's INSERTs, so the statements named on each connection stay few.
   const batches = new AcceptBatch(kysely, new LeasedAllowances(kysely), messageLocks, {
-    chunkedInserts: false,
+    chunkedInserts: true,
   });
   return {
     kysely,
@@ -200,7 +201,7 @@ function boundedPool(pool: pg.Pool, deadlines: AsyncLocalStorage<number>): Postg
               request !== sqlOrCursor && error instanceof Error && /^Query read timeout/.test(error.message)
                 ? deadlinePassed(sqlOrCursor === "commit" ? "a commit's answer" : "a statement")
                 : error;
-            if (isDatabaseUnavailable(passed)) broken = passed as Error;
+            if (isDatabaseUnavailable(passed) || isStaleStatement(passed)) broken = passed as Error;
             throw passed;
           },
         );
@@ -217,6 +218,16 @@ function boundedPool(pool: pg.Pool, deadlines: AsyncLocalStorage<number>): Postg
     },
     end: () => pool.end(),
   };
+}
+
+/**
+ * A named statement the server can no longer run as prepared (a migration by a newer instance
+ * changed what it returns: "cached plan must not change result type", SQLSTATE 0A000) or has
+ * lost (26000): the connection is dropped with its statements, and the next one prepares afresh.
+ */
+function isStaleStatement(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === "0A000" || code === "26000";
 }
 
 /** Names given to statements so far (statementName), by their text. */

@@ -16,17 +16,19 @@ const LEASE_SECONDS = 0.05;
 
 /**
  * Each Dock's allowance kept in the database (`dock_allowances`), shared by every instance that
- * accepts messages for the Dock, and leased out of it: an instance takes a few tokens at a time
- * from the Dock's row in one statement of its own (the row locked for that statement only, never
- * for a batch's transaction) and spends them from memory.
+ * accepts messages for the Dock, and leased out of it: before a batch's transaction begins, the
+ * instance reserves for it as many tokens as it has messages for the Dock, from what it leased
+ * earlier or else from the row — a few at a time, in one statement of its own (the row locked for
+ * that statement only, never for a batch's transaction, and no second connection asked for while
+ * one is held). The batch's messages spend them as their keys prove right; what is left is the
+ * instance's again.
  *
  * Accuracy across instances: never more than the burst plus the rate over any stretch of time, as
  * with one bucket — every token spent anywhere was taken from the row. An instance can refuse while
- * another still holds leased tokens: at most LEASE_SECONDS of the rate (or a batch's messages for
- * the Dock), for at most LEASE_MS. Tokens taken for messages whose transaction then failed are
- * not given back (the messages are stored one by one and keep their answers, as in SQLite's
- * LocalAllowances); those of an instance that stops before giving them back are lost: both only
- * refuse early, by a lease at most, never admit too much.
+ * another still holds leased tokens: at most LEASE_SECONDS of the rate or a batch's messages for
+ * the Dock, until that instance's next batch after LEASE_MS gives them back. Tokens of messages
+ * whose batch then failed, and those of an instance that stops, are not given back: all of these
+ * only refuse early, never admit too much.
  */
 export class LeasedAllowances implements Allowances {
   readonly #kysely: Kysely<Database>;
@@ -34,7 +36,7 @@ export class LeasedAllowances implements Allowances {
   readonly #leases = new Map<string, Lease>();
   /** A lease being asked for, per Dock and rate: a second batch waits for it rather than asking too. */
   readonly #asking = new Map<string, Promise<void>>();
-  #sweptAt = 0;
+  #sweptAt = Number.NEGATIVE_INFINITY;
 
   /** `kysely`: the pool (a lease runs apart from the batch's transaction, and commits at once). */
   constructor(kysely: Kysely<Database>) {
@@ -42,90 +44,112 @@ export class LeasedAllowances implements Allowances {
   }
 
   batch(rate: DockRate, now: number, dockIds: readonly string[]): BatchAllowance {
-    this.#sweep(now, rate);
+    this.#sweep(now);
     const rateKey = `${rate.burst}/${rate.perSecond}`;
+    const needs = new Map<string, number>();
+    for (const dockId of dockIds) needs.set(dockId, (needs.get(dockId) ?? 0) + 1);
+    /** What the batch holds per Dock: tokens reserved for it, and what a message beyond them is told. */
+    const reserved = new Map<string, Reservation>();
     // Asked once per message, whichever attempt asks (see BatchAllowance).
     const admitted = new Map<number, number>();
     return {
+      prepare: async () => {
+        for (const [dockId, need] of needs) {
+          reserved.set(dockId, await this.#reserve(`${rateKey}\n${dockId}`, dockId, rate, now, need));
+        }
+      },
       take: (index, dockId) => {
         const known = admitted.get(index);
         if (known !== undefined) return known;
-        const key = `${rateKey}\n${dockId}`;
-        const local = this.#fromMemory(key, now);
-        if (local !== undefined) {
-          admitted.set(index, local);
-          return local;
+        const reservation = reserved.get(dockId);
+        if (reservation === undefined) throw new Error("the batch's allowance was not prepared");
+        // Deleted meanwhile (or never there, for a sender the caller authenticated): the message
+        // fails as its insert would have, alone (AcceptBatch).
+        if (reservation.missing) throw new Error("the Dock does not exist: no allowance to lease");
+        let wait = reservation.wait;
+        if (reservation.tokens >= 1) {
+          reservation.tokens -= 1;
+          wait = 0;
         }
-        // The batch's messages for this Dock from here on: what it will most likely spend.
-        let wanted = 0;
-        for (let i = index; i < dockIds.length; i++) if (dockIds[i] === dockId) wanted++;
-        return this.#lease(key, dockId, rate, now, wanted).then((wait) => {
-          admitted.set(index, wait);
-          return wait;
-        });
+        admitted.set(index, wait);
+        return wait;
+      },
+      finish: () => {
+        // What the batch did not spend (wrong keys, replays) is the instance's again.
+        for (const [dockId, reservation] of reserved) {
+          if (reservation.tokens < 1) continue;
+          const key = `${rateKey}\n${dockId}`;
+          const lease = this.#leases.get(key);
+          if (lease !== undefined) lease.tokens += reservation.tokens;
+          // Its lease swept meanwhile: back to the row with the next sweep.
+          else this.#leases.set(key, { ...EMPTY, dockId, rate, tokens: reservation.tokens, until: now });
+          reservation.tokens = 0;
+        }
       },
     };
   }
 
   /**
-   * 0: a token leased earlier and still good at `now` was spent; seconds to wait: the row had none
-   * left when asked a moment ago; undefined: ask the row.
+   * Up to `need` tokens for one batch, from this instance's lease and else from the row; fewer
+   * only when the row has run dry (then the wait it tells), never because another batch of this
+   * instance took a lease first (it asks again). No statement while the row is known dry.
    */
-  #fromMemory(key: string, now: number): number | undefined {
-    const lease = this.#leases.get(key);
-    if (lease === undefined) return undefined;
-    if (lease.until > now && lease.tokens >= 1) {
-      lease.tokens -= 1;
-      return 0;
+  async #reserve(
+    key: string,
+    dockId: string,
+    rate: DockRate,
+    now: number,
+    need: number,
+  ): Promise<Reservation> {
+    let tokens = this.#fromLease(key, now, need);
+    while (tokens < need) {
+      const lease = this.#leases.get(key);
+      if (lease?.missing) return { tokens, wait: 1, missing: true };
+      if (lease !== undefined && now < lease.dryUntil) {
+        return { tokens, wait: Math.max(0, lease.refillAt - now) / 1000, missing: false };
+      }
+      const under = this.#asking.get(key);
+      if (under !== undefined) await under.catch(() => {});
+      else {
+        const asking = this.#ask(key, dockId, rate, now, need - tokens);
+        this.#asking.set(key, asking);
+        try {
+          await asking;
+        } finally {
+          this.#asking.delete(key);
+        }
+      }
+      tokens += this.#fromLease(key, now, need - tokens);
     }
-    if (now < lease.dryUntil) return (lease.refillAt - now) / 1000;
-    return undefined;
+    return { tokens, wait: 0, missing: false };
   }
 
-  /**
-   * Leases tokens for the Dock (at least `wanted`, when the row has them) and spends one: 0, or
-   * the seconds until the Dock has a token again. One lease per Dock at a time; a batch that finds
-   * one under way waits for it and spends from it.
-   */
-  async #lease(key: string, dockId: string, rate: DockRate, now: number, wanted: number): Promise<number> {
-    // Twice at most: a lease granted and spent at once by another batch of this instance is asked again.
-    for (let round = 0; round < 2; round++) {
-      const under = this.#asking.get(key);
-      if (under !== undefined) {
-        await under.catch(() => {});
-        const local = this.#fromMemory(key, now);
-        if (local !== undefined) return local;
-        continue;
-      }
-      const asking = this.#ask(key, dockId, rate, now, wanted);
-      this.#asking.set(key, asking);
-      try {
-        await asking;
-      } finally {
-        this.#asking.delete(key);
-      }
-      const local = this.#fromMemory(key, now);
-      if (local !== undefined) return local;
-    }
-    return 1 / rate.perSecond;
+  /** Takes up to `count` tokens of this instance's lease, if still good at `now`. */
+  #fromLease(key: string, now: number, count: number): number {
+    const lease = this.#leases.get(key);
+    if (lease === undefined || lease.until <= now) return 0;
+    const taken = Math.min(count, Math.floor(lease.tokens));
+    lease.tokens -= taken;
+    return taken;
   }
 
   async #ask(key: string, dockId: string, rate: DockRate, now: number, wanted: number): Promise<void> {
     const held = this.#leases.get(key);
-    // Leftovers of an expired lease go back to the row with this one.
+    // Leftovers of an expired lease go back to the row with this one (and no batch spends them meanwhile).
     const giveBack = held !== undefined && held.until <= now ? held.tokens : 0;
-    // Not spent by another batch meanwhile (one whose clock still finds them good).
     if (held !== undefined && giveBack > 0) held.tokens = 0;
     const want = Math.min(
       Math.max(wanted, Math.ceil(rate.perSecond * LEASE_SECONDS), 1),
       Math.max(1, Math.floor(rate.burst)),
     );
     const answer = await leaseFromRow(this.#kysely, dockId, rate, now, want, giveBack);
-    // Deleted meanwhile (or never there, for a sender the caller authenticated): the message
-    // fails as its insert would have, alone (AcceptBatch).
-    if (answer === undefined) throw new Error("the Dock does not exist: no allowance to lease");
-    const lease = this.#leases.get(key) ?? { tokens: 0, until: 0, dryUntil: 0, refillAt: 0 };
+    const lease = this.#leases.get(key) ?? { ...EMPTY, dockId, rate };
     this.#leases.set(key, lease);
+    if (answer === undefined) {
+      lease.missing = true;
+      return;
+    }
+    lease.missing = false;
     if (answer.granted < 1) {
       lease.refillAt = now + ((1 - answer.level) / rate.perSecond) * 1000;
       // Asked again a lease's time later at the latest: another instance may give tokens back.
@@ -139,26 +163,39 @@ export class LeasedAllowances implements Allowances {
   }
 
   /**
-   * Gives back what expired leases left (not awaited; at most once per LEASE_MS), so a Dock this
-   * instance stopped hearing from is whole again for the others.
+   * Gives back what expired leases left, all in one statement (not awaited; at most once per
+   * LEASE_MS, or when the clock went back), so that a Dock this instance stopped hearing from is
+   * whole again for the others. An instance that receives nothing more keeps its leftovers until
+   * its next batch, or loses them when it stops: the Dock only refuses early meanwhile.
    */
-  #sweep(now: number, rate: DockRate): void {
-    if (now - this.#sweptAt < LEASE_MS) return;
+  #sweep(now: number): void {
+    if (now >= this.#sweptAt && now - this.#sweptAt < LEASE_MS) return;
     this.#sweptAt = now;
-    const rateKey = `${rate.burst}/${rate.perSecond}`;
+    const returned: Lease[] = [];
     for (const [key, lease] of this.#leases) {
-      if (lease.until > now || now < lease.dryUntil) continue;
+      if (lease.until > now || now < lease.dryUntil || this.#asking.has(key)) continue;
       this.#leases.delete(key);
-      const [ofRate, dockId] = key.split("\n") as [string, string];
-      if (lease.tokens < 1 || ofRate !== rateKey || this.#asking.has(key)) continue;
-      void giveBack(this.#kysely, dockId, rate, now, lease.tokens).catch(() => {
-        // Lost: the Dock refuses a little early until it refills, never admits too much.
-      });
+      if (lease.tokens >= 1) returned.push(lease);
     }
+    if (returned.length === 0) return;
+    void giveBack(this.#kysely, returned, now).catch(() => {
+      // Lost: those Docks refuse a little early until they refill, never admit too much.
+    });
   }
 }
 
+/** Tokens one batch holds for a Dock. */
+interface Reservation {
+  tokens: number;
+  /** Seconds a message beyond them waits (the row ran dry). */
+  wait: number;
+  /** The Dock does not exist. */
+  missing: boolean;
+}
+
 interface Lease {
+  dockId: string;
+  rate: DockRate;
   tokens: number;
   /** The tokens may be spent until then (ms, the batches' clock). */
   until: number;
@@ -166,7 +203,11 @@ interface Lease {
   dryUntil: number;
   /** When the row refills to a whole token, as last asked (what a refused message is told). */
   refillAt: number;
+  /** The row could not be read nor made: the Dock does not exist. */
+  missing: boolean;
 }
+
+const EMPTY = { tokens: 0, until: 0, dryUntil: 0, refillAt: 0, missing: false };
 
 /**
  * Takes up to `want` whole tokens from the Dock's row in one statement (refilled to `now` first,
@@ -215,19 +256,17 @@ async function leaseFromRow(
   return undefined;
 }
 
-/** Returns leased tokens not spent to the Dock's row (up to the burst). */
-async function giveBack(
-  kysely: Kysely<Database>,
-  dockId: string,
-  rate: DockRate,
-  now: number,
-  tokens: number,
-): Promise<void> {
+/** Returns leased tokens not spent to their Docks' rows (each up to its burst), in one statement. */
+async function giveBack(kysely: Kysely<Database>, leases: Lease[], now: number): Promise<void> {
   await sql`
     update dock_allowances
-    set tokens = least(${rate.burst}::double precision,
-                       tokens + greatest(0, ${now}::bigint - at) * ${rate.perSecond / 1000}::double precision
-                         + ${tokens}::double precision),
-        at = greatest(at, ${now}::bigint)
-    where dock_id = ${dockId}`.execute(kysely);
+    set tokens = least(back.burst,
+                       dock_allowances.tokens
+                         + greatest(0, ${now}::bigint - dock_allowances.at) * back.per_ms + back.tokens),
+        at = greatest(dock_allowances.at, ${now}::bigint)
+    from unnest(${leases.map((l) => l.dockId)}::text[], ${leases.map((l) => l.tokens)}::double precision[],
+                ${leases.map((l) => l.rate.burst)}::double precision[],
+                ${leases.map((l) => l.rate.perSecond / 1000)}::double precision[])
+      as back(dock_id, tokens, burst, per_ms)
+    where dock_allowances.dock_id = back.dock_id`.execute(kysely);
 }
