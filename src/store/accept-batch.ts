@@ -125,7 +125,14 @@ export class AcceptBatch {
           );
     const entries = items.map((item, index) => ({ item, index }));
     try {
-      await allowance?.prepare?.();
+      try {
+        await allowance?.prepare?.();
+      } catch (error) {
+        // Unavailable: the senders are told to try again. Anything else (a named statement gone
+        // stale, its connection dropped for it): once more, on another connection.
+        if (isOutage(error)) throw error;
+        await allowance?.prepare?.();
+      }
       try {
         return await this.#kysely.transaction().execute((tx) => this.#store(tx, entries, allowance, now));
       } catch (error) {

@@ -504,6 +504,17 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
   let two: Db;
   let docks: DockRepository;
   const rate = { burst: 3, perSecond: 0.001 };
+  /** The tokens in a Dock's row. */
+  const level = async (dockId: string) =>
+    Number(
+      (
+        await one.kysely
+          .selectFrom("dock_allowances")
+          .select("tokens")
+          .where("dock_id", "=", dockId)
+          .executeTakeFirstOrThrow()
+      ).tokens,
+    );
 
   beforeAll(async () => {
     database = await createTestDatabase("postgres", { migrated: true });
@@ -568,9 +579,9 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
     });
   });
 
-  it("is leased a batch at a time: never more than the burst in all, and what a lease leaves goes back", async () => {
-    const dock = await docks.create(1, { name: "Leased", link: null, description: null });
-    let now = 1_000_000_000_000;
+  it("is reserved a batch at a time: a wrong key parks nothing, the burst holds in all", async () => {
+    const dock = await docks.create(1, { name: "Reserved", link: null, description: null });
+    const now = 1_000_000_000_000;
     // A burst of 20, refilling far too slowly to matter here.
     const slow = { burst: 20, perSecond: 0.001 };
     const first = new MessageRepository(one, () => now, { dockRate: slow });
@@ -578,8 +589,8 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
     const send = (messages: MessageRepository, key: string, n: number) =>
       messages.accept({ dockId: dock.id, secretKey: key, text: `message ${n}` });
     const accepted = (outcomes: { kind: string }[]) => outcomes.filter((o) => o.kind === "accepted").length;
-    // One batch of ten, half with a wrong key: it leases ten, spends five (a wrong key spends
-    // nothing) and keeps five.
+    // One batch of ten, half with a wrong key: it reserves ten, spends five (a wrong key spends
+    // nothing) and gives five back to the row.
     const mixed = await Promise.all(
       Array.from({ length: 10 }, (_, n) =>
         send(first, n % 2 === 0 ? dock.secretKey : `${dock.secretKey}x`, n),
@@ -587,30 +598,32 @@ describe.skipIf(!DIALECTS.includes("postgres"))("a Dock's allowance on PostgreSQ
     );
     expect(accepted(mixed)).toBe(5);
     expect(mixed.filter((o) => o.kind === "unauthorized")).toHaveLength(5);
-    // The other instance finds the rest: ten, not fifteen.
+    await waitFor("the five to be back", async () => Math.floor(await level(dock.id)) === 15);
+    // The other instance finds the rest: fifteen.
     expect(
       accepted(await Promise.all(Array.from({ length: 20 }, (_, n) => send(second, dock.secretKey, n)))),
-    ).toBe(10);
-    // The lease runs out (the clock a second on, a thousandth of a token refilled): the next batch
-    // of the first instance gives its five back.
+    ).toBe(15);
+    expect(await send(first, dock.secretKey, 100)).toMatchObject({ kind: "refused" });
+  });
+
+  it("gives back what a lease left once it runs out", async () => {
+    const dock = await docks.create(1, { name: "Leased", link: null, description: null });
+    let now = 1_000_000_000_000;
+    // 40 a second: a lease is at least 2 tokens (50 ms of the rate).
+    const rate = { burst: 100, perSecond: 40 };
+    const first = new MessageRepository(one, () => now, { dockRate: rate });
+    const second = new MessageRepository(two, () => now, { dockRate: rate });
+    const send = (messages: MessageRepository, n: number) =>
+      messages.accept({ dockId: dock.id, secretKey: dock.secretKey, text: `message ${n}` });
+    // The first instance leases 2 and spends 1: 98 left in the row, 1 held here.
+    expect(await send(first, 0)).toMatchObject({ kind: "accepted" });
+    const burst = await Promise.all(Array.from({ length: 100 }, (_, n) => send(second, n)));
+    expect(burst.filter((o) => o.kind === "accepted")).toHaveLength(98);
+    // A second on (40 tokens refilled): the first instance's next batch gives its leftover back
+    // and leases 2 for itself, spending 1 — 40 + 1 - 2 = 39 in the row.
     now += LEASE_MS;
-    expect(await send(first, dock.secretKey, 100)).toMatchObject({ kind: "accepted" });
-    const level = async () =>
-      Number(
-        (
-          await one.kysely
-            .selectFrom("dock_allowances")
-            .select("tokens")
-            .where("dock_id", "=", dock.id)
-            .executeTakeFirstOrThrow()
-        ).tokens,
-      );
-    await waitFor("the five to be back", async () => Math.floor(await level()) === 4);
-    // 5 + 10 + 1 + 4: the burst, to the message.
-    expect(
-      accepted(await Promise.all(Array.from({ length: 10 }, (_, n) => send(second, dock.secretKey, n)))),
-    ).toBe(4);
-    expect(await send(first, dock.secretKey, 101)).toMatchObject({ kind: "refused" });
+    expect(await send(first, 1)).toMatchObject({ kind: "accepted" });
+    await waitFor("the leftover to be back", async () => Math.floor(await level(dock.id)) === 39);
   });
 
   it("several batches of one instance at once share the Dock's burst: none refused while it lasts", async () => {

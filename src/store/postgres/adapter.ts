@@ -59,9 +59,9 @@ export function openPostgres(url: string, options: DbOptions): Db {
         ? batches.run(request)
         : deadlines.run(request.deadline, () => batches.run(request)),
     ),
-    // Each batch holds a connection for its transaction and, now and then, one more for its
-    // allowance's lease (allowances.ts): half the pool, so the dispatcher's work and the console
-    // still find connections under a storm of sends.
+    // Each batch holds a connection for its transaction (its allowance leased before, on one
+    // connection at a time): at most half the pool, so the dispatcher's work and the console still
+    // find connections under a storm of sends.
     batchesAtOnce: Math.max(1, Math.min(MAX_BATCHES_AT_ONCE, Math.floor(poolSize / 2))),
     urgent: (query) => urgent.executeQuery(query),
     leadership: (name) => new PgLeadership(url, name, timeoutMs > 0 ? timeoutMs : 5000),

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from "kysely";
+import { DOCK_ID_PATTERN } from "../../domain/ids.ts";
 import type { Allowances, BatchAllowance, DockRate } from "../allowances.ts";
 import type { Database } from "../schema.ts";
 
@@ -55,7 +56,13 @@ export class LeasedAllowances implements Allowances {
     return {
       prepare: async () => {
         for (const [dockId, need] of needs) {
-          reserved.set(dockId, await this.#reserve(`${rateKey}\n${dockId}`, dockId, rate, now, need));
+          // Asked again after a failure: what was reserved stays.
+          if (reserved.has(dockId)) continue;
+          // Anything that cannot be a Dock ID never reaches the database (its key is refused unread).
+          const reservation = DOCK_ID_PATTERN.test(dockId)
+            ? await this.#reserve(`${rateKey}\n${dockId}`, dockId, rate, now, need)
+            : { tokens: 0, wait: 1, missing: true };
+          reserved.set(dockId, reservation);
         }
       },
       take: (index, dockId) => {
@@ -75,16 +82,15 @@ export class LeasedAllowances implements Allowances {
         return wait;
       },
       finish: () => {
-        // What the batch did not spend (wrong keys, replays) is the instance's again.
+        // What the batch did not spend (wrong keys, replays, a failed batch) goes straight back to
+        // the row, capped at the burst there: kept here, it could outlive its lease while the row
+        // refilled (a slow batch), and be spent beside a full burst.
+        const unspent: Returned[] = [];
         for (const [dockId, reservation] of reserved) {
-          if (reservation.tokens < 1) continue;
-          const key = `${rateKey}\n${dockId}`;
-          const lease = this.#leases.get(key);
-          if (lease !== undefined) lease.tokens += reservation.tokens;
-          // Its lease swept meanwhile: back to the row with the next sweep.
-          else this.#leases.set(key, { ...EMPTY, dockId, rate, tokens: reservation.tokens, until: now });
+          if (reservation.tokens >= 1) unspent.push({ dockId, rate, tokens: reservation.tokens });
           reservation.tokens = 0;
         }
+        this.#giveBack(unspent, now);
       },
     };
   }
@@ -102,24 +108,31 @@ export class LeasedAllowances implements Allowances {
     need: number,
   ): Promise<Reservation> {
     let tokens = this.#fromLease(key, now, need);
-    while (tokens < need) {
-      const lease = this.#leases.get(key);
-      if (lease?.missing) return { tokens, wait: 1, missing: true };
-      if (lease !== undefined && now < lease.dryUntil) {
-        return { tokens, wait: Math.max(0, lease.refillAt - now) / 1000, missing: false };
-      }
-      const under = this.#asking.get(key);
-      if (under !== undefined) await under.catch(() => {});
-      else {
-        const asking = this.#ask(key, dockId, rate, now, need - tokens);
-        this.#asking.set(key, asking);
-        try {
-          await asking;
-        } finally {
-          this.#asking.delete(key);
+    try {
+      while (tokens < need) {
+        const lease = this.#leases.get(key);
+        if (lease?.missing) return { tokens, wait: 1, missing: true };
+        if (lease !== undefined && now < lease.dryUntil) {
+          return { tokens, wait: Math.max(0, lease.refillAt - now) / 1000, missing: false };
         }
+        const under = this.#asking.get(key);
+        if (under !== undefined) await under.catch(() => {});
+        else {
+          const asking = this.#ask(key, dockId, rate, now, need - tokens);
+          this.#asking.set(key, asking);
+          try {
+            await asking;
+          } finally {
+            this.#asking.delete(key);
+          }
+        }
+        // A lease granted something (taken here, or by a batch quicker to it: then asked again),
+        // or left the lease dry or missing, which the next turn answers.
+        tokens += this.#fromLease(key, now, need - tokens);
       }
-      tokens += this.#fromLease(key, now, need - tokens);
+    } catch (error) {
+      this.#giveBack([{ dockId, rate, tokens }], now);
+      throw error;
     }
     return { tokens, wait: 0, missing: false };
   }
@@ -151,12 +164,13 @@ export class LeasedAllowances implements Allowances {
     }
     lease.missing = false;
     if (answer.granted < 1) {
-      lease.refillAt = now + ((1 - answer.level) / rate.perSecond) * 1000;
+      // A millisecond at least, so that whoever waits on this answer takes it and stops asking
+      // (a level a rounding short of a whole token would refill "now" and be asked again at once).
+      lease.refillAt = Math.max(now + 1, now + ((1 - answer.level) / rate.perSecond) * 1000);
       // Asked again a lease's time later at the latest: another instance may give tokens back.
       lease.dryUntil = Math.min(lease.refillAt, now + LEASE_MS);
       return;
     }
-    if (lease.until <= now) lease.tokens = 0;
     lease.tokens += answer.granted;
     lease.until = now + LEASE_MS;
     lease.dryUntil = 0;
@@ -171,16 +185,20 @@ export class LeasedAllowances implements Allowances {
   #sweep(now: number): void {
     if (now >= this.#sweptAt && now - this.#sweptAt < LEASE_MS) return;
     this.#sweptAt = now;
-    const returned: Lease[] = [];
+    const returned: Returned[] = [];
     for (const [key, lease] of this.#leases) {
       if (lease.until > now || now < lease.dryUntil || this.#asking.has(key)) continue;
       this.#leases.delete(key);
       if (lease.tokens >= 1) returned.push(lease);
     }
-    if (returned.length === 0) return;
-    void giveBack(this.#kysely, returned, now).catch(() => {
-      // Lost: those Docks refuse a little early until they refill, never admit too much.
-    });
+    this.#giveBack(returned, now);
+  }
+
+  /** Tokens back to their Docks' rows (not awaited). Lost on failure: those Docks only refuse early. */
+  #giveBack(returned: Returned[], now: number): void {
+    const some = returned.filter((back) => back.tokens >= 1);
+    if (some.length === 0) return;
+    void giveBack(this.#kysely, some, now).catch(() => {});
   }
 }
 
@@ -208,6 +226,9 @@ interface Lease {
 }
 
 const EMPTY = { tokens: 0, until: 0, dryUntil: 0, refillAt: 0, missing: false };
+
+/** Tokens going back to a Dock's row. */
+type Returned = { dockId: string; rate: DockRate; tokens: number };
 
 /**
  * Takes up to `want` whole tokens from the Dock's row in one statement (refilled to `now` first,
@@ -256,17 +277,27 @@ async function leaseFromRow(
   return undefined;
 }
 
-/** Returns leased tokens not spent to their Docks' rows (each up to its burst), in one statement. */
-async function giveBack(kysely: Kysely<Database>, leases: Lease[], now: number): Promise<void> {
+/**
+ * Returns leased tokens not spent to their Docks' rows (each up to its burst), in one statement,
+ * locking the rows in the order of their Dock IDs (as no two instances then wait for each other).
+ */
+async function giveBack(kysely: Kysely<Database>, leases: Returned[], now: number): Promise<void> {
   await sql`
+    with back as (
+      select * from unnest(${leases.map((l) => l.dockId)}::text[], ${leases.map((l) => l.tokens)}::double precision[],
+                           ${leases.map((l) => l.rate.burst)}::double precision[],
+                           ${leases.map((l) => l.rate.perSecond / 1000)}::double precision[])
+        as b(dock_id, tokens, burst, per_ms)
+    ), locked as (
+      select dock_allowances.dock_id from dock_allowances join back using (dock_id)
+      order by dock_allowances.dock_id for update of dock_allowances
+    )
     update dock_allowances
     set tokens = least(back.burst,
                        dock_allowances.tokens
                          + greatest(0, ${now}::bigint - dock_allowances.at) * back.per_ms + back.tokens),
         at = greatest(dock_allowances.at, ${now}::bigint)
-    from unnest(${leases.map((l) => l.dockId)}::text[], ${leases.map((l) => l.tokens)}::double precision[],
-                ${leases.map((l) => l.rate.burst)}::double precision[],
-                ${leases.map((l) => l.rate.perSecond / 1000)}::double precision[])
-      as back(dock_id, tokens, burst, per_ms)
-    where dock_allowances.dock_id = back.dock_id`.execute(kysely);
+    from back
+    where dock_allowances.dock_id = back.dock_id
+      and dock_allowances.dock_id in (select dock_id from locked)`.execute(kysely);
 }
