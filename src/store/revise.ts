@@ -53,8 +53,8 @@ export interface Revised {
 /**
  * A message's new text and content, as its next revision, in the caller's transaction, with an
  * edit queued for every copy sent. Undefined when the message has been deleted, has changed
- * since it was read at `revision` (the caller reads it again), or no longer holds `heldKey`; `revision` null: whatever it is now
- * (a replacement by key: the last send wins).
+ * since it was read at `revision` (the caller reads it again), or no longer holds `heldKey`;
+ * `revision` null: whatever it is now (a replacement by key: the last send wins).
  */
 export async function reviseMessage(
   tx: Transaction<Database>,
