@@ -146,7 +146,7 @@ export class AcceptBatch {
         return outcomes;
       }
     } finally {
-      allowance?.finish?.();
+      await allowance?.finish?.();
     }
   }
 

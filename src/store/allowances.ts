@@ -28,6 +28,9 @@ export interface BatchAllowance {
   prepare?(): Promise<void>;
   /** Seconds the message at `index` of the batch must wait (0: admitted, a token taken). */
   take(index: number, dockId: string): number;
-  /** After the batch, stored or not: what it got and did not spend is the instance's again. */
-  finish?(): void;
+  /**
+   * After the batch, stored or not: what it got and did not spend goes back, before the batch's
+   * senders hear their answers (a sender who tries again at once must find it there).
+   */
+  finish?(): Promise<void>;
 }

@@ -81,16 +81,18 @@ export class LeasedAllowances implements Allowances {
         admitted.set(index, wait);
         return wait;
       },
-      finish: () => {
+      finish: async () => {
         // What the batch did not spend (wrong keys, replays, a failed batch) goes straight back to
         // the row, capped at the burst there: kept here, it could outlive its lease while the row
-        // refilled (a slow batch), and be spent beside a full burst.
+        // refilled (a slow batch), and be spent beside a full burst. Awaited: a sender told "wrong
+        // key" who sends again at once with the right one must find the token back (a round trip
+        // only for batches that left some unspent).
         const unspent: Returned[] = [];
         for (const [dockId, reservation] of reserved) {
           if (reservation.tokens >= 1) unspent.push({ dockId, rate, tokens: reservation.tokens });
           reservation.tokens = 0;
         }
-        this.#giveBack(unspent, now);
+        await this.#giveBack(unspent, now);
       },
     };
   }
@@ -131,7 +133,7 @@ export class LeasedAllowances implements Allowances {
         tokens += this.#fromLease(key, now, need - tokens);
       }
     } catch (error) {
-      this.#giveBack([{ dockId, rate, tokens }], now);
+      await this.#giveBack([{ dockId, rate, tokens }], now);
       throw error;
     }
     return { tokens, wait: 0, missing: false };
@@ -191,14 +193,17 @@ export class LeasedAllowances implements Allowances {
       this.#leases.delete(key);
       if (lease.tokens >= 1) returned.push(lease);
     }
-    this.#giveBack(returned, now);
+    void this.#giveBack(returned, now);
   }
 
-  /** Tokens back to their Docks' rows (not awaited). Lost on failure: those Docks only refuse early. */
-  #giveBack(returned: Returned[], now: number): void {
+  /**
+   * Tokens back to their Docks' rows (the sweep does not wait for it). Lost on failure: those Docks
+   * only refuse early.
+   */
+  async #giveBack(returned: Returned[], now: number): Promise<void> {
     const some = returned.filter((back) => back.tokens >= 1);
     if (some.length === 0) return;
-    void giveBack(this.#kysely, some, now).catch(() => {});
+    await giveBack(this.#kysely, some, now).catch(() => {});
   }
 }
 
