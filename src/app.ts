@@ -7,6 +7,7 @@ import { NoticeSender } from "./bot/notices.ts";
 import type { HostResolver } from "./delivery/callback-post.ts";
 import { Dispatcher } from "./delivery/dispatcher.ts";
 import { EVENT_POSTS_AT_ONCE, EventSender } from "./delivery/event-sender.ts";
+import { ReminderSender } from "./delivery/reminder-sender.ts";
 import { Retention } from "./delivery/retention.ts";
 import { CallbackTargets } from "./domain/callback-target.ts";
 import { CLAIM_PAYLOAD_PREFIX, ownerPolicy } from "./domain/owners.ts";
@@ -57,6 +58,7 @@ import { OutboxViews } from "./store/outbox-views.ts";
 import { OwnerRepository } from "./store/owners.ts";
 import { DatabaseProbe } from "./store/readiness.ts";
 import { RefusedRequests } from "./store/refused-requests.ts";
+import { ReminderStore } from "./store/reminders.ts";
 import { SandboxChats } from "./store/sandbox-chats.ts";
 import { SandboxDocks } from "./store/sandbox-docks.ts";
 import { SessionRepository } from "./store/sessions.ts";
@@ -176,7 +178,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const subscriptions = new SubscriptionRepository(db, now, { sandbox: chatsOfSandbox });
   const loginTokens = new LoginTokenRepository(db, now);
   const outbox = new Outbox(db, now);
-  const outboxViews = new OutboxViews(db);
+  const outboxViews = new OutboxViews(db, now);
   const messageChanges = new MessageChanges(db, now);
   registerBacklogGauges(metrics, () => outboxViews.backlog(), now);
   // One pacer for every message the bot sends: deliveries and the bot's own replies.
@@ -465,8 +467,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // Edits, deletes and acknowledgements queue work on copies already sent.
   messageChanges.onChanged((dockIds) => {
     work(dockIds);
-    // An acknowledgement queued an event.
+    // An acknowledgement queued an event, and its reminders are to be deleted from the chats.
     events.wake();
+    reminders.wake();
   });
   const retention = new Retention({
     outbox,
@@ -519,7 +522,20 @@ export async function createApp(deps: AppDeps): Promise<App> {
     now,
   });
 
-  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events, noticeSender];
+  const reminders = new ReminderSender({
+    reminders: new ReminderStore(db, now),
+    pacer,
+    log: server.log.child({ worker: "reminders" }),
+    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
+    leaseMs: config.deliveryLeaseMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+    sweepMs: 1000,
+    // A round or the reminders' end queued an event.
+    onRound: () => events.wake(),
+    now,
+  });
+
+  const workers: BackgroundWorker[] = [dispatcher, bot, retention, events, noticeSender, reminders];
   let started: BackgroundWorker[] = [];
 
   return {

@@ -1,10 +1,13 @@
 import { Composer, type Context } from "grammy";
-import { ACK_PREFIX, ackTime } from "../domain/render.ts";
+import { ACK_PREFIX, ackTime, SNOOZE_PREFIX } from "../domain/render.ts";
 import { answer, type BotDeps } from "./context.ts";
 import { texts } from "./texts.ts";
 
 /** The Acknowledge button's callback data: the prefix and a message ID. */
 const ACK = new RegExp(`^${ACK_PREFIX}(msg_[A-Za-z0-9]{22})$`);
+
+/** A snooze button's callback data: the prefix, a message ID, and minutes or `am` (till 08:00 UTC). */
+const SNOOZE = new RegExp(`^${SNOOZE_PREFIX}(msg_[A-Za-z0-9]{22}):(15|60|am)$`);
 
 /** How the person who pressed is named on every copy: their name as Telegram has it, else @username. */
 function displayName(from: NonNullable<Context["from"]>): string {
@@ -47,6 +50,32 @@ export function acknowledge(deps: BotDeps): Composer<Context> {
         return answer(ctx, { text: texts.alreadyAcknowledged(result.name, ackTime(result.at)) });
       case "deleted":
         return answer(ctx, { text: texts.acknowledgedDeleted });
+      default:
+        return answer(ctx, { text: texts.staleButton });
+    }
+  });
+  // A reminder's snooze: answered to the person alone (answerCallbackQuery), nothing in the chat.
+  composer.callbackQuery(SNOOZE, async (ctx) => {
+    const chatId = ctx.chat?.id;
+    const telegramMessageId = ctx.callbackQuery.message?.message_id;
+    if (chatId === undefined || telegramMessageId === undefined)
+      return answer(ctx, { text: texts.staleButton });
+    const from = ctx.from;
+    const result = await deps.messages.snooze(
+      ctx.match[1] as string,
+      { id: from.id, name: displayName(from), username: from.username ?? null },
+      { chatId, telegramMessageId },
+      ctx.match[2] as string,
+    );
+    switch (result.kind) {
+      case "snoozed":
+        return answer(ctx, { text: texts.snoozed(ackTime(result.until), chatId < 0) });
+      case "already":
+        return answer(ctx, { text: texts.alreadyAcknowledged(result.name, ackTime(result.at)) });
+      case "deleted":
+        return answer(ctx, { text: texts.acknowledgedDeleted });
+      case "over":
+        return answer(ctx, { text: texts.remindersOver });
       default:
         return answer(ctx, { text: texts.staleButton });
     }

@@ -293,4 +293,7 @@ export const texts = {
   acknowledged: "✔ Acknowledged: everyone who got this message sees it was you.",
   alreadyAcknowledged: (name: string, at: string) => `Already acknowledged by ${name} at ${at}.`,
   acknowledgedDeleted: "This message was deleted by its sender.",
+  snoozed: (until: string, group: boolean) =>
+    `⏰ Snoozed until ${until}: no reminders of this message ${group ? "in this group" : "for you"} until then.`,
+  remindersOver: "Its reminders have ended.",
 };

@@ -53,7 +53,19 @@ export interface MessageOptions {
   ack?: boolean;
   /** The Acknowledge button's label (an `ack` action's); "Acknowledge" when not given. */
   ack_label?: string;
+  /**
+   * Reminders while nobody has acknowledged it (with `ack`): a reminder with sound every
+   * `remind_every` seconds, for `remind_for` seconds after it was sent (REMIND_FOR_DEFAULT).
+   */
+  remind_every?: number;
+  remind_for?: number;
 }
+
+/** Reminders come at most this often (seconds), and stop this long after the message at the latest. */
+export const REMIND_EVERY_MIN = 30;
+export const REMIND_FOR_MAX = 24 * 3600;
+/** How long reminders go on when the sender does not say. */
+export const REMIND_FOR_DEFAULT = 3600;
 
 /**
  * How a message is shown, when it is more than its text: stored with it (`messages.content`, as
@@ -105,6 +117,8 @@ export const OPTION_NAMES = Object.keys({
   link_preview: true,
   protect_content: true,
   ack: true,
+  remind_every: true,
+  remind_for: true,
 } satisfies Record<OptionName, true>) as readonly OptionName[];
 
 /**
@@ -374,11 +388,31 @@ export function readOptions(found: Map<OptionName, Given>): MessageOptions {
   }
 
   const ack = found.get("ack");
+  let remindEvery = found.get("remind_every");
+  let remindFor = found.get("remind_for");
   if (ack) {
-    const value = readBoolean(ack);
-    if (typeof value === "string") fail(ack, value);
-    else if (value) options.ack = true;
+    const value = ack.value;
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      // {"remind_every": 300, "remind_for": "1h"}: an Acknowledge button, and reminders until pressed.
+      const fields = value as Record<string, unknown>;
+      const unknown = Object.keys(fields).filter((name) => name !== "remind_every" && name !== "remind_for");
+      if (unknown.length > 0)
+        fail(ack, `takes true, or an object with remind_every and remind_for (not ${unknown.join(", ")}).`);
+      options.ack = true;
+      if (fields.remind_every !== undefined && fields.remind_every !== null)
+        remindEvery = { value: fields.remind_every, field: `${ack.field}.remind_every` };
+      if (fields.remind_for !== undefined && fields.remind_for !== null)
+        remindFor = { value: fields.remind_for, field: `${ack.field}.remind_for` };
+    } else {
+      const on = readBoolean(ack);
+      if (typeof on === "string")
+        fail(ack, "must be true or false, or an object with remind_every and remind_for.");
+      else if (on) options.ack = true;
+      else if (remindEvery || remindFor)
+        fail(remindEvery ?? (remindFor as Given), "needs ack: reminders stop when someone acknowledges.");
+    }
   }
+  readReminders(remindEvery, remindFor, options, problems);
 
   const click = found.get("click");
   if (click) {
@@ -389,6 +423,59 @@ export function readOptions(found: Map<OptionName, Given>): MessageOptions {
 
   if (problems.length > 0) throw new OptionsError(problems);
   return options;
+}
+
+/**
+ * A duration in seconds: a whole number of seconds, or a string of them ("300") or in hours,
+ * minutes and seconds ("5m", "1h30m", "90s"). Undefined for anything else.
+ */
+export function readDuration(value: unknown): number | undefined {
+  if (typeof value === "number") return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+  if (typeof value !== "string") return undefined;
+  const text = value.trim().toLowerCase();
+  if (/^\d{1,9}$/.test(text)) return Number(text);
+  const parts = /^(?:(\d{1,5})h)?(?:(\d{1,7})m)?(?:(\d{1,9})s)?$/.exec(text);
+  if (parts === null || text === "") return undefined;
+  const [, h = "0", m = "0", sec = "0"] = parts;
+  return Number(h) * 3600 + Number(m) * 60 + Number(sec);
+}
+
+/** The reminders' schedule (remind_every, remind_for): they make the message acknowledgeable. */
+function readReminders(
+  every: Given | undefined,
+  until: Given | undefined,
+  options: MessageOptions,
+  problems: OptionProblem[],
+): void {
+  if (!every && !until) return;
+  const rule = `seconds as a whole number, or a string such as "90s", "5m" or "1h".`;
+  const everySeconds = every ? readDuration(every.value) : undefined;
+  const forSeconds = until ? readDuration(until.value) : undefined;
+  if (every && everySeconds === undefined) problems.push({ field: every.field, message: `must be ${rule}` });
+  if (until && forSeconds === undefined) problems.push({ field: until.field, message: `must be ${rule}` });
+  if (!every) {
+    if (until) problems.push({ field: until.field, message: "needs remind_every (how often to remind)." });
+    return;
+  }
+  if (everySeconds === undefined || (until && forSeconds === undefined)) return;
+  if (everySeconds < REMIND_EVERY_MIN || everySeconds > REMIND_FOR_MAX) {
+    problems.push({
+      field: every.field,
+      message: `must be between ${REMIND_EVERY_MIN} seconds and 24 hours.`,
+    });
+    return;
+  }
+  const length = forSeconds ?? Math.max(REMIND_FOR_DEFAULT, everySeconds);
+  if (until && (length < everySeconds || length > REMIND_FOR_MAX)) {
+    problems.push({
+      field: until.field,
+      message: "must be at least remind_every and at most 24 hours.",
+    });
+    return;
+  }
+  options.ack = true;
+  options.remind_every = everySeconds;
+  options.remind_for = length;
 }
 
 /** Whether Telegram should notify with a sound: `silent` wins, else min and low are silent. */

@@ -282,3 +282,61 @@ export function renderNotification(
     return part;
   });
 }
+
+/** The callback data of a reminder's snooze buttons: the prefix, the message ID, and minutes or `am`. */
+export const SNOOZE_PREFIX = "snz:";
+
+/** The snoozes a reminder offers: minutes, or until the next 08:00 UTC. */
+export const SNOOZES = [
+  { label: "⏰ 1 h", until: "60" },
+  { label: "15 min", until: "15" },
+  { label: "till 08:00 UTC", until: "am" },
+] as const;
+
+/** When a snooze pressed at `now` ends: minutes on, or the next 08:00 UTC. */
+export function snoozeUntil(spec: string, now: number): number {
+  if (spec !== "am") return now + Number(spec) * 60_000;
+  const day = new Date(now);
+  const eight = Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), 8);
+  return eight > now ? eight : eight + 24 * 3600_000;
+}
+
+/** At most this many UTF-16 units of the message are quoted in a reminder. */
+const REMINDER_QUOTE = 200;
+
+/**
+ * A reminder of an unacknowledged message (store/reminders.ts): "⏰ Still unacknowledged (3):"
+ * and the message's title (or its first line), with its Acknowledge button and the snoozes. Sent
+ * as a reply to the copy, with sound.
+ */
+export function renderReminder(
+  round: number,
+  text: string,
+  content: MessageContent | null,
+  messageId: string,
+): RenderedPart {
+  const head = `⏰ Still unacknowledged (${round})`;
+  const source = content?.options.title ?? (content?.body?.text ?? text).trim().split("\n")[0] ?? "";
+  const line = source.replace(/\s+/g, " ").trim();
+  const quote = line.length > REMINDER_QUOTE ? `${line.slice(0, cutPoint(line, REMINDER_QUOTE - 1))}…` : line;
+  const body = quote === "" ? head : `${head}: ${quote}`;
+  return {
+    text: body,
+    entities: [{ type: "bold", offset: 0, length: head.length }],
+    ...(content?.options.protect_content ? { protect_content: true as const } : {}),
+    reply_markup: {
+      inline_keyboard: [
+        [
+          {
+            text: `✔ ${content?.options.ack_label ?? ACK_LABEL}`,
+            callback_data: `${ACK_PREFIX}${messageId}`,
+          },
+        ],
+        SNOOZES.map((snooze) => ({
+          text: snooze.label,
+          callback_data: `${SNOOZE_PREFIX}${messageId}:${snooze.until}`,
+        })),
+      ],
+    },
+  };
+}

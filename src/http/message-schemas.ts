@@ -33,6 +33,11 @@ export const ackButtonSchema = Type.Object({
 
 const anyButton = Type.Union([buttonSchema, ackButtonSchema]);
 
+/** A length of time: whole seconds, or a string such as "90s", "5m", "1h30m". */
+const duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ maxLength: 32 })], {
+  examples: [300, "5m"],
+});
+
 /** The options as a sender may give them in a JSON (or form) body. */
 export const messageOptionFields = {
   title: Type.Optional(
@@ -125,11 +130,26 @@ export const messageOptionFields = {
     }),
   ),
   ack: Type.Optional(
-    Type.Boolean({
-      description:
-        "true: an Acknowledge button. The first person to press it is shown on every copy (✔ Acknowledged by Ann at 14:05 UTC), the button goes, later presses are told who was first, and the Dock's callback URL gets message.acknowledged.",
-      examples: [true],
-    }),
+    Type.Union(
+      [
+        Type.Boolean(),
+        Type.Object(
+          { remind_every: Type.Optional(duration), remind_for: Type.Optional(duration) },
+          { additionalProperties: false },
+        ),
+      ],
+      {
+        description:
+          'true: an Acknowledge button. The first person to press it is shown on every copy (✔ Acknowledged by Ann at 14:05 UTC), the button goes, later presses are told who was first, and the Dock\'s callback URL gets message.acknowledged. {"remind_every": "5m", "remind_for": "1h"}: the button, and until someone presses it a reminder with sound in every chat every remind_every (30 s at least), for remind_for (24 h at most; 1 h if not given).',
+        examples: [true, { remind_every: "5m", remind_for: "1h" }],
+      },
+    ),
+  ),
+  remind_every: Type.Optional(
+    Type.Union([duration], { description: "As ack's remind_every (and it implies ack).", examples: ["5m"] }),
+  ),
+  remind_for: Type.Optional(
+    Type.Union([duration], { description: "As ack's remind_for.", examples: ["1h"] }),
   ),
 };
 
@@ -157,6 +177,12 @@ export const storedOptionsSchema = Type.Object(
     ack: Type.Optional(Type.Boolean({ examples: [true] })),
     ack_label: Type.Optional(
       Type.String({ description: "The Acknowledge button's label.", examples: ["I'm on it"] }),
+    ),
+    remind_every: Type.Optional(
+      Type.Integer({ description: "Seconds between reminders while unacknowledged.", examples: [300] }),
+    ),
+    remind_for: Type.Optional(
+      Type.Integer({ description: "Seconds after the message that reminders stop.", examples: [3600] }),
     ),
   },
   { description: "The message's options as accepted; those left at their defaults are omitted." },

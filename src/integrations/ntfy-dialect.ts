@@ -25,6 +25,8 @@ export const OPTION_SOURCES: Record<OptionName, { headers: string[]; query: stri
   link_preview: { headers: ["x-link-preview"], query: ["link_preview"] },
   protect_content: { headers: ["x-protect-content"], query: ["protect_content"] },
   ack: { headers: ["x-ack"], query: ["ack"] },
+  remind_every: { headers: ["x-remind-every"], query: ["remind_every"] },
+  remind_for: { headers: ["x-remind-for"], query: ["remind_for"] },
 };
 
 /** Header values arrive as Latin-1; ntfy's clients send UTF-8 raw or as RFC 2047 words. */

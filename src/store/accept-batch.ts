@@ -13,6 +13,7 @@ import { checkCredentials, checkHookToken, credentialsQuery } from "./credential
 import type { MessageLocks } from "./db.ts";
 import { isOutage } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
+import { remindSchedule, startReminders } from "./reminder-schedule.ts";
 import { reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -72,6 +73,8 @@ interface Writes {
   keysOf: Map<string, Set<string>>;
   /** The Dock's live messages holding those keys, read the first time one is needed. */
   holders: Map<string, Map<string, Holder>>;
+  /** New messages that may ask for reminders (their rows: a later send of the batch may replace them). */
+  reminding: unknown[][];
 }
 
 /** A live message holding a key. */
@@ -183,6 +186,7 @@ export class AcceptBatch {
       replaced: new Tallies(),
       keysOf: new Map(),
       holders: new Map(),
+      reminding: [],
     };
     for (const { item } of entries) {
       if (item.key == null) continue;
@@ -198,6 +202,11 @@ export class AcceptBatch {
     // order of acceptance.
     for (const query of q.insertMessages(writes.messages)) await tx.executeQuery(query);
     for (const query of q.insertFanouts(writes.fanouts)) await tx.executeQuery(query);
+    // Reminders until acknowledged (store/reminders.ts): the rare message that asks, as it is now.
+    for (const row of writes.reminding) {
+      const schedule = remindSchedule(row[7] as string | null);
+      if (schedule !== null) await startReminders(tx, row[0] as string, schedule, now);
+    }
     // The day's activity, last (rollups.ts): one inserted row per Dock of the batch, however many messages.
     const counts = writes.replaced;
     for (const row of writes.messages) counts.count(row[1] as string, "accepted");
@@ -321,6 +330,8 @@ export class AcceptBatch {
     if (item.key != null && !item.final) writes.named.set(`${item.dockId}\n${item.key}`, row);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers, item.urgent ? 1 : 0]);
+    if (subscribers > 0 && !item.final && item.content?.includes('"remind_every"'))
+      writes.reminding.push(row);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
     return { kind: "accepted", messageId, subscribers };
   }

@@ -20,7 +20,13 @@ import type { Database } from "./schema.ts";
  *   sending   queued    requeueExpired  its sender died mid-post (the lease expired)
  */
 
-export type EventType = "message.delivered" | "message.failed" | "message.acknowledged";
+export type EventType =
+  | "message.delivered"
+  | "message.failed"
+  | "message.acknowledged"
+  | "message.reminded"
+  | "message.unacknowledged"
+  | "message.snoozed";
 
 /** An event to post. */
 export interface PendingEvent {

@@ -1,9 +1,11 @@
 import type { Transaction } from "kysely";
 import type { MessageContent } from "../domain/message-options.ts";
+import { snoozeUntil } from "../domain/render.ts";
 import { type AuditBy, writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { noteStray, parseIds, queueDeletes } from "./outbox.ts";
+import { endReminders } from "./reminder-schedule.ts";
 import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -190,6 +192,7 @@ export class MessageChanges {
         .executeTakeFirstOrThrow();
       const deleting = Number(counts.deleting);
       await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
+      await endReminders(tx, messageId, "deleted", now);
       await this.#count(tx, dockId, now);
       if (by) await writeAuditBy(tx, dockId, by, "message_deleted", { message_id: messageId }, now);
       return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
@@ -223,22 +226,10 @@ export class MessageChanges {
         .select(["acked_name", "acked_at", "deleted_at", "content"])
         .where("id", "=", messageId)
         .executeTakeFirst();
-      // Only under a copy of this message in a chat that received it: a press arrives with
-      // whatever callback data the client sends, and a message ID alone proves nothing. A copy
-      // being sent again (its first attempt's outcome unknown) may be pressed where it first went.
-      const copy = await tx
-        .selectFrom("deliveries")
-        .select(["id", "telegram_message_ids", "stray_ids"])
-        .where("message_id", "=", messageId)
-        .where("chat_id", "=", chatId)
-        .where("kind", "=", "send")
-        .where("state", "in", ["sent", "queued", "sending"])
-        .executeTakeFirst();
-      const known = [...parseIds(copy?.telegram_message_ids ?? null), ...parseIds(copy?.stray_ids ?? null)];
-      const under = known.includes(pressed.telegramMessageId);
+      const { copy, under } = await pressedUnder(tx, messageId, pressed);
       const stray = !under && pressed.named === true && copy !== undefined;
       if (row === undefined || !(under || stray)) return { kind: "missing" };
-      if (stray) await noteStray(tx, Number(copy.id), pressed.telegramMessageId, now);
+      if (stray) await noteStray(tx, copy.id, pressed.telegramMessageId, now);
       if (row.acked_at !== null)
         return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
       if (row.deleted_at !== null) return { kind: "deleted" };
@@ -259,6 +250,7 @@ export class MessageChanges {
         .returning(["dock_id", "key", "revision", "created_at"])
         .executeTakeFirst();
       if (won !== undefined) {
+        await endReminders(tx, messageId, "acknowledged", now);
         const affected = await copiesAffected(tx, messageId);
         await queueChange(tx, { messageId, dockId: won.dock_id, kind: "edit", copies: affected.edits }, now);
         await queueEvent(
@@ -293,4 +285,119 @@ export class MessageChanges {
     if (result.kind === "first") this.#changed(result.dockId);
     return result;
   }
+
+  /**
+   * A person pressed a reminder's snooze button: no reminder of this message comes to that chat
+   * until `until` (the person's own chat, or the group as a whole: it is one chat), the one queued
+   * there is not sent, and the sender hears `message.snoozed`. Other chats go on being reminded.
+   */
+  async snooze(
+    messageId: string,
+    by: { id: number; name: string; username: string | null },
+    pressed: { chatId: number; telegramMessageId: number },
+    /** Minutes ("15", "60"), or "am": till the next 08:00 UTC. */
+    spec: string,
+  ): Promise<Snoozed> {
+    const now = this.#now();
+    const until = snoozeUntil(spec, now);
+    const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Snoozed> => {
+      await this.#db.messageLocks.exclusive(tx, messageId);
+      const row = await tx
+        .selectFrom("messages")
+        .select(["dock_id", "key", "revision", "acked_name", "acked_at", "deleted_at", "remind_next_at"])
+        .where("id", "=", messageId)
+        .executeTakeFirst();
+      const { under } = await pressedUnder(tx, messageId, pressed);
+      if (row === undefined || !under) return { kind: "missing" };
+      if (row.acked_at !== null)
+        return { kind: "already", name: row.acked_name ?? "someone", at: Number(row.acked_at) };
+      if (row.deleted_at !== null) return { kind: "deleted" };
+      if (row.remind_next_at === null) return { kind: "over" };
+      await tx
+        .deleteFrom("reminder_snoozes")
+        .where("message_id", "=", messageId)
+        .where("chat_id", "=", pressed.chatId)
+        .where("user_id", "=", by.id)
+        .execute();
+      await tx
+        .insertInto("reminder_snoozes")
+        .values({
+          message_id: messageId,
+          chat_id: pressed.chatId,
+          user_id: by.id,
+          user_name: by.name,
+          until,
+          created_at: now,
+        })
+        .execute();
+      await tx
+        .updateTable("reminders")
+        .set({ state: "gone", last_error: `snoozed by ${by.name}`, updated_at: now })
+        .where("message_id", "=", messageId)
+        .where("chat_id", "=", pressed.chatId)
+        .where("state", "=", "queued")
+        .execute();
+      await queueEvent(
+        tx,
+        {
+          dockId: row.dock_id,
+          messageId,
+          type: "message.snoozed",
+          data: {
+            message: { id: messageId, key: row.key, revision: row.revision },
+            snoozed: {
+              by: { id: by.id, name: by.name, username: by.username },
+              chat_id: pressed.chatId,
+              until: new Date(until).toISOString(),
+              at: new Date(now).toISOString(),
+            },
+          },
+        },
+        now,
+      );
+      return { kind: "snoozed", until, dockId: row.dock_id };
+    });
+    if (result.kind === "snoozed") this.#changed(result.dockId);
+    return result;
+  }
+}
+
+/** What a press of a snooze button came to. */
+export type Snoozed =
+  | { kind: "snoozed"; until: number; dockId: string }
+  | { kind: "already"; name: string; at: number }
+  | { kind: "over" }
+  | { kind: "missing" }
+  | { kind: "deleted" };
+
+/**
+ * Whether a press came from under a copy of the message (or a reminder of it) in a chat that
+ * received it: a press arrives with whatever callback data the client sends, and a message ID
+ * alone proves nothing. A copy being sent again (its first attempt's outcome unknown) may be
+ * pressed where it first went. `copy`: the chat's copy, if it has one.
+ */
+async function pressedUnder(
+  tx: Transaction<Database>,
+  messageId: string,
+  pressed: { chatId: number; telegramMessageId: number },
+): Promise<{ copy: { id: number } | undefined; under: boolean }> {
+  const copy = await tx
+    .selectFrom("deliveries")
+    .select(["id", "telegram_message_ids", "stray_ids"])
+    .where("message_id", "=", messageId)
+    .where("chat_id", "=", pressed.chatId)
+    .where("kind", "=", "send")
+    .where("state", "in", ["sent", "queued", "sending"])
+    .executeTakeFirst();
+  if (copy === undefined) return { copy: undefined, under: false };
+  const known = [...parseIds(copy.telegram_message_ids), ...parseIds(copy.stray_ids)];
+  if (known.includes(pressed.telegramMessageId)) return { copy: { id: Number(copy.id) }, under: true };
+  const reminder = await tx
+    .selectFrom("reminders")
+    .select("id")
+    .where("message_id", "=", messageId)
+    .where("chat_id", "=", pressed.chatId)
+    .where("telegram_message_id", "=", pressed.telegramMessageId)
+    .executeTakeFirst();
+  return { copy: { id: Number(copy.id) }, under: reminder !== undefined };
 }

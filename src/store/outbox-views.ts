@@ -10,6 +10,7 @@ import {
   parseContent,
 } from "./message-history.ts";
 import { parseIds } from "./outbox.ts";
+import { type ReminderStatus, reminderStatus } from "./reminders.ts";
 import type { DeliveryState } from "./schema.ts";
 import { addUncreatedCopies } from "./uncreated-copies.ts";
 
@@ -44,6 +45,8 @@ export interface MessageStatus {
   }[];
   /** What the Dock's callback URL was sent about this message. */
   events: { type: string; state: string; attempts: number; lastError: string | null; updatedAt: number }[];
+  /** Its reminders until acknowledged (store/reminders.ts); null when it asked for none. */
+  reminders: ReminderStatus | null;
 }
 
 /**
@@ -53,9 +56,11 @@ export interface MessageStatus {
  */
 export class OutboxViews {
   readonly #db: Db;
+  readonly #now: () => number;
 
-  constructor(db: Db) {
+  constructor(db: Db, now: () => number = Date.now) {
     this.#db = db;
+    this.#now = now;
   }
 
   /**
@@ -203,6 +208,7 @@ export class OutboxViews {
         lastError: e.last_error,
         updatedAt: e.updated_at,
       })),
+      reminders: await reminderStatus(this.#db.kysely, messageId, this.#now()),
     };
   }
 

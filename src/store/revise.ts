@@ -1,5 +1,6 @@
 import type { Transaction } from "kysely";
 import type { MessageLocks } from "./db.ts";
+import { reviseReminders } from "./reminder-schedule.ts";
 import type { Database } from "./schema.ts";
 
 /*
@@ -93,6 +94,7 @@ export async function reviseMessage(
   if (change.heldKey !== undefined) update = update.where("key", "=", change.heldKey);
   const updated = await update.returning(["revision", "dock_id"]).executeTakeFirst();
   if (updated === undefined) return undefined;
+  await reviseReminders(tx, change.messageId, change.content, change.releaseKey === true, now);
   const affected = await copiesAffected(tx, change.messageId);
   await queueChange(
     tx,

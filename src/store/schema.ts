@@ -127,6 +127,48 @@ export interface MessagesTable {
    * key, the console). A send-only sender replaces by key only its own messages.
    */
   sender: string | null;
+  /** When the next round of reminders is due; null when there are none (or they ended). Migration 0024. */
+  remind_next_at: Millis | null;
+  /** When reminders stop, unacknowledged. */
+  remind_until: Millis | null;
+  /** Rounds of reminders queued so far (since the message, or the replacement that asked anew). */
+  remind_rounds: Generated<number>;
+  /** Why the reminders stopped: acknowledged, resolved, deleted, expired; null while they go on. */
+  remind_ended: ReminderEnd | null;
+}
+
+export type ReminderEnd = "acknowledged" | "resolved" | "deleted" | "expired";
+
+/** One reminder to one copy of a message (migration 0024). */
+export interface RemindersTable {
+  id: Generated<number>;
+  message_id: string;
+  dock_id: string;
+  chat_id: number;
+  /** The copy (its `send` delivery) the reminder replies to. */
+  copy_id: number;
+  /** The round it belongs to (1, 2, …), shown in its text. */
+  round: number;
+  state: DeliveryState;
+  attempts: Generated<number>;
+  next_attempt_at: Millis;
+  lease_until: Millis | null;
+  last_error: string | null;
+  telegram_message_id: number | null;
+  /** 1: its Telegram message is still to be deleted (replaced by the next, or the reminders ended); 2: done. */
+  cleanup: Generated<number>;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+/** A person's snooze of a message's reminders in one chat (migration 0024). */
+export interface ReminderSnoozesTable {
+  message_id: string;
+  chat_id: number;
+  user_id: number;
+  user_name: string;
+  until: Millis;
+  created_at: Millis;
 }
 
 /** An invite link of a Dock (migration 0017), modelled on Telegram's ChatInviteLink. */
@@ -499,6 +541,8 @@ export interface Database {
   messages: MessagesTable;
   dock_days: DockDaysTable;
   deliveries: DeliveriesTable;
+  reminders: RemindersTable;
+  reminder_snoozes: ReminderSnoozesTable;
   fanouts: FanoutsTable;
   login_tokens: LoginTokensTable;
   sessions: SessionsTable;

@@ -8,6 +8,7 @@ import { INTERNAL_FAILURE } from "../../src/delivery/event-sender.ts";
 import type { DockWithSecret } from "../../src/store/docks.ts";
 import { MessageChanges } from "../../src/store/message-changes.ts";
 import { chromiumPath, launchChromium } from "../helpers/browser.ts";
+import { RECEIVERS_HERE, receiver } from "../helpers/callback-receiver.ts";
 import { sandboxOf } from "../helpers/delivery-harness.ts";
 import {
   basic,
@@ -230,45 +231,6 @@ describe.each(DIALECTS)("living notifications on %s", (dialect) => {
     expect((await call("GET", `/messages/${id}`)).body.message.deleted_at).toBeNull();
   });
 });
-
-/** The receivers below listen on this machine: a network the operator must allow for callbacks. */
-const RECEIVERS_HERE = { CALLBACK_ALLOWED_NETWORKS: "127.0.0.1/32" };
-
-/** A callback receiver: records each POST (body, headers), answers with `status()` (500 while failing). */
-async function receiver(): Promise<{
-  url: string;
-  posts: { body: string; headers: Record<string, string | string[] | undefined> }[];
-  status: { code: number; open: number; mostOpen: number };
-  close(): Promise<void>;
-}> {
-  const posts: { body: string; headers: Record<string, string | string[] | undefined> }[] = [];
-  const status = { code: 200, open: 0, mostOpen: 0 };
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      posts.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers });
-      // Code 0: a receiver that hangs (the request stays open until the sender gives up).
-      if (status.code === 0) {
-        status.mostOpen = Math.max(status.mostOpen, ++status.open);
-        response.on("close", () => status.open--);
-        return;
-      }
-      response.writeHead(status.code).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/dock-events`,
-    posts,
-    status,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 /** The signature check a receiver writes with nothing but an HMAC (as docs/api.md shows). */
 function verifies(signingSecret: string, header: string, body: string): boolean {

@@ -50,7 +50,11 @@ export async function revisedContent(
   for (const name of reset) {
     // `markdown` is another name for the format; the Acknowledge button's label goes with it.
     if (name === "markdown") delete options.format;
-    if (name === "ack") delete options.ack_label;
+    if (name === "ack") {
+      delete options.ack_label;
+      delete options.remind_every;
+      delete options.remind_for;
+    }
     if (!(name in given)) delete options[name];
   }
   const text = msg ?? current.text;
@@ -124,6 +128,28 @@ function statusBody(status: MessageStatus) {
       attempts: e.attempts,
       last_error: e.lastError,
       updated_at: new Date(e.updatedAt).toISOString(),
+    })),
+    reminders: reminderBody(status.reminders),
+  };
+}
+
+/** Where the message's reminders stand, as GET /messages/:id answers it. */
+function reminderBody(reminders: MessageStatus["reminders"]) {
+  if (reminders === null) return null;
+  return {
+    every: reminders.every,
+    for: reminders.for,
+    rounds: reminders.rounds,
+    next_at: iso(reminders.nextAt),
+    until: iso(reminders.until),
+    ended: reminders.ended,
+    reminders: reminders.reminders,
+    snoozes: reminders.snoozes.map((snooze) => ({
+      chat_id: snooze.chatId,
+      by: { id: snooze.userId, name: snooze.name },
+      until: new Date(snooze.until).toISOString(),
+      at: new Date(snooze.at).toISOString(),
+      active: snooze.active,
     })),
   };
 }

@@ -269,6 +269,11 @@ const OPTION_TEXT: Record<keyof typeof OPTION_SOURCES, { note: string; example: 
   link_preview: { note: "true: show a preview of the first link.", example: "true" },
   protect_content: { note: "true: the message cannot be forwarded or saved.", example: "true" },
   ack: { note: "true: an Acknowledge button.", example: "true" },
+  remind_every: {
+    note: "Remind with sound until someone acknowledges, this often (30 s at least): seconds, or 90s, 5m, 1h. Adds the Acknowledge button.",
+    example: "5m",
+  },
+  remind_for: { note: "How long reminders go on (24 h at most; 1 h if not given).", example: "1h" },
 };
 
 const OPTIONS = Object.entries(OPTION_SOURCES) as [

@@ -192,6 +192,58 @@ export const messageStatus = Type.Object({
       }),
       { description: "What the Dock's callback URL was sent (or is being sent) about this message." },
     ),
+    reminders: Type.Union(
+      [
+        Type.Null(),
+        Type.Object({
+          every: Type.Union([Type.Integer(), Type.Null()], {
+            description: "Seconds between rounds, as asked (null once the message no longer asks).",
+            examples: [300],
+          }),
+          for: Type.Union([Type.Integer(), Type.Null()], {
+            description: "Seconds after the message (or its replacement) that they stop.",
+            examples: [3600],
+          }),
+          rounds: count("Rounds of reminders so far: each sent one reminder to every copy not snoozed.", 2),
+          next_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+            description: "When the next round is due; null once they ended.",
+          }),
+          until: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+            description: "When they stop if nobody acknowledges.",
+          }),
+          ended: Type.Union(
+            [
+              Type.Null(),
+              Type.Literal("acknowledged"),
+              Type.Literal("resolved"),
+              Type.Literal("deleted"),
+              Type.Literal("expired"),
+            ],
+            {
+              description:
+                "Why they stopped: acknowledged, resolved (replaced with final, or no longer asking for ack), deleted, or expired (remind_for passed; the sender got message.unacknowledged). null while they go on.",
+              examples: [null],
+            },
+          ),
+          reminders: Type.Record(Type.String(), Type.Integer(), {
+            description:
+              "Reminders by state: sent, queued, failed (Telegram refused), gone (not needed any more).",
+            examples: [{ sent: 4 }],
+          }),
+          snoozes: Type.Array(
+            Type.Object({
+              chat_id: Type.Number(),
+              by: Type.Object({ id: Type.Number(), name: Type.String() }),
+              until: dateTime(),
+              at: dateTime(),
+              active: Type.Boolean({ description: "Still silencing that chat's reminders." }),
+            }),
+            { description: "Who snoozed the reminders, in which chat, until when." },
+          ),
+        }),
+      ],
+      { description: "Reminders until acknowledged (ack's remind_every); null when it asked for none." },
+    ),
   }),
 });
 

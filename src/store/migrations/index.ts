@@ -23,6 +23,7 @@ import { sandboxOwners } from "./0020-sandbox-owners.ts";
 import { refusedRequests } from "./0021-refused-requests.ts";
 import { sandboxChats } from "./0022-sandbox-chats.ts";
 import { urgentLane } from "./0023-urgent-lane.ts";
+import { reminders } from "./0024-reminders.ts";
 
 function migrations(db: Db): Record<string, Migration> {
   return {
@@ -49,6 +50,7 @@ function migrations(db: Db): Record<string, Migration> {
     "0021-refused-requests": refusedRequests(db.spelling),
     "0022-sandbox-chats": sandboxChats(),
     "0023-urgent-lane": urgentLane(),
+    "0024-reminders": reminders(db.spelling),
   };
 }
 

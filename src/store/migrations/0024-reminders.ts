@@ -1,0 +1,80 @@
+import { type Kysely, sql } from "kysely";
+import type { SchemaSpelling } from "../db.ts";
+
+/**
+ * Reminders until someone acknowledges (`"ack": {"remind_every": …, "remind_for": …}`).
+ *
+ * - `messages.remind_next_at`: when the next round of reminders is due (null: none, or they
+ *   ended); `remind_until`: when they stop unacknowledged; `remind_rounds`: rounds queued so far;
+ *   `remind_ended`: why they stopped (`acknowledged`, `resolved`, `deleted`, `expired`). A round
+ *   is one transaction that moves `remind_next_at` on and queues a reminder per copy, so a crash
+ *   neither loses nor repeats one.
+ * - `reminders`: one row per reminder of one copy (`copy_id`, the `send` delivery it replies to),
+ *   sent like a delivery (claimed with a lease, retried); `telegram_message_id` once sent;
+ *   `cleanup` 1 while that Telegram message is still to be deleted (the next round's reminder took
+ *   its place, or the reminders ended), 2 once done.
+ * - `reminder_snoozes`: a person's snooze of one message's reminders in one chat, until `until`.
+ */
+export function reminders(spelling: SchemaSpelling) {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("messages").addColumn("remind_next_at", "bigint").execute();
+      await db.schema.alterTable("messages").addColumn("remind_until", "bigint").execute();
+      await db.schema
+        .alterTable("messages")
+        .addColumn("remind_rounds", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable("messages").addColumn("remind_ended", "text").execute();
+      await db.schema
+        .createIndex("messages_remind_due")
+        .on("messages")
+        .column("remind_next_at")
+        .where(sql.ref("remind_next_at"), "is not", null)
+        .execute();
+
+      await db.schema
+        .createTable("reminders")
+        .addColumn("id", sql`${spelling.increasingKey}`)
+        .addColumn("message_id", "text", (c) => c.notNull().references("messages.id").onDelete("cascade"))
+        .addColumn("dock_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "bigint", (c) => c.notNull())
+        .addColumn("copy_id", "bigint", (c) => c.notNull())
+        .addColumn("round", "integer", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("next_attempt_at", "bigint", (c) => c.notNull())
+        .addColumn("lease_until", "bigint")
+        .addColumn("last_error", "text")
+        .addColumn("telegram_message_id", "bigint")
+        .addColumn("cleanup", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addColumn("updated_at", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex("reminders_due")
+        .on("reminders")
+        .columns(["next_attempt_at", "id"])
+        .where((eb) =>
+          eb.or([eb(sql.ref("state"), "in", ["queued", "sending"]), eb(sql.ref("cleanup"), "=", 1)]),
+        )
+        .execute();
+      await db.schema
+        .createIndex("reminders_message")
+        .on("reminders")
+        .columns(["message_id", "id"])
+        .execute();
+      await db.schema.createIndex("reminders_copy").on("reminders").columns(["copy_id", "id"]).execute();
+
+      await db.schema
+        .createTable("reminder_snoozes")
+        .addColumn("message_id", "text", (c) => c.notNull().references("messages.id").onDelete("cascade"))
+        .addColumn("chat_id", "bigint", (c) => c.notNull())
+        .addColumn("user_id", "bigint", (c) => c.notNull())
+        .addColumn("user_name", "text", (c) => c.notNull())
+        .addColumn("until", "bigint", (c) => c.notNull())
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addPrimaryKeyConstraint("reminder_snoozes_key", ["message_id", "chat_id", "user_id"])
+        .execute();
+    },
+  };
+}

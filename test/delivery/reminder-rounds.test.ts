@@ -1,0 +1,284 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DockRepository, type DockWithSecret } from "../../src/store/docks.ts";
+import { MessageChanges } from "../../src/store/message-changes.ts";
+import { MessageRepository } from "../../src/store/messages.ts";
+import { type Db, migrate, openDb } from "../../src/store/open.ts";
+import { ReminderStore } from "../../src/store/reminders.ts";
+import { SubscriptionRepository } from "../../src/store/subscriptions.ts";
+import { createTestDatabase, dialects, type TestDatabase } from "../helpers/harness.ts";
+
+const DIALECTS = await dialects();
+const KEY = Buffer.alloc(32, 7);
+const T0 = 1_900_000_000_000;
+
+/*
+ * The reminders' scheduler with a clock the test moves (store/reminders.ts), over the real
+ * database: when rounds come, what each queues, what stops them. The copies are put in place as
+ * the dispatcher leaves them (sent, with Telegram's ids); test/delivery/reminders.test.ts runs
+ * the whole way through the sandbox.
+ */
+describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
+  let database: TestDatabase;
+  let db: Db;
+  let dock: DockWithSecret;
+  let now = T0;
+  const clock = () => now;
+  let messages: MessageRepository;
+  let changes: MessageChanges;
+  let store: ReminderStore;
+  const chats = [7001, 7002, 7003];
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, { migrated: true });
+    db = await openDb(database.url);
+    await migrate(db);
+    dock = await new DockRepository(db, KEY).create(1, {
+      name: "Pager",
+      link: null,
+      description: null,
+      callback_url: "https://hooks.example.com/dock",
+    });
+    const subscriptions = new SubscriptionRepository(db, clock);
+    for (const chat of chats) await subscriptions.subscribe(dock.id, chat, "private");
+    messages = new MessageRepository(db, clock);
+    changes = new MessageChanges(db, clock);
+    store = new ReminderStore(db, clock);
+  });
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  const remindEvery = (every: number, length: number) => ({
+    options: { ack: true, remind_every: every, remind_for: length },
+  });
+  /** A message accepted now, its copies sent to the first two chats; the third's still queued. */
+  const alert = async (text: string, content = remindEvery(30, 300), key?: string) => {
+    const accepted = await messages.accept({ dockId: dock.id, text, content, ...(key ? { key } : {}) });
+    if (accepted.kind !== "accepted") throw new Error(`not accepted: ${accepted.kind}`);
+    const id = accepted.messageId;
+    await db.kysely.deleteFrom("fanouts").where("message_id", "=", id).execute();
+    for (const [i, chat] of chats.entries()) {
+      await db.kysely
+        .insertInto("deliveries")
+        .values({
+          message_id: id,
+          dock_id: dock.id,
+          chat_id: chat,
+          state: i < 2 ? "sent" : "queued",
+          attempts: i < 2 ? 1 : 0,
+          next_attempt_at: now,
+          lease_until: null,
+          last_error: null,
+          telegram_message_ids: i < 2 ? String(100 + i) : null,
+          created_at: now,
+          updated_at: now,
+          target_id: null,
+          revision: 1,
+          outcome: null,
+          stray_ids: null,
+        })
+        .execute();
+    }
+    return id;
+  };
+  const schedule = (id: string) =>
+    db.kysely
+      .selectFrom("messages")
+      .select(["remind_next_at", "remind_until", "remind_rounds", "remind_ended"])
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow()
+      .then((row) => ({
+        next: row.remind_next_at === null ? null : Number(row.remind_next_at),
+        until: row.remind_until === null ? null : Number(row.remind_until),
+        rounds: row.remind_rounds,
+        ended: row.remind_ended,
+      }));
+  const remindersOf = (id: string) =>
+    db.kysely
+      .selectFrom("reminders")
+      .select(["chat_id", "round", "state", "cleanup", "telegram_message_id"])
+      .where("message_id", "=", id)
+      .orderBy("id")
+      .execute()
+      .then((rows) => rows.map((r) => ({ ...r, chat_id: Number(r.chat_id) })));
+  const events = (id: string) =>
+    db.kysely
+      .selectFrom("events")
+      .select(["type", "payload"])
+      .where("message_id", "=", id)
+      .orderBy("id")
+      .execute();
+
+  it("comes every remind_every to each copy in a chat, once per round, and after a pause not all at once", async () => {
+    now = T0;
+    const id = await alert("disk full");
+    expect(await schedule(id)).toEqual({ next: T0 + 30_000, until: T0 + 300_000, rounds: 0, ended: null });
+
+    now = T0 + 29_999;
+    expect(await store.dueRounds(10)).not.toContain(id);
+    expect(await store.round(id)).toEqual({ kind: "none" });
+    now = T0 + 30_000;
+    expect(await store.dueRounds(10)).toContain(id);
+    // Two instances asking at once: one round.
+    const both = await Promise.all([store.round(id), store.round(id)]);
+    expect(both.map((r) => r.kind).sort()).toEqual(["none", "round"]);
+    expect(both.find((r) => r.kind === "round")).toEqual({
+      kind: "round",
+      dockId: dock.id,
+      round: 1,
+      copies: 2,
+    });
+    // The copy still queued (the third chat) gets none: it arrives fresh.
+    expect(await remindersOf(id)).toEqual([
+      { chat_id: 7001, round: 1, state: "queued", cleanup: 0, telegram_message_id: null },
+      { chat_id: 7002, round: 1, state: "queued", cleanup: 0, telegram_message_id: null },
+    ]);
+    expect((await schedule(id)).next).toBe(T0 + 60_000);
+
+    // The service was away for two minutes: one round now, the next a remind_every later; the
+    // first round's reminders, never sent, give way.
+    now = T0 + 200_000;
+    expect(await store.round(id)).toMatchObject({ kind: "round", round: 2, copies: 2 });
+    expect(await schedule(id)).toMatchObject({ next: T0 + 230_000, rounds: 2 });
+    expect((await remindersOf(id)).map((r) => [r.round, r.state])).toEqual([
+      [1, "gone"],
+      [1, "gone"],
+      [2, "queued"],
+      [2, "queued"],
+    ]);
+
+    // The last round is the one before remind_until; then they end, and the sender hears it.
+    now = T0 + 290_000;
+    expect(await store.round(id)).toMatchObject({ kind: "round", round: 3 });
+    expect((await schedule(id)).next).toBe(T0 + 300_000);
+    now = T0 + 300_000;
+    expect(await store.round(id)).toEqual({ kind: "expired", dockId: dock.id });
+    expect(await schedule(id)).toEqual({ next: null, until: T0 + 300_000, rounds: 3, ended: "expired" });
+    const posted = (await events(id)).map((e) => [e.type, JSON.parse(e.payload)]);
+    expect(posted.map(([type]) => type)).toEqual([
+      "message.reminded",
+      "message.reminded",
+      "message.reminded",
+      "message.unacknowledged",
+    ]);
+    expect(posted[3]?.[1]).toMatchObject({ reminders: { rounds: 3, every: 30, for: 300 } });
+    now = T0 + 400_000;
+    expect(await store.round(id)).toEqual({ kind: "none" });
+  });
+
+  it("a sent reminder replaces the one before in its chat; an acknowledgement ends them and clears the chats", async () => {
+    now = T0;
+    const id = await alert("api down");
+    now = T0 + 30_000;
+    await store.round(id);
+    const sendAll = async (telegramIds: number[]) => {
+      const due = await store.due(10);
+      const claimed = [];
+      for (const reminderId of due) {
+        const reminder = await store.claim(reminderId, now + 10_000);
+        if (reminder?.messageId === id && !reminder.cleanup) claimed.push(reminder);
+      }
+      for (const [i, reminder] of claimed.entries()) {
+        expect(reminder.over).toBe(false);
+        expect(reminder.replyTo).toBe(100 + chats.indexOf(reminder.chatId));
+        expect(await store.sent(reminder, telegramIds[i] as number)).toBe(true);
+      }
+      return claimed.length;
+    };
+    expect(await sendAll([501, 502])).toBe(2);
+    now = T0 + 60_000;
+    await store.round(id);
+    expect(await sendAll([601, 602])).toBe(2);
+    expect((await remindersOf(id)).map((r) => [r.telegram_message_id, r.state, r.cleanup])).toEqual([
+      [501, "sent", 1],
+      [502, "sent", 1],
+      [601, "sent", 0],
+      [602, "sent", 0],
+    ]);
+    // Those replaced are due to be deleted.
+    const cleanups = [];
+    for (const reminderId of await store.due(10)) {
+      const claimed = await store.claim(reminderId, now + 10_000);
+      if (claimed?.cleanup) cleanups.push(claimed.telegramMessageId);
+      if (claimed?.cleanup) expect(await store.cleaned(claimed, null)).toBe(true);
+    }
+    expect(cleanups.sort()).toEqual([501, 502]);
+
+    const pressed = await changes.acknowledge(
+      id,
+      { id: 7002, name: "Bo", username: null },
+      { chatId: 7002, telegramMessageId: 602 },
+    );
+    expect(pressed.kind).toBe("first");
+    expect(await schedule(id)).toMatchObject({ next: null, ended: "acknowledged" });
+    expect((await remindersOf(id)).filter((r) => r.cleanup === 1).map((r) => r.telegram_message_id)).toEqual([
+      601, 602,
+    ]);
+    now = T0 + 500_000;
+    expect(await store.round(id)).toEqual({ kind: "none" });
+  });
+
+  it("snoozed chats are skipped until the snooze ends; a reminder queued there is not sent", async () => {
+    now = T0;
+    const id = await alert("queue backlog", remindEvery(30, 3600));
+    now = T0 + 30_000;
+    await store.round(id);
+    const snoozed = await changes.snooze(
+      id,
+      { id: 7001, name: "Ada", username: "ada" },
+      { chatId: 7001, telegramMessageId: 100 },
+      "15",
+    );
+    expect(snoozed).toEqual({ kind: "snoozed", until: T0 + 30_000 + 15 * 60_000, dockId: dock.id });
+    expect((await remindersOf(id)).map((r) => [r.chat_id, r.state])).toEqual([
+      [7001, "gone"],
+      [7002, "queued"],
+    ]);
+    now = T0 + 60_000;
+    expect(await store.round(id)).toMatchObject({ round: 2, copies: 1 });
+    // A press from a chat without a copy snoozes nothing.
+    expect(
+      await changes.snooze(
+        id,
+        { id: 7009, name: "Eve", username: null },
+        { chatId: 7009, telegramMessageId: 100 },
+        "60",
+      ),
+    ).toEqual({ kind: "missing" });
+    // The snooze over, Ada's chat is reminded again.
+    now = T0 + 30_000 + 15 * 60_000;
+    expect(await store.round(id)).toMatchObject({ round: 3, copies: 2 });
+  });
+
+  it("a replacement that still asks keeps the rhythm; one firing anew after an acknowledgement starts over", async () => {
+    now = T0;
+    const content = remindEvery(60, 3600);
+    const id = await alert("cpu high", content, "cpu");
+    now = T0 + 60_000;
+    await store.round(id);
+    now = T0 + 90_000;
+    // Still firing, sent again: the next round stays where it was.
+    await messages.accept({ dockId: dock.id, text: "cpu higher", content, key: "cpu" });
+    expect(await schedule(id)).toMatchObject({ next: T0 + 120_000, rounds: 1, ended: null });
+    await changes.acknowledge(
+      id,
+      { id: 7001, name: "Ada", username: null },
+      { chatId: 7001, telegramMessageId: 100 },
+    );
+    expect((await schedule(id)).ended).toBe("acknowledged");
+    // Firing anew after it was taken: the acknowledgement is forgotten and the reminders start over.
+    now = T0 + 600_000;
+    await messages.accept({ dockId: dock.id, text: "cpu high again", content, key: "cpu" });
+    expect(await schedule(id)).toEqual({ next: T0 + 660_000, until: T0 + 4_200_000, rounds: 0, ended: null });
+    // Replaced without reminders (the alert resolved, still under its key): they end.
+    now = T0 + 700_000;
+    await messages.accept({
+      dockId: dock.id,
+      text: "cpu normal",
+      content: { options: { ack: true } },
+      key: "cpu",
+    });
+    expect(await schedule(id)).toMatchObject({ next: null, ended: "resolved" });
+  });
+});
