@@ -153,7 +153,13 @@ export class ReminderSender implements BackgroundWorker {
         return;
       }
       const content = reminder.content === null ? null : (JSON.parse(reminder.content) as MessageContent);
-      const { text, ...options } = renderReminder(reminder.round, reminder.text, content, reminder.messageId);
+      const { text, ...options } = renderReminder(
+        reminder.kind,
+        reminder.round,
+        reminder.text,
+        content,
+        reminder.messageId,
+      );
       const sent = await api.sendMessage(reminder.chatId, text, {
         ...options,
         ...(reminder.replyTo === null

@@ -305,38 +305,56 @@ export function snoozeUntil(spec: string, now: number): number {
 const REMINDER_QUOTE = 200;
 
 /**
- * A reminder of an unacknowledged message (store/reminders.ts): "⏰ Still unacknowledged (3):"
- * and the message's title (or its first line), with its Acknowledge button and the snoozes. Sent
- * as a reply to the copy, with sound.
+ * A reply with sound to a copy: a reminder (`remind`), or a change that must be heard (see
+ * store/reminder-schedule.ts ringOf).
+ */
+export type ReminderKind = "remind" | "raised" | "repeated" | "refired";
+
+function reminderHead(kind: ReminderKind, round: number, options: MessageOptions | undefined): string {
+  switch (kind) {
+    case "raised":
+      return `⬆ Now ${options?.priority ?? "default"}`;
+    case "repeated":
+      return "🔁 Still firing";
+    case "refired":
+      return "🔥 Firing again";
+    default:
+      return `⏰ Still unacknowledged (${round})`;
+  }
+}
+
+/**
+ * A reply with sound to a copy (store/reminders.ts): a reminder of an unacknowledged message ("⏰
+ * Still unacknowledged (3):"), or a change that must be heard ("⬆ Now urgent:", "🔁 Still firing:",
+ * "🔥 Firing again:"), then the message's title (or its first line), with its Acknowledge button
+ * and, while reminders go on, the snoozes.
  */
 export function renderReminder(
+  kind: ReminderKind,
   round: number,
   text: string,
   content: MessageContent | null,
   messageId: string,
 ): RenderedPart {
-  const head = `⏰ Still unacknowledged (${round})`;
-  const source = content?.options.title ?? (content?.body?.text ?? text).trim().split("\n")[0] ?? "";
+  const options = content?.options;
+  const head = reminderHead(kind, round, options);
+  const source = options?.title ?? (content?.body?.text ?? text).trim().split("\n")[0] ?? "";
   const line = source.replace(/\s+/g, " ").trim();
   const quote = line.length > REMINDER_QUOTE ? `${line.slice(0, cutPoint(line, REMINDER_QUOTE - 1))}…` : line;
-  const body = quote === "" ? head : `${head}: ${quote}`;
+  const rows: InlineKeyboardButton[][] = [];
+  if (options?.ack)
+    rows.push([{ text: `✔ ${options.ack_label ?? ACK_LABEL}`, callback_data: `${ACK_PREFIX}${messageId}` }]);
+  if (options?.ack && options.remind_every !== undefined)
+    rows.push(
+      SNOOZES.map((snooze) => ({
+        text: snooze.label,
+        callback_data: `${SNOOZE_PREFIX}${messageId}:${snooze.until}`,
+      })),
+    );
   return {
-    text: body,
+    text: quote === "" ? head : `${head}: ${quote}`,
     entities: [{ type: "bold", offset: 0, length: head.length }],
-    ...(content?.options.protect_content ? { protect_content: true as const } : {}),
-    reply_markup: {
-      inline_keyboard: [
-        [
-          {
-            text: `✔ ${content?.options.ack_label ?? ACK_LABEL}`,
-            callback_data: `${ACK_PREFIX}${messageId}`,
-          },
-        ],
-        SNOOZES.map((snooze) => ({
-          text: snooze.label,
-          callback_data: `${SNOOZE_PREFIX}${messageId}:${snooze.until}`,
-        })),
-      ],
-    },
+    ...(options?.protect_content ? { protect_content: true as const } : {}),
+    ...(rows.length > 0 ? { reply_markup: { inline_keyboard: rows } } : {}),
   };
 }

@@ -1,8 +1,9 @@
 import { type ExpressionBuilder, type Kysely, sql } from "kysely";
+import type { ReminderKind } from "../domain/render.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { parseIds } from "./outbox.ts";
-import { endReminders, remindSchedule } from "./reminder-schedule.ts";
+import { endReminders, queueReminders, remindSchedule } from "./reminder-schedule.ts";
 import type { Database, DeliveryState, ReminderEnd } from "./schema.ts";
 
 /*
@@ -28,6 +29,8 @@ export interface ClaimedReminder {
   dockId: string;
   chatId: number;
   chatType: string;
+  kind: ReminderKind;
+  /** A reminder's round (1, 2, …); 0 for a change that rings. */
   round: number;
   attempts: number;
   createdAt: number;
@@ -156,60 +159,7 @@ export class ReminderStore {
         .where("message_id", "=", messageId)
         .where("state", "=", "queued")
         .execute();
-      const inserted = await tx
-        .insertInto("reminders")
-        .columns([
-          "message_id",
-          "dock_id",
-          "chat_id",
-          "copy_id",
-          "round",
-          "state",
-          "next_attempt_at",
-          "created_at",
-          "updated_at",
-        ])
-        .expression((eb) =>
-          eb
-            .selectFrom("deliveries as d")
-            .select([
-              "d.message_id",
-              "d.dock_id",
-              "d.chat_id",
-              "d.id",
-              sql<number>`cast(${round} as integer)`.as("round"),
-              sql<DeliveryState>`cast(${"queued"} as text)`.as("state"),
-              sql<number>`cast(${now} as bigint)`.as("next_attempt_at"),
-              sql<number>`cast(${now} as bigint)`.as("created_at"),
-              sql<number>`cast(${now} as bigint)`.as("updated_at"),
-            ])
-            .where("d.message_id", "=", messageId)
-            .where("d.kind", "=", "send")
-            .where("d.state", "=", "sent")
-            .where("d.telegram_message_ids", "is not", null)
-            .where(({ exists, not, selectFrom }) =>
-              exists(
-                selectFrom("subscriptions as s")
-                  .select("s.id")
-                  .whereRef("s.dock_id", "=", "d.dock_id")
-                  .whereRef("s.chat_id", "=", "d.chat_id")
-                  .where("s.state", "=", "active"),
-              ).and(
-                not(
-                  exists(
-                    selectFrom("reminder_snoozes as z")
-                      .select("z.chat_id")
-                      .whereRef("z.message_id", "=", "d.message_id")
-                      .whereRef("z.chat_id", "=", "d.chat_id")
-                      .where("z.until", ">", now),
-                  ),
-                ),
-              ),
-            )
-            .orderBy("d.id"),
-        )
-        .executeTakeFirst();
-      const copies = Number(inserted.numInsertedOrUpdatedRows ?? 0n);
+      const copies = await queueReminders(tx, messageId, { kind: "remind", round, skipSnoozed: true }, now);
       // On the rhythm asked for; after a pause (the service stopped, the database away) from now,
       // so that missed rounds do not all come at once. The last round is the one before
       // remind_until: then the reminders end.
@@ -282,6 +232,7 @@ export class ReminderStore {
         "r.message_id",
         "r.dock_id",
         "r.chat_id",
+        "r.kind",
         "r.round",
         "r.attempts",
         "r.created_at",
@@ -305,6 +256,7 @@ export class ReminderStore {
       dockId: row.dock_id,
       chatId: Number(row.chat_id),
       chatType: row.chat_type ?? "private",
+      kind: row.kind,
       round: row.round,
       attempts: row.attempts,
       createdAt: Number(row.created_at),
@@ -316,8 +268,8 @@ export class ReminderStore {
       over:
         row.acked_at !== null ||
         row.deleted_at !== null ||
-        (row.remind_ended !== null && row.remind_ended !== "expired") ||
-        row.subscription !== "active",
+        row.subscription !== "active" ||
+        (row.kind === "remind" && row.remind_ended !== null && row.remind_ended !== "expired"),
     };
   }
 
@@ -363,7 +315,7 @@ export class ReminderStore {
         message === undefined ||
         message.acked_at !== null ||
         message.deleted_at !== null ||
-        (message.remind_ended !== null && message.remind_ended !== "expired")
+        (reminder.kind === "remind" && message.remind_ended !== null && message.remind_ended !== "expired")
       ) {
         await tx
           .updateTable("reminders")

@@ -78,6 +78,13 @@ export async function reviseMessage(
   locks: MessageLocks,
 ): Promise<Revised | undefined> {
   await locks.exclusive(tx, change.messageId);
+  // As it was: whether the change rings, and what becomes of its reminders (reminder-schedule.ts).
+  const before = await tx
+    .selectFrom("messages")
+    .select(["text", "content", "acked_at", "remind_next_at", "reminded"])
+    .where("id", "=", change.messageId)
+    .executeTakeFirst();
+  if (before === undefined) return undefined;
   let update = tx
     .updateTable("messages")
     .set((eb) => ({
@@ -94,7 +101,19 @@ export async function reviseMessage(
   if (change.heldKey !== undefined) update = update.where("key", "=", change.heldKey);
   const updated = await update.returning(["revision", "dock_id"]).executeTakeFirst();
   if (updated === undefined) return undefined;
-  await reviseReminders(tx, change.messageId, change.content, change.releaseKey === true, now);
+  await reviseReminders(
+    tx,
+    change.messageId,
+    before,
+    {
+      text: change.text,
+      content: change.content,
+      final: change.releaseKey === true,
+      byKey: change.heldKey !== undefined,
+      askAgain: change.resetAck === true,
+    },
+    now,
+  );
   const affected = await copiesAffected(tx, change.messageId);
   await queueChange(
     tx,

@@ -2,6 +2,7 @@ import type { Generated } from "kysely";
 import type { Visibility } from "../domain/audience.ts";
 import type { DockRole } from "../domain/dock-roles.ts";
 import type { OwnerRole } from "../domain/owners.ts";
+import type { ReminderKind } from "../domain/render.ts";
 
 /** Times are milliseconds since the Unix epoch, stored as 64-bit integers in both dialects. */
 type Millis = number;
@@ -135,6 +136,8 @@ export interface MessagesTable {
   remind_rounds: Generated<number>;
   /** Why the reminders stopped: acknowledged, resolved, deleted, expired; null while they go on. */
   remind_ended: ReminderEnd | null;
+  /** 1 once a reminder or a change that rings was queued for it (they are then to be cleaned up). */
+  reminded: Generated<number>;
 }
 
 export type ReminderEnd = "acknowledged" | "resolved" | "deleted" | "expired";
@@ -147,7 +150,9 @@ export interface RemindersTable {
   chat_id: number;
   /** The copy (its `send` delivery) the reminder replies to. */
   copy_id: number;
-  /** The round it belongs to (1, 2, …), shown in its text. */
+  /** A reminder, or a change that rings (store/reminder-schedule.ts ringOf). */
+  kind: Generated<ReminderKind>;
+  /** The round it belongs to (1, 2, …), shown in its text; 0 for a change that rings. */
   round: number;
   state: DeliveryState;
   attempts: Generated<number>;

@@ -135,6 +135,42 @@ describe.skipIf(alertmanagerPath === undefined)("Prometheus Alertmanager", () =>
     expect(response.status).toBe(200);
   };
 
+  it("a group raised from warning to critical is edited in place and rings: a reply with sound says so", async () => {
+    const fire = async (instance: string, severity: string) => {
+      const response = await fetch(`${api}/api/v2/alerts`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([
+          {
+            labels: { alertname: "SlowQueries", severity, instance },
+            annotations: { summary: `Queries slow on ${instance}` },
+          },
+        ]),
+      });
+      expect(response.status).toBe(200);
+    };
+    const before = (await ctx.sandbox.botMessages(ctx.person)).length;
+    await fire("db-1", "warning");
+    const fired = await messagesWhen("the warning in the chat", (m) =>
+      m.slice(before).some((x: Json) => x.text.includes("SlowQueries")),
+    );
+    const message = fired.slice(before).find((x: Json) => x.text.includes("SlowQueries"));
+    await fire("db-2", "critical");
+    const after = await messagesWhen("the group raised, and a reply that rings", (m) =>
+      m.some((x: Json) => x.reply_to_message?.message_id === message.message_id),
+    );
+    const ring = after.find((x: Json) => x.reply_to_message?.message_id === message.message_id);
+    expect(ring.text).toMatch(/^⬆ Now urgent: /);
+    // With sound: the sandbox marks a message sent without one.
+    expect(ring.disable_notification).toBeUndefined();
+    const edited = after.find((x: Json) => x.message_id === message.message_id);
+    expect(edited.text).toContain("db-2");
+    expect(edited.text).toContain("🚨");
+    // One message for the group (edited), and the one reply.
+    const mine = after.slice(before).filter((x: Json) => x.text.includes("SlowQueries"));
+    expect(mine.map((x: Json) => x.message_id === message.message_id || x === ring)).toEqual([true, true]);
+  });
+
   it("an alert fired through Alertmanager's API arrives formatted, and its resolution turns the same message resolved", async () => {
     const before = (await ctx.sandbox.botMessages(ctx.person)).length;
     await postAlert();

@@ -6,10 +6,13 @@ import type { SchemaSpelling } from "../db.ts";
  *
  * - `messages.remind_next_at`: when the next round of reminders is due (null: none, or they
  *   ended); `remind_until`: when they stop unacknowledged; `remind_rounds`: rounds queued so far;
- *   `remind_ended`: why they stopped (`acknowledged`, `resolved`, `deleted`, `expired`). A round
+ *   `remind_ended`: why they stopped (`acknowledged`, `resolved`, `deleted`, `expired`);
+ *   `reminded` 1 once a reminder (or a change that rings) was queued for it. A round
  *   is one transaction that moves `remind_next_at` on and queues a reminder per copy, so a crash
  *   neither loses nor repeats one.
  * - `reminders`: one row per reminder of one copy (`copy_id`, the `send` delivery it replies to),
+ *   `kind` `remind`, or a change that rings (`raised`: a higher priority; `repeated`: the same
+ *   alert sent again while nobody took it; `refired`: firing again after someone took it),
  *   sent like a delivery (claimed with a lease, retried); `telegram_message_id` once sent;
  *   `cleanup` 1 while that Telegram message is still to be deleted (the next round's reminder took
  *   its place, or the reminders ended), 2 once done.
@@ -26,6 +29,10 @@ export function reminders(spelling: SchemaSpelling) {
         .execute();
       await db.schema.alterTable("messages").addColumn("remind_ended", "text").execute();
       await db.schema
+        .alterTable("messages")
+        .addColumn("reminded", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
         .createIndex("messages_remind_due")
         .on("messages")
         .column("remind_next_at")
@@ -39,6 +46,7 @@ export function reminders(spelling: SchemaSpelling) {
         .addColumn("dock_id", "text", (c) => c.notNull())
         .addColumn("chat_id", "bigint", (c) => c.notNull())
         .addColumn("copy_id", "bigint", (c) => c.notNull())
+        .addColumn("kind", "text", (c) => c.notNull().defaultTo("remind"))
         .addColumn("round", "integer", (c) => c.notNull())
         .addColumn("state", "text", (c) => c.notNull())
         .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
