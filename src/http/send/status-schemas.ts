@@ -207,9 +207,11 @@ export const messageStatus = Type.Object({
           rounds: count("Rounds of reminders so far: each sent one reminder to every copy not snoozed.", 2),
           next_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
             description: "When the next round is due; null once they ended.",
+            examples: ["2026-11-24T14:10:00.120Z"],
           }),
           until: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
             description: "When they stop if nobody acknowledges.",
+            examples: ["2026-11-24T15:00:00.120Z"],
           }),
           ended: Type.Union(
             [
@@ -232,11 +234,17 @@ export const messageStatus = Type.Object({
           }),
           snoozes: Type.Array(
             Type.Object({
-              chat_id: Type.Number(),
-              by: Type.Object({ id: Type.Number(), name: Type.String() }),
+              chat_id: Type.Number({ description: "The chat silenced.", examples: [EXAMPLE.chatId] }),
+              by: Type.Object({
+                id: Type.Number({ description: "Telegram user id.", examples: [EXAMPLE.chatId] }),
+                name: Type.String({ description: "Their name in Telegram.", examples: ["Ann Lee"] }),
+              }),
               until: dateTime(),
               at: dateTime(),
-              active: Type.Boolean({ description: "Still silencing that chat's reminders." }),
+              active: Type.Boolean({
+                description: "Still silencing that chat's reminders.",
+                examples: [true],
+              }),
             }),
             { description: "Who snoozed the reminders, in which chat, until when." },
           ),
