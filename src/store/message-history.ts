@@ -79,6 +79,8 @@ export interface MessageReport {
   revisedAt: number | null;
   deletedAt: number | null;
   acknowledged: { name: string; at: number } | null;
+  /** Its reminders until acknowledged (store/reminders.ts); null when it never had any. */
+  reminders: { rounds: number; nextAt: number | null; ended: string | null } | null;
   /**
    * How many copies are in each state (states with none are left out). Subscribers whose copy was
    * never made count too: queued while the message waits to be fanned out, else gone.
@@ -120,6 +122,9 @@ const MESSAGE_COLUMNS = [
   "deleted_at",
   "acked_name",
   "acked_at",
+  "remind_next_at",
+  "remind_rounds",
+  "remind_ended",
 ] as const;
 
 type Messages = ExpressionBuilder<Database, "messages">;
@@ -356,6 +361,9 @@ type MessageRow = {
   deleted_at: number | null;
   acked_name: string | null;
   acked_at: number | null;
+  remind_next_at: number | null;
+  remind_rounds: number;
+  remind_ended: string | null;
 };
 
 /**
@@ -440,6 +448,14 @@ async function reportsOf(
       revisedAt: m.revised_at,
       deletedAt: m.deleted_at,
       acknowledged: m.acked_at === null ? null : { name: m.acked_name ?? "", at: Number(m.acked_at) },
+      reminders:
+        m.remind_next_at === null && m.remind_ended === null
+          ? null
+          : {
+              rounds: m.remind_rounds,
+              nextAt: m.remind_next_at === null ? null : Number(m.remind_next_at),
+              ended: m.remind_ended,
+            },
       states: {},
       changes: noChanges(),
       deliveriesTotal: 0,

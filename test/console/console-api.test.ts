@@ -1019,6 +1019,7 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
         revised_at: null,
         deleted_at: null,
         acknowledged: null,
+        reminders: null,
         changes: {
           edits: { pending: 0, edited: 0, unchanged: 0, resent: 0, failed: 0, gone: 0 },
           deletes: { pending: 0, deleted: 0, already_deleted: 0, not_deleted: 0, gone: 0 },
@@ -1068,6 +1069,16 @@ describe.each(DIALECTS)("console API on %s", (dialect) => {
       expect(acknowledged.acknowledged).toEqual({ name: "Ada", at: expect.any(Number) });
       expect(acknowledged.acknowledged.at).toBeGreaterThanOrEqual(edited.revised_at);
       expect(acknowledged.changes.edits.edited).toBe(1);
+
+      // One with reminders says where they stand, and why they ended.
+      const reminding = await api("POST", "/webhook", { msg: "Disk full", ack: { remind_every: "5m" } });
+      const remindingId = reminding.body.message_id as string;
+      const waiting = await report(remindingId, "the reminding copy sent", (m) => m.states.sent === 1);
+      expect(waiting.reminders).toEqual({ rounds: 0, next_at: waiting.created_at + 300_000, ended: null });
+      expect((await api("DELETE", `/messages/${remindingId}`)).status).toBe(202);
+      expect(
+        (await report(remindingId, "its reminders ended", (m) => m.reminders?.ended === "deleted")).reminders,
+      ).toEqual({ rounds: 0, next_at: null, ended: "deleted" });
 
       expect((await api("DELETE", `/messages/${id}`)).status).toBe(202);
       const deleted = await report(id, "the copy deleted", (m) => m.changes.deletes.deleted === 1);

@@ -123,6 +123,11 @@ export function messageReport(m: StoredMessageReport): MessageReport {
     revised_at: m.revisedAt,
     deleted_at: m.deletedAt,
     acknowledged: m.acknowledged && { name: m.acknowledged.name, at: m.acknowledged.at },
+    reminders: m.reminders && {
+      rounds: m.reminders.rounds,
+      next_at: m.reminders.nextAt,
+      ended: m.reminders.ended,
+    },
     changes: m.changes,
     states: m.states,
     deliveries_total: m.deliveriesTotal,

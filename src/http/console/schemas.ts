@@ -499,6 +499,21 @@ export const messageReport = Type.Object({
   acknowledged: Type.Union([Type.Object({ name: Type.String(), at: time }), Type.Null()], {
     description: "Who pressed Acknowledge first, and when; null: nobody (yet).",
   }),
+  reminders: Type.Union(
+    [
+      Type.Object({
+        rounds: Type.Integer({ description: "Rounds of reminders so far." }),
+        next_at: Type.Union([time, Type.Null()], {
+          description: "When the next round is due; null once ended.",
+        }),
+        ended: Type.Union([Type.String(), Type.Null()], {
+          description: "acknowledged, resolved, deleted or expired; null while they go on.",
+        }),
+      }),
+      Type.Null(),
+    ],
+    { description: "Reminders until acknowledged; null when the message never had any." },
+  ),
   changes: changeCountsSchema,
   states: Type.Partial(Type.Record(deliveryState, Type.Integer()), {
     description: "How many deliveries are in each state; states with none are left out.",

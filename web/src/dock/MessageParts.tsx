@@ -85,7 +85,9 @@ export function MessageChanges({ message: m }: { message: MessageReport }) {
   // The acknowledgement takes a revision too (every copy is edited to say who): only the others
   // are edits by the sender. `revised_at` is the latest change's time.
   const edited = m.revision - (m.acknowledged ? 1 : 0) > 1 && m.revised_at !== null;
-  if (!edited && !m.key && m.deleted_at === null && !m.acknowledged && !edits && !deletes) return null;
+  const reminders = m.reminders;
+  if (!edited && !m.key && m.deleted_at === null && !m.acknowledged && !reminders && !edits && !deletes)
+    return null;
   return (
     <p className="small message-changes">
       {edited && (
@@ -107,6 +109,19 @@ export function MessageChanges({ message: m }: { message: MessageReport }) {
       {m.acknowledged && (
         <span className="change change-acknowledged">
           ✔ Acknowledged by {m.acknowledged.name} at <When at={m.acknowledged.at} />
+        </span>
+      )}
+      {reminders && (
+        <span className="change">
+          <span aria-hidden="true">⏰ </span>
+          {reminders.rounds === 1 ? "1 reminder round" : `${reminders.rounds} reminder rounds`}
+          {reminders.next_at !== null ? (
+            <>
+              , next at <When at={reminders.next_at} />
+            </>
+          ) : (
+            reminders.ended && `, ended (${reminders.ended})`
+          )}
         </span>
       )}
       {(edits || deletes) && (
