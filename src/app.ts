@@ -46,6 +46,7 @@ import type { Db } from "./store/db.ts";
 import { DockBanRepository } from "./store/dock-bans.ts";
 import { DockStamps } from "./store/dock-stamps.ts";
 import { DockRepository } from "./store/docks.ts";
+import { Escalations } from "./store/escalations.ts";
 import { EventOutbox } from "./store/events.ts";
 import { InviteLinkRepository } from "./store/invite-links.ts";
 import { JoinRequestRepository } from "./store/join-requests.ts";
@@ -524,14 +525,33 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   const reminders = new ReminderSender({
     reminders: new ReminderStore(db, now),
+    escalations: new Escalations(db, now),
+    // A step's message is a send to its Dock like any other (paced, counted, its rate applied),
+    // under an idempotency key of its own: taken again after a crash, it is a replay.
+    escalate: async (step) => {
+      const key = `escalation:${step.messageId}:${step.step}`;
+      const result = await messages.accept({
+        dockId: step.to,
+        text: step.text,
+        content: step.content,
+        idempotencyKey: key,
+        requestHash: key,
+        watched: step.watched,
+      });
+      if (result.kind === "accepted" || result.kind === "replayed")
+        return { kind: "added", messageId: result.messageId, subscribers: result.subscribers };
+      if (result.kind === "refused")
+        return { kind: "later", retryAfterSeconds: Math.max(1, result.retryAfterSeconds) };
+      return { kind: "failed", reason: `the Dock ${step.to} did not take it (${result.kind})` };
+    },
     pacer,
     log: server.log.child({ worker: "reminders" }),
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
     leaseMs: config.deliveryLeaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     sweepMs: 1000,
-    // A round or the reminders' end queued an event.
-    onRound: () => events.wake(),
+    // A round, a step or the reminders' end queued an event.
+    onEvent: () => events.wake(),
     now,
   });
 

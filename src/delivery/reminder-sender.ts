@@ -1,23 +1,33 @@
 import type { FastifyBaseLogger } from "fastify";
-import { Api } from "grammy";
+import { Api, GrammyError } from "grammy";
 import type { MessageContent } from "../domain/message-options.ts";
 import { renderReminder } from "../domain/render.ts";
 import { scrubToken } from "../runtime/log.ts";
 import type { BackgroundWorker } from "../runtime/worker.ts";
-import { logDatabaseFailure } from "../store/faults.ts";
+import type { DueStep, Escalations } from "../store/escalations.ts";
+import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import type { ClaimedReminder, ReminderStore } from "../store/reminders.ts";
 import { changeAnswer, classify } from "../telegram/answers.ts";
-import { type Pacer, PaceWaitAborted, pacedSends } from "../telegram/pacer.ts";
+import { chatKind, type Pacer, type Ticket } from "../telegram/pacer.ts";
 import type { TelegramTarget } from "../telegram/target.ts";
 import { backoffMs } from "./retry-policy.ts";
 
 /** Reminders sent (or cleaned up) at once, each its own chat's turn in the pacer. */
 const AT_ONCE = 8;
-/** Messages whose rounds are queued per look. */
+/** Messages whose rounds (or escalation steps) are taken per look. */
 const ROUNDS_AT_ONCE = 50;
+
+/** What adding an escalation step's message came to (the caller adds it as a send to its Dock). */
+export type Escalated =
+  | { kind: "added"; messageId: string; subscribers: number }
+  | { kind: "later"; retryAfterSeconds: number }
+  | { kind: "failed"; reason: string };
 
 export interface ReminderSenderOptions {
   reminders: ReminderStore;
+  escalations: Escalations;
+  /** Adds a step's message to its Dock (idempotent per message and step: see store/escalations.ts). */
+  escalate: (step: DueStep) => Promise<Escalated>;
   /** The one pacer of every Telegram call: reminders wait their turn with everything else. */
   pacer: Pacer;
   log: FastifyBaseLogger;
@@ -25,22 +35,26 @@ export interface ReminderSenderOptions {
   telegramTimeoutSeconds: number;
   /** How long a reminder being sent is reserved: a sender that died leaves it to another after this. */
   leaseMs: number;
-  /** A cleanup that keeps failing is given up once its reminder is this old (DELIVERY_MAX_AGE_HOURS). */
+  /** A reminder that keeps failing is given up once this old (DELIVERY_MAX_AGE_HOURS). */
   maxAgeMs: number;
   /** Look for work at least this often (another instance's messages, retries). */
   sweepMs: number;
-  /** A round was queued or the reminders of a message ended (the sender's events may be waiting). */
-  onRound?: () => void;
+  /** A round, a step or an end queued an event for the sender. */
+  onEvent?: () => void;
   now?: () => number;
 }
 
 /**
- * Runs the reminders of unacknowledged messages (store/reminders.ts): queues each message's rounds
- * when they are due, sends each reminder as a reply with sound to its copy, and deletes the
- * reminders that the next one replaced or that an acknowledgement made pointless. Runs on every
- * instance: a round is taken under the message's lock and the reminders are claimed with leases,
- * so each round and each reminder has one sender. Paced with everything else the bot sends, ahead
- * of a backlog of deliveries (as the bot's replies are): a reminder is what someone must see.
+ * Runs the reminders of unacknowledged messages and their escalations (store/reminders.ts,
+ * store/escalations.ts): queues each message's rounds and takes its escalation's steps when due,
+ * sends each reminder as a reply with sound to its copy, and deletes the reminders that the next
+ * one replaced or that an acknowledgement made pointless. Runs on every instance: a round is taken
+ * under the message's lock and each reminder is claimed with a lease, so each has one sender.
+ *
+ * Paced with everything else the bot sends, ahead of a backlog of deliveries (as the bot's replies
+ * are): a reminder is what someone must see. Its place in the pacer is taken before it is claimed,
+ * so a long wait (a group's 20 a minute, a `429`) never outlasts its lease; up to AT_ONCE at a
+ * time, each in its own chat's turn, so a slow chat holds up no other.
  */
 export class ReminderSender implements BackgroundWorker {
   readonly name = "reminders";
@@ -55,6 +69,8 @@ export class ReminderSender implements BackgroundWorker {
   #stopping = new AbortController();
   #again = false;
   #failing = false;
+  /** Reminders being worked on here, by id. */
+  readonly #working = new Map<number, Promise<void>>();
 
   constructor(options: ReminderSenderOptions) {
     this.#o = options;
@@ -63,25 +79,24 @@ export class ReminderSender implements BackgroundWorker {
 
   async start(telegram: TelegramTarget): Promise<void> {
     this.#token = telegram.token;
-    const api = new Api(telegram.token, {
+    this.#api = new Api(telegram.token, {
       apiRoot: telegram.apiRoot,
       timeoutSeconds: this.#o.telegramTimeoutSeconds,
     });
     this.#stopping = new AbortController();
-    api.config.use(pacedSends(this.#o.pacer, this.#stopping.signal));
-    this.#api = api;
     this.#running = true;
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs).unref();
     this.wake();
   }
 
-  /** Stops looking for work; a call already sent is waited for, so its outcome is kept. */
+  /** Stops looking for work; calls already sent are waited for, so their outcomes are kept. */
   async stop(): Promise<void> {
     this.#running = false;
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
     this.#stopping.abort();
     await this.#ticking;
+    await Promise.all(this.#working.values());
   }
 
   /** Look for work now (a message was acknowledged, resolved or deleted; the sweep came round). */
@@ -102,20 +117,26 @@ export class ReminderSender implements BackgroundWorker {
 
   async #tick(): Promise<void> {
     try {
-      let rounds = false;
-      while (this.#running) {
-        const due = await this.#o.reminders.dueRounds(ROUNDS_AT_ONCE);
-        for (const messageId of due) {
-          const round = await this.#o.reminders.round(messageId);
-          if (round.kind !== "none") rounds = true;
-        }
-        if (due.length < ROUNDS_AT_ONCE) break;
+      let events = false;
+      for (const messageId of await this.#o.reminders.dueRounds(ROUNDS_AT_ONCE)) {
+        if (!this.#running) return;
+        if ((await this.#o.reminders.round(messageId)).kind !== "none") events = true;
       }
-      if (rounds) this.#o.onRound?.();
-      while (this.#running) {
-        const due = await this.#o.reminders.due(AT_ONCE);
-        if (due.length === 0) break;
-        await Promise.all(due.map((id) => this.#work(id)));
+      for (const messageId of await this.#o.escalations.due(ROUNDS_AT_ONCE)) {
+        if (!this.#running) return;
+        if (await this.#step(messageId)) events = true;
+      }
+      if (events) this.#o.onEvent?.();
+      if (this.#working.size < AT_ONCE) {
+        for (const work of await this.#o.reminders.due(AT_ONCE * 4)) {
+          if (!this.#running || this.#working.size >= AT_ONCE) break;
+          if (this.#working.has(work.id)) continue;
+          const done = this.#work(work.id, work.chatId).finally(() => {
+            this.#working.delete(work.id);
+            this.wake();
+          });
+          this.#working.set(work.id, done);
+        }
       }
       if (this.#running) await this.#schedule();
       if (this.#failing) this.#o.log.info("reminders are sent again");
@@ -127,107 +148,178 @@ export class ReminderSender implements BackgroundWorker {
     }
   }
 
-  /** Wakes when the next round or retry is due, if before the next sweep. */
+  /** Wakes when the next round, step or retry is due, if before the next sweep. */
   async #schedule(): Promise<void> {
-    const next = await this.#o.reminders.nextDue();
+    const [reminders, escalations] = await Promise.all([
+      this.#o.reminders.nextDue(),
+      this.#o.escalations.nextDue(),
+    ]);
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    if (next === null) return;
+    const next = Math.min(reminders ?? Number.POSITIVE_INFINITY, escalations ?? Number.POSITIVE_INFINITY);
     const wait = next - this.#now();
-    if (wait >= this.#o.sweepMs) return;
+    if (!Number.isFinite(next) || wait >= this.#o.sweepMs) return;
     this.#timer = setTimeout(() => this.wake(), Math.max(0, wait) + 5).unref();
   }
 
-  async #work(id: number): Promise<void> {
-    const reminder = await this.#o.reminders.claim(id, this.#now() + this.#o.leaseMs);
+  /** Takes the message's escalation step, if due; true when one was recorded. */
+  async #step(messageId: string): Promise<boolean> {
+    const due = await this.#o.escalations.next(messageId);
+    if (due === undefined) return false;
+    let outcome: Escalated;
+    try {
+      outcome = await this.#o.escalate(due);
+    } catch (error) {
+      if (isOutage(error)) throw error;
+      outcome = { kind: "failed", reason: error instanceof Error ? error.message : String(error) };
+    }
+    if (outcome.kind === "later") {
+      await this.#o.escalations.later(due, this.#now() + outcome.retryAfterSeconds * 1000);
+      return false;
+    }
+    if (outcome.kind === "failed") {
+      this.#o.log.warn(
+        { messageId, step: due.step + 1, reason: outcome.reason },
+        "an escalation step failed",
+      );
+      return this.#o.escalations.done(due, null, 0, outcome.reason);
+    }
+    return this.#o.escalations.done(due, outcome.messageId, outcome.subscribers, null);
+  }
+
+  /** One reminder's work: its turn in the pacer, then its claim, then its call. */
+  async #work(id: number, chatId: number): Promise<void> {
     const api = this.#api;
-    if (reminder === undefined || api === null) return;
-    if (reminder.cleanup) {
-      await this.#cleanup(api, reminder);
+    if (api === null) return;
+    const ticket = await this.#o.pacer.acquire(chatId, chatKind(chatId > 0 ? "private" : "group"), {
+      priority: "reply",
+      signal: this.#stopping.signal,
+    });
+    if (ticket === null) return;
+    let reminder: ClaimedReminder | undefined;
+    try {
+      reminder = await this.#o.reminders.claim(id, this.#now() + this.#o.leaseMs);
+    } catch (error) {
+      this.#o.pacer.cancel(ticket);
+      logDatabaseFailure(this.#o.log, error, "could not claim a reminder");
       return;
     }
+    if (reminder === undefined) {
+      this.#o.pacer.cancel(ticket);
+      return;
+    }
+    if (reminder.cleanup) await this.#cleanup(api, reminder, ticket);
+    else await this.#send(api, reminder, ticket);
+  }
+
+  /** A Telegram call in the place `ticket` holds (released when it is answered). */
+  async #call<T>(ticket: Ticket, chatId: number, call: () => Promise<T>): Promise<T> {
     try {
-      if (reminder.over) {
-        // Acknowledged, resolved or deleted since it was queued, or the chat left: not sent.
-        await this.#o.reminders.settle(reminder, { state: "gone", error: "not needed any more" });
-        return;
-      }
-      const content = reminder.content === null ? null : (JSON.parse(reminder.content) as MessageContent);
-      const { text, ...options } = renderReminder(
-        reminder.kind,
-        reminder.round,
-        reminder.text,
-        content,
-        reminder.messageId,
-      );
-      const sent = await api.sendMessage(reminder.chatId, text, {
-        ...options,
-        ...(reminder.replyTo === null
-          ? {}
-          : { reply_parameters: { message_id: reminder.replyTo, allow_sending_without_reply: true } }),
-      });
-      await this.#o.reminders.sent(reminder, sent.message_id);
+      return await call();
     } catch (error) {
-      await this.#failed(reminder, error);
+      if (error instanceof GrammyError && error.error_code === 429)
+        this.#o.pacer.pause(chatId, error.parameters.retry_after ?? 1);
+      throw error;
+    } finally {
+      this.#o.pacer.release(ticket);
     }
   }
 
-  /** Deletes a reminder that another replaced or that is no longer needed; gone already is as good. */
-  async #cleanup(api: Api, reminder: ClaimedReminder): Promise<void> {
+  async #send(api: Api, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
+    if (reminder.over) {
+      // Acknowledged, resolved or deleted since it was queued, or the chat left: not sent.
+      this.#o.pacer.cancel(ticket);
+      await this.#o.reminders
+        .settle(reminder, { state: "gone", error: "not needed any more" })
+        .catch((error: unknown) => logDatabaseFailure(this.#o.log, error, "could not record a reminder"));
+      return;
+    }
+    const content = reminder.content === null ? null : (JSON.parse(reminder.content) as MessageContent);
+    const { text, ...options } = renderReminder(
+      reminder.kind,
+      reminder.round,
+      reminder.text,
+      content,
+      reminder.messageId,
+    );
+    let sentId: number;
     try {
+      sentId = (
+        await this.#call(ticket, reminder.chatId, () =>
+          api.sendMessage(reminder.chatId, text, {
+            ...options,
+            ...(reminder.replyTo === null
+              ? {}
+              : { reply_parameters: { message_id: reminder.replyTo, allow_sending_without_reply: true } }),
+          }),
+        )
+      ).message_id;
+    } catch (error) {
+      await this.#failed(reminder, error);
+      return;
+    }
+    let recorded = false;
+    try {
+      recorded = await this.#o.reminders.sent(reminder, sentId);
+    } catch (error) {
+      logDatabaseFailure(this.#o.log, error, "could not record a reminder sent; deleting it");
+    }
+    // Sent, but not on record (its lease passed on, or the database failed): a reminder nobody
+    // would ever delete, with live buttons. It goes now; the one on record is sent by its holder.
+    if (!recorded) await this.#deleteUnrecorded(api, reminder.chatId, sentId);
+  }
+
+  async #deleteUnrecorded(api: Api, chatId: number, messageId: number): Promise<void> {
+    const ticket = await this.#o.pacer.acquire(chatId, chatKind(chatId > 0 ? "private" : "group"), {
+      priority: "reply",
+    });
+    if (ticket === null) return;
+    await this.#call(ticket, chatId, () => api.deleteMessage(chatId, messageId)).catch(() => {});
+  }
+
+  /** Deletes a reminder that another replaced or that is no longer needed; gone already is as good. */
+  async #cleanup(api: Api, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
+    const chatId = reminder.chatId;
+    let again: { at: number; error: string } | null = null;
+    if (reminder.telegramMessageId === null) this.#o.pacer.cancel(ticket);
+    else {
       try {
-        if (reminder.telegramMessageId !== null)
-          await api.deleteMessage(reminder.chatId, reminder.telegramMessageId);
+        const id = reminder.telegramMessageId;
+        await this.#call(ticket, chatId, () => api.deleteMessage(chatId, id));
       } catch (error) {
-        if (error instanceof PaceWaitAborted) throw error;
-        const answer = changeAnswer(error);
-        const outcome = classify(error, reminder.chatId);
+        const outcome = classify(error, chatId);
         const giveUp =
-          answer !== null ||
+          changeAnswer(error) !== null ||
           outcome.kind === "gone" ||
           outcome.kind === "permanent" ||
           this.#now() - reminder.createdAt > this.#o.maxAgeMs;
         if (!giveUp) {
-          const at =
-            this.#now() +
-            (outcome.kind === "rate_limited" ? outcome.retryAfter * 1000 : backoffMs(reminder.attempts));
-          await this.#o.reminders.cleaned(reminder, { at, error: scrubToken(outcome.reason, this.#token) });
-          return;
+          const wait =
+            outcome.kind === "rate_limited" ? outcome.retryAfter * 1000 : backoffMs(reminder.attempts);
+          again = { at: this.#now() + wait, error: scrubToken(outcome.reason, this.#token) };
         }
       }
-      await this.#o.reminders.cleaned(reminder, null);
-    } catch (error) {
-      if (error instanceof PaceWaitAborted) {
-        await this.#o.reminders
-          .cleaned(reminder, { at: this.#now(), error: "the service stopped while it waited its turn" })
-          .catch(() => {});
-        return;
-      }
-      logDatabaseFailure(this.#o.log, error, "could not record a reminder's cleanup");
     }
+    await this.#o.reminders
+      .cleaned(reminder, again)
+      .catch((error: unknown) =>
+        logDatabaseFailure(this.#o.log, error, "could not record a reminder's cleanup"),
+      );
   }
 
   async #failed(reminder: ClaimedReminder, error: unknown): Promise<void> {
+    const outcome = classify(error, reminder.chatId);
+    const reason = scrubToken(outcome.reason, this.#token);
+    const now = this.#now();
     try {
-      if (error instanceof PaceWaitAborted) {
-        // Never sent: due again at once, for whichever instance runs next.
-        await this.#o.reminders.settle(reminder, {
-          state: "queued",
-          error: "not sent yet: the service stopped while it waited its turn",
-        });
-        return;
-      }
-      const outcome = classify(error, reminder.chatId);
-      const reason = scrubToken(outcome.reason, this.#token);
-      const now = this.#now();
       if (outcome.kind === "rate_limited") {
         await this.#o.reminders.settle(reminder, {
           state: "queued",
           error: reason,
           at: now + outcome.retryAfter * 1000,
         });
-      } else if (outcome.kind === "transient") {
-        // Tried again until the next round takes its place (or the reminders end).
+      } else if (outcome.kind === "transient" && now - reminder.createdAt < this.#o.maxAgeMs) {
+        // Tried again until the next round takes its place, the reminders end, or it is too old.
         await this.#o.reminders.settle(reminder, {
           state: "queued",
           error: reason,
@@ -235,7 +327,7 @@ export class ReminderSender implements BackgroundWorker {
         });
       } else {
         await this.#o.reminders.settle(reminder, {
-          state: outcome.kind === "permanent" ? "failed" : "gone",
+          state: outcome.kind === "gone" || outcome.kind === "moved" ? "gone" : "failed",
           error: reason,
         });
         this.#o.log.info({ reminder: reminder.id, reason }, "a reminder was not sent");

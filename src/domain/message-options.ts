@@ -1,4 +1,5 @@
 import { deceptiveLink } from "./deceptive-links.ts";
+import { DOCK_ID_PATTERN } from "./ids.ts";
 import { markdownParser, markdownToEntities } from "./markdown.ts";
 import {
   EntityParseError,
@@ -59,7 +60,21 @@ export interface MessageOptions {
    */
   remind_every?: number;
   remind_for?: number;
+  /**
+   * Escalation while nobody has acknowledged it (with `ack`): after `after` seconds from the
+   * message, a copy goes to the Dock `to` (store/escalations.ts). Steps in the order of `after`.
+   */
+  escalate?: EscalationStep[];
 }
+
+/** One step of an escalation: `after` seconds unacknowledged, deliver to the Dock `to`. */
+export interface EscalationStep {
+  after: number;
+  to: string;
+}
+
+/** At most this many steps in an escalation. */
+export const MAX_ESCALATION_STEPS = 5;
 
 /** Reminders come at most this often (seconds), and stop this long after the message at the latest. */
 export const REMIND_EVERY_MIN = 30;
@@ -79,6 +94,8 @@ export interface MessageContent {
   emoji?: string;
   /** The other tags, as hashtags. */
   hashtags?: string[];
+  /** A message an escalation added (store/escalations.ts): the Dock it came from, and after how long (s). */
+  escalated?: { from: string; after: number };
 }
 
 /** One field the sender got wrong, named as the sender wrote it. */
@@ -119,6 +136,7 @@ export const OPTION_NAMES = Object.keys({
   ack: true,
   remind_every: true,
   remind_for: true,
+  escalate: true,
 } satisfies Record<OptionName, true>) as readonly OptionName[];
 
 /**
@@ -413,6 +431,14 @@ export function readOptions(found: Map<OptionName, Given>): MessageOptions {
     }
   }
   readReminders(remindEvery, remindFor, options, problems);
+  const escalate = found.get("escalate");
+  if (escalate) {
+    const steps = readEscalation(escalate, problems);
+    if (steps !== undefined && steps.length > 0) {
+      options.ack = true;
+      options.escalate = steps;
+    }
+  }
 
   const click = found.get("click");
   if (click) {
@@ -476,6 +502,55 @@ function readReminders(
   options.ack = true;
   options.remind_every = everySeconds;
   options.remind_for = length;
+}
+
+/**
+ * An escalation: a list of `{"after": 600, "to": "<dock_id>"}` (`after` as remind_every takes it),
+ * or a string of `after:dock_id` pairs separated by commas (a header or query parameter:
+ * `10m:<dock_id>,30m:<dock_id>`). At most MAX_ESCALATION_STEPS, `after` from 30 s to 24 h and
+ * each later than the one before.
+ */
+function readEscalation(given: Given, problems: OptionProblem[]): EscalationStep[] | undefined {
+  const rule = `must be a list of {"after": seconds or "10m", "to": "<dock_id>"} (or "10m:<dock_id>,30m:<dock_id>"), at most ${MAX_ESCALATION_STEPS} steps, each after 30 s to 24 h and later than the one before.`;
+  let raw: unknown[];
+  if (typeof given.value === "string") {
+    raw = given.value
+      .split(",")
+      .map((pair) => pair.trim())
+      .filter((pair) => pair !== "")
+      .map((pair) => {
+        const at = pair.lastIndexOf(":");
+        return at < 0 ? null : { after: pair.slice(0, at).trim(), to: pair.slice(at + 1).trim() };
+      });
+  } else if (Array.isArray(given.value)) raw = given.value;
+  else {
+    problems.push({ field: given.field, message: rule });
+    return undefined;
+  }
+  const steps: EscalationStep[] = [];
+  for (const step of raw) {
+    const fields = typeof step === "object" && step !== null ? (step as Record<string, unknown>) : {};
+    const after = readDuration(fields.after);
+    const to = typeof fields.to === "string" ? fields.to : "";
+    const last = steps.at(-1);
+    if (
+      after === undefined ||
+      after < REMIND_EVERY_MIN ||
+      after > REMIND_FOR_MAX ||
+      !DOCK_ID_PATTERN.test(to) ||
+      Object.keys(fields).some((name) => name !== "after" && name !== "to") ||
+      (last !== undefined && after <= last.after)
+    ) {
+      problems.push({ field: given.field, message: rule });
+      return undefined;
+    }
+    steps.push({ after, to });
+  }
+  if (steps.length > MAX_ESCALATION_STEPS) {
+    problems.push({ field: given.field, message: rule });
+    return undefined;
+  }
+  return steps;
 }
 
 /** Whether Telegram should notify with a sound: `silent` wins, else min and low are silent. */

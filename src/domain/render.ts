@@ -154,6 +154,15 @@ export function ackTime(at: number): string {
   return `${ackFormat.format(new Date(at))} UTC`;
 }
 
+/** "45 s", "10 min", "1 h", "1 h 30 min". */
+export function spokenDuration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const min = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  const parts = [h > 0 ? `${h} h` : "", min > 0 ? `${min} min` : "", s > 0 ? `${s} s` : ""].filter(Boolean);
+  return parts.length === 0 ? "0 s" : parts.join(" ");
+}
+
 /** The line an acknowledged message ends with. */
 export function ackLine(acked: Acknowledgement): string {
   return `✔ Acknowledged by ${acked.name} at ${ackTime(acked.at)}`;
@@ -188,6 +197,12 @@ export function notificationBody(
       entities.push({ type: "hashtag", offset: out.length, length: tag.length });
       out += tag;
     }
+  }
+  if (content?.escalated) {
+    const line = `⤴ Escalated from ${content.escalated.from}: unacknowledged for ${spokenDuration(content.escalated.after)}`;
+    out += "\n\n";
+    entities.push({ type: "italic", offset: out.length, length: line.length });
+    out += line;
   }
   if (acked !== null) {
     const line = ackLine(acked);

@@ -44,6 +44,11 @@ export const ERRORS = {
     message:
       "This credential can only send: editing, deleting and reading messages takes the secret key or a manage credential.",
   },
+  escalation_forbidden: {
+    status: 403,
+    message:
+      "This Dock's owner is not an owner or editor of every Dock its escalation names (or one does not exist).",
+  },
   not_your_message: {
     status: 403,
     message:

@@ -151,6 +151,34 @@ export const messageOptionFields = {
   remind_for: Type.Optional(
     Type.Union([duration], { description: "As ack's remind_for.", examples: ["1h"] }),
   ),
+  escalate: Type.Optional(
+    Type.Union(
+      [
+        Type.Array(
+          Type.Object(
+            {
+              after: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ maxLength: 32 })], {
+                description: 'Seconds after the message (or a string such as "10m"), 30 s to 24 h.',
+                examples: ["10m"],
+              }),
+              to: Type.String({
+                description: "The Dock to deliver to.",
+                examples: ["6v0C41amJuTn1Cf8bQIOtQ"],
+              }),
+            },
+            { additionalProperties: false },
+          ),
+          { maxItems: 5 },
+        ),
+        Type.String({ maxLength: 400 }),
+      ],
+      {
+        description:
+          "While nobody acknowledges it: after each step's time, a copy goes to that Dock's subscribers, saying where it came from, with the same buttons; an acknowledgement anywhere ends it everywhere. The sender's owner must be an owner or editor of each Dock named (403 escalation_forbidden). Adds the Acknowledge button.",
+        examples: [[{ after: "10m", to: "6v0C41amJuTn1Cf8bQIOtQ" }]],
+      },
+    ),
+  ),
 };
 
 /** A formatting span of Telegram's (offsets and lengths in UTF-16 code units). */
@@ -183,6 +211,15 @@ export const storedOptionsSchema = Type.Object(
     ),
     remind_for: Type.Optional(
       Type.Integer({ description: "Seconds after the message that reminders stop.", examples: [3600] }),
+    ),
+    escalate: Type.Optional(
+      Type.Array(
+        Type.Object({
+          after: Type.Integer({ description: "Seconds after the message.", examples: [600] }),
+          to: Type.String({ description: "The Dock escalated to.", examples: ["6v0C41amJuTn1Cf8bQIOtQ"] }),
+        }),
+        { description: "The escalation's steps." },
+      ),
     ),
   },
   { description: "The message's options as accepted; those left at their defaults are omitted." },

@@ -27,6 +27,7 @@ export const OPTION_SOURCES: Record<OptionName, { headers: string[]; query: stri
   ack: { headers: ["x-ack"], query: ["ack"] },
   remind_every: { headers: ["x-remind-every"], query: ["remind_every"] },
   remind_for: { headers: ["x-remind-for"], query: ["remind_for"] },
+  escalate: { headers: ["x-escalate"], query: ["escalate"] },
 };
 
 /** Header values arrive as Latin-1; ntfy's clients send UTF-8 raw or as RFC 2047 words. */

@@ -13,7 +13,7 @@ import { checkCredentials, checkHookToken, credentialsQuery } from "./credential
 import type { MessageLocks } from "./db.ts";
 import { isOutage } from "./faults.ts";
 import { prepare, prepareInsert, type Slots } from "./prepared.ts";
-import { remindSchedule, startReminders } from "./reminder-schedule.ts";
+import { escalationSteps, remindSchedule, startEscalation, startReminders } from "./reminder-schedule.ts";
 import { reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -75,6 +75,8 @@ interface Writes {
   holders: Map<string, Map<string, Holder>>;
   /** New messages that may ask for reminders (their rows: a later send of the batch may replace them). */
   reminding: unknown[][];
+  /** Rows of new messages a later send of the batch resolved (`final`): no reminders, no escalation. */
+  resolved: Set<unknown[]>;
 }
 
 /** A live message holding a key. */
@@ -127,13 +129,15 @@ export class AcceptBatch {
             items.map((item) => item.dockId),
           );
     const entries = items.map((item, index) => ({ item, index }));
+    let outage = false;
     try {
       try {
         await allowance?.prepare?.();
       } catch (error) {
         // Unavailable: the senders are told to try again. Anything else (a named statement gone
         // stale, its connection dropped for it): once more, on another connection.
-        if (isOutage(error)) throw error;
+        outage = isOutage(error);
+        if (outage) throw error;
         await allowance?.prepare?.();
       }
       try {
@@ -142,14 +146,18 @@ export class AcceptBatch {
         // The database is down, silent or full: every message would meet the same, one by one (a
         // batch of 256 each waiting out a connection timeout would hang its senders for minutes).
         // The whole batch fails at once, and its senders are told to try again.
-        if (isOutage(error)) throw error;
+        outage = isOutage(error);
+        if (outage) throw error;
         // One message's failure must not fail its neighbours: store each on its own.
         const outcomes: AcceptOutcome[] = [];
         for (const entry of entries) outcomes.push(await this.#alone(entry, allowance, now));
         return outcomes;
       }
     } finally {
-      await allowance?.finish?.();
+      // Unavailable: the tokens go back when they can (the senders' prompt 503 does not wait on a
+      // database that is not answering).
+      if (outage) void allowance?.finish?.();
+      else await allowance?.finish?.();
     }
   }
 
@@ -187,6 +195,7 @@ export class AcceptBatch {
       keysOf: new Map(),
       holders: new Map(),
       reminding: [],
+      resolved: new Set(),
     };
     for (const { item } of entries) {
       if (item.key == null) continue;
@@ -204,8 +213,12 @@ export class AcceptBatch {
     for (const query of q.insertFanouts(writes.fanouts)) await tx.executeQuery(query);
     // Reminders until acknowledged (store/reminders.ts): the rare message that asks, as it is now.
     for (const row of writes.reminding) {
+      if (writes.resolved.has(row)) continue;
       const schedule = remindSchedule(row[7] as string | null);
-      if (schedule !== null) await startReminders(tx, row[0] as string, schedule, now);
+      if (schedule !== null && (row[3] as number) > 0)
+        await startReminders(tx, row[0] as string, schedule, now);
+      const steps = escalationSteps(row[7] as string | null);
+      if (steps.length > 0) await startEscalation(tx, row[0] as string, steps, now);
     }
     // The day's activity, last (rollups.ts): one inserted row per Dock of the batch, however many messages.
     const counts = writes.replaced;
@@ -330,7 +343,11 @@ export class AcceptBatch {
     if (item.key != null && !item.final) writes.named.set(`${item.dockId}\n${item.key}`, row);
     // One row, however many subscribers: the dispatcher fans it out as the Dock's queue drains.
     if (subscribers > 0) writes.fanouts.push([messageId, item.dockId, now, subscribers, item.urgent ? 1 : 0]);
-    if (subscribers > 0 && !item.final && item.content?.includes('"remind_every"'))
+    // Escalation too when nobody is subscribed: then nobody can take it here.
+    if (
+      !item.final &&
+      ((subscribers > 0 && item.content?.includes('"remind_every"')) || item.content?.includes('"escalate"'))
+    )
       writes.reminding.push(row);
     if (keyed !== null) writes.keyed.set(keyed, { messageId, subscribers, hash: item.hash });
     return { kind: "accepted", messageId, subscribers };
@@ -382,8 +399,11 @@ export class AcceptBatch {
       // Added earlier in this very batch: it is written with the last text given.
       pending[2] = item.text;
       pending[7] = item.content;
+      // Its reminders and escalation are decided by its last form (after the batch's inserts).
+      if (!writes.reminding.includes(pending)) writes.reminding.push(pending);
       if (item.final) {
         pending[8] = null;
+        writes.resolved.add(pending);
         writes.named.delete(`${item.dockId}\n${item.key}`);
       }
       return {

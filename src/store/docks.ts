@@ -410,6 +410,33 @@ export class DockRepository {
   }
 
   /**
+   * Whether messages of the Dock `from` may escalate to each Dock of `to`: its owner is an owner
+   * or editor of each (a Dock's team decides where its alerts may go). False when any is missing.
+   */
+  async mayEscalate(from: string, to: readonly string[]): Promise<boolean> {
+    const source = await this.#db.kysely
+      .selectFrom("docks")
+      .select("owner_id")
+      .where("id", "=", from)
+      .executeTakeFirst();
+    if (source === undefined) return false;
+    const owner = Number(source.owner_id);
+    for (const target of new Set(to)) {
+      const row = await this.#db.kysely
+        .selectFrom("docks")
+        .leftJoin("co_owners", (join) =>
+          join.onRef("co_owners.dock_id", "=", "docks.id").on("co_owners.telegram_id", "=", owner),
+        )
+        .select(["docks.owner_id", "co_owners.role"])
+        .where("docks.id", "=", target)
+        .executeTakeFirst();
+      if (row === undefined) return false;
+      if (Number(row.owner_id) !== owner && row.role !== "owner" && row.role !== "editor") return false;
+    }
+    return true;
+  }
+
+  /**
    * The Dock whose ID and secret key both match, or undefined. Unknown Docks and wrong keys take
    * the same path, so neither the answer nor its timing tells whether a Dock exists.
    */

@@ -26,7 +26,8 @@ export type EventType =
   | "message.acknowledged"
   | "message.reminded"
   | "message.unacknowledged"
-  | "message.snoozed";
+  | "message.snoozed"
+  | "message.escalated";
 
 /** An event to post. */
 export interface PendingEvent {

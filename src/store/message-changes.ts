@@ -5,7 +5,7 @@ import { type AuditBy, writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { noteStray, parseIds, queueDeletes } from "./outbox.ts";
-import { endReminders } from "./reminder-schedule.ts";
+import { endEscalation, endReminders } from "./reminder-schedule.ts";
 import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -31,7 +31,7 @@ export type Deleted =
 
 /** How a press of Acknowledge ended: the first, or after someone else's; or it acknowledges nothing. */
 export type Acknowledged =
-  | { kind: "first"; at: number; dockId: string }
+  | { kind: "first"; at: number; dockId: string; others: string[] }
   | { kind: "already"; name: string; at: number }
   | { kind: "missing" }
   | { kind: "deleted" }
@@ -193,6 +193,7 @@ export class MessageChanges {
       const deleting = Number(counts.deleting);
       await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
       await endReminders(tx, messageId, "deleted", now);
+      await endEscalation(tx, messageId);
       await this.#count(tx, dockId, now);
       if (by) await writeAuditBy(tx, dockId, by, "message_deleted", { message_id: messageId }, now);
       return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
@@ -220,7 +221,10 @@ export class MessageChanges {
     const chatId = pressed.chatId;
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Acknowledged> => {
-      await this.#db.messageLocks.exclusive(tx, messageId);
+      // The message and those its escalation made (or the one it escalated, and its others) are
+      // acknowledged together; their locks taken in one order, as every chain's are.
+      const chain = await chainOf(tx, messageId);
+      for (const id of chain) await this.#db.messageLocks.exclusive(tx, id);
       const row = await tx
         .selectFrom("messages")
         .select(["acked_name", "acked_at", "deleted_at", "content"])
@@ -235,43 +239,15 @@ export class MessageChanges {
       if (row.deleted_at !== null) return { kind: "deleted" };
       const options = row.content === null ? {} : (JSON.parse(row.content) as MessageContent).options;
       if (!options.ack) return { kind: "not_ackable" };
-      const won = await tx
-        .updateTable("messages")
-        .set((eb) => ({
-          acked_by: by.id,
-          acked_name: by.name,
-          acked_at: now,
-          revision: eb("revision", "+", 1),
-          revised_at: now,
-        }))
-        .where("id", "=", messageId)
-        .where("acked_at", "is", null)
-        .where("deleted_at", "is", null)
-        .returning(["dock_id", "key", "revision", "created_at"])
-        .executeTakeFirst();
-      if (won !== undefined) {
-        await endReminders(tx, messageId, "acknowledged", now);
-        const affected = await copiesAffected(tx, messageId);
-        await queueChange(tx, { messageId, dockId: won.dock_id, kind: "edit", copies: affected.edits }, now);
-        await queueEvent(
-          tx,
-          {
-            dockId: won.dock_id,
-            messageId,
-            type: "message.acknowledged",
-            data: {
-              message: { id: messageId, key: won.key, revision: won.revision },
-              acknowledged: {
-                by: { id: by.id, name: by.name, username: by.username },
-                chat_id: chatId,
-                at: new Date(now).toISOString(),
-              },
-            },
-          },
-          now,
-        );
-        await this.#count(tx, won.dock_id, now);
-        return { kind: "first" as const, at: now, dockId: won.dock_id };
+      const dockId = await this.#acknowledgeOne(tx, messageId, by, chatId, now);
+      if (dockId !== undefined) {
+        const others: string[] = [];
+        for (const id of chain) {
+          if (id === messageId) continue;
+          const other = await this.#acknowledgeOne(tx, id, by, chatId, now);
+          if (other !== undefined) others.push(other);
+        }
+        return { kind: "first" as const, at: now, dockId, others };
       }
       // Another press won between the read and the update (PostgreSQL: it waited for that one's commit).
       const winner = await tx
@@ -282,8 +258,64 @@ export class MessageChanges {
       if (winner?.acked_at == null) return { kind: "deleted" as const };
       return { kind: "already" as const, name: winner.acked_name ?? "someone", at: Number(winner.acked_at) };
     });
-    if (result.kind === "first") this.#changed(result.dockId);
+    if (result.kind === "first") {
+      this.#changed(result.dockId);
+      for (const other of result.others) this.#changed(other);
+    }
     return result;
+  }
+
+  /**
+   * Records `by` as having acknowledged the message (if nobody has, and it is not deleted), in the
+   * caller's transaction under its lock: a new revision (every copy edited to say who), its
+   * reminders and escalation ended, and `message.acknowledged` for its Dock. Its Dock; undefined
+   * when it was taken already.
+   */
+  async #acknowledgeOne(
+    tx: Transaction<Database>,
+    messageId: string,
+    by: { id: number; name: string; username: string | null },
+    chatId: number,
+    now: number,
+  ): Promise<string | undefined> {
+    const won = await tx
+      .updateTable("messages")
+      .set((eb) => ({
+        acked_by: by.id,
+        acked_name: by.name,
+        acked_at: now,
+        revision: eb("revision", "+", 1),
+        revised_at: now,
+      }))
+      .where("id", "=", messageId)
+      .where("acked_at", "is", null)
+      .where("deleted_at", "is", null)
+      .returning(["dock_id", "key", "revision", "created_at"])
+      .executeTakeFirst();
+    if (won === undefined) return undefined;
+    await endReminders(tx, messageId, "acknowledged", now);
+    await endEscalation(tx, messageId);
+    const affected = await copiesAffected(tx, messageId);
+    await queueChange(tx, { messageId, dockId: won.dock_id, kind: "edit", copies: affected.edits }, now);
+    await queueEvent(
+      tx,
+      {
+        dockId: won.dock_id,
+        messageId,
+        type: "message.acknowledged",
+        data: {
+          message: { id: messageId, key: won.key, revision: won.revision },
+          acknowledged: {
+            by: { id: by.id, name: by.name, username: by.username },
+            chat_id: chatId,
+            at: new Date(now).toISOString(),
+          },
+        },
+      },
+      now,
+    );
+    await this.#count(tx, won.dock_id, now);
+    return won.dock_id;
   }
 
   /**
@@ -336,6 +368,7 @@ export class MessageChanges {
         .where("message_id", "=", messageId)
         .where("chat_id", "=", pressed.chatId)
         .where("state", "=", "queued")
+        .where("kind", "in", ["remind", "repeated"])
         .execute();
       await queueEvent(
         tx,
@@ -400,4 +433,19 @@ async function pressedUnder(
     .where("telegram_message_id", "=", pressed.telegramMessageId)
     .executeTakeFirst();
   return { copy: { id: Number(copy.id) }, under: reminder !== undefined };
+}
+
+/**
+ * A message and the others of its escalation's chain (the message escalated and every message its
+ * steps added), sorted: the order in which a transaction that changes several takes their locks.
+ */
+export async function chainOf(tx: Transaction<Database>, messageId: string): Promise<string[]> {
+  const row = await tx
+    .selectFrom("messages")
+    .select("escalated_from")
+    .where("id", "=", messageId)
+    .executeTakeFirst();
+  const root = row?.escalated_from ?? messageId;
+  const made = await tx.selectFrom("messages").select("id").where("escalated_from", "=", root).execute();
+  return [...new Set([root, messageId, ...made.map((m) => m.id)])].sort();
 }

@@ -1,6 +1,7 @@
 import type { MessageContent } from "../domain/message-options.ts";
 import { type ChangeCounts, type CopyChange, latestChanges } from "./copy-changes.ts";
 import type { Db } from "./db.ts";
+import { type EscalationStatus, escalationStatus } from "./escalations.ts";
 import {
   type HistoryPage,
   type HistoryQuery,
@@ -47,6 +48,8 @@ export interface MessageStatus {
   events: { type: string; state: string; attempts: number; lastError: string | null; updatedAt: number }[];
   /** Its reminders until acknowledged (store/reminders.ts); null when it asked for none. */
   reminders: ReminderStatus | null;
+  /** Its escalation (store/escalations.ts); null when it has none and no step of one added it. */
+  escalation: EscalationStatus | null;
 }
 
 /**
@@ -209,6 +212,7 @@ export class OutboxViews {
         updatedAt: e.updated_at,
       })),
       reminders: await reminderStatus(this.#db.kysely, messageId, this.#now()),
+      escalation: await escalationStatus(this.#db.kysely, messageId),
     };
   }
 

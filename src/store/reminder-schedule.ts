@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import type { MessageContent, MessageOptions } from "../domain/message-options.ts";
+import type { EscalationStep, MessageContent, MessageOptions } from "../domain/message-options.ts";
 import type { ReminderKind } from "../domain/render.ts";
 import type { Database, DeliveryState, ReminderEnd } from "./schema.ts";
 
@@ -45,6 +45,8 @@ export async function startReminders(
     })
     .where("id", "=", messageId)
     .execute();
+  // Snoozes were of the reminders before: these start with everyone.
+  await tx.deleteFrom("reminder_snoozes").where("message_id", "=", messageId).execute();
 }
 
 /**
@@ -98,6 +100,8 @@ export interface BeforeChange {
   acked_at: number | null;
   remind_next_at: number | null;
   reminded: number;
+  escalate_next_at: number | null;
+  escalate_step: number;
 }
 
 /** How loud each priority is: a change to a louder one rings. */
@@ -154,11 +158,28 @@ export async function reviseReminders(
   if (schedule === null) {
     if (before.remind_next_at !== null) await endReminders(tx, messageId, "resolved", now);
     else if (before.reminded === 1) await clearReminders(tx, messageId, "resolved", now);
-  } else if (before.acked_at !== null ? after.askAgain : before.remind_next_at === null) {
+  } else if (
+    before.acked_at !== null
+      ? after.askAgain
+      : before.remind_next_at === null && remindSchedule(before.content) === null
+  ) {
+    // Firing anew after someone took it, or asking for the first time (a schedule that ran out or
+    // ended stays ended: a typo fixed later must not start an hour of reminders again).
     await startReminders(tx, messageId, schedule, now);
   }
+  const steps = after.final ? [] : escalationSteps(after.content);
+  if (steps.length === 0) {
+    if (before.escalate_next_at !== null) await endEscalation(tx, messageId);
+  } else if (
+    before.acked_at !== null ? after.askAgain : before.escalate_next_at === null && before.escalate_step === 0
+  ) {
+    // Firing anew after someone took it (or asking for the first time): from the first step.
+    await startEscalation(tx, messageId, steps, now);
+  }
   const ring = after.final ? null : ringOf(before, after);
-  if (ring !== null) await queueReminders(tx, messageId, { kind: ring, round: 0, skipSnoozed: false }, now);
+  // A repeat is a reminder of sorts (a snoozed chat does not hear it); a raise or a new firing is news.
+  if (ring !== null)
+    await queueReminders(tx, messageId, { kind: ring, round: 0, skipSnoozed: ring === "repeated" }, now);
 }
 
 /**
@@ -232,4 +253,36 @@ export async function queueReminders(
   const count = Number(inserted.numInsertedOrUpdatedRows ?? 0n);
   if (count > 0) await tx.updateTable("messages").set({ reminded: 1 }).where("id", "=", messageId).execute();
   return count;
+}
+
+/** The steps a message's content asks for; empty when none. */
+export function escalationSteps(content: string | MessageContent | null): EscalationStep[] {
+  if (content === null) return [];
+  const options = (typeof content === "string" ? (JSON.parse(content) as MessageContent) : content).options;
+  return options.ack === true ? (options.escalate ?? []) : [];
+}
+
+/** (Re)starts a message's escalation from `now` (its first step after the first `after`). */
+export async function startEscalation(
+  tx: Kysely<Database>,
+  messageId: string,
+  steps: EscalationStep[],
+  now: number,
+): Promise<void> {
+  const first = steps[0];
+  await tx
+    .updateTable("messages")
+    .set({ escalate_next_at: first === undefined ? null : now + first.after * 1000, escalate_step: 0 })
+    .where("id", "=", messageId)
+    .execute();
+}
+
+/** Ends a message's escalation (acknowledged, resolved, deleted): no further step. */
+export async function endEscalation(tx: Kysely<Database>, messageId: string): Promise<void> {
+  await tx
+    .updateTable("messages")
+    .set({ escalate_next_at: null })
+    .where("id", "=", messageId)
+    .where("escalate_next_at", "is not", null)
+    .execute();
 }

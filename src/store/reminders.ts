@@ -74,21 +74,31 @@ export class ReminderStore {
     return rows.map((row) => row.id);
   }
 
-  /** When something is next due (a round, a reminder, a retry, a cleanup), or null: nothing waits. */
+  /**
+   * When something is next due (a round, a reminder, a retry, a cleanup, a lease running out), or
+   * null: nothing waits. A claim moves its row's time to its lease's end, so work under way is
+   * not due again until then.
+   */
   async nextDue(): Promise<number | null> {
-    const [round, work] = await Promise.all([
-      this.#db.kysely
+    const k = this.#db.kysely;
+    const [round, work, cleanup] = await Promise.all([
+      k
         .selectFrom("messages")
         .select((eb) => eb.fn.min("remind_next_at").as("at"))
         .where("remind_next_at", "is not", null)
         .executeTakeFirst(),
-      this.#db.kysely
+      k
         .selectFrom("reminders")
         .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-        .where((eb) => eb.or([eb("state", "in", ["queued", "sending"]), eb("cleanup", "=", 1)]))
+        .where("state", "in", ["queued", "sending"])
+        .executeTakeFirst(),
+      k
+        .selectFrom("reminders")
+        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+        .where("cleanup", "=", 1)
         .executeTakeFirst(),
     ]);
-    const times = [round?.at, work?.at].filter((at) => at != null).map(Number);
+    const times = [round?.at, work?.at, cleanup?.at].filter((at) => at != null).map(Number);
     return times.length === 0 ? null : Math.min(...times);
   }
 
@@ -129,7 +139,8 @@ export class ReminderStore {
       }
       const reference = { id: messageId, key: message.key, revision: message.revision };
       const rounds = message.remind_rounds;
-      if (now >= Number(message.remind_until)) {
+      // Rounds come every remind_every up to remind_until included; the end, just after it.
+      if (Number(message.remind_next_at) > Number(message.remind_until)) {
         await endReminders(tx, messageId, "expired", now);
         await queueEvent(
           tx,
@@ -158,17 +169,19 @@ export class ReminderStore {
         .set({ state: "gone", last_error: "the next round took its place", updated_at: now })
         .where("message_id", "=", messageId)
         .where("state", "=", "queued")
+        .where("kind", "=", "remind")
         .execute();
       const copies = await queueReminders(tx, messageId, { kind: "remind", round, skipSnoozed: true }, now);
       // On the rhythm asked for; after a pause (the service stopped, the database away) from now,
-      // so that missed rounds do not all come at once. The last round is the one before
-      // remind_until: then the reminders end.
+      // so that missed rounds do not all come at once. After the last round (at remind_until at
+      // the latest), the end is due a millisecond past remind_until.
       const every = schedule.every * 1000;
       let next = Number(message.remind_next_at) + every;
       if (next <= now) next = now + every;
+      const until = Number(message.remind_until);
       await tx
         .updateTable("messages")
-        .set({ remind_rounds: round, remind_next_at: Math.min(next, Number(message.remind_until)) })
+        .set({ remind_rounds: round, remind_next_at: next <= until ? next : until + 1 })
         .where("id", "=", messageId)
         .execute();
       await queueEvent(
@@ -185,17 +198,33 @@ export class ReminderStore {
     });
   }
 
-  /** Reminders due for their work (a send, a retry, a cleanup), oldest first. */
-  async due(limit: number): Promise<number[]> {
+  /** Reminders due for their work (a send, a retry, a cleanup), oldest first, with their chats. */
+  async due(limit: number): Promise<{ id: number; chatId: number }[]> {
     const now = this.#now();
-    const rows = await this.#db.kysely
-      .selectFrom("reminders")
-      .select("id")
-      .where((eb) => claimable(eb, now))
-      .orderBy("id")
-      .limit(limit)
-      .execute();
-    return rows.map((row) => Number(row.id));
+    const k = this.#db.kysely;
+    // Two reads, each along its index (reminders_work, reminders_cleanup).
+    const [sends, cleanups] = await Promise.all([
+      k
+        .selectFrom("reminders")
+        .select(["id", "chat_id"])
+        .where("state", "in", ["queued", "sending"])
+        .where("next_attempt_at", "<=", now)
+        .orderBy("next_attempt_at")
+        .limit(limit)
+        .execute(),
+      k
+        .selectFrom("reminders")
+        .select(["id", "chat_id"])
+        .where("cleanup", "=", 1)
+        .where("next_attempt_at", "<=", now)
+        .orderBy("next_attempt_at")
+        .limit(limit)
+        .execute(),
+    ]);
+    return [...sends, ...cleanups]
+      .map((row) => ({ id: Number(row.id), chatId: Number(row.chat_id) }))
+      .sort((a, b) => a.id - b.id)
+      .slice(0, limit);
   }
 
   /** Takes a reminder for its work until `lease`; undefined when another has it (or it is done). */
@@ -212,6 +241,8 @@ export class ReminderStore {
           .end()
           .$castTo<DeliveryState>(),
         lease_until: lease,
+        // Not due again before the lease ends (nextDue): then another may take it up.
+        next_attempt_at: lease,
         attempts: eb("attempts", "+", 1),
         updated_at: now,
       }))
@@ -306,12 +337,21 @@ export class ReminderStore {
         .where("telegram_message_id", "is not", null)
         .where("cleanup", "=", 0)
         .execute();
+      // A later one is in the chat already (this one was retried, or recorded late): this one goes.
+      const newer = await tx
+        .selectFrom("reminders")
+        .select("id")
+        .where("copy_id", "=", done.copy_id)
+        .where("id", ">", reminder.id)
+        .where("telegram_message_id", "is not", null)
+        .executeTakeFirst();
       const message = await tx
         .selectFrom("messages")
         .select(["acked_at", "deleted_at", "remind_ended"])
         .where("id", "=", reminder.messageId)
         .executeTakeFirst();
       if (
+        newer !== undefined ||
         message === undefined ||
         message.acked_at !== null ||
         message.deleted_at !== null ||
@@ -400,12 +440,18 @@ export async function reminderStatus(
 ): Promise<ReminderStatus | null> {
   const message = await kysely
     .selectFrom("messages")
-    .select(["content", "remind_next_at", "remind_until", "remind_rounds", "remind_ended"])
+    .select(["content", "remind_next_at", "remind_until", "remind_rounds", "remind_ended", "reminded"])
     .where("id", "=", messageId)
     .executeTakeFirst();
   if (message === undefined) return null;
   const schedule = remindSchedule(message.content);
-  if (schedule === null && message.remind_rounds === 0 && message.remind_ended === null) return null;
+  if (
+    schedule === null &&
+    message.remind_rounds === 0 &&
+    message.remind_ended === null &&
+    message.reminded === 0
+  )
+    return null;
   const snoozes = await kysely
     .selectFrom("reminder_snoozes")
     .select(["chat_id", "user_id", "user_name", "until", "created_at"])

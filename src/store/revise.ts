@@ -81,10 +81,22 @@ export async function reviseMessage(
   // As it was: whether the change rings, and what becomes of its reminders (reminder-schedule.ts).
   const before = await tx
     .selectFrom("messages")
-    .select(["text", "content", "acked_at", "remind_next_at", "reminded"])
+    .select([
+      "text",
+      "content",
+      "acked_at",
+      "remind_next_at",
+      "reminded",
+      "escalate_next_at",
+      "escalate_step",
+    ])
     .where("id", "=", change.messageId)
     .executeTakeFirst();
   if (before === undefined) return undefined;
+  // Asking for an acknowledgement again forgets who took it only when the alert changed (firing
+  // anew); an integration's repeat of the same alert keeps it taken.
+  const askAgain =
+    change.resetAck === true && (before.text !== change.text || before.content !== change.content);
   let update = tx
     .updateTable("messages")
     .set((eb) => ({
@@ -92,7 +104,7 @@ export async function reviseMessage(
       content: change.content,
       revision: eb("revision", "+", 1),
       revised_at: now,
-      ...(change.resetAck ? { acked_by: null, acked_name: null, acked_at: null } : {}),
+      ...(askAgain ? { acked_by: null, acked_name: null, acked_at: null } : {}),
       ...(change.releaseKey ? { key: null } : {}),
     }))
     .where("id", "=", change.messageId)
@@ -110,7 +122,7 @@ export async function reviseMessage(
       content: change.content,
       final: change.releaseKey === true,
       byKey: change.heldKey !== undefined,
-      askAgain: change.resetAck === true,
+      askAgain,
     },
     now,
   );

@@ -138,6 +138,12 @@ export interface MessagesTable {
   remind_ended: ReminderEnd | null;
   /** 1 once a reminder or a change that rings was queued for it (they are then to be cleaned up). */
   reminded: Generated<number>;
+  /** When the next step of its escalation is due (null: none, or it ended); which step that is (0-based). */
+  escalate_next_at: Millis | null;
+  escalate_step: Generated<number>;
+  /** A message an escalation made: the message it escalated, and the step (1-based). */
+  escalated_from: string | null;
+  escalation_step: number | null;
 }
 
 export type ReminderEnd = "acknowledged" | "resolved" | "deleted" | "expired";

@@ -148,11 +148,13 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
       [2, "queued"],
     ]);
 
-    // The last round is the one before remind_until; then they end, and the sender hears it.
+    // Rounds up to remind_until included; then they end, and the sender hears it.
     now = T0 + 290_000;
     expect(await store.round(id)).toMatchObject({ kind: "round", round: 3 });
-    expect((await schedule(id)).next).toBe(T0 + 300_000);
+    expect((await schedule(id)).next).toBe(T0 + 300_001);
     now = T0 + 300_000;
+    expect(await store.round(id)).toEqual({ kind: "none" });
+    now = T0 + 300_001;
     expect(await store.round(id)).toEqual({ kind: "expired", dockId: dock.id });
     expect(await schedule(id)).toEqual({ next: null, until: T0 + 300_000, rounds: 3, ended: "expired" });
     const posted = (await events(id)).map((e) => [e.type, JSON.parse(e.payload)]);
@@ -167,6 +169,15 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
     expect(await store.round(id)).toEqual({ kind: "none" });
   });
 
+  it("reminds at remind_for too: an hour's reminder with the default length comes once", async () => {
+    now = T0;
+    const id = await alert("certificate expires", remindEvery(3600, 3600));
+    now = T0 + 3600_000;
+    expect(await store.round(id)).toMatchObject({ kind: "round", round: 1, copies: 2 });
+    now = T0 + 3600_001;
+    expect(await store.round(id)).toEqual({ kind: "expired", dockId: dock.id });
+  });
+
   it("a sent reminder replaces the one before in its chat; an acknowledgement ends them and clears the chats", async () => {
     now = T0;
     const id = await alert("api down");
@@ -175,7 +186,7 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
     const sendAll = async (telegramIds: number[]) => {
       const due = await store.due(10);
       const claimed = [];
-      for (const reminderId of due) {
+      for (const { id: reminderId } of due) {
         const reminder = await store.claim(reminderId, now + 10_000);
         if (reminder?.messageId === id && !reminder.cleanup) claimed.push(reminder);
       }
@@ -198,7 +209,7 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
     ]);
     // Those replaced are due to be deleted.
     const cleanups = [];
-    for (const reminderId of await store.due(10)) {
+    for (const { id: reminderId } of await store.due(10)) {
       const claimed = await store.claim(reminderId, now + 10_000);
       if (claimed?.cleanup) cleanups.push(claimed.telegramMessageId);
       if (claimed?.cleanup) expect(await store.cleaned(claimed, null)).toBe(true);

@@ -149,8 +149,7 @@ describe.each(DIALECTS)("reminders until acknowledged on %s", (dialect) => {
     });
     expect(done.reminders).toMatchObject({ rounds: 2, next_at: null, ended: "acknowledged" });
     expect(done.reminders.reminders.sent).toBe(4);
-    // No round comes after it, however long.
-    shift += 120_000;
+    // No round is scheduled after it.
     const row = await service.db.kysely
       .selectFrom("messages")
       .select(["remind_next_at", "remind_rounds"])
@@ -239,10 +238,68 @@ describe.each(DIALECTS)("reminders until acknowledged on %s", (dialect) => {
       "message.unacknowledged posted",
       async () => eventsOf(lost, "message.unacknowledged")[0],
     );
-    expect(event.reminders).toMatchObject({ rounds: 1, every: 60, for: 120 });
+    // Rounds at 1 and 2 minutes (remind_for included), then the end.
+    expect(event.reminders).toMatchObject({ rounds: 2, every: 60, for: 120 });
     const ended = await status(lost);
-    expect(ended.reminders).toMatchObject({ rounds: 1, ended: "expired", next_at: null });
+    expect(ended.reminders).toMatchObject({ rounds: 2, ended: "expired", next_at: null });
     expect((await remindersOf(lostCopies)).map((list) => list.length)).toEqual([1, 1]);
+  });
+
+  it("escalates to a second Dock after the delay; an acknowledgement there is shown on every copy everywhere", async () => {
+    const backup = await service.app.docks.create(1, {
+      name: "Backup on call",
+      link: null,
+      description: null,
+    });
+    const cy = await sandbox.person("Cy");
+    await service.subscriptions.subscribe(backup.id, cy, "private");
+    const id = await send({
+      msg: "payments failing",
+      title: "Payments",
+      priority: "urgent",
+      escalate: [{ after: "1m", to: backup.id }],
+    });
+    const copies = await copiesOf("payments failing");
+    expect((await status(id)).escalation).toMatchObject({ step: 0, steps: [{ after: 60, to: backup.id }] });
+    shift += 60_000;
+    const escalated = await waitFor("the escalated copy in Cy's chat", async () =>
+      (await sandbox.botMessages(cy)).find((m: Json) => m.text.includes("payments failing")),
+    );
+    expect(escalated.text).toContain("⤴ Escalated from On call: unacknowledged for 1 min");
+    const origin = await waitFor("the step recorded", async () => {
+      const message = await status(id);
+      return message.escalation.escalated.length === 1 ? message : undefined;
+    });
+    expect(origin.escalation).toMatchObject({ step: 1, next_at: null });
+    expect(origin.escalation.escalated[0]).toMatchObject({ step: 1, dock_id: backup.id });
+    const button = escalated.reply_markup.inline_keyboard[0][0];
+    expect(button.text).toBe("✔ Acknowledge");
+    await sandbox.control("POST", `/chats/${cy}/messages/${escalated.message_id}/press`, {
+      callback_data: button.callback_data,
+    });
+    // Taken there: the first Dock's copies say so too, and its sender hears of both steps.
+    await waitFor("every copy everywhere acknowledged by Cy", async () => {
+      const here = await Promise.all(
+        people.map(async (person, i) =>
+          (await sandbox.botMessages(person)).find((m: Json) => m.message_id === copies[i].message_id),
+        ),
+      );
+      const there = (await sandbox.botMessages(cy)).find((m: Json) => m.message_id === escalated.message_id);
+      return [...here, there].every((m) => /✔ Acknowledged by Cy at/.test(m?.text ?? "")) ? true : undefined;
+    });
+    expect((await status(id)).acknowledged.by.name).toBe("Cy");
+    const event = await waitFor("message.escalated posted", async () => eventsOf(id, "message.escalated")[0]);
+    expect(event.escalation).toMatchObject({ step: 1, to: backup.id, after: 60, subscribers: 1 });
+
+    // Escalating to a Dock of another owner is refused, and nothing is stored.
+    const theirs = await service.app.docks.create(2, { name: "Not ours", link: null, description: null });
+    const refused = await fetch(`${service.url}/webhook`, {
+      method: "POST",
+      headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
+      body: JSON.stringify({ msg: "x", escalate: `5m:${theirs.id}` }),
+    });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as Json).error.code).toBe("escalation_forbidden");
   });
 
   it("refuses what it cannot keep, with the field named", async () => {

@@ -9,6 +9,8 @@ const before = (text: string, options: Record<string, unknown>, acked = false) =
   acked_at: acked ? 1 : null,
   remind_next_at: null,
   reminded: 0,
+  escalate_next_at: null,
+  escalate_step: 0,
 });
 const after = (text: string, options: Record<string, unknown>, byKey = true, askAgain = false) => ({
   text,

@@ -73,6 +73,27 @@ export function acceptance(options: SendApiOptions, auth: Authentication): Accep
       if (error instanceof OptionsError) throw fieldsRefused(error.problems);
       throw error;
     }
+    const escalate = content?.options.escalate;
+    if (escalate !== undefined && escalate.length > 0) {
+      // Only where the Dock's owner may send: checked once the sender is known to be the Dock's (a
+      // wrong key goes on to be refused as one, telling nothing of other Docks).
+      const known =
+        credentials.secretKey !== undefined
+          ? (await options.docks.authenticate(credentials.dockId, credentials.secretKey)) !== undefined
+          : credentials.hookToken !== undefined
+            ? (await options.docks.authenticateHook(credentials.hookToken))?.id === credentials.dockId
+            : true;
+      if (
+        known &&
+        !(await options.docks.mayEscalate(
+          credentials.dockId,
+          escalate.map((step) => step.to),
+        ))
+      ) {
+        attempt.right();
+        throw new ApiError("escalation_forbidden");
+      }
+    }
     let result: Awaited<ReturnType<Intake["accept"]>>;
     try {
       result = await options.intake.accept({

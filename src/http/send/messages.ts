@@ -54,6 +54,7 @@ export async function revisedContent(
       delete options.ack_label;
       delete options.remind_every;
       delete options.remind_for;
+      delete options.escalate;
     }
     if (!(name in given)) delete options[name];
   }
@@ -130,6 +131,24 @@ function statusBody(status: MessageStatus) {
       updated_at: new Date(e.updatedAt).toISOString(),
     })),
     reminders: reminderBody(status.reminders),
+    escalation: escalationBody(status.escalation),
+  };
+}
+
+/** Where the message's escalation stands, as GET /messages/:id answers it. */
+function escalationBody(escalation: MessageStatus["escalation"]) {
+  if (escalation === null) return null;
+  return {
+    steps: escalation.steps,
+    step: escalation.step,
+    next_at: iso(escalation.nextAt),
+    escalated: escalation.escalated.map((made) => ({
+      step: made.step,
+      dock_id: made.dockId,
+      message_id: made.messageId,
+      at: new Date(made.at).toISOString(),
+    })),
+    from: escalation.from && { message_id: escalation.from.messageId, step: escalation.from.step },
   };
 }
 
@@ -260,6 +279,15 @@ export async function messageRoutes(app: FastifyInstance, { options, auth }: Sen
           "Nothing to change: give msg, or an option (null sets one back to its default).",
         );
       }
+      const steps = patchOptions.escalate;
+      if (
+        steps !== undefined &&
+        !(await options.docks.mayEscalate(
+          dockOf(request).id,
+          steps.map((step) => step.to),
+        ))
+      )
+        throw new ApiError("escalation_forbidden");
       const result = await options.changes.revise(dockOf(request).id, messageId, async (current) =>
         revisedContent(
           current,

@@ -121,8 +121,9 @@ export const sendErrors = {
   ),
   401: unauthorized,
   403: errorAnswer(
-    "A send credential (or the hook URL) sent a key that another sender's message holds.",
+    "A send credential (or the hook URL) sent a key that another sender's message holds, or the escalation names a Dock whose owner or editor this Dock's owner is not.",
     "not_your_message",
+    "escalation_forbidden",
   ),
   413: errorAnswer(
     "The body, or the message's text, is over its limit, or a form body has more than 1,000 fields.",
@@ -274,6 +275,10 @@ const OPTION_TEXT: Record<keyof typeof OPTION_SOURCES, { note: string; example: 
     example: "5m",
   },
   remind_for: { note: "How long reminders go on (24 h at most; 1 h if not given).", example: "1h" },
+  escalate: {
+    note: "Escalation while unacknowledged: after:dock_id pairs, comma-separated (10m:<dock_id>,30m:<dock_id>). Adds the Acknowledge button.",
+    example: "10m:6v0C41amJuTn1Cf8bQIOtQ",
+  },
 };
 
 const OPTIONS = Object.entries(OPTION_SOURCES) as [

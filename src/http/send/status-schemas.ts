@@ -43,7 +43,11 @@ export const statusErrors = {
 export const editErrors = {
   400: sendErrors[400],
   401: unauthorized,
-  403: sendOnly,
+  403: errorAnswer(
+    "A send credential (editing takes the secret key or a manage credential), or the escalation names a Dock whose owner or editor this Dock's owner is not.",
+    "insufficient_scope",
+    "escalation_forbidden",
+  ),
   404: noSuchMessage,
   409: errorAnswer("The message was deleted: it can no longer be changed.", "message_deleted"),
   413: sendErrors[413],
@@ -251,6 +255,51 @@ export const messageStatus = Type.Object({
         }),
       ],
       { description: "Reminders until acknowledged (ack's remind_every); null when it asked for none." },
+    ),
+    escalation: Type.Union(
+      [
+        Type.Null(),
+        Type.Object({
+          steps: Type.Array(
+            Type.Object({
+              after: Type.Integer({ description: "Seconds after the message.", examples: [600] }),
+              to: Type.String({ description: "The Dock.", examples: [EXAMPLE.dockId] }),
+            }),
+            { description: "The steps asked for." },
+          ),
+          step: count("Steps taken so far.", 1),
+          next_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+            description: "When the next step is due; null when none is (all taken, or acknowledged).",
+            examples: [null],
+          }),
+          escalated: Type.Array(
+            Type.Object({
+              step: count("The step (1 for the first).", 1),
+              dock_id: Type.String({ description: "The Dock it went to.", examples: [EXAMPLE.dockId] }),
+              message_id: Type.String({
+                description: "The message it added there.",
+                examples: [EXAMPLE.messageId],
+              }),
+              at: dateTime(),
+            }),
+            { description: "The messages its steps added, one per step taken." },
+          ),
+          from: Type.Union(
+            [
+              Type.Null(),
+              Type.Object({
+                message_id: Type.String({
+                  description: "The message escalated.",
+                  examples: [EXAMPLE.messageId],
+                }),
+                step: count("Which of its steps added this one.", 1),
+              }),
+            ],
+            { description: "This message was added by another's escalation: which, and at which step." },
+          ),
+        }),
+      ],
+      { description: "The escalation (escalate); null when it has none and was added by none." },
     ),
   }),
 });

@@ -16,6 +16,9 @@ import type { SchemaSpelling } from "../db.ts";
  *   sent like a delivery (claimed with a lease, retried); `telegram_message_id` once sent;
  *   `cleanup` 1 while that Telegram message is still to be deleted (the next round's reminder took
  *   its place, or the reminders ended), 2 once done.
+ * - `messages.escalate_next_at`, `escalate_step`: when the next step of the message's escalation
+ *   is due, and which; `escalated_from`, `escalation_step`: on a message an escalation made, the
+ *   message it escalated and the step (an acknowledgement of any of them takes them all).
  * - `reminder_snoozes`: a person's snooze of one message's reminders in one chat, until `until`.
  */
 export function reminders(spelling: SchemaSpelling) {
@@ -31,6 +34,27 @@ export function reminders(spelling: SchemaSpelling) {
       await db.schema
         .alterTable("messages")
         .addColumn("reminded", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      // Escalation (store/escalations.ts): the next step's time and number on the message escalated;
+      // on each message an escalation made, the message it came from and the step.
+      await db.schema.alterTable("messages").addColumn("escalate_next_at", "bigint").execute();
+      await db.schema
+        .alterTable("messages")
+        .addColumn("escalate_step", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable("messages").addColumn("escalated_from", "text").execute();
+      await db.schema.alterTable("messages").addColumn("escalation_step", "integer").execute();
+      await db.schema
+        .createIndex("messages_escalate_due")
+        .on("messages")
+        .column("escalate_next_at")
+        .where(sql.ref("escalate_next_at"), "is not", null)
+        .execute();
+      await db.schema
+        .createIndex("messages_escalated_from")
+        .on("messages")
+        .column("escalated_from")
+        .where(sql.ref("escalated_from"), "is not", null)
         .execute();
       await db.schema
         .createIndex("messages_remind_due")
@@ -58,13 +82,16 @@ export function reminders(spelling: SchemaSpelling) {
         .addColumn("created_at", "bigint", (c) => c.notNull())
         .addColumn("updated_at", "bigint", (c) => c.notNull())
         .execute();
+      // Work to do: reminders to send (by state), reminders to delete (by cleanup), each by when.
       await db.schema
-        .createIndex("reminders_due")
+        .createIndex("reminders_work")
         .on("reminders")
-        .columns(["next_attempt_at", "id"])
-        .where((eb) =>
-          eb.or([eb(sql.ref("state"), "in", ["queued", "sending"]), eb(sql.ref("cleanup"), "=", 1)]),
-        )
+        .columns(["state", "next_attempt_at"])
+        .execute();
+      await db.schema
+        .createIndex("reminders_cleanup")
+        .on("reminders")
+        .columns(["cleanup", "next_attempt_at"])
         .execute();
       await db.schema
         .createIndex("reminders_message")
