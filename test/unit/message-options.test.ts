@@ -5,6 +5,7 @@ import {
   type MessageOptions,
   OptionsError,
   prepareContent,
+  readDuration,
   readOptions,
   URL_RULE,
 } from "../../src/domain/message-options.ts";
@@ -459,5 +460,84 @@ describe("the OpenAPI schemas and the checks agree", () => {
     const [list] = messageOptionFields.tags.anyOf;
     expect(list?.maxItems).toBe(limits.MAX_TAGS);
     expect(list?.items.maxLength).toBe(limits.MAX_TAG);
+  });
+});
+
+describe("reminders and escalation", () => {
+  /** The fields refused. */
+  const refused = (read: () => unknown) => problems(read).map((problem) => problem.split(": ")[0]);
+  const DOCK = "3kTMd9Qx7pLr2vNw8YbZc4";
+  const OTHER = "6v0C41amJuTn1Cf8bQIOtQ";
+
+  it("reads durations as seconds or as hours, minutes and seconds", () => {
+    expect([300, "300", "90s", "5m", "1h", "1h30m", " 2M "].map(readDuration)).toEqual([
+      300, 300, 90, 300, 3600, 5400, 120,
+    ]);
+    expect(["", "5 minutes", "1d", "-5", "1.5h", "h", {}, null, 3.5].map(readDuration)).toEqual(
+      Array(9).fill(undefined),
+    );
+  });
+
+  it("takes ack as an object with a schedule, or the schedule alone, which adds ack", () => {
+    expect(fromBody({ ack: { remind_every: "5m", remind_for: "1h" } })).toEqual({
+      ack: true,
+      remind_every: 300,
+      remind_for: 3600,
+    });
+    expect(readOptions(gatherOptions({}, {}, { remind_every: "30s" }))).toEqual({
+      ack: true,
+      remind_every: 30,
+      remind_for: 3600,
+    });
+    expect(readOptions(gatherOptions({}, { "x-remind-every": "2h" }, {}))).toMatchObject({
+      remind_for: 7200,
+    });
+  });
+
+  it("refuses schedules it cannot keep, naming the field", () => {
+    expect(refused(() => fromBody({ ack: { remind_every: 29 } }))).toEqual(["ack.remind_every"]);
+    expect(refused(() => fromBody({ ack: { remind_every: "5m", remind_for: "25h" } }))).toEqual([
+      "ack.remind_for",
+    ]);
+    expect(refused(() => fromBody({ ack: { remind_every: "5m", remind_for: "1m" } }))).toEqual([
+      "ack.remind_for",
+    ]);
+    expect(refused(() => fromBody({ ack: { every: "5m" } }))).toEqual(["ack"]);
+    expect(refused(() => fromBody({ ack: false, remind_every: "5m" }))).toEqual(["remind_every"]);
+    expect(refused(() => fromBody({ remind_for: "1h" }))).toEqual(["remind_for"]);
+  });
+
+  it("reads an escalation as a list or as after:dock pairs, in order, five steps at most", () => {
+    expect(
+      fromBody({
+        escalate: [
+          { after: "10m", to: DOCK },
+          { after: 1800, to: OTHER },
+        ],
+      }),
+    ).toEqual({
+      ack: true,
+      escalate: [
+        { after: 600, to: DOCK },
+        { after: 1800, to: OTHER },
+      ],
+    });
+    expect(readOptions(gatherOptions({}, {}, { escalate: `10m:${DOCK}, 30m:${OTHER}` })).escalate).toEqual([
+      { after: 600, to: DOCK },
+      { after: 1800, to: OTHER },
+    ]);
+    for (const escalate of [
+      [{ after: "10m", to: "not-a-dock" }],
+      [{ after: "10s", to: DOCK }],
+      [
+        { after: "30m", to: DOCK },
+        { after: "10m", to: OTHER },
+      ],
+      Array.from({ length: 6 }, (_, i) => ({ after: 60 * (i + 1), to: DOCK })),
+      "10m",
+      { after: "10m", to: DOCK },
+    ]) {
+      expect(refused(() => fromBody({ escalate }))).toEqual(["escalate"]);
+    }
   });
 });
