@@ -529,7 +529,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
     // A step's message is a send to its Dock like any other (paced, counted, its rate applied),
     // under an idempotency key of its own: taken again after a crash, it is a replay.
     escalate: async (step) => {
-      const key = `escalation:${step.messageId}:${step.step}`;
+      // A control character no HTTP header carries (nor NUL, which PostgreSQL text refuses): no
+      // sender's Idempotency-Key can take this one first.
+      const key = `\u0001escalation:${step.messageId}:${step.run}:${step.step}`;
       const result = await messages.accept({
         dockId: step.to,
         text: step.text,
@@ -544,12 +546,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
         return { kind: "later", retryAfterSeconds: Math.max(1, result.retryAfterSeconds) };
       return { kind: "failed", reason: `the Dock ${step.to} did not take it (${result.kind})` };
     },
+    recordStep: (step, escalatedId, subscribers, note) =>
+      messageChanges.recordStep(step, escalatedId, subscribers, note),
     pacer,
     log: server.log.child({ worker: "reminders" }),
     telegramTimeoutSeconds: config.telegramTimeoutSeconds,
     leaseMs: config.deliveryLeaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
-    sweepMs: 1000,
+    // Due times are waited for exactly; the sweep finds what other instances queued (a new
+    // message's first round is 30 s away at the soonest; a change that rings waits this long).
+    sweepMs: 2000,
     // A round, a step or the reminders' end queued an event.
     onEvent: () => events.wake(),
     now,

@@ -26,8 +26,15 @@ export type Escalated =
 export interface ReminderSenderOptions {
   reminders: ReminderStore;
   escalations: Escalations;
-  /** Adds a step's message to its Dock (idempotent per message and step: see store/escalations.ts). */
+  /** Adds a step's message to its Dock (idempotent per message, run and step: see store/escalations.ts). */
   escalate: (step: DueStep) => Promise<Escalated>;
+  /** Records a step taken (MessageChanges.recordStep). */
+  recordStep: (
+    step: DueStep,
+    escalatedId: string | null,
+    subscribers: number,
+    note: string | null,
+  ) => Promise<boolean>;
   /** The one pacer of every Telegram call: reminders wait their turn with everything else. */
   pacer: Pacer;
   log: FastifyBaseLogger;
@@ -69,8 +76,9 @@ export class ReminderSender implements BackgroundWorker {
   #stopping = new AbortController();
   #again = false;
   #failing = false;
-  /** Reminders being worked on here, by id. */
+  /** Reminders being worked on here, by id, and their chats. */
   readonly #working = new Map<number, Promise<void>>();
+  readonly #chats = new Set<number>();
 
   constructor(options: ReminderSenderOptions) {
     this.#o = options;
@@ -117,6 +125,12 @@ export class ReminderSender implements BackgroundWorker {
 
   async #tick(): Promise<void> {
     try {
+      // Idle, this is all a look costs: one statement.
+      const next = await this.#o.reminders.nextDue();
+      if (next === null || next > this.#now()) {
+        this.#schedule(next);
+        return;
+      }
       let events = false;
       for (const messageId of await this.#o.reminders.dueRounds(ROUNDS_AT_ONCE)) {
         if (!this.#running) return;
@@ -130,15 +144,20 @@ export class ReminderSender implements BackgroundWorker {
       if (this.#working.size < AT_ONCE) {
         for (const work of await this.#o.reminders.due(AT_ONCE * 4)) {
           if (!this.#running || this.#working.size >= AT_ONCE) break;
-          if (this.#working.has(work.id)) continue;
-          const done = this.#work(work.id, work.chatId).finally(() => {
-            this.#working.delete(work.id);
-            this.wake();
-          });
+          // One at a time per chat: a chat waiting for its turn holds up only itself.
+          if (this.#working.has(work.id) || this.#chats.has(work.chatId)) continue;
+          this.#chats.add(work.chatId);
+          const done = this.#work(work.id, work.chatId)
+            .catch((error: unknown) => logDatabaseFailure(this.#o.log, error, "a reminder's work failed"))
+            .finally(() => {
+              this.#working.delete(work.id);
+              this.#chats.delete(work.chatId);
+              this.wake();
+            });
           this.#working.set(work.id, done);
         }
       }
-      if (this.#running) await this.#schedule();
+      if (this.#running) this.#schedule(await this.#o.reminders.nextDue());
       if (this.#failing) this.#o.log.info("reminders are sent again");
       this.#failing = false;
     } catch (error) {
@@ -148,18 +167,20 @@ export class ReminderSender implements BackgroundWorker {
     }
   }
 
-  /** Wakes when the next round, step or retry is due, if before the next sweep. */
-  async #schedule(): Promise<void> {
-    const [reminders, escalations] = await Promise.all([
-      this.#o.reminders.nextDue(),
-      this.#o.escalations.nextDue(),
-    ]);
+  /** Wakes when the next round, step or retry is due (`next`), if before the next sweep. */
+  #schedule(next: number | null): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    const next = Math.min(reminders ?? Number.POSITIVE_INFINITY, escalations ?? Number.POSITIVE_INFINITY);
-    const wait = next - this.#now();
-    if (!Number.isFinite(next) || wait >= this.#o.sweepMs) return;
-    this.#timer = setTimeout(() => this.wake(), Math.max(0, wait) + 5).unref();
+    if (next === null || !this.#running) return;
+    let wait = next - this.#now();
+    if (wait >= this.#o.sweepMs) return;
+    if (wait <= 0) {
+      // Due already, yet not taken up: what waits behind work under way here (its end wakes us),
+      // or a chat's second reminder. Not a loop on it: looked at again shortly.
+      if (this.#working.size > 0) return;
+      wait = 100;
+    }
+    this.#timer = setTimeout(() => this.wake(), wait + 5).unref();
   }
 
   /** Takes the message's escalation step, if due; true when one was recorded. */
@@ -167,11 +188,18 @@ export class ReminderSender implements BackgroundWorker {
     const due = await this.#o.escalations.next(messageId);
     if (due === undefined) return false;
     let outcome: Escalated;
-    try {
-      outcome = await this.#o.escalate(due);
-    } catch (error) {
-      if (isOutage(error)) throw error;
-      outcome = { kind: "failed", reason: error instanceof Error ? error.message : String(error) };
+    if (!due.allowed) {
+      outcome = {
+        kind: "failed",
+        reason: "the sending Dock's owner is no longer an owner or editor of that Dock",
+      };
+    } else {
+      try {
+        outcome = await this.#o.escalate(due);
+      } catch (error) {
+        if (isOutage(error)) throw error;
+        outcome = { kind: "failed", reason: error instanceof Error ? error.message : String(error) };
+      }
     }
     if (outcome.kind === "later") {
       await this.#o.escalations.later(due, this.#now() + outcome.retryAfterSeconds * 1000);
@@ -182,9 +210,9 @@ export class ReminderSender implements BackgroundWorker {
         { messageId, step: due.step + 1, reason: outcome.reason },
         "an escalation step failed",
       );
-      return this.#o.escalations.done(due, null, 0, outcome.reason);
+      return this.#o.recordStep(due, null, 0, outcome.reason);
     }
-    return this.#o.escalations.done(due, outcome.messageId, outcome.subscribers, null);
+    return this.#o.recordStep(due, outcome.messageId, outcome.subscribers, null);
   }
 
   /** One reminder's work: its turn in the pacer, then its claim, then its call. */
@@ -208,8 +236,15 @@ export class ReminderSender implements BackgroundWorker {
       this.#o.pacer.cancel(ticket);
       return;
     }
-    if (reminder.cleanup) await this.#cleanup(api, reminder, ticket);
-    else await this.#send(api, reminder, ticket);
+    try {
+      if (reminder.cleanup) await this.#cleanup(api, reminder, ticket);
+      else await this.#send(api, reminder, ticket);
+    } catch (error) {
+      // A fault of ours (a message that will not render): the place goes back; the row is taken
+      // up again when its lease ends.
+      this.#o.pacer.cancel(ticket);
+      throw error;
+    }
   }
 
   /** A Telegram call in the place `ticket` holds (released when it is answered). */
@@ -272,6 +307,7 @@ export class ReminderSender implements BackgroundWorker {
   async #deleteUnrecorded(api: Api, chatId: number, messageId: number): Promise<void> {
     const ticket = await this.#o.pacer.acquire(chatId, chatKind(chatId > 0 ? "private" : "group"), {
       priority: "reply",
+      signal: this.#stopping.signal,
     });
     if (ticket === null) return;
     await this.#call(ticket, chatId, () => api.deleteMessage(chatId, messageId)).catch(() => {});

@@ -24,6 +24,7 @@ import {
   openGithubSlots,
   sealGithubSlots,
 } from "./dock-credentials.ts";
+import { mayEscalate } from "./escalations.ts";
 import { queueNoticeToSubscribers } from "./notices.ts";
 import type { Database, DocksTable } from "./schema.ts";
 import { knowUser } from "./users.ts";
@@ -410,30 +411,11 @@ export class DockRepository {
   }
 
   /**
-   * Whether messages of the Dock `from` may escalate to each Dock of `to`: its owner is an owner
-   * or editor of each (a Dock's team decides where its alerts may go). False when any is missing.
+   * Whether messages of the Dock `from` may escalate to each Dock of `to` (escalations.ts
+   * mayEscalate).
    */
-  async mayEscalate(from: string, to: readonly string[]): Promise<boolean> {
-    const source = await this.#db.kysely
-      .selectFrom("docks")
-      .select("owner_id")
-      .where("id", "=", from)
-      .executeTakeFirst();
-    if (source === undefined) return false;
-    const owner = Number(source.owner_id);
-    for (const target of new Set(to)) {
-      const row = await this.#db.kysely
-        .selectFrom("docks")
-        .leftJoin("co_owners", (join) =>
-          join.onRef("co_owners.dock_id", "=", "docks.id").on("co_owners.telegram_id", "=", owner),
-        )
-        .select(["docks.owner_id", "co_owners.role"])
-        .where("docks.id", "=", target)
-        .executeTakeFirst();
-      if (row === undefined) return false;
-      if (Number(row.owner_id) !== owner && row.role !== "owner" && row.role !== "editor") return false;
-    }
-    return true;
+  mayEscalate(from: string, to: readonly string[]): Promise<boolean> {
+    return mayEscalate(this.#db.kysely, from, to);
   }
 
   /**

@@ -1,9 +1,7 @@
 import type { Kysely } from "kysely";
 import type { EscalationStep, MessageContent } from "../domain/message-options.ts";
 import type { Db } from "./db.ts";
-import { queueEvent } from "./events.ts";
-import { endEscalation, endReminders, escalationSteps } from "./reminder-schedule.ts";
-import { copiesAffected, queueChange } from "./revise.ts";
+import { endEscalation, escalationSteps } from "./reminder-schedule.ts";
 import type { Database } from "./schema.ts";
 
 /*
@@ -21,7 +19,8 @@ import type { Database } from "./schema.ts";
 /** A step due: what to add to its Dock. */
 export interface DueStep {
   messageId: string;
-  /** 0-based. */
+  /** Which run of the message's escalation (startEscalation), and its step in it (0-based). */
+  run: number;
   step: number;
   to: string;
   after: number;
@@ -30,6 +29,8 @@ export interface DueStep {
   fromDockName: string;
   /** The step's Dock has a callback URL (its sender hears of the message's delivery). */
   watched: boolean;
+  /** The sending Dock's owner may still escalate to it (mayEscalate). */
+  allowed: boolean;
 }
 
 /** The escalations' steps, taken when due. */
@@ -55,16 +56,6 @@ export class Escalations {
     return rows.map((row) => row.id);
   }
 
-  /** When the next step of any escalation is due; null: none waits. */
-  async nextDue(): Promise<number | null> {
-    const row = await this.#db.kysely
-      .selectFrom("messages")
-      .select((eb) => eb.fn.min("escalate_next_at").as("at"))
-      .where("escalate_next_at", "is not", null)
-      .executeTakeFirst();
-    return row?.at == null ? null : Number(row.at);
-  }
-
   /**
    * The message's step, if due and the message still wants it (unacknowledged, not deleted, still
    * asking): what to add, and where. Ends the escalation when it no longer asks.
@@ -75,12 +66,14 @@ export class Escalations {
       .selectFrom("messages")
       .innerJoin("docks", "docks.id", "messages.dock_id")
       .select([
+        "messages.dock_id",
         "messages.text",
         "messages.content",
         "messages.acked_at",
         "messages.deleted_at",
         "messages.escalate_next_at",
         "messages.escalate_step",
+        "messages.escalate_run",
         "docks.name",
       ])
       .where("messages.id", "=", messageId)
@@ -92,15 +85,16 @@ export class Escalations {
       await endEscalation(this.#db.kysely, messageId);
       return undefined;
     }
+    const content = JSON.parse(row.content) as MessageContent;
+    const { escalate: _steps, ...options } = content.options;
     const target = await this.#db.kysely
       .selectFrom("docks")
       .select("callback_url")
       .where("id", "=", step.to)
       .executeTakeFirst();
-    const content = JSON.parse(row.content) as MessageContent;
-    const { escalate: _steps, ...options } = content.options;
     return {
       messageId,
+      run: row.escalate_run,
       step: row.escalate_step,
       to: step.to,
       after: step.after,
@@ -108,112 +102,9 @@ export class Escalations {
       content: { ...content, options, escalated: { from: row.name, after: step.after } },
       fromDockName: row.name,
       watched: target !== undefined && target.callback_url !== null,
+      // Asked again when the step is taken: the owner's role may have changed since the send.
+      allowed: await mayEscalate(this.#db.kysely, row.dock_id, [step.to]),
     };
-  }
-
-  /**
-   * The step's message was added (`escalatedId`, or null when the step could not be taken: its
-   * Dock is gone): linked to the message it escalates, the next step scheduled, and the sender
-   * told (`message.escalated`). Under the message's lock; false when another already recorded
-   * this step. If the message was acknowledged meanwhile, the new one is acknowledged too.
-   */
-  async done(
-    due: DueStep,
-    escalatedId: string | null,
-    subscribers: number,
-    note: string | null,
-  ): Promise<boolean> {
-    const now = this.#now();
-    return this.#db.kysely.transaction().execute(async (tx) => {
-      // In the order every chain's locks are taken (message-changes.ts chainOf).
-      for (const id of [due.messageId, ...(escalatedId === null ? [] : [escalatedId])].sort())
-        await this.#db.messageLocks.exclusive(tx, id);
-      const row = await tx
-        .selectFrom("messages")
-        .select([
-          "dock_id",
-          "key",
-          "revision",
-          "content",
-          "escalate_step",
-          "acked_by",
-          "acked_name",
-          "acked_at",
-        ])
-        .where("id", "=", due.messageId)
-        .executeTakeFirst();
-      if (row === undefined || row.escalate_step !== due.step) return false;
-      const steps = escalationSteps(row.content);
-      const next = steps[due.step + 1];
-      const created = await tx
-        .selectFrom("messages")
-        .select("created_at")
-        .where("id", "=", due.messageId)
-        .executeTakeFirstOrThrow();
-      await tx
-        .updateTable("messages")
-        .set({
-          escalate_step: due.step + 1,
-          escalate_next_at:
-            next === undefined || row.acked_at !== null
-              ? null
-              : Number(created.created_at) + next.after * 1000,
-        })
-        .where("id", "=", due.messageId)
-        .execute();
-      if (escalatedId !== null) {
-        const linked = await tx
-          .updateTable("messages")
-          .set((eb) => ({
-            escalated_from: due.messageId,
-            escalation_step: due.step + 1,
-            // Taken while the step was on its way: the new one says so too (its copies edited).
-            ...(row.acked_at === null
-              ? {}
-              : {
-                  acked_by: row.acked_by,
-                  acked_name: row.acked_name,
-                  acked_at: row.acked_at,
-                  revision: eb("revision", "+", 1),
-                  revised_at: now,
-                }),
-          }))
-          .where("id", "=", escalatedId)
-          .returning(["dock_id"])
-          .executeTakeFirst();
-        if (linked !== undefined && row.acked_at !== null) {
-          await endReminders(tx, escalatedId, "acknowledged", now);
-          const affected = await copiesAffected(tx, escalatedId);
-          await queueChange(
-            tx,
-            { messageId: escalatedId, dockId: linked.dock_id, kind: "edit", copies: affected.edits },
-            now,
-          );
-        }
-      }
-      await queueEvent(
-        tx,
-        {
-          dockId: row.dock_id,
-          messageId: due.messageId,
-          type: "message.escalated",
-          data: {
-            message: { id: due.messageId, key: row.key, revision: row.revision },
-            escalation: {
-              step: due.step + 1,
-              after: due.after,
-              to: due.to,
-              message_id: escalatedId,
-              subscribers,
-              ...(note === null ? {} : { note }),
-              at: new Date(now).toISOString(),
-            },
-          },
-        },
-        now,
-      );
-      return true;
-    });
   }
 
   /** The step could not be taken now (the Dock's rate): tried again at `at`. */
@@ -222,10 +113,44 @@ export class Escalations {
       .updateTable("messages")
       .set({ escalate_next_at: at })
       .where("id", "=", due.messageId)
+      .where("escalate_run", "=", due.run)
       .where("escalate_step", "=", due.step)
       .where("escalate_next_at", "is not", null)
       .execute();
   }
+}
+
+/**
+ * Whether messages of the Dock `from` may escalate to each Dock of `to`: its owner is an owner or
+ * editor of each (a Dock's team decides where its alerts may go), and none is `from` itself.
+ * False when any is missing.
+ */
+export async function mayEscalate(
+  kysely: Kysely<Database>,
+  from: string,
+  to: readonly string[],
+): Promise<boolean> {
+  const source = await kysely
+    .selectFrom("docks")
+    .select("owner_id")
+    .where("id", "=", from)
+    .executeTakeFirst();
+  if (source === undefined) return false;
+  const owner = Number(source.owner_id);
+  for (const target of new Set(to)) {
+    if (target === from) return false;
+    const row = await kysely
+      .selectFrom("docks")
+      .leftJoin("co_owners", (join) =>
+        join.onRef("co_owners.dock_id", "=", "docks.id").on("co_owners.telegram_id", "=", owner),
+      )
+      .select(["docks.owner_id", "co_owners.role"])
+      .where("docks.id", "=", target)
+      .executeTakeFirst();
+    if (row === undefined) return false;
+    if (Number(row.owner_id) !== owner && row.role !== "owner" && row.role !== "editor") return false;
+  }
+  return true;
 }
 
 /** Where a message's escalation stands (the status API); null when it has none and is no step of one. */

@@ -5,7 +5,7 @@ import { type AuditBy, writeAuditBy } from "./audit.ts";
 import type { Db } from "./db.ts";
 import { queueEvent } from "./events.ts";
 import { noteStray, parseIds, queueDeletes } from "./outbox.ts";
-import { endEscalation, endReminders } from "./reminder-schedule.ts";
+import { endEscalation, endReminders, endStepsReminders, escalationSteps } from "./reminder-schedule.ts";
 import { copiesAffected, queueChange, type Revised, reviseMessage } from "./revise.ts";
 import { Rollups, Tallies } from "./rollups.ts";
 import type { Database } from "./schema.ts";
@@ -194,6 +194,9 @@ export class MessageChanges {
       await queueDeletes(tx, { messageId, dockId, copies: deleting }, now);
       await endReminders(tx, messageId, "deleted", now);
       await endEscalation(tx, messageId);
+      await endStepsReminders(tx, messageId, true, "deleted", now, (id) =>
+        this.#db.messageLocks.exclusive(tx, id),
+      );
       await this.#count(tx, dockId, now);
       if (by) await writeAuditBy(tx, dockId, by, "message_deleted", { message_id: messageId }, now);
       return { kind: "deleted" as const, deleting, cancelled: Number(counts.cancelled) };
@@ -222,9 +225,8 @@ export class MessageChanges {
     const now = this.#now();
     const result = await this.#db.kysely.transaction().execute(async (tx): Promise<Acknowledged> => {
       // The message and those its escalation made (or the one it escalated, and its others) are
-      // acknowledged together; their locks taken in one order, as every chain's are.
-      const chain = await chainOf(tx, messageId);
-      for (const id of chain) await this.#db.messageLocks.exclusive(tx, id);
+      // acknowledged together (lockChain).
+      const chain = await lockChain(tx, this.#db, messageId);
       const row = await tx
         .selectFrom("messages")
         .select(["acked_name", "acked_at", "deleted_at", "content"])
@@ -263,6 +265,119 @@ export class MessageChanges {
       for (const other of result.others) this.#changed(other);
     }
     return result;
+  }
+
+  /**
+   * An escalation step's message was added (`escalatedId`, or null when the step could not be
+   * taken: `note` says why): linked to the message escalated, the next step scheduled (timed from
+   * the run's start), and its sender told (`message.escalated`). Under the chain's locks (the
+   * root's first); false when this run's step was recorded already, or the run is over. An
+   * acknowledgement made meanwhile on either side is carried to the other, as if made on the chain.
+   */
+  async recordStep(
+    due: { messageId: string; run: number; step: number; to: string; after: number },
+    escalatedId: string | null,
+    subscribers: number,
+    note: string | null,
+  ): Promise<boolean> {
+    const now = this.#now();
+    const result = await this.#db.kysely.transaction().execute(async (tx) => {
+      await this.#db.messageLocks.exclusive(tx, due.messageId);
+      if (escalatedId !== null) await this.#db.messageLocks.exclusive(tx, escalatedId);
+      const row = await tx
+        .selectFrom("messages")
+        .select([
+          "dock_id",
+          "key",
+          "revision",
+          "content",
+          "escalate_step",
+          "escalate_run",
+          "escalate_next_at",
+          "escalate_started_at",
+          "acked_by",
+          "acked_name",
+          "acked_at",
+          "deleted_at",
+        ])
+        .where("id", "=", due.messageId)
+        .executeTakeFirst();
+      if (row === undefined || row.escalate_run !== due.run || row.escalate_step !== due.step) return null;
+      // Ended meanwhile (acknowledged, resolved, deleted): no further step.
+      const over = row.escalate_next_at === null || row.deleted_at !== null || row.acked_at !== null;
+      const next = escalationSteps(row.content)[due.step + 1];
+      await tx
+        .updateTable("messages")
+        .set({
+          escalate_step: due.step + 1,
+          escalate_next_at:
+            over || next === undefined ? null : Number(row.escalate_started_at ?? now) + next.after * 1000,
+        })
+        .where("id", "=", due.messageId)
+        .execute();
+      const changed = [row.dock_id];
+      if (escalatedId !== null) {
+        const added = await tx
+          .updateTable("messages")
+          .set({ escalated_from: due.messageId, escalation_step: due.step + 1 })
+          .where("id", "=", escalatedId)
+          .where("escalated_from", "is", null)
+          .returning(["dock_id", "acked_by", "acked_name", "acked_at"])
+          .executeTakeFirst();
+        if (added !== undefined) {
+          changed.push(added.dock_id);
+          if (row.acked_at !== null) {
+            // Taken while the step was on its way: the new one says so too.
+            const by = { id: Number(row.acked_by), name: row.acked_name ?? "someone", username: null };
+            await this.#acknowledgeOne(tx, escalatedId, by, 0, now);
+          } else if (added.acked_at !== null) {
+            // Taken there before the step was recorded: the whole chain is.
+            const by = { id: Number(added.acked_by), name: added.acked_name ?? "someone", username: null };
+            await this.#acknowledgeOne(tx, due.messageId, by, 0, now);
+            const made = await tx
+              .selectFrom("messages")
+              .select(["id", "dock_id"])
+              .where("escalated_from", "=", due.messageId)
+              .where("id", "!=", escalatedId)
+              .orderBy("id")
+              .execute();
+            for (const other of made) {
+              await this.#db.messageLocks.exclusive(tx, other.id);
+              if ((await this.#acknowledgeOne(tx, other.id, by, 0, now)) !== undefined)
+                changed.push(other.dock_id);
+            }
+          } else if (row.escalate_next_at === null || row.deleted_at !== null) {
+            // Resolved or deleted while the step was on its way: the new one does not remind.
+            await endReminders(tx, escalatedId, row.deleted_at !== null ? "deleted" : "resolved", now);
+          }
+        }
+      }
+      await queueEvent(
+        tx,
+        {
+          dockId: row.dock_id,
+          messageId: due.messageId,
+          type: "message.escalated",
+          data: {
+            message: { id: due.messageId, key: row.key, revision: row.revision },
+            escalation: {
+              step: due.step + 1,
+              after: due.after,
+              to: due.to,
+              message_id: escalatedId,
+              subscribers,
+              ...(note === null ? {} : { note }),
+              at: new Date(now).toISOString(),
+            },
+          },
+        },
+        now,
+      );
+      return changed;
+    });
+    if (result === null) return false;
+    for (const dockId of new Set(result)) this.#changed(dockId);
+    return true;
   }
 
   /**
@@ -436,16 +551,21 @@ async function pressedUnder(
 }
 
 /**
- * A message and the others of its escalation's chain (the message escalated and every message its
- * steps added), sorted: the order in which a transaction that changes several takes their locks.
+ * Locks a message's escalation chain — the message escalated (its root) first, then the messages
+ * its steps added, in ID order (the order recordStep takes them in too) — and returns its IDs.
+ * The chain is read under the root's lock, so a step recorded meanwhile is seen. A message added
+ * by a step not yet recorded is its own root until then (recordStep joins their acknowledgements).
  */
-export async function chainOf(tx: Transaction<Database>, messageId: string): Promise<string[]> {
+async function lockChain(tx: Transaction<Database>, db: Db, messageId: string): Promise<string[]> {
   const row = await tx
     .selectFrom("messages")
     .select("escalated_from")
     .where("id", "=", messageId)
     .executeTakeFirst();
   const root = row?.escalated_from ?? messageId;
+  await db.messageLocks.exclusive(tx, root);
   const made = await tx.selectFrom("messages").select("id").where("escalated_from", "=", root).execute();
-  return [...new Set([root, messageId, ...made.map((m) => m.id)])].sort();
+  const others = [...new Set([messageId, ...made.map((m) => m.id)])].filter((id) => id !== root).sort();
+  for (const id of others) await db.messageLocks.exclusive(tx, id);
+  return [root, ...others];
 }

@@ -262,7 +262,10 @@ export function escalationSteps(content: string | MessageContent | null): Escala
   return options.ack === true ? (options.escalate ?? []) : [];
 }
 
-/** (Re)starts a message's escalation from `now` (its first step after the first `after`). */
+/**
+ * (Re)starts a message's escalation from `now`: a new run (its steps' messages are new ones, not
+ * the last run's), its first step after the first `after`, every step timed from now.
+ */
 export async function startEscalation(
   tx: Kysely<Database>,
   messageId: string,
@@ -272,7 +275,12 @@ export async function startEscalation(
   const first = steps[0];
   await tx
     .updateTable("messages")
-    .set({ escalate_next_at: first === undefined ? null : now + first.after * 1000, escalate_step: 0 })
+    .set((eb) => ({
+      escalate_next_at: first === undefined ? null : now + first.after * 1000,
+      escalate_step: 0,
+      escalate_run: eb("escalate_run", "+", 1),
+      escalate_started_at: now,
+    }))
     .where("id", "=", messageId)
     .execute();
 }
@@ -285,4 +293,25 @@ export async function endEscalation(tx: Kysely<Database>, messageId: string): Pr
     .where("id", "=", messageId)
     .where("escalate_next_at", "is not", null)
     .execute();
+}
+
+/**
+ * The messages a message's escalation added stop reminding too (it was resolved or deleted): each
+ * locked after it (the chain's order: its root first), its reminders ended. No statement when no
+ * step was ever taken.
+ */
+export async function endStepsReminders(
+  tx: Kysely<Database>,
+  messageId: string,
+  stepsTaken: boolean,
+  why: ReminderEnd,
+  now: number,
+  lock: (id: string) => Promise<void>,
+): Promise<void> {
+  if (!stepsTaken) return;
+  const made = await tx.selectFrom("messages").select("id").where("escalated_from", "=", messageId).execute();
+  for (const { id } of made.sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    await lock(id);
+    await endReminders(tx, id, why, now);
+  }
 }

@@ -75,30 +75,37 @@ export class ReminderStore {
   }
 
   /**
-   * When something is next due (a round, a reminder, a retry, a cleanup, a lease running out), or
-   * null: nothing waits. A claim moves its row's time to its lease's end, so work under way is
-   * not due again until then.
+   * When something is next due — a round, an escalation's step, a reminder, a retry, a cleanup, a
+   * lease running out — or null: nothing waits. One statement (it is what an idle service asks
+   * every few seconds). A claim moves its row's time to its lease's end, so work under way is not
+   * due again until then.
    */
   async nextDue(): Promise<number | null> {
-    const k = this.#db.kysely;
-    const [round, work, cleanup] = await Promise.all([
-      k
-        .selectFrom("messages")
-        .select((eb) => eb.fn.min("remind_next_at").as("at"))
-        .where("remind_next_at", "is not", null)
-        .executeTakeFirst(),
-      k
-        .selectFrom("reminders")
-        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-        .where("state", "in", ["queued", "sending"])
-        .executeTakeFirst(),
-      k
-        .selectFrom("reminders")
-        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-        .where("cleanup", "=", 1)
-        .executeTakeFirst(),
-    ]);
-    const times = [round?.at, work?.at, cleanup?.at].filter((at) => at != null).map(Number);
+    const row = await this.#db.kysely
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom("messages")
+          .select((m) => m.fn.min("remind_next_at").as("at"))
+          .where("remind_next_at", "is not", null)
+          .as("rounds"),
+        eb
+          .selectFrom("messages")
+          .select((m) => m.fn.min("escalate_next_at").as("at"))
+          .where("escalate_next_at", "is not", null)
+          .as("steps"),
+        eb
+          .selectFrom("reminders")
+          .select((r) => r.fn.min("next_attempt_at").as("at"))
+          .where("state", "in", ["queued", "sending"])
+          .as("sends"),
+        eb
+          .selectFrom("reminders")
+          .select((r) => r.fn.min("next_attempt_at").as("at"))
+          .where("cleanup", "=", 1)
+          .as("cleanups"),
+      ])
+      .executeTakeFirst();
+    const times = [row?.rounds, row?.steps, row?.sends, row?.cleanups].filter((at) => at != null).map(Number);
     return times.length === 0 ? null : Math.min(...times);
   }
 

@@ -1,6 +1,6 @@
 import type { Transaction } from "kysely";
 import type { MessageLocks } from "./db.ts";
-import { reviseReminders } from "./reminder-schedule.ts";
+import { endStepsReminders, remindSchedule, reviseReminders } from "./reminder-schedule.ts";
 import type { Database } from "./schema.ts";
 
 /*
@@ -89,6 +89,7 @@ export async function reviseMessage(
       "reminded",
       "escalate_next_at",
       "escalate_step",
+      "escalate_run",
     ])
     .where("id", "=", change.messageId)
     .executeTakeFirst();
@@ -126,6 +127,11 @@ export async function reviseMessage(
     },
     now,
   );
+  // Resolved (or no longer asking): what its escalation added stops reminding as well.
+  if (change.releaseKey === true || remindSchedule(change.content) === null)
+    await endStepsReminders(tx, change.messageId, before.escalate_run > 0, "resolved", now, (id) =>
+      locks.exclusive(tx, id),
+    );
   const affected = await copiesAffected(tx, change.messageId);
   await queueChange(
     tx,

@@ -141,6 +141,9 @@ export interface MessagesTable {
   /** When the next step of its escalation is due (null: none, or it ended); which step that is (0-based). */
   escalate_next_at: Millis | null;
   escalate_step: Generated<number>;
+  /** Which escalation of the message this is (one more each time it starts over), and since when. */
+  escalate_run: Generated<number>;
+  escalate_started_at: Millis | null;
   /** A message an escalation made: the message it escalated, and the step (1-based). */
   escalated_from: string | null;
   escalation_step: number | null;

@@ -17,7 +17,8 @@ import type { SchemaSpelling } from "../db.ts";
  *   `cleanup` 1 while that Telegram message is still to be deleted (the next round's reminder took
  *   its place, or the reminders ended), 2 once done.
  * - `messages.escalate_next_at`, `escalate_step`: when the next step of the message's escalation
- *   is due, and which; `escalated_from`, `escalation_step`: on a message an escalation made, the
+ *   is due, and which; `escalate_run`, `escalate_started_at`: which firing of the message the
+ *   escalation follows (a message firing anew starts a new one), and since when; `escalated_from`, `escalation_step`: on a message an escalation made, the
  *   message it escalated and the step (an acknowledgement of any of them takes them all).
  * - `reminder_snoozes`: a person's snooze of one message's reminders in one chat, until `until`.
  */
@@ -42,6 +43,11 @@ export function reminders(spelling: SchemaSpelling) {
         .alterTable("messages")
         .addColumn("escalate_step", "integer", (c) => c.notNull().defaultTo(0))
         .execute();
+      await db.schema
+        .alterTable("messages")
+        .addColumn("escalate_run", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable("messages").addColumn("escalate_started_at", "bigint").execute();
       await db.schema.alterTable("messages").addColumn("escalated_from", "text").execute();
       await db.schema.alterTable("messages").addColumn("escalation_step", "integer").execute();
       await db.schema
