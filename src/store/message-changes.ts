@@ -21,6 +21,8 @@ export interface CurrentMessage {
   key: string | null;
   revision: number;
   deletedAt: number | null;
+  /** Added by a step of another message's escalation (that one's ID); null otherwise. */
+  escalatedFrom: string | null;
 }
 
 /** What deleting a message did. */
@@ -81,7 +83,7 @@ export class MessageChanges {
   async get(dockId: string, messageId: string): Promise<CurrentMessage | undefined> {
     const row = await this.#db.kysely
       .selectFrom("messages")
-      .select(["id", "dock_id", "text", "content", "key", "revision", "deleted_at"])
+      .select(["id", "dock_id", "text", "content", "key", "revision", "deleted_at", "escalated_from"])
       .where("id", "=", messageId)
       .where("dock_id", "=", dockId)
       .executeTakeFirst();
@@ -94,6 +96,7 @@ export class MessageChanges {
         key: row.key,
         revision: row.revision,
         deletedAt: row.deleted_at,
+        escalatedFrom: row.escalated_from,
       }
     );
   }

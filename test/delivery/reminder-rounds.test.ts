@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MessageContent } from "../../src/domain/message-options.ts";
 import { DockRepository, type DockWithSecret } from "../../src/store/docks.ts";
+import { Escalations } from "../../src/store/escalations.ts";
 import { MessageChanges } from "../../src/store/message-changes.ts";
 import { MessageRepository } from "../../src/store/messages.ts";
 import { type Db, migrate, openDb } from "../../src/store/open.ts";
@@ -53,7 +55,7 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
     options: { ack: true, remind_every: every, remind_for: length },
   });
   /** A message accepted now, its copies sent to the first two chats; the third's still queued. */
-  const alert = async (text: string, content = remindEvery(30, 300), key?: string) => {
+  const alert = async (text: string, content: MessageContent = remindEvery(30, 300), key?: string) => {
     const accepted = await messages.accept({ dockId: dock.id, text, content, ...(key ? { key } : {}) });
     if (accepted.kind !== "accepted") throw new Error(`not accepted: ${accepted.kind}`);
     const id = accepted.messageId;
@@ -291,5 +293,93 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
       key: "cpu",
     });
     expect(await schedule(id)).toMatchObject({ next: null, ended: "resolved" });
+  });
+
+  it("a step's message taken before its step is recorded takes the chain; a new firing escalates anew", async () => {
+    const backup = await new DockRepository(db, KEY).create(1, {
+      name: "Backup",
+      link: null,
+      description: null,
+    });
+    const escalations = new Escalations(db, clock);
+    now = T0;
+    const content = { options: { ack: true, escalate: [{ after: 60, to: backup.id }] } };
+    const id = await alert("payments failing", content, "payments");
+    const step = async (run: number) => {
+      now += 60_000;
+      const due = await escalations.next(id);
+      expect(due).toMatchObject({ run, step: 0, to: backup.id, allowed: true });
+      if (due === undefined) throw new Error("no step due");
+      const key = `\u0001escalation:${id}:${due.run}:${due.step}`;
+      const added = await messages.accept({
+        dockId: backup.id,
+        text: due.text,
+        content: due.content,
+        idempotencyKey: key,
+        requestHash: key,
+      });
+      if (added.kind !== "accepted") throw new Error(`step not added: ${added.kind}`);
+      return { due, added: added.messageId, key };
+    };
+    const first = await step(1);
+    // Its copy in the backup's chat, pressed before the step is on record.
+    await db.kysely
+      .insertInto("deliveries")
+      .values({
+        message_id: first.added,
+        dock_id: backup.id,
+        chat_id: 7009,
+        state: "sent",
+        attempts: 1,
+        next_attempt_at: now,
+        lease_until: null,
+        last_error: null,
+        telegram_message_ids: "900",
+        created_at: now,
+        updated_at: now,
+        target_id: null,
+        revision: 1,
+        outcome: null,
+        stray_ids: null,
+      })
+      .execute();
+    expect(
+      (
+        await changes.acknowledge(
+          first.added,
+          { id: 7009, name: "Cy", username: null },
+          { chatId: 7009, telegramMessageId: 900 },
+        )
+      ).kind,
+    ).toBe("first");
+    expect(await changes.recordStep(first.due, first.added, 1, null)).toBe(true);
+    // Recorded once only.
+    expect(await changes.recordStep(first.due, first.added, 1, null)).toBe(false);
+    const acked = await db.kysely
+      .selectFrom("messages")
+      .select(["id", "acked_name", "escalate_next_at", "escalated_from"])
+      .where("id", "in", [id, first.added])
+      .orderBy("id")
+      .execute();
+    expect(acked.map((m) => [m.id === id ? "origin" : "step", m.acked_name, m.escalated_from])).toEqual(
+      expect.arrayContaining([
+        ["origin", "Cy", null],
+        ["step", "Cy", id],
+      ]),
+    );
+    // A replay of the step's send is the same message.
+    const again = await messages.accept({
+      dockId: backup.id,
+      text: first.due.text,
+      content: first.due.content,
+      idempotencyKey: first.key,
+      requestHash: first.key,
+    });
+    expect(again).toMatchObject({ kind: "replayed", messageId: first.added });
+
+    // Firing anew (changed, asking again): a new run, whose step is a new message in the backup Dock.
+    await messages.accept({ dockId: dock.id, text: "payments failing again", content, key: "payments" });
+    const second = await step(2);
+    expect(second.added).not.toBe(first.added);
   });
 });

@@ -288,15 +288,17 @@ export async function messageRoutes(app: FastifyInstance, { options, auth }: Sen
         ))
       )
         throw new ApiError("escalation_forbidden");
-      const result = await options.changes.revise(dockOf(request).id, messageId, async (current) =>
-        revisedContent(
+      const result = await options.changes.revise(dockOf(request).id, messageId, async (current) => {
+        // A step's message is part of another's escalation: it does not start one of its own.
+        if (steps !== undefined && current.escalatedFrom !== null) throw new ApiError("escalation_forbidden");
+        return revisedContent(
           current,
           given,
           patchOptions,
           request.clearedOptions ?? [],
           options.payloadThread.read,
-        ),
-      );
+        );
+      });
       if (result.kind === "missing") throw noSuchMessage();
       if (result.kind === "deleted") throw new ApiError("message_deleted");
       request.logFields = { messageId, dockId: dockOf(request).id, revision: result.revision };
