@@ -549,8 +549,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
     recordStep: (step, escalatedId, subscribers, note) =>
       messageChanges.recordStep(step, escalatedId, subscribers, note),
     pacer,
+    copies: (telegram) =>
+      grammyCopySender(telegram, {
+        timeoutSeconds: config.telegramTimeoutSeconds,
+        paidBroadcast: config.telegramPaidBroadcast,
+      }),
     log: server.log.child({ worker: "reminders" }),
-    telegramTimeoutSeconds: config.telegramTimeoutSeconds,
     leaseMs: config.deliveryLeaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     // Due times are waited for exactly; the sweep finds what other instances queued (a new

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from "fastify";
-import { Api, GrammyError } from "grammy";
 import type { MessageContent } from "../domain/message-options.ts";
 import { renderReminder } from "../domain/render.ts";
 import { scrubToken } from "../runtime/log.ts";
@@ -8,6 +7,7 @@ import type { DueStep, Escalations } from "../store/escalations.ts";
 import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import type { ClaimedReminder, ReminderStore } from "../store/reminders.ts";
 import { changeAnswer, classify } from "../telegram/answers.ts";
+import type { CopySender } from "../telegram/copies.ts";
 import { chatKind, type Pacer, type Ticket } from "../telegram/pacer.ts";
 import type { TelegramTarget } from "../telegram/target.ts";
 import { backoffMs } from "./retry-policy.ts";
@@ -37,9 +37,9 @@ export interface ReminderSenderOptions {
   ) => Promise<boolean>;
   /** The one pacer of every Telegram call: reminders wait their turn with everything else. */
   pacer: Pacer;
+  /** Telegram's calls (telegram/copies.ts's grammyCopySender), made in the places the pacer gives. */
+  copies: (telegram: TelegramTarget) => CopySender;
   log: FastifyBaseLogger;
-  /** A Telegram call that has not answered by then counts as failed (and is tried again). */
-  telegramTimeoutSeconds: number;
   /** How long a reminder being sent is reserved: a sender that died leaves it to another after this. */
   leaseMs: number;
   /** A reminder that keeps failing is given up once this old (DELIVERY_MAX_AGE_HOURS). */
@@ -67,7 +67,7 @@ export class ReminderSender implements BackgroundWorker {
   readonly name = "reminders";
   readonly #o: ReminderSenderOptions;
   readonly #now: () => number;
-  #api: Api | null = null;
+  #api: CopySender | null = null;
   #token = "";
   #running = false;
   #sweep: NodeJS.Timeout | null = null;
@@ -87,10 +87,7 @@ export class ReminderSender implements BackgroundWorker {
 
   async start(telegram: TelegramTarget): Promise<void> {
     this.#token = telegram.token;
-    this.#api = new Api(telegram.token, {
-      apiRoot: telegram.apiRoot,
-      timeoutSeconds: this.#o.telegramTimeoutSeconds,
-    });
+    this.#api = this.#o.copies(telegram);
     this.#stopping = new AbortController();
     this.#running = true;
     this.#sweep = setInterval(() => this.wake(), this.#o.sweepMs).unref();
@@ -252,15 +249,15 @@ export class ReminderSender implements BackgroundWorker {
     try {
       return await call();
     } catch (error) {
-      if (error instanceof GrammyError && error.error_code === 429)
-        this.#o.pacer.pause(chatId, error.parameters.retry_after ?? 1);
+      const outcome = classify(error, chatId);
+      if (outcome.kind === "rate_limited") this.#o.pacer.pause(chatId, outcome.retryAfter);
       throw error;
     } finally {
       this.#o.pacer.release(ticket);
     }
   }
 
-  async #send(api: Api, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
+  async #send(api: CopySender, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
     if (reminder.over) {
       // Acknowledged, resolved or deleted since it was queued, or the chat left: not sent.
       this.#o.pacer.cancel(ticket);
@@ -270,25 +267,17 @@ export class ReminderSender implements BackgroundWorker {
       return;
     }
     const content = reminder.content === null ? null : (JSON.parse(reminder.content) as MessageContent);
-    const { text, ...options } = renderReminder(
-      reminder.kind,
-      reminder.round,
-      reminder.text,
-      content,
-      reminder.messageId,
-    );
+    const part = renderReminder(reminder.kind, reminder.round, reminder.text, content, reminder.messageId);
     let sentId: number;
     try {
-      sentId = (
-        await this.#call(ticket, reminder.chatId, () =>
-          api.sendMessage(reminder.chatId, text, {
-            ...options,
-            ...(reminder.replyTo === null
-              ? {}
-              : { reply_parameters: { message_id: reminder.replyTo, allow_sending_without_reply: true } }),
-          }),
-        )
-      ).message_id;
+      sentId = await this.#call(ticket, reminder.chatId, () =>
+        api.send(reminder.chatId, {
+          ...part,
+          ...(reminder.replyTo === null
+            ? {}
+            : { reply_parameters: { message_id: reminder.replyTo, allow_sending_without_reply: true } }),
+        }),
+      );
     } catch (error) {
       await this.#failed(reminder, error);
       return;
@@ -304,24 +293,24 @@ export class ReminderSender implements BackgroundWorker {
     if (!recorded) await this.#deleteUnrecorded(api, reminder.chatId, sentId);
   }
 
-  async #deleteUnrecorded(api: Api, chatId: number, messageId: number): Promise<void> {
+  async #deleteUnrecorded(api: CopySender, chatId: number, messageId: number): Promise<void> {
     const ticket = await this.#o.pacer.acquire(chatId, chatKind(chatId > 0 ? "private" : "group"), {
       priority: "reply",
       signal: this.#stopping.signal,
     });
     if (ticket === null) return;
-    await this.#call(ticket, chatId, () => api.deleteMessage(chatId, messageId)).catch(() => {});
+    await this.#call(ticket, chatId, () => api.delete(chatId, messageId)).catch(() => {});
   }
 
   /** Deletes a reminder that another replaced or that is no longer needed; gone already is as good. */
-  async #cleanup(api: Api, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
+  async #cleanup(api: CopySender, reminder: ClaimedReminder, ticket: Ticket): Promise<void> {
     const chatId = reminder.chatId;
     let again: { at: number; error: string } | null = null;
     if (reminder.telegramMessageId === null) this.#o.pacer.cancel(ticket);
     else {
       try {
         const id = reminder.telegramMessageId;
-        await this.#call(ticket, chatId, () => api.deleteMessage(chatId, id));
+        await this.#call(ticket, chatId, () => api.delete(chatId, id));
       } catch (error) {
         const outcome = classify(error, chatId);
         const giveUp =

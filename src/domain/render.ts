@@ -27,6 +27,8 @@ export interface SendOptions {
   disable_notification?: true;
   protect_content?: true;
   link_preview_options?: LinkPreviewOptions;
+  /** A reply to a message of the chat (a reminder replies to its copy). */
+  reply_parameters?: { message_id: number; allow_sending_without_reply?: boolean };
 }
 
 /** One Telegram message of a rendered notification. */

@@ -123,6 +123,7 @@ const MESSAGE_COLUMNS = [
   "acked_name",
   "acked_at",
   "remind_next_at",
+  "remind_until",
   "remind_rounds",
   "remind_ended",
 ] as const;
@@ -362,6 +363,7 @@ type MessageRow = {
   acked_name: string | null;
   acked_at: number | null;
   remind_next_at: number | null;
+  remind_until: number | null;
   remind_rounds: number;
   remind_ended: string | null;
 };
@@ -453,7 +455,11 @@ async function reportsOf(
           ? null
           : {
               rounds: m.remind_rounds,
-              nextAt: m.remind_next_at === null ? null : Number(m.remind_next_at),
+              // Past remind_until it is the end that is due, not a round.
+              nextAt:
+                m.remind_next_at === null || Number(m.remind_next_at) > Number(m.remind_until)
+                  ? null
+                  : Number(m.remind_next_at),
               ended: m.remind_ended,
             },
       states: {},

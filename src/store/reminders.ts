@@ -475,7 +475,11 @@ export async function reminderStatus(
     every: schedule?.every ?? null,
     for: schedule?.for ?? null,
     rounds: message.remind_rounds,
-    nextAt: message.remind_next_at === null ? null : Number(message.remind_next_at),
+    // Past remind_until it is the end that is due, not a round.
+    nextAt:
+      message.remind_next_at === null || Number(message.remind_next_at) > Number(message.remind_until)
+        ? null
+        : Number(message.remind_next_at),
     until: message.remind_until === null ? null : Number(message.remind_until),
     ended: message.remind_ended,
     reminders: Object.fromEntries(sent.map((row) => [row.state, Number(row.n)])),

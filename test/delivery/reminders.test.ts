@@ -293,6 +293,10 @@ describe.each(DIALECTS)("reminders until acknowledged on %s", (dialect) => {
 
     // Escalating to a Dock of another owner is refused, and nothing is stored.
     const theirs = await service.app.docks.create(2, { name: "Not ours", link: null, description: null });
+    const stored = async () =>
+      (await service.db.kysely.selectFrom("messages").select("id").where("dock_id", "=", dock.id).execute())
+        .length;
+    const before = await stored();
     const refused = await fetch(`${service.url}/webhook`, {
       method: "POST",
       headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
@@ -300,6 +304,14 @@ describe.each(DIALECTS)("reminders until acknowledged on %s", (dialect) => {
     });
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as Json).error.code).toBe("escalation_forbidden");
+    expect(await stored()).toBe(before);
+    // Nor to the Dock itself.
+    const itself = await fetch(`${service.url}/webhook`, {
+      method: "POST",
+      headers: { Authorization: basic(dock.id, dock.secretKey), "Content-Type": "application/json" },
+      body: JSON.stringify({ msg: "x", escalate: [{ after: "5m", to: dock.id }] }),
+    });
+    expect(itself.status).toBe(403);
   });
 
   it("refuses what it cannot keep, with the field named", async () => {

@@ -210,7 +210,7 @@ export const messageStatus = Type.Object({
           }),
           rounds: count("Rounds of reminders so far: each sent one reminder to every copy not snoozed.", 2),
           next_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
-            description: "When the next round is due; null once they ended.",
+            description: "When the next round is due; null once they ended (or only their end is due).",
             examples: ["2026-11-24T14:10:00.120Z"],
           }),
           until: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
@@ -282,7 +282,7 @@ export const messageStatus = Type.Object({
               }),
               at: dateTime(),
             }),
-            { description: "The messages its steps added, one per step taken." },
+            { description: "The messages its steps added, one per step that added one." },
           ),
           from: Type.Union(
             [
