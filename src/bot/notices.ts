@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { Api } from "grammy";
 import { backoffMs } from "../delivery/retry-policy.ts";
 import { scrubToken } from "../runtime/log.ts";
-import type { BackgroundWorker } from "../runtime/worker.ts";
+import { type BackgroundWorker, Looks } from "../runtime/worker.ts";
 import { logDatabaseFailure } from "../store/faults.ts";
 import type { JoinRequestRepository } from "../store/join-requests.ts";
 import type { ClaimedNotice, NoticeQueue } from "../store/notices.ts";
@@ -50,10 +50,12 @@ export class NoticeSender implements BackgroundWorker {
   #running = false;
   #sweep: NodeJS.Timeout | null = null;
   #stopListening: (() => void) | null = null;
-  #ticking: Promise<void> | null = null;
+  readonly #looks = new Looks(
+    () => this.#tick(),
+    () => this.#running,
+  );
   /** Aborted by stop(): notices still waiting for their turn give it up (a send under way finishes). */
   #stopping = new AbortController();
-  #again = false;
   /** The last look failed (the database away): said once, and once more when it works again. */
   #failing = false;
 
@@ -87,23 +89,12 @@ export class NoticeSender implements BackgroundWorker {
     this.#stopListening?.();
     if (this.#sweep) clearInterval(this.#sweep);
     this.#stopping.abort();
-    await this.#ticking;
+    await this.#looks.settled();
   }
 
   /** Look for work now (notices were queued here, or the sweep came round). */
   wake(): void {
-    if (!this.#running) return;
-    if (this.#ticking !== null) {
-      this.#again = true;
-      return;
-    }
-    this.#ticking = this.#tick().finally(() => {
-      this.#ticking = null;
-      if (this.#again) {
-        this.#again = false;
-        this.wake();
-      }
-    });
+    this.#looks.now();
   }
 
   async #tick(): Promise<void> {

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { MessageContent } from "../domain/message-options.ts";
 import { renderReminder } from "../domain/render.ts";
 import { scrubToken } from "../runtime/log.ts";
-import type { BackgroundWorker } from "../runtime/worker.ts";
+import { type BackgroundWorker, Looks } from "../runtime/worker.ts";
 import type { DueStep, Escalations } from "../store/escalations.ts";
 import { isOutage, logDatabaseFailure } from "../store/faults.ts";
 import type { ClaimedReminder, ReminderStore } from "../store/reminders.ts";
@@ -72,9 +72,11 @@ export class ReminderSender implements BackgroundWorker {
   #running = false;
   #sweep: NodeJS.Timeout | null = null;
   #timer: NodeJS.Timeout | null = null;
-  #ticking: Promise<void> | null = null;
+  readonly #looks = new Looks(
+    () => this.#tick(),
+    () => this.#running,
+  );
   #stopping = new AbortController();
-  #again = false;
   #failing = false;
   /** Reminders being worked on here, by id, and their chats. */
   readonly #working = new Map<number, Promise<void>>();
@@ -100,24 +102,13 @@ export class ReminderSender implements BackgroundWorker {
     if (this.#sweep) clearInterval(this.#sweep);
     if (this.#timer) clearTimeout(this.#timer);
     this.#stopping.abort();
-    await this.#ticking;
+    await this.#looks.settled();
     await Promise.all(this.#working.values());
   }
 
   /** Look for work now (a message was acknowledged, resolved or deleted; the sweep came round). */
   wake(): void {
-    if (!this.#running) return;
-    if (this.#ticking !== null) {
-      this.#again = true;
-      return;
-    }
-    this.#ticking = this.#tick().finally(() => {
-      this.#ticking = null;
-      if (this.#again) {
-        this.#again = false;
-        this.wake();
-      }
-    });
+    this.#looks.now();
   }
 
   async #tick(): Promise<void> {
