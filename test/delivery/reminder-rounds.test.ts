@@ -54,34 +54,35 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
   const remindEvery = (every: number, length: number) => ({
     options: { ack: true, remind_every: every, remind_for: length },
   });
+  /** A copy of a message in a chat, as the dispatcher leaves it (sent, with Telegram's ids) or queued. */
+  const copy = (messageId: string, dockId: string, chat: number, telegramIds: string | null) =>
+    db.kysely
+      .insertInto("deliveries")
+      .values({
+        message_id: messageId,
+        dock_id: dockId,
+        chat_id: chat,
+        state: telegramIds === null ? "queued" : "sent",
+        attempts: telegramIds === null ? 0 : 1,
+        next_attempt_at: now,
+        lease_until: null,
+        last_error: null,
+        telegram_message_ids: telegramIds,
+        created_at: now,
+        updated_at: now,
+        target_id: null,
+        revision: 1,
+        outcome: null,
+        stray_ids: null,
+      })
+      .execute();
   /** A message accepted now, its copies sent to the first two chats; the third's still queued. */
   const alert = async (text: string, content: MessageContent = remindEvery(30, 300), key?: string) => {
     const accepted = await messages.accept({ dockId: dock.id, text, content, ...(key ? { key } : {}) });
     if (accepted.kind !== "accepted") throw new Error(`not accepted: ${accepted.kind}`);
     const id = accepted.messageId;
     await db.kysely.deleteFrom("fanouts").where("message_id", "=", id).execute();
-    for (const [i, chat] of chats.entries()) {
-      await db.kysely
-        .insertInto("deliveries")
-        .values({
-          message_id: id,
-          dock_id: dock.id,
-          chat_id: chat,
-          state: i < 2 ? "sent" : "queued",
-          attempts: i < 2 ? 1 : 0,
-          next_attempt_at: now,
-          lease_until: null,
-          last_error: null,
-          telegram_message_ids: i < 2 ? String(100 + i) : null,
-          created_at: now,
-          updated_at: now,
-          target_id: null,
-          revision: 1,
-          outcome: null,
-          stray_ids: null,
-        })
-        .execute();
-    }
+    for (const [i, chat] of chats.entries()) await copy(id, dock.id, chat, i < 2 ? String(100 + i) : null);
     return id;
   };
   const schedule = (id: string) =>
@@ -323,26 +324,7 @@ describe.each(DIALECTS)("reminder rounds on %s", (dialect) => {
     };
     const first = await step(1);
     // Its copy in the backup's chat, pressed before the step is on record.
-    await db.kysely
-      .insertInto("deliveries")
-      .values({
-        message_id: first.added,
-        dock_id: backup.id,
-        chat_id: 7009,
-        state: "sent",
-        attempts: 1,
-        next_attempt_at: now,
-        lease_until: null,
-        last_error: null,
-        telegram_message_ids: "900",
-        created_at: now,
-        updated_at: now,
-        target_id: null,
-        revision: 1,
-        outcome: null,
-        stray_ids: null,
-      })
-      .execute();
+    await copy(first.added, backup.id, 7009, "900");
     expect(
       (
         await changes.acknowledge(
